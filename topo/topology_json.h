@@ -1,0 +1,21 @@
+// JSON load/save of topologies (format: docs/topology.md, schema: docs/topology.schema.json).
+// Loading validates everything and throws TopologyError naming the JSON pointer and reason.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "topo/topology.h"
+#include "topo/topology_error.h"
+
+namespace topocoll::topo {
+
+Topology load_topology_file(const std::string& path);
+Topology load_topology_text(std::string_view json_text);
+Topology topology_from_json(const nlohmann::json& doc);
+// Always the explicit form; load(save(t)) describes the same network as t.
+nlohmann::json topology_to_json(const Topology& topology);
+
+}  // namespace topocoll::topo
