@@ -1,0 +1,63 @@
+// `topocoll`: the command-line face of the library. Dispatches to registered subcommands.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "tools/command.h"
+
+namespace topocoll::cli {
+
+static std::vector<Command>& registry() {
+  static std::vector<Command> all;
+  return all;
+}
+
+bool register_command(Command command) {
+  registry().push_back(command);
+  return true;
+}
+
+const std::vector<Command>& commands() {
+  auto& all = registry();
+  std::sort(all.begin(), all.end(),
+            [](const Command& a, const Command& b) { return a.name < b.name; });
+  return all;
+}
+
+static void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: topocoll <command> [args]\n\ncommands:\n");
+  for (const auto& c : commands())
+    std::fprintf(out, "  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()),
+                 c.summary.data());
+  std::fprintf(out, "\n`topocoll <command> --help` describes one command.\n");
+}
+
+}  // namespace topocoll::cli
+
+int main(int argc, char** argv) {
+  using namespace topocoll::cli;
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "help" || name == "--help" || name == "-h") {
+    print_usage(stdout);
+    return 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : commands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "topocoll %s: %s\n", name.c_str(), e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "topocoll: unknown command '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return 2;
+}
