@@ -1,0 +1,34 @@
+// Logging of the plugin faces through NCCL's logger (handed to net/tuner init), so messages
+// appear with NCCL_DEBUG=INFO/WARN and NCCL_DEBUG_SUBSYS like NCCL's own. Before a logger is
+// known (the interposer never gets one), messages go to stderr in NCCL's format, filtered
+// by NCCL_DEBUG the same way.
+#pragma once
+
+#include <atomic>
+
+#include "plugin/nccl_api/nccl_common.h"
+
+namespace topocoll::plugin {
+
+void set_nccl_logger(ncclDebugLogger_t logger);
+void log_message(ncclDebugLogLevel level, unsigned long subsys, const char* file, int line,
+                 const char* fmt, ...) __attribute__((format(printf, 5, 6)));
+
+}  // namespace topocoll::plugin
+
+#define TC_WARN(fmt, ...) \
+  ::topocoll::plugin::log_message(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, "topocoll: " fmt, ##__VA_ARGS__)
+#define TC_INFO(subsys, fmt, ...) \
+  ::topocoll::plugin::log_message(NCCL_LOG_INFO, (subsys), __FILE__, __LINE__, "topocoll: " fmt, ##__VA_ARGS__)
+// Logs at most once per call site (decisions, fallbacks, config).
+#define TC_ONCE(stmt)                                   \
+  do {                                                  \
+    static std::atomic<bool> tc_once_done_{false};      \
+    if (!tc_once_done_.exchange(true)) { stmt; }        \
+  } while (0)
+#ifdef TOPOCOLL_ENABLE_TRACE
+#define TC_TRACE(subsys, fmt, ...) \
+  ::topocoll::plugin::log_message(NCCL_LOG_TRACE, (subsys), __FILE__, __LINE__, "topocoll: " fmt, ##__VA_ARGS__)
+#else
+#define TC_TRACE(subsys, fmt, ...) do {} while (0)
+#endif
