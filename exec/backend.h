@@ -1,0 +1,72 @@
+// Backend: what the engine (exec/engine.h) needs from a machine to run schedule steps.
+//
+//   transport  a step's sends and receives are posted as one batch between
+//              begin_transfers() and end_transfers(); after end_transfers() every transfer
+//              posted since the matching begin_transfers() is complete (host backend) or
+//              ordered before anything enqueued later (NCCL backend: pncclGroupStart ...
+//              pncclSend/pncclRecv ... pncclGroupEnd, then kernels on the same stream).
+//   reducer    reduce / copy / finalize on resolved pointers, in the order they are called.
+//
+// Batches nest like NCCL groups: begin_transfers() may be called again before
+// end_transfers(); the transfers are complete after the outermost end. That is how several
+// collectives advance one step together (exec/engine.h, run_interleaved).
+//
+// Buffers are raw pointers the engine resolved from (Input|Output|Scratch, element offset);
+// the engine never dereferences them, so they may be host or device memory. The engine does
+// not allocate either: the caller provides scratch of scratch_bytes() per execution.
+//
+// Errors are reported by throwing BackendError (or any std::exception); the engine lets it
+// propagate and marks the execution failed. C ABI boundaries (plugin/) catch it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/datatype.h"
+#include "sched/schedule.h"
+
+namespace topocoll::exec {
+
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a collective call binds: element type, reduction and the communicator it runs on.
+// Reduce/finalize receive it so one backend can serve interleaved collectives of
+// different types and ops.
+struct CollectiveBinding {
+  kernels::DataType dtype = kernels::DataType::Float32;
+  kernels::ReduceOp op = kernels::ReduceOp::Sum;
+  int rank = 0;
+  int nranks = 1;
+  std::size_t elem_bytes() const { return kernels::datatype_size(dtype); }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // --- transport -----------------------------------------------------------------------
+  virtual void begin_transfers() = 0;
+  // `bytes` > 0 (the engine skips empty transfers on both sides; a schedule's matching
+  // send and receive always have the same count). Messages between one (src, dst) pair
+  // match in posting order.
+  virtual void post_send(int peer, const void* src, std::size_t bytes) = 0;
+  virtual void post_recv(int peer, void* dst, std::size_t bytes) = 0;
+  virtual void end_transfers() = 0;
+
+  // --- local ops (run after the step's transfers are complete) ------------------------
+  // dst[i] = srcs[0][i] op srcs[1][i] op ... left to right; dst may equal srcs[0].
+  virtual void reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs,
+                      int nsrc, int64_t count) = 0;
+  // Non-overlapping ranges (dst == src is allowed and is a no-op).
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  // The op's final step on the fully reduced value (avg: divide by nranks; others: none).
+  virtual void finalize(const CollectiveBinding& binding, void* dst, int64_t count) = 0;
+};
+
+}  // namespace topocoll::exec

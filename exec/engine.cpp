@@ -1,0 +1,191 @@
+#include "exec/engine.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace topocoll::exec {
+
+using sched::Buf;
+using sched::BufRef;
+using sched::Op;
+using sched::OpKind;
+
+std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType dtype) {
+  return std::size_t(program.scratch_elems) * kernels::datatype_size(dtype);
+}
+
+namespace {
+
+[[noreturn]] void bad_program(int rank, int step, std::size_t op_index, const Op& op,
+                              const std::string& why) {
+  throw std::invalid_argument("schedule rank " + std::to_string(rank) + " step " +
+                              std::to_string(step) + " op " + std::to_string(op_index) + " (" +
+                              std::string(sched::to_string(op.kind)) + "): " + why);
+}
+
+int64_t buffer_elems(const sched::Schedule& s, const sched::RankProgram& p, Buf b) {
+  switch (b) {
+    case Buf::Input: return s.input_count;
+    case Buf::Output: return s.output_count;
+    case Buf::Scratch: return p.scratch_elems;
+  }
+  return -1;
+}
+
+const void* buffer_base(const Buffers& b, Buf which) {
+  switch (which) {
+    case Buf::Input: return b.input;
+    case Buf::Output: return b.output;
+    case Buf::Scratch: return b.scratch;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
+                     kernels::ReduceOp op, const Buffers& buffers, Backend& backend)
+    : schedule_(&schedule), buffers_(buffers), backend_(&backend) {
+  if (!kernels::is_valid(dtype))
+    throw std::invalid_argument("invalid datatype " + std::to_string(int(dtype)));
+  if (!kernels::is_valid(op))
+    throw std::invalid_argument("invalid reduction op " + std::to_string(int(op)));
+  if (rank < 0 || rank >= schedule.nranks || rank >= int(schedule.programs.size()))
+    throw std::invalid_argument("rank " + std::to_string(rank) + " outside the schedule's " +
+                                std::to_string(schedule.nranks) + " ranks");
+  program_ = &schedule.programs[rank];
+  binding_ = {dtype, op, rank, schedule.nranks};
+
+  const auto& prog = *program_;
+  if (!prog.step_begin.empty() && prog.step_begin.back() != prog.ops.size())
+    throw std::invalid_argument("schedule rank " + std::to_string(rank) +
+                                ": step table does not cover its ops");
+  auto check_range = [&](int s, std::size_t i, const Op& o, const BufRef& r, bool written) {
+    const int64_t size = buffer_elems(schedule, prog, r.buf);
+    if (o.count < 0 || r.offset < 0 || r.offset + o.count > size)
+      bad_program(rank, s, i, o,
+                  std::string(sched::to_string(r.buf)) + " range [" + std::to_string(r.offset) +
+                      ", " + std::to_string(r.offset + o.count) + ") outside its " +
+                      std::to_string(size) + " elements");
+    if (written && r.buf == Buf::Input) bad_program(rank, s, i, o, "writes the input buffer");
+    if (o.count > 0 && buffer_base(buffers_, r.buf) == nullptr)
+      bad_program(rank, s, i, o, std::string(sched::to_string(r.buf)) + " buffer is null");
+  };
+  for (int s = 0; s < prog.num_steps(); ++s) {
+    if (prog.step_begin[s] > prog.step_begin[s + 1])
+      throw std::invalid_argument("schedule rank " + std::to_string(rank) + ": step " +
+                                  std::to_string(s) + " ends before it begins");
+    for (std::size_t i = prog.step_begin[s]; i < prog.step_begin[s + 1]; ++i) {
+      const Op& o = prog.ops[i];
+      switch (o.kind) {
+        case OpKind::Send:
+        case OpKind::Recv:
+          if (o.peer < 0 || o.peer >= schedule.nranks || o.peer == rank)
+            bad_program(rank, s, i, o, "peer " + std::to_string(o.peer) + " is not another rank");
+          if (o.kind == OpKind::Send) check_range(s, i, o, o.src(), false);
+          else check_range(s, i, o, o.dst, true);
+          break;
+        case OpKind::Reduce:
+          if (o.nsrc < 2 || o.nsrc > sched::kMaxReduceInputs)
+            bad_program(rank, s, i, o, "reduce of " + std::to_string(o.nsrc) + " inputs");
+          check_range(s, i, o, o.dst, true);
+          for (int k = 0; k < o.nsrc; ++k) check_range(s, i, o, o.srcs[k], false);
+          break;
+        case OpKind::Copy:
+          check_range(s, i, o, o.dst, true);
+          check_range(s, i, o, o.src(), false);
+          break;
+        case OpKind::Finalize:
+          check_range(s, i, o, o.dst, true);
+          break;
+        default:
+          bad_program(rank, s, i, o, "unknown op kind");
+      }
+    }
+  }
+}
+
+void* Execution::resolve(const BufRef& ref) const {
+  // Pointer arithmetic only: the memory may live on a device.
+  auto* base = static_cast<char*>(const_cast<void*>(buffer_base(buffers_, ref.buf)));
+  return base + ref.offset * int64_t(binding_.elem_bytes());
+}
+
+void Execution::post_transfers() {
+  if (done()) throw std::logic_error("post_transfers after the last step");
+  if (posted_) throw std::logic_error("post_transfers twice for one step");
+  const std::size_t elem = binding_.elem_bytes();
+  backend_->begin_transfers();
+  posted_ = true;
+  for (const Op& o : program_->step(step_)) {
+    if (o.count == 0) continue;  // both sides skip: matching ops have equal counts
+    if (o.kind == OpKind::Send)
+      backend_->post_send(o.peer, resolve(o.src()), std::size_t(o.count) * elem);
+    else if (o.kind == OpKind::Recv)
+      backend_->post_recv(o.peer, resolve(o.dst), std::size_t(o.count) * elem);
+  }
+}
+
+void Execution::complete_transfers() {
+  if (!posted_ || transferred_) throw std::logic_error("complete_transfers out of order");
+  transferred_ = true;
+  backend_->end_transfers();
+}
+
+void Execution::run_local_ops() {
+  if (!transferred_) throw std::logic_error("run_local_ops before the step's transfers");
+  for (const Op& o : program_->step(step_)) {
+    if (o.count == 0) continue;
+    switch (o.kind) {
+      case OpKind::Reduce: {
+        const void* srcs[sched::kMaxReduceInputs];
+        for (int k = 0; k < o.nsrc; ++k) srcs[k] = resolve(o.srcs[k]);
+        backend_->reduce(binding_, resolve(o.dst), srcs, o.nsrc, o.count);
+        break;
+      }
+      case OpKind::Copy:
+        backend_->copy(resolve(o.dst), resolve(o.src()),
+                       std::size_t(o.count) * binding_.elem_bytes());
+        break;
+      case OpKind::Finalize:
+        backend_->finalize(binding_, resolve(o.dst), o.count);
+        break;
+      default:
+        break;
+    }
+  }
+  posted_ = transferred_ = false;
+  ++step_;
+}
+
+bool Execution::advance_one_step() {
+  if (done()) return false;
+  post_transfers();
+  complete_transfers();
+  run_local_ops();
+  return !done();
+}
+
+void Execution::run() {
+  while (advance_one_step()) {
+  }
+}
+
+void run_interleaved(std::span<Execution* const> executions) {
+  for (;;) {
+    bool any = false;
+    for (Execution* e : executions)
+      if (!e->done()) {
+        e->post_transfers();
+        any = true;
+      }
+    if (!any) return;
+    // Close the nested batches innermost first, as NCCL groups close.
+    for (auto it = executions.rbegin(); it != executions.rend(); ++it)
+      if (!(*it)->done()) (*it)->complete_transfers();
+    for (Execution* e : executions)
+      if (!e->done()) e->run_local_ops();
+  }
+}
+
+}  // namespace topocoll::exec

@@ -1,0 +1,79 @@
+// Engine: walks one rank's program of a schedule (sched/schedule.h) step by step with a
+// Backend (exec/backend.h). Per step: post every Send/Recv as one batch, wait for the batch,
+// then run the step's Reduce/Copy/Finalize ops in order. Nothing here knows whether the
+// memory is host or device or how bytes move; nothing is allocated per step.
+//
+// Several collectives (one Execution each, e.g. those queued inside a user's
+// ncclGroupStart/End) advance together with run_interleaved(): step k of every unfinished
+// execution is posted in one nested transfer batch, then all their local ops run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "exec/backend.h"
+#include "kernels/datatype.h"
+#include "sched/schedule.h"
+
+namespace topocoll::exec {
+
+// The memory one rank's execution works on. Input may alias Output the NCCL way
+// (sched/schedule.h). Scratch must hold scratch_bytes(program, dtype) bytes; it is
+// reserved once per plan by the caller, never per step.
+struct Buffers {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+};
+
+std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType dtype);
+
+// One rank's run of one collective. Holds references to the schedule and the backend:
+// both must outlive it.
+class Execution {
+ public:
+  // Checks once that every range of the rank's program lies inside its buffer (sizes from
+  // the schedule), that peers are valid, and that the type/op are valid; throws
+  // std::invalid_argument naming the rank, step and op otherwise. Null buffers are allowed
+  // only where the program never touches them (e.g. count 0).
+  Execution(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
+            kernels::ReduceOp op, const Buffers& buffers, Backend& backend);
+
+  int rank() const { return binding_.rank; }
+  int num_steps() const { return program_->num_steps(); }
+  int next_step() const { return step_; }
+  bool done() const { return step_ >= num_steps(); }
+  const CollectiveBinding& binding() const { return binding_; }
+  Backend& backend() const { return *backend_; }
+
+  // The three phases of the next step; call them in this order (run_interleaved does).
+  void post_transfers();      // backend.begin_transfers() + the step's sends and receives
+  void complete_transfers();  // backend.end_transfers()
+  void run_local_ops();       // the step's Reduce/Copy/Finalize, then on to the next step
+
+  // One whole step; returns true while steps remain.
+  bool advance_one_step();
+  // Every remaining step.
+  void run();
+
+ private:
+  void* resolve(const sched::BufRef& ref) const;
+
+  const sched::Schedule* schedule_;
+  const sched::RankProgram* program_;
+  CollectiveBinding binding_;
+  Buffers buffers_;
+  Backend* backend_;
+  int step_ = 0;
+  bool posted_ = false;
+  bool transferred_ = false;
+};
+
+// Runs all executions to completion, step by step across them: per round, every unfinished
+// execution posts its next step's transfers (nested batches), then every batch completes,
+// then every execution runs its local ops. Executions may have different step counts and
+// backends.
+void run_interleaved(std::span<Execution* const> executions);
+
+}  // namespace topocoll::exec
