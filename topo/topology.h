@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,7 @@ std::string_view to_string(LinkKind);
 std::string_view to_string(HostFabricKind);
 
 struct Endpoint {
-  std::string id;    // unique, e.g. "s3.g1"; used by placement, plans and drawings
+  std::string id;    // unique, e.g. "s3.g1" (BiGraph) or "p0.n5" (NAP); used by plans and drawings
   std::string host;  // host name as the communicator reports it
   int gpu = 0;       // CUDA device index on that host
   std::string nic;   // NIC name on that host, e.g. "mlx5_1"
@@ -47,7 +48,7 @@ struct Endpoint {
 };
 
 struct Switch {
-  std::string id;  // unique, e.g. "U0", "L3", "P2.S1", "host:s3"
+  std::string id;  // unique, e.g. "U0", "L3" (BiGraph), "p2.s1" (NAP), "s3.fabric" (host fabric)
   SwitchRole role = SwitchRole::Upper;
   int index_in_role = 0;   // BiGraph: index within its group; NAP: j of the package's k switches
   int package = -1;        // NAP local switches only
@@ -109,6 +110,7 @@ struct BiGraphShape {
   double host_fabric_gbps = 2400;  // NVSwitch-class, per GPU
   double host_fabric_latency_us = 0.5;
   int switch_ports = 0;  // 0 = endpoints_per_switch + switches_per_group
+  HostFabricKind host_fabric = HostFabricKind::NVSwitch;
 };
 
 struct NapShape {
@@ -126,6 +128,9 @@ struct NapShape {
   int node_ports = 0;    // NIC ports per node; 0 = local_switches (one per local switch)
   int switch_ports = 0;  // ports per local switch; 0 = nodes_per_package
   int gpus_per_host = 1; // consecutive nodes of a package share a host
+  HostFabricKind host_fabric = HostFabricKind::NVSwitch;
+  double host_fabric_gbps = 2400;  // per GPU, one direction
+  double host_fabric_latency_us = 0.5;
 };
 
 class Topology {
@@ -155,7 +160,29 @@ class Topology {
   // The links between two endpoints (docs/topology.md, "Routing"). Same endpoint: empty.
   std::vector<Path> route(int from_endpoint, int to_endpoint, RouteHint hint = {}) const;
   // Switch hops of the longest shortest route (0 for the same host).
+  // Hops = nodes a route passes through between its two endpoints (switches, and NAP nodes
+  // that forward torus traffic) = links - 1; routes inside one host do not count.
   int diameter_hops() const;
+
+  // Graph helpers for contention analysis and drawing. Graph nodes are numbered endpoints
+  // first, then switches.
+  int graph_node_count() const { return int(endpoints_.size() + switches_.size()); }
+  int graph_node(NodeRef n) const;
+  NodeRef node_ref(int graph_node) const;
+  std::span<const int> out_links(NodeRef n) const;  // link ids leaving n, ascending
+  std::optional<int> find_link(NodeRef from, NodeRef to) const;
+  // End-to-end latency of one path: its links plus the forwarding latency of every switch
+  // it passes through.
+  double latency_us(const Path& path) const;
+
+  // BiGraph: the switches of one group (Upper or Lower) ordered by index_in_role.
+  const std::vector<int>& group_switches(SwitchRole group) const;
+  // NAP: local switch j of a package, the endpoint that is node n of a package, and the
+  // torus coordinate of a package (row-major: dimension 0 varies slowest).
+  int local_switch(int package, int j) const;
+  int package_node(int package, int node) const;
+  std::vector<int> torus_coord(int package) const;
+  int package_at(const std::vector<int>& coord) const;
 
   // Construction (used by the JSON loader and the generators); finalize() derives indices,
   // reverse links and host fabrics and checks connectivity.
@@ -174,6 +201,13 @@ class Topology {
   std::vector<int> torus_;
   // Lookup tables built by finalize().
   std::vector<std::vector<int>> out_links_;  // per graph node (endpoints then switches)
+  std::vector<int> upper_switches_, lower_switches_;  // BiGraph, by index_in_role
+  std::vector<int> package_switches_;  // NAP: [package * k + j] -> switch index
+  std::vector<int> package_nodes_;     // NAP: [package * N + node] -> endpoint index
+
+  std::vector<Path> route_bigraph(int from, int to) const;
+  std::vector<Path> route_nap(int from, int to, RouteHint hint) const;
+  std::vector<int> shortest_links(NodeRef from, NodeRef to) const;
 };
 
 }  // namespace topocoll::topo
