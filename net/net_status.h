@@ -1,0 +1,34 @@
+// Result of a transport call: a code the caller can branch on and a message naming what
+// went wrong (peer, sizes, tags), ready to be logged as is.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace topocoll::net {
+
+enum class NetCode {
+  Ok = 0,
+  InvalidArgument,   // caller error: null pointer, negative count, bad address
+  BadHandle,         // foreign or corrupt handle / hello (magic mismatch)
+  VersionMismatch,   // peer speaks another protocol version
+  Timeout,           // connect / accept / handshake took longer than timeout_ms
+  ConnectFailed,     // refused or unreachable
+  PeerClosed,        // EOF or reset while a transfer was in flight
+  Truncated,         // message larger than the posted receive
+  TagMismatch,       // message tag not among the posted receive's tags
+  SystemError,       // other socket / thread errors (errno text in the message)
+};
+
+std::string_view to_string(NetCode code);
+
+struct NetStatus {
+  NetCode code = NetCode::Ok;
+  std::string message;
+
+  bool ok() const { return code == NetCode::Ok; }
+  static NetStatus success() { return {}; }
+  static NetStatus error(NetCode c, std::string m) { return {c, std::move(m)}; }
+};
+
+}  // namespace topocoll::net

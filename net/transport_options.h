@@ -1,0 +1,25 @@
+// Tuning of the socket transport. from_environment() is the one place that reads the
+// TOPOCOLL_NET_* variables (docs/net-plugin.md lists them); callers log the result.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace topocoll::net {
+
+struct TransportOptions {
+  int sockets_per_conn = 4;         // TOPOCOLL_NET_SOCKETS_PER_CONN (1..16)
+  int threads_per_conn = 2;         // TOPOCOLL_NET_THREADS (1..sockets_per_conn)
+  int timeout_ms = 60000;           // TOPOCOLL_NET_TIMEOUT_MS: connect/accept/handshake
+  size_t chunk_bytes = 512 * 1024;  // TOPOCOLL_NET_CHUNK_BYTES: striping unit
+
+  // Clamps threads to [1, sockets] and everything to its valid range.
+  TransportOptions normalized() const;
+  // Defaults overridden by the environment; a bad value is left at its default and a
+  // warning naming the variable is appended to *warnings (when not null).
+  static TransportOptions from_environment(std::vector<std::string>* warnings = nullptr);
+  std::string describe() const;  // "sockets=4 threads=2 chunk=524288 timeout_ms=60000"
+};
+
+}  // namespace topocoll::net
