@@ -1,0 +1,54 @@
+// Cost model: alpha-beta-gamma per link with sharing (docs/plan-format.md, "Cost model").
+//
+//  flow time  = sum of link and switch latencies on its path
+//             + max over its links of  min(B_l, n_l * b) / rate_l
+//    where b is the flow's bytes on that path (bytes * fraction), B_l all bytes the step puts
+//    on link l and n_l the number of flow portions on it: with equal portions each of the
+//    n_l flows gets 1/n_l of the rate; a small flow among large ones finishes after n_l of
+//    its own size, a large one after the link drained everything. A striped flow takes the
+//    slowest of its paths.
+//  step time  = alpha + slowest flow + gamma * (most bytes one rank reduces or copies)
+//  total      = sum of steps (steps with no transfer and no local op cost nothing).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/link_load.h"
+#include "sched/placement.h"
+#include "sched/schedule.h"
+#include "topo/topology.h"
+
+namespace topocoll::sched {
+
+struct CostParams {
+  double alpha_us = 3.0;  // software overhead per step (post, completion, launch)
+  // Reduction cost per byte of reduce input: a GPU reduces at ~1500 GB/s of memory traffic.
+  double gamma_us_per_byte = 1.0 / 1.5e6;
+  bool include_latency = true;  // link and switch latencies from the topology
+};
+
+struct StepCost {
+  double time_us = 0;
+  double transfer_us = 0;  // slowest flow, latency included
+  double reduce_us = 0;
+  int slowest_flow_src = -1, slowest_flow_dst = -1;  // communicator ranks
+};
+
+struct CostEstimate {
+  double total_us = 0;
+  std::vector<StepCost> steps;
+};
+
+CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
+                           size_t elem_size, RouteCache& routes, const CostParams& params = {});
+
+// nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md there): allreduce 2(n-1)/n,
+// reduce-scatter, allgather and all-to-all (n-1)/n.
+double bus_bandwidth_factor(Collective collective, int nranks);
+// Algorithm bandwidth in GB/s (bytes of the collective's size argument / time) and the
+// matching bus bandwidth. `bytes` is the per-rank buffer nccl-tests reports as "size".
+double algbw_gbs(double bytes, double time_us);
+double busbw_gbs(Collective collective, int nranks, double bytes, double time_us);
+
+}  // namespace topocoll::sched

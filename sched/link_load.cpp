@@ -1,0 +1,188 @@
+#include "sched/link_load.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace topocoll::sched {
+
+using topo::LinkKind;
+using topo::NodeRef;
+using topo::SwitchRole;
+
+RouteCache::RouteCache(const topo::Topology& topology) : topology_(topology) {
+  const auto& eps = topology.endpoints();
+  access_up_.assign(eps.size(), -1);
+  access_down_.assign(eps.size(), -1);
+  for (const auto& l : topology.links()) {
+    if (l.kind != LinkKind::Access) continue;
+    if (l.from.type == NodeRef::Type::Endpoint) access_up_[l.from.index] = l.id;
+    if (l.to.type == NodeRef::Type::Endpoint) access_down_[l.to.index] = l.id;
+  }
+  num_switches_ = int(topology.switches().size());
+  group_of_switch_.assign(num_switches_, -1);
+  for (int s = 0; s < num_switches_; ++s) {
+    SwitchRole role = topology.switches()[s].role;
+    if (role == SwitchRole::Upper) group_of_switch_[s] = 0;
+    if (role == SwitchRole::Lower) group_of_switch_[s] = 1;
+  }
+  if (topology.kind() == topo::TopologyKind::BiGraph)
+    switch_pair_.assign(size_t(num_switches_) * num_switches_, -1);
+}
+
+RouteCache::Stored RouteCache::store(const std::vector<topo::Path>& route, int strip_head,
+                                     int strip_tail) {
+  Stored s;
+  s.first_path = uint32_t(stored_paths_.size());
+  for (const auto& p : route) {
+    StoredPath sp;
+    sp.offset = uint32_t(stored_links_.size());
+    size_t b = strip_head, e = p.links.size() - strip_tail;
+    stored_links_.insert(stored_links_.end(), p.links.begin() + b, p.links.begin() + e);
+    sp.size = uint32_t(e - b);
+    sp.fraction = p.fraction;
+    stored_paths_.push_back(sp);
+  }
+  s.num_paths = uint32_t(route.size());
+  return s;
+}
+
+void RouteCache::paths(int src, int dst, std::vector<PathView>& out) {
+  out.clear();
+  if (src == dst) return;
+  const auto& eps = topology_.endpoints();
+  const auto& a = eps[src];
+  const auto& b = eps[dst];
+  int head = -1, tail = -1;
+  Stored stored;
+  bool found = false;
+  // BiGraph cross-group routes are unique (NIC up, one inter-group link, NIC down); their
+  // middle depends only on the two switches, so it is kept per switch pair.
+  if (!switch_pair_.empty() && a.host_index != b.host_index && a.attach_switch >= 0 &&
+      b.attach_switch >= 0 && access_up_[src] >= 0 && access_down_[dst] >= 0 &&
+      group_of_switch_[a.attach_switch] >= 0 && group_of_switch_[b.attach_switch] >= 0 &&
+      group_of_switch_[a.attach_switch] != group_of_switch_[b.attach_switch]) {
+    size_t key = size_t(a.attach_switch) * num_switches_ + b.attach_switch;
+    int64_t& slot = switch_pair_[key];
+    if (slot == -1) {
+      auto route = topology_.route(src, dst);
+      bool shaped = !route.empty();
+      for (const auto& p : route)
+        shaped = shaped && p.links.size() >= 2 && p.links.front() == access_up_[src] &&
+                 p.links.back() == access_down_[dst];
+      if (shaped) {
+        slot = int64_t(switch_pair_stored_.size());
+        switch_pair_stored_.push_back(store(route, 1, 1));
+      } else {
+        slot = -2;  // not the expected shape: fall back to per-pair routes for this pair
+      }
+    }
+    if (slot >= 0) {
+      stored = switch_pair_stored_[size_t(slot)];
+      head = access_up_[src];
+      tail = access_down_[dst];
+      found = true;
+    }
+  }
+  if (!found) {
+    uint64_t key = (uint64_t(uint32_t(src)) << 32) | uint32_t(dst);
+    auto it = pairs_.find(key);
+    if (it == pairs_.end()) {
+      auto route = topology_.route(src, dst);
+      it = pairs_.emplace(key, store(route, 0, 0)).first;
+    }
+    stored = it->second;
+  }
+  for (uint32_t i = 0; i < stored.num_paths; ++i) {
+    const StoredPath& sp = stored_paths_[stored.first_path + i];
+    PathView v;
+    v.head = head;
+    v.tail = tail;
+    v.body = std::span<const int>(stored_links_.data() + sp.offset, sp.size);
+    v.fraction = sp.fraction;
+    out.push_back(v);
+  }
+}
+
+void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out) {
+  out.clear();
+  for (int r = 0; r < int(schedule.programs.size()); ++r) {
+    const auto& prog = schedule.programs[r];
+    if (step >= prog.num_steps()) continue;
+    for (const Op& op : prog.step(step)) {
+      if (op.kind != OpKind::Send) continue;
+      out.push_back(Flow{r, op.peer, op.count * int64_t(elem_size)});
+    }
+  }
+}
+
+StepLinkLoads::StepLinkLoads(int num_links)
+    : flows_(num_links, 0.0), bytes_(num_links, 0.0), portions_(num_links, 0) {}
+
+void StepLinkLoads::clear() {
+  for (int l : touched_) {
+    flows_[l] = 0;
+    bytes_[l] = 0;
+    portions_[l] = 0;
+  }
+  touched_.clear();
+}
+
+void StepLinkLoads::add(RouteCache& routes, int src, int dst, double bytes) {
+  routes.paths(src, dst, paths_);
+  for (const PathView& p : paths_) {
+    p.for_each_link([&](int l) {
+      if (portions_[l] == 0) touched_.push_back(l);
+      flows_[l] += p.fraction;
+      bytes_[l] += bytes * p.fraction;
+      portions_[l] += 1;
+    });
+  }
+}
+
+LinkLoad analyze_link_load(const Schedule& schedule, const Placement& placement,
+                           size_t elem_size, RouteCache& routes, LinkLoadOptions options) {
+  if (placement.nranks() != schedule.nranks)
+    throw std::invalid_argument("link load: placement has " + std::to_string(placement.nranks()) +
+                                " ranks, schedule " + std::to_string(schedule.nranks));
+  const auto& topology = routes.topology();
+  StepLinkLoads loads(int(topology.links().size()));
+  std::vector<Flow> flows;
+  LinkLoad result;
+  int nsteps = schedule.num_steps();
+  result.steps.resize(nsteps);
+  for (int s = 0; s < nsteps; ++s) {
+    StepLoad& out = result.steps[s];
+    step_flows(schedule, s, elem_size, flows);
+    loads.clear();
+    for (const Flow& f : flows) {
+      int a = placement.endpoint_of_rank[f.src], b = placement.endpoint_of_rank[f.dst];
+      loads.add(routes, a, b, double(f.bytes));
+      for (const PathView& p : loads.scratch_paths()) out.hops += p.hops();
+      out.bytes += f.bytes;
+      out.max_flow_bytes = std::max(out.max_flow_bytes, f.bytes);
+    }
+    out.flows = int(flows.size());
+    for (int l : loads.touched()) {
+      // Ties go to the lowest link id so the report is deterministic.
+      double f = loads.flows(l);
+      if (f > out.max_load + 1e-9 ||
+          (f > out.max_load - 1e-9 && out.bottleneck_link >= 0 && l < out.bottleneck_link)) {
+        out.max_load = std::max(out.max_load, f);
+        out.bottleneck_link = l;
+      }
+      if (options.keep_links) out.links.push_back(LinkUse{l, f, loads.bytes(l)});
+    }
+    if (options.keep_links)
+      std::sort(out.links.begin(), out.links.end(),
+                [](const LinkUse& x, const LinkUse& y) { return x.link < y.link; });
+    result.total_hops += out.hops;
+    if (out.max_load > result.max_load + 1e-9) {
+      result.max_load = out.max_load;
+      result.worst_step = s;
+    }
+  }
+  return result;
+}
+
+}  // namespace topocoll::sched

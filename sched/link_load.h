@@ -1,0 +1,130 @@
+// Contention analysis: every Send of every step routed over the topology's directed links;
+// per step, flows and bytes on each link, the worst load and its link.
+//
+// Load counts flows: a flow striped over k paths puts `fraction` (1/k) of a flow on each
+// path's links, so a NAP node striping one flow over its k local switches loads each port 1/k.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "sched/placement.h"
+#include "sched/schedule.h"
+#include "topo/topology.h"
+
+namespace topocoll::sched {
+
+// One path of a route without its own storage: head link, shared body, tail link (-1 when
+// absent). BiGraph cross-group routes share their body per switch pair, so 65,536 endpoints
+// need a few thousand cached bodies, not millions of paths.
+struct PathView {
+  int head = -1;
+  std::span<const int> body;
+  int tail = -1;
+  double fraction = 1.0;
+
+  int hops() const { return int(body.size()) + (head >= 0) + (tail >= 0); }
+  template <class Fn>
+  void for_each_link(Fn&& fn) const {
+    if (head >= 0) fn(head);
+    for (int l : body) fn(l);
+    if (tail >= 0) fn(tail);
+  }
+};
+
+// Routes between endpoints, computed once per pair by Topology::route() and kept.
+class RouteCache {
+ public:
+  explicit RouteCache(const topo::Topology& topology);
+  RouteCache(const RouteCache&) = delete;
+  RouteCache& operator=(const RouteCache&) = delete;
+
+  // The paths from one endpoint to another (empty for the same endpoint). `out` is reused.
+  void paths(int src_endpoint, int dst_endpoint, std::vector<PathView>& out);
+  const topo::Topology& topology() const { return topology_; }
+
+ private:
+  struct Stored {
+    uint32_t first_path = 0, num_paths = 0;
+  };
+  struct StoredPath {
+    uint32_t offset = 0, size = 0;
+    double fraction = 1.0;
+  };
+  Stored store(const std::vector<topo::Path>& route, int strip_head, int strip_tail);
+
+  const topo::Topology& topology_;
+  std::vector<int> access_up_, access_down_;  // BiGraph NIC link of each endpoint, -1 if none
+  std::vector<int> group_of_switch_;          // 0 upper, 1 lower, -1 other
+  int num_switches_ = 0;
+  std::vector<int64_t> switch_pair_;          // BiGraph cross-group bodies, -1 = not yet
+  std::unordered_map<uint64_t, Stored> pairs_;
+  std::vector<StoredPath> stored_paths_;
+  std::vector<int> stored_links_;
+  std::vector<Stored> switch_pair_stored_;
+};
+
+// One Send of one step, between communicator ranks.
+struct Flow {
+  int src = -1, dst = -1;
+  int64_t bytes = 0;
+};
+
+// The sends of step `step` of a schedule, in rank order (`out` is reused).
+void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out);
+
+// Per-link totals of one step, in dense arrays indexed by link id (reused across steps; only
+// the touched links are reset).
+class StepLinkLoads {
+ public:
+  explicit StepLinkLoads(int num_links);
+  void clear();
+  // Adds one flow between endpoints over all of its paths.
+  void add(RouteCache& routes, int src_endpoint, int dst_endpoint, double bytes);
+
+  double flows(int link) const { return flows_[link]; }   // fractional flows
+  int portions(int link) const { return portions_[link]; } // path portions (integer)
+  double bytes(int link) const { return bytes_[link]; }
+  const std::vector<int>& touched() const { return touched_; }
+  std::vector<PathView>& scratch_paths() { return paths_; }
+
+ private:
+  std::vector<double> flows_, bytes_;
+  std::vector<int> portions_;
+  std::vector<int> touched_;
+  std::vector<PathView> paths_;
+};
+
+struct LinkUse {
+  int link = -1;
+  double flows = 0;  // fractional flows
+  double bytes = 0;
+};
+
+struct StepLoad {
+  int flows = 0;          // sends in the step
+  int64_t bytes = 0;      // bytes sent by all ranks
+  int64_t max_flow_bytes = 0;
+  double max_load = 0;    // worst flows on one directed link
+  int bottleneck_link = -1;
+  int64_t hops = 0;       // links crossed, summed over flows (striped: over paths)
+  std::vector<LinkUse> links;  // every loaded link, by id (only with keep_links)
+};
+
+struct LinkLoad {
+  std::vector<StepLoad> steps;
+  double max_load = 0;  // worst over steps
+  int worst_step = -1;
+  int64_t total_hops = 0;
+};
+
+struct LinkLoadOptions {
+  bool keep_links = true;  // per-link detail per step; off for large analyses
+};
+
+LinkLoad analyze_link_load(const Schedule& schedule, const Placement& placement,
+                           size_t elem_size, RouteCache& routes, LinkLoadOptions options = {});
+
+}  // namespace topocoll::sched

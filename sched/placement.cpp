@@ -1,0 +1,545 @@
+#include "sched/placement.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "sched/link_load.h"
+
+namespace topocoll::sched {
+
+using topo::LinkKind;
+using topo::SwitchRole;
+using topo::Topology;
+
+// ---------------------------------------------------------------------------------------
+// Rank -> endpoint
+
+Placement place_ranks(const Topology& topology, std::span<const RankLocation> ranks) {
+  Placement p;
+  std::vector<int> owner(topology.endpoints().size(), -1);
+  for (int r = 0; r < int(ranks.size()); ++r) {
+    auto e = topology.find_endpoint(ranks[r].host, ranks[r].gpu);
+    if (!e)
+      throw std::invalid_argument("rank " + std::to_string(r) + " (host \"" + ranks[r].host +
+                                  "\", GPU " + std::to_string(ranks[r].gpu) +
+                                  ") is not an endpoint of topology \"" + topology.name() + "\"");
+    if (owner[*e] >= 0)
+      throw std::invalid_argument("rank " + std::to_string(r) + " (host \"" + ranks[r].host +
+                                  "\", GPU " + std::to_string(ranks[r].gpu) +
+                                  ") is on the same endpoint as rank " + std::to_string(owner[*e]));
+    owner[*e] = r;
+    p.endpoint_of_rank.push_back(*e);
+  }
+  return p;
+}
+
+Placement first_endpoints(const Topology& topology, int nranks) {
+  int n = int(topology.endpoints().size());
+  if (nranks < 1 || nranks > n)
+    throw std::invalid_argument("ranks: " + std::to_string(nranks) + " is out of range; topology \"" +
+                                topology.name() + "\" has " + std::to_string(n) + " endpoints");
+  Placement p;
+  p.endpoint_of_rank.resize(nranks);
+  std::iota(p.endpoint_of_rank.begin(), p.endpoint_of_rank.end(), 0);
+  return p;
+}
+
+Placement explicit_endpoints(const Topology& topology, std::vector<int> endpoint_of_rank) {
+  int n = int(topology.endpoints().size());
+  std::vector<int> owner(n, -1);
+  for (int r = 0; r < int(endpoint_of_rank.size()); ++r) {
+    int e = endpoint_of_rank[r];
+    if (e < 0 || e >= n)
+      throw std::invalid_argument("rank " + std::to_string(r) + ": endpoint " + std::to_string(e) +
+                                  " is out of range (topology has " + std::to_string(n) + ")");
+    if (owner[e] >= 0)
+      throw std::invalid_argument("rank " + std::to_string(r) + ": endpoint " +
+                                  topology.endpoints()[e].id + " is already rank " +
+                                  std::to_string(owner[e]));
+    owner[e] = r;
+  }
+  return Placement{std::move(endpoint_of_rank)};
+}
+
+// ---------------------------------------------------------------------------------------
+// Patterns and their evaluation
+
+Pattern halving_doubling_pattern(int nranks, double bytes) {
+  Pattern pattern;
+  if (nranks < 2) return pattern;
+  int p = int(std::bit_floor(unsigned(nranks)));
+  int k = std::countr_zero(unsigned(p));
+  auto step = [&](int s, double b) {
+    PatternStep st;
+    st.bytes = b;
+    for (int v = 0; v < p; ++v) st.pairs.emplace_back(v, v ^ (1 << s));
+    pattern.push_back(std::move(st));
+  };
+  // Rabenseifner: halving at distance 1, 2, ... moves bytes/2, bytes/4, ...; doubling mirrors.
+  for (int s = 0; s < k; ++s) step(s, bytes / double(2 << s));
+  for (int s = k - 1; s >= 0; --s) step(s, bytes / double(2 << s));
+  return pattern;
+}
+
+namespace {
+
+// Host fabric links are free for the order problem (the network is what contends).
+bool counts(const topo::Link& l) { return l.kind != LinkKind::HostFabric; }
+
+bool alone_on_host(const Topology& t, const Placement& p) {
+  std::vector<int> per_host(t.hosts().size() + 1, 0);
+  for (int e : p.endpoint_of_rank) {
+    int h = t.endpoints()[e].host_index;
+    if (h < 0) continue;
+    if (++per_host[h] > 1) return false;
+  }
+  return true;
+}
+
+int group_of(const Topology& t, int endpoint) {
+  int sw = t.endpoints()[endpoint].attach_switch;
+  if (sw < 0) return -1;
+  SwitchRole r = t.switches()[sw].role;
+  return r == SwitchRole::Upper ? 0 : r == SwitchRole::Lower ? 1 : -1;
+}
+
+// Placed ranks of a BiGraph as [group][switch][slot] -> rank, switches and slots compacted
+// in index order. Empty when some rank is not behind a BiGraph switch.
+using GroupedRanks = std::array<std::vector<std::vector<int>>, 2>;
+bool group_ranks(const Topology& t, const Placement& p, GroupedRanks& out) {
+  if (t.kind() != topo::TopologyKind::BiGraph) return false;
+  std::array<std::map<int, std::vector<std::pair<int, int>>>, 2> by_switch;  // index_in_role
+  for (int r = 0; r < p.nranks(); ++r) {
+    int e = p.endpoint_of_rank[r];
+    int g = group_of(t, e);
+    if (g < 0) return false;
+    int sw = t.endpoints()[e].attach_switch;
+    by_switch[g][t.switches()[sw].index_in_role * 1 + 0].emplace_back(e, r);
+  }
+  for (int g = 0; g < 2; ++g) {
+    out[g].clear();
+    for (auto& [sw, list] : by_switch[g]) {
+      std::sort(list.begin(), list.end());
+      std::vector<int> ranks;
+      for (auto& [e, r] : list) ranks.push_back(r);
+      out[g].push_back(std::move(ranks));
+    }
+  }
+  return true;
+}
+
+struct Evaluator {
+  const Topology& t;
+  const Placement& p;
+  RouteCache routes;
+  std::vector<PathView> paths;
+  explicit Evaluator(const Topology& topo, const Placement& pl) : t(topo), p(pl), routes(topo) {}
+};
+
+}  // namespace
+
+static double pattern_lower_bound(const Topology& t, const Placement& p, const Pattern& pattern) {
+  // Any flow that must leave its host occupies one of its endpoint's network links; an
+  // endpoint with d network out-links then has one carrying >= 1/d flow. A rank has to leave
+  // its host when it talks to more distinct peers than its host has other ranks.
+  int max_host = 1;
+  {
+    std::map<int, int> per_host;
+    for (int e : p.endpoint_of_rank) max_host = std::max(max_host, ++per_host[t.endpoints()[e].host_index]);
+  }
+  std::vector<std::vector<int>> peers(p.nranks());
+  for (const auto& st : pattern)
+    for (auto [a, b] : st.pairs) peers[a].push_back(b);
+  bool must_leave = false;
+  for (auto& list : peers) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    if (int(list.size()) > max_host - 1) must_leave = true;
+  }
+  if (!must_leave) return 0;
+  int max_degree = 1;
+  std::vector<int> degree(t.endpoints().size(), 0);
+  for (const auto& l : t.links())
+    if (counts(l) && l.from.type == topo::NodeRef::Type::Endpoint)
+      max_degree = std::max(max_degree, ++degree[l.from.index]);
+  double bound = 1.0 / max_degree;
+  // BiGraph with every rank alone on its host and split evenly over S switches per group,
+  // E ranks per switch, for patterns whose every pair is cross-group (HD): each switch sends
+  // E flows per step over S inter-group links.
+  return bound;
+}
+
+RankOrder evaluate_order(const Topology& t, const Placement& p, const Pattern& pattern,
+                         std::vector<int> rank_of_virtual) {
+  RankOrder out;
+  out.rank_of_virtual = std::move(rank_of_virtual);
+  RouteCache routes(t);
+  StepLinkLoads loads(int(t.links().size()));
+  const auto& links = t.links();
+  for (const auto& st : pattern) {
+    loads.clear();
+    for (auto [a, b] : st.pairs) {
+      int ea = p.endpoint_of_rank[out.rank_of_virtual[a]];
+      int eb = p.endpoint_of_rank[out.rank_of_virtual[b]];
+      loads.add(routes, ea, eb, 1.0);
+      for (const auto& path : loads.scratch_paths())
+        path.for_each_link([&](int l) { out.total_hops += counts(links[l]) ? 1 : 0; });
+    }
+    for (int l : loads.touched())
+      if (counts(links[l])) out.max_load = std::max(out.max_load, loads.flows(l));
+  }
+  out.lower_bound = pattern_lower_bound(t, p, pattern);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// EFLOPS closed form, generalised to S = 2^a switches and E = 2^b ranks per switch per group
+// (n = 2SE). Upper-group v (even popcount): switch = bits [0,a), slot = bits [a,a+b);
+// lower-group v: switch = bits [b,a+b), slot = bits [0,b). With a = b = m this is the
+// paper's form. For every step s the map from an upper v to its link (switch(v),
+// switch(v ^ 2^s)) is one-to-one when b <= a (the bits [0,a) and [b,a+b) cover v), so each
+// directed inter-group link carries one flow; when b > a it carries E/S, which is also the
+// bound (E flows leave a switch over S links every step).
+
+static bool closed_form_order(const Topology& t, const Placement& p, std::vector<int>& order,
+                              double& bound) {
+  int n = p.nranks();
+  if (n < 2 || !std::has_single_bit(unsigned(n))) return false;
+  GroupedRanks g;
+  if (!group_ranks(t, p, g)) return false;
+  int S = int(g[0].size());
+  if (S == 0 || int(g[1].size()) != S || !std::has_single_bit(unsigned(S))) return false;
+  int E = int(g[0][0].size());
+  for (int grp = 0; grp < 2; ++grp)
+    for (const auto& sw : g[grp])
+      if (int(sw.size()) != E) return false;
+  if (!std::has_single_bit(unsigned(E)) || 2 * S * E != n) return false;
+  int a = std::countr_zero(unsigned(S)), b = std::countr_zero(unsigned(E));
+  unsigned low_mask = (1u << (a + b)) - 1;
+  bound = std::max(1.0, double(E) / S);
+  order.assign(n, -1);
+  for (int v = 0; v < n; ++v) {
+    unsigned low = unsigned(v) & low_mask;
+    if (std::popcount(unsigned(v)) % 2 == 0)
+      order[v] = g[0][low & (S - 1)][(low >> a) & (E - 1)];
+    else
+      order[v] = g[1][(low >> b) & (S - 1)][low & (E - 1)];
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Search: greedy construction, then pairwise swaps. The swaps minimise a smooth surrogate,
+// sum over steps and links of weight_s * load^4, whose steepness puts the worst load first;
+// the step weight (1 + bytes_s / max bytes) prefers relieving the steps that move the most
+// data, which is where intra-host (free fabric) pairs end up. The exact worst load is
+// measured at the end.
+
+namespace {
+
+struct Adjacent {
+  int step, peer;
+  bool out;  // this virtual rank sends to peer
+};
+
+class OrderSearch {
+ public:
+  OrderSearch(const Topology& t, const Placement& p, const Pattern& pattern)
+      : t_(t), p_(p), pattern_(pattern), routes_(t), n_(p.nranks()),
+        nlinks_(int(t.links().size())) {
+    double max_bytes = 0;
+    for (const auto& st : pattern) max_bytes = std::max(max_bytes, st.bytes);
+    for (const auto& st : pattern) weight_.push_back(1.0 + (max_bytes > 0 ? st.bytes / max_bytes : 0));
+    adj_.resize(n_);
+    for (int s = 0; s < int(pattern.size()); ++s)
+      for (auto [a, b] : pattern[s].pairs) {
+        adj_[a].push_back({s, b, true});
+        adj_[b].push_back({s, a, false});
+      }
+    load_.assign(size_t(pattern.size()) * nlinks_, 0.0);
+    counted_.resize(nlinks_);
+    for (int l = 0; l < nlinks_; ++l) counted_[l] = counts(t.links()[l]);
+  }
+
+  // Adds (sign +1) or removes (-1) the flow a->b of step s; returns the surrogate change.
+  double flow(int s, int ea, int eb, double sign) {
+    if (ea < 0 || eb < 0) return 0;
+    double delta = 0;
+    routes_.paths(ea, eb, paths_);
+    double* load = load_.data() + size_t(s) * nlinks_;
+    for (const auto& path : paths_)
+      path.for_each_link([&](int l) {
+        if (!counted_[l]) return;
+        double before = load[l];
+        double after = before + sign * path.fraction;
+        load[l] = after;
+        delta += weight_[s] * (pow4(after) - pow4(before)) + 1e-3 * sign;  // hops tie-break
+      });
+    return delta;
+  }
+
+  // Adds or removes every flow touching virtual v (flows to u are skipped: the caller
+  // handles them once).
+  double flows_of(int v, int skip, double sign) {
+    double d = 0;
+    for (const auto& a : adj_[v]) {
+      if (a.peer == skip) continue;
+      int ev = ep_[v], ep = ep_[a.peer];
+      d += a.out ? flow(a.step, ev, ep, sign) : flow(a.step, ep, ev, sign);
+    }
+    return d;
+  }
+  double flows_between(int v, int u, double sign) {
+    double d = 0;
+    for (const auto& a : adj_[v])
+      if (a.peer == u) d += a.out ? flow(a.step, ep_[v], ep_[u], sign) : flow(a.step, ep_[u], ep_[v], sign);
+    return d;
+  }
+
+  std::vector<int> greedy() {
+    // Candidate endpoints for the next virtual rank: the first free one behind each switch
+    // (or package), plus the free ones on the hosts of already placed partners.
+    const auto& eps = t_.endpoints();
+    std::map<int, std::vector<int>> by_site;
+    for (int r = 0; r < n_; ++r) {
+      int e = p_.endpoint_of_rank[r];
+      int site = eps[e].attach_switch >= 0 ? eps[e].attach_switch
+                 : eps[e].package >= 0     ? 100000 + eps[e].package
+                                           : 200000 + eps[e].host_index;
+      by_site[site].push_back(r);
+    }
+    std::vector<std::vector<int>> sites;
+    for (auto& [k, v] : by_site) sites.push_back(v);
+    std::vector<size_t> next(sites.size(), 0);
+    std::vector<char> used(n_, 0);
+    std::map<int, std::vector<int>> ranks_on_host;
+    for (int r = 0; r < n_; ++r) ranks_on_host[eps[p_.endpoint_of_rank[r]].host_index].push_back(r);
+    std::vector<int> site_of_rank(n_);
+    for (int i = 0; i < int(sites.size()); ++i)
+      for (int r : sites[i]) site_of_rank[r] = i;
+
+    ep_.assign(n_, -1);
+    std::vector<int> order(n_, -1);
+    std::vector<int> candidates;
+    for (int v = 0; v < n_; ++v) {
+      candidates.clear();
+      for (int i = 0; i < int(sites.size()); ++i) {
+        while (next[i] < sites[i].size() && used[sites[i][next[i]]]) ++next[i];
+        if (next[i] < sites[i].size()) candidates.push_back(sites[i][next[i]]);
+      }
+      for (const auto& a : adj_[v]) {
+        if (order[a.peer] < 0) continue;
+        int h = eps[p_.endpoint_of_rank[order[a.peer]]].host_index;
+        for (int r : ranks_on_host[h])
+          if (!used[r]) candidates.push_back(r);
+      }
+      int best = -1;
+      double best_delta = 0;
+      for (int r : candidates) {
+        ep_[v] = p_.endpoint_of_rank[r];
+        double d = flows_of(v, -1, +1);
+        flows_of(v, -1, -1);
+        if (best < 0 || d < best_delta - 1e-12) {
+          best = r;
+          best_delta = d;
+        }
+      }
+      order[v] = best;
+      used[best] = 1;
+      ep_[v] = p_.endpoint_of_rank[best];
+      flows_of(v, -1, +1);
+      (void)site_of_rank;
+    }
+    return order;
+  }
+
+  void load(const std::vector<int>& order) {
+    std::fill(load_.begin(), load_.end(), 0.0);
+    ep_.resize(n_);
+    for (int v = 0; v < n_; ++v) ep_[v] = p_.endpoint_of_rank[order[v]];
+    for (int s = 0; s < int(pattern_.size()); ++s)
+      for (auto [a, b] : pattern_[s].pairs) flow(s, ep_[a], ep_[b], +1);
+  }
+
+  double worst() const {
+    double w = 0;
+    for (double x : load_) w = std::max(w, x);
+    return w;
+  }
+
+  // Random pairwise swaps, kept when the surrogate does not get worse.
+  void improve(std::vector<int>& order, int64_t max_swaps, double target) {
+    std::mt19937_64 rng(12345);
+    std::uniform_int_distribution<int> pick(0, n_ - 1);
+    int64_t check_every = std::max<int64_t>(n_, 64);
+    for (int64_t it = 0; it < max_swaps; ++it) {
+      int v = pick(rng), u = pick(rng);
+      if (v == u || ep_[v] == ep_[u]) continue;
+      double d = 0;
+      d += flows_of(v, u, -1) + flows_of(u, v, -1) + flows_between(v, u, -1);
+      std::swap(ep_[v], ep_[u]);
+      d += flows_of(v, u, +1) + flows_of(u, v, +1) + flows_between(v, u, +1);
+      if (d > 1e-9) {  // worse: undo
+        flows_of(v, u, -1);
+        flows_of(u, v, -1);
+        flows_between(v, u, -1);
+        std::swap(ep_[v], ep_[u]);
+        flows_of(v, u, +1);
+        flows_of(u, v, +1);
+        flows_between(v, u, +1);
+      } else {
+        std::swap(order[v], order[u]);
+      }
+      if ((it + 1) % check_every == 0 && worst() <= target + 1e-9) break;
+    }
+  }
+
+ private:
+  static double pow4(double x) {
+    double x2 = x * x;
+    return x2 * x2;
+  }
+
+  const Topology& t_;
+  const Placement& p_;
+  const Pattern& pattern_;
+  RouteCache routes_;
+  std::vector<PathView> paths_;
+  int n_, nlinks_;
+  std::vector<double> weight_;
+  std::vector<std::vector<Adjacent>> adj_;
+  std::vector<double> load_;
+  std::vector<char> counted_;
+  std::vector<int> ep_;
+};
+
+bool better(const RankOrder& a, const RankOrder& b) {
+  if (a.max_load < b.max_load - 1e-9) return true;
+  if (a.max_load > b.max_load + 1e-9) return false;
+  return a.total_hops < b.total_hops;
+}
+
+}  // namespace
+
+// Seeds: the identity, the greedy construction and any order the caller knows (the closed
+// form where the switch shape fits but hosts hold several ranks). The swaps start from the
+// best seed.
+static RankOrder search_from(const Topology& t, const Placement& p, const Pattern& pattern,
+                             int64_t max_swaps, std::vector<std::vector<int>> seeds) {
+  int n = p.nranks();
+  std::vector<int> identity(n);
+  std::iota(identity.begin(), identity.end(), 0);
+  RankOrder best = evaluate_order(t, p, pattern, identity);
+  for (auto& seed : seeds) {
+    RankOrder r = evaluate_order(t, p, pattern, std::move(seed));
+    if (better(r, best)) best = std::move(r);
+  }
+  // Large searches would cost more than they save at plan time; the greedy alone is O(n *
+  // switches), the swaps O(max_swaps * steps).
+  if (n < 3 || n > 8192) return best;
+  OrderSearch search(t, p, pattern);
+  {
+    RankOrder g = evaluate_order(t, p, pattern, search.greedy());
+    if (better(g, best)) best = std::move(g);
+  }
+  std::vector<int> order = best.rank_of_virtual;
+  if (max_swaps <= 0) max_swaps = std::min<int64_t>(int64_t(n) * 64, 400000);
+  search.load(order);
+  // Keep improving below the bound too: at equal worst load, fewer network hops (host
+  // pairs on the heavy steps) still lower the surrogate.
+  search.improve(order, max_swaps, -1);
+  RankOrder found = evaluate_order(t, p, pattern, order);
+  if (better(found, best)) best = std::move(found);
+  return best;
+}
+
+RankOrder search_order(const Topology& t, const Placement& p, const Pattern& pattern,
+                       int64_t max_swaps) {
+  return search_from(t, p, pattern, max_swaps, {});
+}
+
+RankOrder hd_order(const Topology& t, const Placement& p, double bytes) {
+  Pattern pattern = halving_doubling_pattern(p.nranks(), bytes);
+  std::vector<int> order;
+  double bound = 0;
+  bool fits = closed_form_order(t, p, order, bound);
+  if (fits && !alone_on_host(t, p)) return search_from(t, p, pattern, 0, {order});
+  if (fits) {
+    RankOrder r = evaluate_order(t, p, pattern, std::move(order));
+    r.closed_form = true;
+    // Every HD pair of this order is cross-group and each switch sends E flows per step
+    // over S inter-group links, so max(1, E/S) bounds every order of this shape that keeps
+    // pairs cross-group; the measured load is reported beside it.
+    r.lower_bound = std::max(r.lower_bound, bound);
+    return r;
+  }
+  return search_order(t, p, pattern);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rings
+
+std::vector<int> rank_order_ring(int nranks) {
+  std::vector<int> order(std::max(nranks, 0));
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+static Pattern ring_pattern(int n) {
+  Pattern pattern(1);
+  for (int i = 0; i < n && n > 1; ++i) pattern[0].pairs.emplace_back(i, (i + 1) % n);
+  return pattern;
+}
+
+std::vector<int> topology_aware_ring(const Topology& t, const Placement& p) {
+  int n = p.nranks();
+  std::vector<int> identity = rank_order_ring(n);
+  if (n < 3) return identity;
+  // Full regular BiGraph, E <= S: round r visits U_i slot r then L_{(i+r) mod S} slot r.
+  // Upper->lower hops use links (i, i+r), lower->upper hops (i+r, i+1): over the E rounds
+  // no directed link repeats (an Eulerian circuit of the directed K_{S,S} when E = S).
+  GroupedRanks g;
+  if (alone_on_host(t, p) && group_ranks(t, p, g)) {
+    int S = int(g[0].size());
+    bool regular = S > 0 && int(g[1].size()) == S;
+    int E = regular ? int(g[0][0].size()) : 0;
+    for (int grp = 0; grp < 2 && regular; ++grp)
+      for (const auto& sw : g[grp]) regular = regular && int(sw.size()) == E;
+    if (regular && E <= S) {
+      std::vector<int> order;
+      for (int r = 0; r < E; ++r)
+        for (int i = 0; i < S; ++i) {
+          order.push_back(g[0][i][r]);
+          order.push_back(g[1][(i + r) % S][r]);
+        }
+      return order;
+    }
+  }
+  // Otherwise: greedy nearest-neighbour over the same surrogate as the HD search (host
+  // neighbours first, they are free), kept only if it beats the rank-order ring.
+  Pattern pattern = ring_pattern(n);
+  RankOrder base = evaluate_order(t, p, pattern, identity);
+  if (n > 8192 || base.max_load <= base.lower_bound + 1e-9) return identity;
+  RankOrder found = search_order(t, p, pattern);
+  return better(found, base) ? found.rank_of_virtual : identity;
+}
+
+std::vector<int> package_major_order(const Topology& t, const Placement& p) {
+  std::vector<int> order = rank_order_ring(p.nranks());
+  const auto& eps = t.endpoints();
+  auto key = [&](int r) {
+    const auto& e = eps[p.endpoint_of_rank[r]];
+    if (t.kind() == topo::TopologyKind::Nap) return std::array<int, 3>{e.package, e.node, r};
+    return std::array<int, 3>{e.host_index, e.gpu, r};
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  return order;
+}
+
+}  // namespace topocoll::sched

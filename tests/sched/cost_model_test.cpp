@@ -1,0 +1,107 @@
+#include "sched/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/sched/pattern_schedule.h"
+#include "topo/generators.h"
+
+namespace topocoll::sched {
+namespace {
+
+using topo::Topology;
+
+// bigraph-32 defaults: 100 Gb/s = 12,500 bytes/us per link, 1 us per link, 0.5 us per switch.
+// Rank 0 (U0) -> rank 1 (L0): NIC, U0->L0, NIC: 3 links + 2 switches = 4 us of latency.
+TEST(CostModel, OneFlowAcrossTheGroups) {
+  Topology t = topo::generate_bigraph(topo::BiGraphShape{});
+  Pattern one(1);
+  one[0].pairs.emplace_back(0, 1);
+  Schedule s = testing::pattern_schedule(32, one, 250000);  // 1e6 bytes of 4-byte elements
+  RouteCache routes(t);
+  CostParams params;
+  params.alpha_us = 3;
+  CostEstimate c = estimate_cost(s, first_endpoints(t, 32), 4, routes, params);
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_NEAR(c.steps[0].transfer_us, 4.0 + 80.0, 1e-9);
+  EXPECT_NEAR(c.total_us, 3.0 + 84.0, 1e-9);
+  params.include_latency = false;
+  EXPECT_NEAR(estimate_cost(s, first_endpoints(t, 32), 4, routes, params).total_us, 83.0, 1e-9);
+}
+
+TEST(CostModel, SharedLinkSplitsItsRate) {
+  Topology t = topo::generate_bigraph(topo::BiGraphShape{});
+  // 0 -> 1 and 2 -> 3 both cross U0 -> L0.
+  Schedule s;
+  s.nranks = 32;
+  s.programs.resize(32);
+  for (auto& p : s.programs) p.step_begin = {0};
+  auto send = [&](int a, int b, int64_t n) {
+    Op op;
+    op.kind = OpKind::Send;
+    op.peer = b;
+    op.count = n;
+    s.programs[a].ops.push_back(op);
+  };
+  send(0, 1, 1000000);  // bytes with elem_size 1
+  send(2, 3, 250000);
+  for (auto& p : s.programs) p.step_begin.push_back(uint32_t(p.ops.size()));
+  RouteCache routes(t);
+  CostParams params;
+  params.alpha_us = 0;
+  params.include_latency = false;
+  CostEstimate c = estimate_cost(s, first_endpoints(t, 32), 1, routes, params);
+  // The link drains 1.25e6 bytes: the large flow ends at 100 us; the small one, sharing
+  // half the rate, after 2 x 0.25e6 bytes = 40 us.
+  EXPECT_NEAR(c.total_us, 100.0, 1e-9);
+  EXPECT_EQ(c.steps[0].slowest_flow_src, 0);
+}
+
+TEST(CostModel, ReductionAndStriping) {
+  topo::NapShape shape;
+  shape.packages = 4;
+  shape.nodes_per_package = 4;
+  shape.local_switches = 2;
+  shape.torus = {2, 2};
+  Topology t = topo::generate_nap(shape);
+  Pattern one(1);
+  one[0].pairs.emplace_back(0, 1);
+  Schedule s = testing::pattern_schedule(16, one, 250000);  // 1e6 bytes
+  // Rank 1 reduces 1000 floats of two inputs: 8000 bytes read.
+  Op red;
+  red.kind = OpKind::Reduce;
+  red.nsrc = 2;
+  red.count = 1000;
+  s.programs[1].ops.push_back(red);
+  s.programs[1].step_begin.back() = uint32_t(s.programs[1].ops.size());
+  RouteCache routes(t);
+  CostParams params;
+  params.alpha_us = 2;
+  params.gamma_us_per_byte = 1e-3;
+  CostEstimate c = estimate_cost(s, first_endpoints(t, 16), 4, routes, params);
+  // Striped over 2 local switches at 512 Gb/s = 64,000 bytes/us: 5e5 bytes per path
+  // = 7.8125 us; latency 2 x 0.09 + 0.005 switch.
+  EXPECT_NEAR(c.steps[0].transfer_us, 7.8125 + 0.185, 1e-9);
+  EXPECT_NEAR(c.steps[0].reduce_us, 8.0, 1e-9);
+  EXPECT_NEAR(c.total_us, 2 + 7.8125 + 0.185 + 8.0, 1e-9);
+}
+
+TEST(CostModel, EmptyStepsAreFree) {
+  Topology t = topo::generate_bigraph(topo::BiGraphShape{});
+  Schedule s = testing::pattern_schedule(32, Pattern(3), 1);
+  RouteCache routes(t);
+  EXPECT_DOUBLE_EQ(estimate_cost(s, first_endpoints(t, 32), 4, routes).total_us, 0.0);
+}
+
+TEST(CostModel, BusBandwidthFactors) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::ReduceScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 1), 0.0);
+  // 1 GB in 1000 us = 1000 GB/s algorithm bandwidth.
+  EXPECT_DOUBLE_EQ(algbw_gbs(1e9, 1000), 1000.0);
+  EXPECT_DOUBLE_EQ(busbw_gbs(Collective::AllReduce, 8, 1e9, 1000), 1750.0);
+}
+
+}  // namespace
+}  // namespace topocoll::sched
