@@ -1,0 +1,334 @@
+#include "net/connection.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace topocoll::net {
+
+namespace {
+std::string hex32(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+}  // namespace
+
+Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
+                       size_t chunk_bytes, int threads, SocketAddress local, SocketAddress peer)
+    : direction_(direction),
+      chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
+      thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
+      local_(local),
+      peer_(peer) {
+  lanes_.resize(lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    lanes_[i].socket = std::move(lanes[i]);
+    lanes_[i].worker = int(i) % thread_count_;
+  }
+}
+
+NetStatus Connection::start() {
+  workers_.resize(thread_count_);
+  for (size_t i = 0; i < lanes_.size(); ++i) workers_[lanes_[i].worker].lanes.push_back(int(i));
+  for (auto& w : workers_) {
+    w.wake = FileDescriptor(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!w.wake.valid())
+      return NetStatus::error(NetCode::SystemError, "eventfd failed: " + errno_text(errno));
+  }
+  for (int i = 0; i < thread_count_; ++i) {
+    try {
+      workers_[i].thread = std::thread([this, i] { run_worker(i); });
+    } catch (const std::exception& e) {
+      return NetStatus::error(NetCode::SystemError,
+                              std::string("cannot start a progress thread: ") + e.what());
+    }
+  }
+  return {};
+}
+
+Connection::~Connection() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  for (size_t i = 0; i < workers_.size(); ++i) wake_lane(workers_[i].lanes.empty() ? 0 : workers_[i].lanes[0], -1);
+  for (auto& w : workers_)
+    if (w.thread.joinable()) w.thread.join();
+  for (Request* r : inflight_) delete r;
+  inflight_.clear();
+}
+
+std::string Connection::describe_peer() const {
+  return (direction_ == Direction::Send ? "send connection " : "receive connection ") +
+         local_.to_string() + (direction_ == Direction::Send ? " -> " : " <- ") + peer_.to_string();
+}
+
+void Connection::wake_lane(int lane_index, int current_worker) {
+  if (lane_index < 0 || lane_index >= int(lanes_.size())) return;
+  int w = lanes_[lane_index].worker;
+  if (w == current_worker || !workers_[w].wake.valid()) return;
+  uint64_t one = 1;
+  // A full counter still wakes the thread; nothing to handle.
+  [[maybe_unused]] ssize_t n = ::write(workers_[w].wake.get(), &one, sizeof(one));
+}
+
+void Connection::fail(NetStatus status) {
+  if (error_.ok()) error_ = std::move(status);
+  for (size_t i = 0; i < lanes_.size(); ++i) wake_lane(int(i), -1);
+}
+
+// Queues the chunks of one message on every lane. Lane 0's chunks go to the front of its
+// queue on the receive side (they follow the header just read, before the next header).
+void Connection::layout_message(Request* r, size_t size, char* data, bool receive_side) {
+  const size_t lanes = lanes_.size();
+  const size_t chunks = (size + chunk_bytes_ - 1) / chunk_bytes_;
+  std::vector<Item> lane0;
+  for (size_t c = 0; c < chunks; ++c) {
+    Item item;
+    item.kind = receive_side ? Item::Kind::RecvBytes : Item::Kind::SendBytes;
+    item.request = r;
+    item.data = data + c * chunk_bytes_;
+    item.length = std::min(chunk_bytes_, size - c * chunk_bytes_);
+    const size_t lane = c % lanes;
+    if (lane == 0 && receive_side) {
+      lane0.push_back(item);
+    } else {
+      lanes_[lane].queue.push_back(item);
+    }
+  }
+  for (auto it = lane0.rbegin(); it != lane0.rend(); ++it) lanes_[0].queue.push_front(*it);
+  r->pending_items += int(chunks);
+  for (size_t l = 0; l < std::min(lanes, chunks); ++l) wake_lane(int(l), receive_side ? lanes_[0].worker : -1);
+}
+
+NetStatus Connection::post_send(const void* data, size_t size, int tag, Request** request) {
+  if (!request) return NetStatus::error(NetCode::InvalidArgument, "isend: null request pointer");
+  if (!data && size > 0) return NetStatus::error(NetCode::InvalidArgument, "isend: null buffer with size > 0");
+  *request = nullptr;
+  std::lock_guard lock(mutex_);
+  if (!error_.ok()) return error_;
+  auto* r = new Request();
+  r->owner = this;
+  r->seq = next_seq_++;
+  r->count = 1;
+  r->buffers[0] = {static_cast<char*>(const_cast<void*>(data)), size, tag, size, true};
+  r->send_header.tag = tag;
+  r->send_header.size = size;
+  Item header;
+  header.kind = Item::Kind::SendBytes;
+  header.request = r;
+  header.data = reinterpret_cast<char*>(&r->send_header);
+  header.length = sizeof(MessageHeader);
+  lanes_[0].queue.push_back(header);
+  r->pending_items = 1;
+  layout_message(r, size, r->buffers[0].data, false);
+  inflight_.push_back(r);
+  wake_lane(0, -1);
+  *request = r;
+  return {};
+}
+
+NetStatus Connection::post_recv(int n, void* const* data, const size_t* sizes, const int* tags,
+                                Request** request) {
+  if (!request) return NetStatus::error(NetCode::InvalidArgument, "irecv: null request pointer");
+  *request = nullptr;
+  if (n < 1 || n > kMaxGroupedRecvs)
+    return NetStatus::error(NetCode::InvalidArgument, "irecv: " + std::to_string(n) +
+                                                          " buffers posted, supported 1.." +
+                                                          std::to_string(kMaxGroupedRecvs));
+  if (!data || !sizes || !tags) return NetStatus::error(NetCode::InvalidArgument, "irecv: null array argument");
+  for (int i = 0; i < n; ++i)
+    if (!data[i] && sizes[i] > 0)
+      return NetStatus::error(NetCode::InvalidArgument, "irecv: buffer " + std::to_string(i) + " is null with size > 0");
+  std::lock_guard lock(mutex_);
+  if (!error_.ok()) return error_;
+  auto* r = new Request();
+  r->owner = this;
+  r->seq = next_seq_++;
+  r->count = n;
+  for (int i = 0; i < n; ++i) r->buffers[i] = {static_cast<char*>(data[i]), sizes[i], tags[i], 0, false};
+  for (int i = 0; i < n; ++i) {
+    Item header;
+    header.kind = Item::Kind::RecvHeader;
+    header.request = r;
+    header.length = sizeof(MessageHeader);
+    header.data = nullptr;  // reads into item.header
+    lanes_[0].queue.push_back(header);
+  }
+  r->pending_items = n;
+  inflight_.push_back(r);
+  wake_lane(0, -1);
+  *request = r;
+  return {};
+}
+
+NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
+  if (!request || !done) return NetStatus::error(NetCode::InvalidArgument, "test: null request or done pointer");
+  *done = false;
+  std::lock_guard lock(mutex_);
+  auto it = std::find(inflight_.begin(), inflight_.end(), request);
+  if (request->owner != this || it == inflight_.end())
+    return NetStatus::error(NetCode::InvalidArgument, "test: request does not belong to this " + describe_peer());
+  // Requests complete in posting order: every earlier one must be finished too.
+  bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
+  if (request->finished && all_before_finished) {
+    if (sizes)
+      for (int i = 0; i < request->count; ++i) sizes[i] = request->buffers[i].size;
+    inflight_.erase(it);
+    delete request;
+    *done = true;
+    return {};
+  }
+  if (!error_.ok()) return error_;
+  return {};
+}
+
+void Connection::finish_item(Request* r) {
+  if (--r->pending_items == 0) r->finished = true;
+}
+
+void Connection::complete_front(int lane_index) {
+  Lane& lane = lanes_[lane_index];
+  Item item = lane.queue.front();
+  lane.queue.pop_front();
+  Request* r = item.request;
+  if (item.kind != Item::Kind::RecvHeader) {
+    finish_item(r);
+    return;
+  }
+  const MessageHeader& h = item.header;
+  if (h.magic != kMessageMagic) {
+    fail(NetStatus::error(NetCode::BadHandle, "corrupt stream on " + describe_peer() +
+                                                  ": message header has magic " + hex32(h.magic)));
+    return;
+  }
+  Request::Buffer* target = nullptr;
+  std::string posted;
+  for (int i = 0; i < r->count; ++i) {
+    auto& b = r->buffers[i];
+    posted += (posted.empty() ? "" : ",") + std::to_string(b.tag);
+    if (!b.matched && b.tag == h.tag && !target) target = &b;
+  }
+  if (!target) {
+    fail(NetStatus::error(NetCode::TagMismatch, "message with tag " + std::to_string(h.tag) +
+                                                    " on " + describe_peer() +
+                                                    " matches no posted receive (posted tags: " +
+                                                    posted + ")"));
+    return;
+  }
+  if (h.size > target->capacity) {
+    fail(NetStatus::error(NetCode::Truncated, "peer sent " + std::to_string(h.size) +
+                                                  " bytes with tag " + std::to_string(h.tag) +
+                                                  " but the posted receive holds only " +
+                                                  std::to_string(target->capacity) + " bytes (" +
+                                                  describe_peer() + ")"));
+    return;
+  }
+  target->matched = true;
+  target->size = size_t(h.size);
+  layout_message(r, size_t(h.size), target->data, true);
+  finish_item(r);  // the header itself
+}
+
+Connection::IoResult Connection::move_bytes(Lane& lane, Item& item, int* error_number) {
+  char* base = item.kind == Item::Kind::RecvHeader ? reinterpret_cast<char*>(&item.header) : item.data;
+  bool moved = false;
+  while (item.done < item.length) {
+    ssize_t n;
+    if (item.kind == Item::Kind::SendBytes) {
+      n = ::send(lane.socket.get(), base + item.done, item.length - item.done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else {
+      n = ::recv(lane.socket.get(), base + item.done, item.length - item.done, MSG_DONTWAIT);
+      if (n == 0) return IoResult::Closed;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved ? IoResult::Progress : IoResult::WouldBlock;
+      *error_number = errno;
+      return IoResult::Failed;
+    }
+    item.done += size_t(n);
+    moved = true;
+  }
+  return IoResult::Complete;
+}
+
+void Connection::run_worker(int w) {
+  Worker& me = workers_[w];
+  std::vector<pollfd> fds;
+  for (;;) {
+    bool progressed = false;
+    bool failed;
+    {
+      std::lock_guard lock(mutex_);
+      if (stop_) return;
+      failed = !error_.ok();
+    }
+    if (!failed) {
+      for (int l : me.lanes) {
+        Lane& lane = lanes_[l];
+        Item* item = nullptr;
+        {
+          std::lock_guard lock(mutex_);
+          if (!error_.ok()) break;
+          if (!lane.queue.empty()) item = &lane.queue.front();
+        }
+        if (!item) continue;
+        int err = 0;
+        IoResult res = move_bytes(lane, *item, &err);
+        if (res == IoResult::WouldBlock) continue;
+        progressed = true;
+        if (res == IoResult::Progress) continue;
+        std::lock_guard lock(mutex_);
+        if (res == IoResult::Complete) {
+          complete_front(l);
+        } else if (res == IoResult::Closed) {
+          std::string what = item->kind == Item::Kind::RecvHeader && item->done == 0
+                                 ? "before sending the next message"
+                                 : "mid-message (" + std::to_string(item->done) + " of " +
+                                       std::to_string(item->length) + " bytes of a " +
+                                       (item->kind == Item::Kind::RecvHeader ? "header" : "chunk") + ")";
+          fail(NetStatus::error(NetCode::PeerClosed, "peer closed the " + describe_peer() +
+                                                         " (EOF on socket " + std::to_string(l) +
+                                                         ") " + what));
+        } else {
+          NetCode code = (err == EPIPE || err == ECONNRESET) ? NetCode::PeerClosed : NetCode::SystemError;
+          fail(NetStatus::error(code, std::string(item->kind == Item::Kind::SendBytes ? "send" : "recv") +
+                                          " failed on socket " + std::to_string(l) + " of the " +
+                                          describe_peer() + ": " + errno_text(err)));
+        }
+      }
+    }
+    if (progressed) continue;
+    // Nothing moved: sleep until a socket is ready or new work / stop arrives.
+    fds.clear();
+    fds.push_back({me.wake.get(), POLLIN, 0});
+    {
+      std::lock_guard lock(mutex_);
+      if (stop_) return;
+      if (error_.ok()) {
+        for (int l : me.lanes) {
+          Lane& lane = lanes_[l];
+          if (lane.queue.empty()) continue;
+          short ev = lane.queue.front().kind == Item::Kind::SendBytes ? POLLOUT : POLLIN;
+          fds.push_back({lane.socket.get(), ev, 0});
+        }
+      }
+    }
+    int rc = ::poll(fds.data(), fds.size(), 1000);
+    if (rc > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t counter;
+      [[maybe_unused]] ssize_t n = ::read(me.wake.get(), &counter, sizeof(counter));
+    }
+  }
+}
+
+}  // namespace topocoll::net

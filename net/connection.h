@@ -1,0 +1,116 @@
+// One established connection (internal to net/): its sockets ("lanes"), the progress
+// threads that move bytes, and the requests posted on it. A SendComm or RecvComm owns one.
+//
+// Each lane has a FIFO of work items (header or chunk of a message). Lane 0 carries the
+// message headers; a receive learns the message size from its header and only then queues
+// the chunks on every lane, in the same order the sender queued them (chunk i on lane
+// i % lanes). Each lane is served by exactly one progress thread, so per-lane order is
+// the socket's byte order.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "net/file_descriptor.h"
+#include "net/net_status.h"
+#include "net/socket_address.h"
+#include "net/wire_format.h"
+
+namespace topocoll::net {
+
+class Connection;
+
+class Request {
+ public:
+  struct Buffer {
+    char* data = nullptr;
+    size_t capacity = 0;  // receive: posted size; send: message size
+    int tag = 0;
+    size_t size = 0;      // bytes transferred (receive: learned from the header)
+    bool matched = false;
+  };
+
+ private:
+  friend class Connection;
+  const Connection* owner = nullptr;
+  uint64_t seq = 0;
+  int count = 1;
+  std::array<Buffer, kMaxGroupedRecvs> buffers{};
+  int pending_items = 0;  // header and chunk items still to move
+  bool finished = false;
+  MessageHeader send_header{};  // send side: the bytes of the header item
+};
+
+class Connection {
+ public:
+  enum class Direction { Send, Recv };
+
+  Connection(Direction direction, std::vector<FileDescriptor> lanes, size_t chunk_bytes,
+             int threads, SocketAddress local, SocketAddress peer);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Starts the progress threads (may fail: no threads, no eventfd).
+  NetStatus start();
+
+  NetStatus post_send(const void* data, size_t size, int tag, Request** request);
+  NetStatus post_recv(int n, void* const* data, const size_t* sizes, const int* tags,
+                      Request** request);
+  NetStatus test(Request* request, bool* done, size_t* sizes);
+
+  const SocketAddress& local_address() const { return local_; }
+  const SocketAddress& peer_address() const { return peer_; }
+
+ private:
+  struct Item {
+    enum class Kind { SendBytes, RecvBytes, RecvHeader } kind = Kind::SendBytes;
+    Request* request = nullptr;
+    char* data = nullptr;
+    size_t length = 0;
+    size_t done = 0;
+    MessageHeader header{};  // RecvHeader: read into here
+  };
+  struct Lane {
+    FileDescriptor socket;
+    std::deque<Item> queue;  // guarded by mutex_; front owned by the lane's thread
+    int worker = 0;
+  };
+  struct Worker {
+    FileDescriptor wake;  // eventfd: new work or stop
+    std::vector<int> lanes;
+    std::thread thread;
+  };
+  enum class IoResult { Complete, WouldBlock, Progress, Closed, Failed };
+
+  void run_worker(int w);
+  IoResult move_bytes(Lane& lane, Item& item, int* error_number);
+  // Under mutex_: the front item of `lane` is done.
+  void complete_front(int lane_index);
+  void layout_message(Request* r, size_t size, char* data, bool with_header_item);
+  void finish_item(Request* r);
+  void fail(NetStatus status);  // under mutex_: first error wins, every thread is woken
+  void wake_lane(int lane_index, int current_worker);
+  std::string describe_peer() const;
+
+  const Direction direction_;
+  const size_t chunk_bytes_;
+  const int thread_count_;
+  const SocketAddress local_, peer_;
+  std::vector<Lane> lanes_;
+  std::vector<Worker> workers_;
+
+  std::mutex mutex_;
+  bool stop_ = false;
+  NetStatus error_;  // sticky
+  uint64_t next_seq_ = 0;
+  std::deque<Request*> inflight_;  // posting order
+};
+
+}  // namespace topocoll::net

@@ -1,0 +1,39 @@
+// The host's network interfaces (getifaddrs) and NCCL_SOCKET_IFNAME-style selection:
+// a comma-separated list of name prefixes; a leading '^' excludes the listed ones; a
+// leading '=' (after '^' if both) makes the names exact instead of prefixes.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/socket_address.h"
+
+namespace topocoll::net {
+
+struct NetworkInterface {
+  std::string name;       // "eth0", "lo"
+  SocketAddress address;  // its first IPv4 address, else its first global IPv6 one
+  bool loopback = false;
+  int speed_mbps = 0;     // /sys/class/net/<name>/speed, 0 when unknown
+};
+
+class InterfaceSelector {
+ public:
+  // Empty text = the default: every interface but loopback and docker*, falling back to
+  // loopback when nothing else is up.
+  explicit InterfaceSelector(std::string_view text);
+  bool matches(std::string_view interface_name) const;
+  bool is_default() const { return names_.empty(); }
+
+ private:
+  bool exclude_ = false;
+  bool exact_ = false;
+  std::vector<std::string> names_;
+};
+
+std::vector<NetworkInterface> list_interfaces();
+std::vector<NetworkInterface> select_interfaces(const std::vector<NetworkInterface>& all,
+                                                const InterfaceSelector& selector);
+
+}  // namespace topocoll::net

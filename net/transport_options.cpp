@@ -1,0 +1,62 @@
+#include "net/transport_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+namespace topocoll::net {
+
+TransportOptions TransportOptions::normalized() const {
+  TransportOptions o = *this;
+  o.sockets_per_conn = std::clamp(o.sockets_per_conn, 1, 16);
+  o.threads_per_conn = std::clamp(o.threads_per_conn, 1, o.sockets_per_conn);
+  o.timeout_ms = std::max(o.timeout_ms, 1);
+  o.chunk_bytes = std::clamp<size_t>(o.chunk_bytes, 4096, size_t(64) << 20);
+  return o;
+}
+
+namespace {
+// Reads one integer variable; a bad or out-of-range value keeps the default with a warning.
+void read_int(const char* env, long long min, long long max, long long* value,
+              std::vector<std::string>* warnings) {
+  const char* text = std::getenv(env);
+  if (!text || !*text) return;
+  std::string_view s(text);
+  long long scale = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) scale = 1024, s.remove_suffix(1);
+  else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) scale = 1024 * 1024, s.remove_suffix(1);
+  long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v * scale < min || v * scale > max) {
+    if (warnings)
+      warnings->push_back(std::string(env) + "=\"" + text + "\" is not an integer in [" +
+                          std::to_string(min) + ", " + std::to_string(max) + "]; using " +
+                          std::to_string(*value));
+    return;
+  }
+  *value = v * scale;
+}
+}  // namespace
+
+TransportOptions TransportOptions::from_environment(std::vector<std::string>* warnings) {
+  TransportOptions o;
+  long long sockets = o.sockets_per_conn, threads = o.threads_per_conn, timeout = o.timeout_ms,
+            chunk = (long long)o.chunk_bytes;
+  read_int("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, &sockets, warnings);
+  read_int("TOPOCOLL_NET_THREADS", 1, 16, &threads, warnings);
+  read_int("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, &timeout, warnings);
+  read_int("TOPOCOLL_NET_CHUNK_BYTES", 4096, 64LL << 20, &chunk, warnings);
+  o.sockets_per_conn = int(sockets);
+  o.threads_per_conn = int(threads);
+  o.timeout_ms = int(timeout);
+  o.chunk_bytes = size_t(chunk);
+  return o.normalized();
+}
+
+std::string TransportOptions::describe() const {
+  return "sockets=" + std::to_string(sockets_per_conn) + " threads=" + std::to_string(threads_per_conn) +
+         " chunk=" + std::to_string(chunk_bytes) + " timeout_ms=" + std::to_string(timeout_ms);
+}
+
+}  // namespace topocoll::net

@@ -1,0 +1,225 @@
+// Connection set-up of the socket transport: handles, hellos from foreign or mismatched
+// peers, timeouts, and a peer that dies mid-message. Raw sockets play the bad peers.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "net/socket_transport.h"
+#include "net/wire_format.h"
+#include "tests/net/transport_pair.h"
+
+namespace topocoll::net::testing {
+namespace {
+
+// A blocking socket connected to the listener, standing in for a misbehaving peer.
+int raw_connect(const Listener& l) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage ss;
+  unsigned len = l.address().to_sockaddr(&ss);
+  EXPECT_EQ(0, ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len)) << std::strerror(errno);
+  return fd;
+}
+
+void write_all(int fd, const void* data, size_t size) {
+  ASSERT_EQ(ssize_t(size), ::send(fd, data, size, MSG_NOSIGNAL));
+}
+
+Hello valid_hello(const Listener& l, uint16_t index, uint64_t id) {
+  Hello h;
+  h.version = kProtocolVersion;
+  h.socket_index = index;
+  h.sockets = l.handle().sockets;
+  h.listener_nonce = l.handle().listener_nonce;
+  h.connection_id = id;
+  h.chunk_bytes = 64 * 1024;
+  return h;
+}
+
+TEST(Handshake, HandleRoundTripsThroughOpaqueBytes) {
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l, 77).ok());
+  unsigned char opaque[kMaxHandleBytes] = {};
+  std::memcpy(opaque, &l->handle(), sizeof(Handle));
+  Handle h;
+  ASSERT_TRUE(decode_handle(opaque, sizeof opaque, &h).ok());
+  EXPECT_EQ(h.user_data, 77u);
+  EXPECT_EQ(handle_address(h).to_string(), l->address().to_string());
+  EXPECT_NE(h.port, 0);
+}
+
+TEST(Handshake, ForeignHandleIsRejectedByName) {
+  unsigned char garbage[kMaxHandleBytes];
+  std::memset(garbage, 0x5a, sizeof garbage);
+  Handle h;
+  NetStatus s = decode_handle(garbage, sizeof garbage, &h);
+  EXPECT_EQ(s.code, NetCode::BadHandle);
+  EXPECT_NE(s.message.find("magic"), std::string::npos) << s.message;
+  std::unique_ptr<SendComm> send;
+  s = connect(h, nullptr, fast_options(), 0, &send);
+  EXPECT_EQ(s.code, NetCode::BadHandle) << s.message;
+  EXPECT_FALSE(send);
+  EXPECT_EQ(decode_handle(garbage, 8, &h).code, NetCode::BadHandle);
+}
+
+TEST(Handshake, HandleVersionMismatchIsRejected) {
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+  Handle h = l->handle();
+  h.version = kProtocolVersion + 1;
+  std::unique_ptr<SendComm> send;
+  NetStatus s = connect(h, nullptr, fast_options(), 0, &send);
+  EXPECT_EQ(s.code, NetCode::VersionMismatch);
+  EXPECT_NE(s.message.find("version"), std::string::npos) << s.message;
+}
+
+TEST(Handshake, HelloWithOtherVersionFailsAccept) {
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+  int fd = raw_connect(*l);
+  Hello h = valid_hello(*l, 0, 1);
+  h.version = 99;
+  write_all(fd, &h, sizeof h);
+  std::unique_ptr<RecvComm> recv;
+  NetStatus s = l->accept(&recv, 20000);
+  EXPECT_EQ(s.code, NetCode::VersionMismatch) << s.message;
+  EXPECT_NE(s.message.find("99"), std::string::npos) << s.message;
+  ::close(fd);
+}
+
+TEST(Handshake, ForeignClientFailsAccept) {
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+  int fd = raw_connect(*l);
+  char junk[sizeof(Hello)];
+  std::memset(junk, 'G', sizeof junk);  // e.g. an HTTP client
+  write_all(fd, junk, sizeof junk);
+  std::unique_ptr<RecvComm> recv;
+  NetStatus s = l->accept(&recv, 20000);
+  EXPECT_EQ(s.code, NetCode::BadHandle) << s.message;
+  EXPECT_NE(s.message.find("not a topocoll transport"), std::string::npos) << s.message;
+  ::close(fd);
+}
+
+TEST(Handshake, AcceptPollReturnsNothingThenTimesOut) {
+  TransportOptions o = fast_options();
+  o.timeout_ms = 200;
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &l).ok());
+  std::unique_ptr<RecvComm> recv;
+  NetStatus s = l->accept(&recv, 0);  // NCCL-style poll: nothing yet, no error
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_FALSE(recv);
+  s = l->accept(&recv, 1000);
+  EXPECT_EQ(s.code, NetCode::Timeout) << s.message;
+}
+
+TEST(Handshake, ConnectionMissingSocketsTimesOut) {
+  TransportOptions o = fast_options(3, 1);
+  o.timeout_ms = 300;
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &l).ok());
+  int fd = raw_connect(*l);
+  Hello h = valid_hello(*l, 0, 5);
+  write_all(fd, &h, sizeof h);
+  std::unique_ptr<RecvComm> recv;
+  NetStatus s = l->accept(&recv, 5000);
+  EXPECT_EQ(s.code, NetCode::Timeout) << s.message;
+  EXPECT_NE(s.message.find("only 1 of 3 sockets"), std::string::npos) << s.message;
+  ::close(fd);
+}
+
+TEST(Handshake, PeerDyingMidMessageIsPeerClosed) {
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(1, 1), &l).ok());
+  int fd = raw_connect(*l);
+  Hello h = valid_hello(*l, 0, 9);
+  write_all(fd, &h, sizeof h);
+  std::unique_ptr<RecvComm> recv;
+  ASSERT_TRUE(l->accept(&recv, 20000).ok());
+  ASSERT_TRUE(recv);
+  MessageHeader m;
+  m.tag = 0;
+  m.size = 1000;
+  write_all(fd, &m, sizeof m);
+  char part[100] = {};
+  write_all(fd, part, sizeof part);
+  ::close(fd);  // 900 bytes never come
+  std::vector<char> out(1000);
+  Request* r;
+  ASSERT_TRUE(recv->irecv(out.data(), out.size(), 0, &r).ok());
+  NetStatus s = wait_request(*recv, r, nullptr);
+  EXPECT_EQ(s.code, NetCode::PeerClosed) << s.message;
+  EXPECT_NE(s.message.find("mid-message (100 of 1000"), std::string::npos) << s.message;
+}
+
+TEST(Handshake, TwoPeersConnectBeforeEitherAccepts) {
+  // NCCL may connect to its next peer and only then accept from its previous one, from a
+  // single thread: connect() must not wait for the peer's accept().
+  TransportOptions o = fast_options(2, 1);
+  std::unique_ptr<Listener> la, lb;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &la).ok());
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &lb).ok());
+  std::unique_ptr<SendComm> a_to_b, b_to_a;
+  ASSERT_TRUE(connect(lb->handle(), nullptr, o, 1, &a_to_b).ok());
+  ASSERT_TRUE(connect(la->handle(), nullptr, o, 2, &b_to_a).ok());
+  std::unique_ptr<RecvComm> at_a, at_b;
+  ASSERT_TRUE(la->accept(&at_a, 20000).ok());
+  ASSERT_TRUE(lb->accept(&at_b, 20000).ok());
+  ASSERT_TRUE(at_a && at_b);
+  EXPECT_EQ(at_a->peer_cookie(), 2u);
+  EXPECT_EQ(at_b->peer_cookie(), 1u);
+}
+
+TEST(Handshake, OneListenerAcceptsSeveralConnections) {
+  TransportOptions o = fast_options(2, 1);
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &l).ok());
+  std::vector<std::unique_ptr<SendComm>> sends(5);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(connect(l->handle(), nullptr, o, uint64_t(i), &sends[i]).ok());
+  std::vector<bool> seen(5, false);
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<RecvComm> r;
+    ASSERT_TRUE(l->accept(&r, 20000).ok());
+    ASSERT_TRUE(r);
+    ASSERT_LT(r->peer_cookie(), 5u);
+    seen[r->peer_cookie()] = true;
+  }
+  for (bool s : seen) EXPECT_TRUE(s);
+}
+
+TEST(Handshake, ConnectToClosedPortFails) {
+  Handle h;
+  {
+    std::unique_ptr<Listener> l;
+    ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+    h = l->handle();
+  }
+  std::unique_ptr<SendComm> send;
+  NetStatus s = connect(h, nullptr, fast_options(), 0, &send);
+  EXPECT_EQ(s.code, NetCode::ConnectFailed) << s.message;
+}
+
+TEST(Options, EnvironmentOverridesAndBadValuesWarn) {
+  ::setenv("TOPOCOLL_NET_SOCKETS_PER_CONN", "3", 1);
+  ::setenv("TOPOCOLL_NET_THREADS", "8", 1);
+  ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "fast", 1);
+  ::setenv("TOPOCOLL_NET_CHUNK_BYTES", "128K", 1);
+  std::vector<std::string> warnings;
+  TransportOptions o = TransportOptions::from_environment(&warnings);
+  ::unsetenv("TOPOCOLL_NET_SOCKETS_PER_CONN");
+  ::unsetenv("TOPOCOLL_NET_THREADS");
+  ::unsetenv("TOPOCOLL_NET_TIMEOUT_MS");
+  ::unsetenv("TOPOCOLL_NET_CHUNK_BYTES");
+  EXPECT_EQ(o.sockets_per_conn, 3);
+  EXPECT_EQ(o.threads_per_conn, 3);  // clamped to the sockets
+  EXPECT_EQ(o.timeout_ms, TransportOptions{}.timeout_ms);
+  EXPECT_EQ(o.chunk_bytes, 128u * 1024);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("TOPOCOLL_NET_TIMEOUT_MS"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace topocoll::net::testing

@@ -1,0 +1,199 @@
+// Data path of the socket transport: sizes, striping, tags, grouped receives, ordering,
+// and the errors a receive can hit (truncation, unknown tag, peer gone).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "net/socket_transport.h"
+#include "tests/net/transport_pair.h"
+
+namespace topocoll::net::testing {
+namespace {
+
+class TransportSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
+  auto [sockets, threads] = GetParam();
+  auto p = make_pair(fast_options(sockets, threads));
+  ASSERT_TRUE(p.recv);
+  const size_t chunk = 64 * 1024;
+  const std::vector<size_t> sizes = {0, 1, 7, 4095, chunk - 1, chunk, chunk + 1,
+                                     3 * chunk, 3 * chunk + 5, 1 << 20, (5 << 20) + 3};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto in = pattern(sizes[i], uint32_t(i));
+    std::vector<uint8_t> out(sizes[i] + 16, 0xee);
+    Request *rs = nullptr, *rr = nullptr;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), int(i), &rr).ok());
+    ASSERT_TRUE(p.send->isend(in.data(), in.size(), int(i), &rs).ok());
+    size_t sent = 99, got = 99;
+    auto s1 = wait_request(*p.send, rs, &sent);
+    auto s2 = wait_request(*p.recv, rr, &got);
+    ASSERT_TRUE(s1.ok()) << s1.message;
+    ASSERT_TRUE(s2.ok()) << s2.message;
+    EXPECT_EQ(sent, sizes[i]);
+    EXPECT_EQ(got, sizes[i]);
+    EXPECT_EQ(0, std::memcmp(in.data(), out.data(), sizes[i])) << "size " << sizes[i];
+    EXPECT_EQ(out[sizes[i]], 0xee) << "wrote past the message";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SocketsAndThreads, TransportSizes,
+                         ::testing::Values(std::tuple{1, 1}, std::tuple{2, 1}, std::tuple{3, 2},
+                                           std::tuple{4, 4}));
+
+TEST(Transport, SixtyFourMegabytesWithDefaultOptions) {
+  TransportOptions o;
+  auto p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  const size_t size = 64 << 20;
+  auto in = pattern(size, 42);
+  std::vector<uint8_t> out(size);
+  Request *rs, *rr;
+  ASSERT_TRUE(p.recv->irecv(out.data(), size, 3, &rr).ok());
+  ASSERT_TRUE(p.send->isend(in.data(), size, 3, &rs).ok());
+  size_t got = 0;
+  ASSERT_TRUE(wait_request(*p.send, rs, nullptr).ok());
+  ASSERT_TRUE(wait_request(*p.recv, rr, &got).ok());
+  EXPECT_EQ(got, size);
+  EXPECT_TRUE(in == out);
+}
+
+TEST(Transport, ManyRequestsInFlightCompleteInOrder) {
+  auto p = make_pair(fast_options(4, 2));
+  ASSERT_TRUE(p.recv);
+  constexpr int kCount = 64;
+  std::vector<std::vector<uint8_t>> in, out;
+  std::vector<Request*> sends(kCount), recvs(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    // Alternate large and tiny so a later tiny message finishes its bytes first.
+    size_t size = (i % 2 == 0) ? (300 * 1024 + size_t(i)) : size_t(i);
+    in.push_back(pattern(size, uint32_t(100 + i)));
+    out.emplace_back(size);
+    ASSERT_TRUE(p.recv->irecv(out[i].data(), size, i, &recvs[i]).ok());
+  }
+  for (int i = 0; i < kCount; ++i) ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
+  // Poll the last receive first: it reports done only once every earlier one is done,
+  // so afterwards each earlier one reports done at its first test().
+  size_t got = 0;
+  auto s = wait_request(*p.recv, recvs[kCount - 1], &got);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(got, in[kCount - 1].size());
+  for (int j = 0; j < kCount - 1; ++j) {
+    bool done = false;
+    size_t earlier = 0;
+    ASSERT_TRUE(p.recv->test(recvs[j], &done, &earlier).ok());
+    ASSERT_TRUE(done) << "request " << j << " not done after the last one";
+    EXPECT_EQ(earlier, in[j].size());
+  }
+  for (int i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(wait_request(*p.send, sends[i], nullptr).ok());
+    EXPECT_TRUE(in[i] == out[i]) << "message " << i;
+  }
+}
+
+TEST(Transport, GroupedReceiveMatchesByTag) {
+  auto p = make_pair(fast_options(2, 2));
+  ASSERT_TRUE(p.recv);
+  std::vector<size_t> sizes = {100, 200000, 0};
+  std::vector<int> tags = {10, 20, 30};
+  std::vector<std::vector<uint8_t>> out(3, std::vector<uint8_t>(300000));
+  void* bufs[3] = {out[0].data(), out[1].data(), out[2].data()};
+  size_t caps[3] = {300000, 300000, 300000};
+  Request* rr;
+  ASSERT_TRUE(p.recv->irecv(3, bufs, caps, tags.data(), &rr).ok());
+  // Sent in a different order than posted.
+  int order[3] = {2, 0, 1};
+  std::vector<std::vector<uint8_t>> in(3);
+  Request* rs[3];
+  for (int k = 0; k < 3; ++k) {
+    int i = order[k];
+    in[i] = pattern(sizes[i], uint32_t(i));
+    ASSERT_TRUE(p.send->isend(in[i].data(), sizes[i], tags[i], &rs[k]).ok());
+  }
+  size_t got[3] = {9, 9, 9};
+  auto s = wait_request(*p.recv, rr, got);
+  ASSERT_TRUE(s.ok()) << s.message;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i], sizes[i]);
+    EXPECT_EQ(0, std::memcmp(in[i].data(), out[i].data(), sizes[i]));
+  }
+  for (auto* r : rs) ASSERT_TRUE(wait_request(*p.send, r, nullptr).ok());
+}
+
+TEST(Transport, SendLargerThanPostedReceiveIsTruncationError) {
+  auto p = make_pair(fast_options());
+  ASSERT_TRUE(p.recv);
+  std::vector<uint8_t> in(1000), out(999);
+  Request *rs, *rr;
+  ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 1, &rr).ok());
+  ASSERT_TRUE(p.send->isend(in.data(), in.size(), 1, &rs).ok());
+  auto s = wait_request(*p.recv, rr, nullptr);
+  EXPECT_EQ(s.code, NetCode::Truncated) << s.message;
+  EXPECT_NE(s.message.find("1000"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("999"), std::string::npos) << s.message;
+  // Sticky: later receives fail too.
+  Request* again;
+  EXPECT_EQ(p.recv->irecv(out.data(), out.size(), 1, &again).code, NetCode::Truncated);
+}
+
+TEST(Transport, UnpostedTagIsAnError) {
+  auto p = make_pair(fast_options());
+  ASSERT_TRUE(p.recv);
+  std::vector<uint8_t> buf(64);
+  Request *rs, *rr;
+  ASSERT_TRUE(p.recv->irecv(buf.data(), buf.size(), 5, &rr).ok());
+  ASSERT_TRUE(p.send->isend(buf.data(), 10, 6, &rs).ok());
+  auto s = wait_request(*p.recv, rr, nullptr);
+  EXPECT_EQ(s.code, NetCode::TagMismatch) << s.message;
+  EXPECT_NE(s.message.find("tag 6"), std::string::npos) << s.message;
+}
+
+TEST(Transport, ReceiverClosedWhileSendingFailsTheSend) {
+  auto p = make_pair(fast_options(2, 2));
+  ASSERT_TRUE(p.recv);
+  const size_t size = 64 << 20;  // far more than the socket buffers hold
+  std::vector<uint8_t> in(size, 1);
+  Request* rs;
+  ASSERT_TRUE(p.send->isend(in.data(), size, 0, &rs).ok());
+  p.recv.reset();  // the receiving side vanishes without reading
+  auto s = wait_request(*p.send, rs, nullptr);
+  EXPECT_EQ(s.code, NetCode::PeerClosed) << s.message;
+}
+
+TEST(Transport, SenderClosedBeforeMessageIsPeerClosed) {
+  auto p = make_pair(fast_options(2, 2));
+  ASSERT_TRUE(p.recv);
+  std::vector<uint8_t> out(16);
+  Request* rr;
+  ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 0, &rr).ok());
+  p.send.reset();
+  auto s = wait_request(*p.recv, rr, nullptr);
+  EXPECT_EQ(s.code, NetCode::PeerClosed) << s.message;
+  EXPECT_NE(s.message.find("EOF"), std::string::npos) << s.message;
+}
+
+TEST(Transport, LocalBindChoosesTheSourceAddress) {
+  auto bind = SocketAddress::parse("127.0.0.2");
+  ASSERT_TRUE(bind);
+  auto p = make_pair(fast_options(), &*bind, 1234);
+  ASSERT_TRUE(p.recv);
+  EXPECT_EQ(p.recv->peer_address().ip_string(), "127.0.0.2");
+  EXPECT_EQ(p.send->local_address().ip_string(), "127.0.0.2");
+  EXPECT_EQ(p.recv->peer_cookie(), 1234u);
+}
+
+TEST(Transport, ArgumentErrorsAreReported) {
+  auto p = make_pair(fast_options());
+  ASSERT_TRUE(p.recv);
+  Request* r;
+  EXPECT_EQ(p.send->isend(nullptr, 10, 0, &r).code, NetCode::InvalidArgument);
+  EXPECT_EQ(p.recv->irecv(0, nullptr, nullptr, nullptr, &r).code, NetCode::InvalidArgument);
+  void* bufs[9] = {};
+  size_t sizes[9] = {};
+  int tags[9] = {};
+  EXPECT_EQ(p.recv->irecv(9, bufs, sizes, tags, &r).code, NetCode::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace topocoll::net::testing
