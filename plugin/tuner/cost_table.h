@@ -1,0 +1,45 @@
+// NCCL's cost table (tuner v3+): float[numAlgo][numProto], row-major, handed over as float**.
+// Each entry is NCCL's predicted time in microseconds, or NCCL_ALGO_PROTO_IGNORE (-1) for a
+// combination NCCL ruled out; NCCL then runs the smallest non-negative entry.
+// Rule kept here for every writer: only enabled (>= 0) entries change, and only to finite
+// non-negative values, so nothing NCCL disabled is ever re-enabled.
+#pragma once
+
+#include <optional>
+#include <utility>
+
+#include "plugin/nccl_api/tuner_v2.h"
+
+namespace topocoll::plugin::tuner {
+
+class NcclAlgorithmModel;
+
+class CostTable {
+ public:
+  CostTable(float** table, int num_algo, int num_proto)
+      : data_(reinterpret_cast<float*>(table)), num_algo_(table ? num_algo : 0),
+        num_proto_(table ? num_proto : 0) {}
+
+  int num_algo() const { return num_algo_; }
+  int num_proto() const { return num_proto_; }
+  bool contains(int algo, int proto) const {
+    return algo >= 0 && algo < num_algo_ && proto >= 0 && proto < num_proto_;
+  }
+  bool enabled(int algo, int proto) const { return contains(algo, proto) && at(algo, proto) >= 0; }
+  float at(int algo, int proto) const { return data_[algo * num_proto_ + proto]; }
+  // Writes only over an enabled entry and only a finite value >= 0; returns whether it did.
+  bool set_enabled(int algo, int proto, double time_us);
+  // NCCL's own rule: the smallest non-negative entry (first one on ties), or none.
+  std::optional<std::pair<int, int>> best() const;
+
+ private:
+  float* data_;
+  int num_algo_, num_proto_;
+};
+
+// Writes the model's predicted times over the enabled entries it models for this collective
+// and size; entries it does not model (CollNet, NVLS) keep NCCL's own times, which are
+// microseconds too. Returns how many entries changed.
+int apply_model(CostTable& table, const NcclAlgorithmModel& model, ncclFunc_t coll, double nbytes);
+
+}  // namespace topocoll::plugin::tuner

@@ -1,0 +1,205 @@
+#include "plugin/tuner/topology_tuner.h"
+
+#include <sys/stat.h>
+
+#include <bit>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "plugin/log.h"
+#include "plugin/tuner/communicator_fit.h"
+#include "plugin/tuner/cost_table.h"
+#include "plugin/tuner/tuner_settings.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::plugin::tuner {
+namespace {
+
+// Outcome messages of init are logged once per distinct text: a job creating many
+// communicators under the same settings says it once, a changed setting says it again.
+bool first_time(const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (seen.size() > 256) seen.clear();
+  return seen.insert(message).second;
+}
+
+void info_once(const std::string& message) {
+  if (first_time(message)) TC_INFO(NCCL_INIT | NCCL_TUNING, "tuner: %s", message.c_str());
+}
+
+void warn_once(const std::string& message) {
+  if (first_time(message)) TC_WARN("tuner: %s", message.c_str());
+}
+
+// Communicators of one job load the same file; keep it while it is unchanged on disk.
+std::shared_ptr<const topo::Topology> load_topology_cached(const std::string& path) {
+  static std::mutex mutex;
+  struct Entry {
+    int64_t mtime_ns = 0, size = 0;
+    std::shared_ptr<const topo::Topology> topology;
+  };
+  static std::map<std::string, Entry> cache;
+  struct stat st{};
+  bool have_stat = ::stat(path.c_str(), &st) == 0;
+  int64_t mtime = have_stat ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(path);
+    if (have_stat && it != cache.end() && it->second.mtime_ns == mtime &&
+        it->second.size == int64_t(st.st_size))
+      return it->second.topology;
+  }
+  auto topology = std::make_shared<const topo::Topology>(topo::load_topology_file(path));
+  if (have_stat) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache[path] = Entry{mtime, int64_t(st.st_size), topology};
+  }
+  return topology;
+}
+
+int size_bucket(size_t nbytes) { return nbytes == 0 ? 0 : int(std::bit_width(nbytes)) - 1; }
+
+std::string format_bytes(double b) {
+  char buf[32];
+  if (b >= double(1 << 30)) std::snprintf(buf, sizeof buf, "%gG", b / double(1 << 30));
+  else if (b >= double(1 << 20)) std::snprintf(buf, sizeof buf, "%gM", b / double(1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%gK", b / 1024);
+  else std::snprintf(buf, sizeof buf, "%g", b);
+  return buf;
+}
+
+std::string entry_name(int algo, int proto) {
+  return std::string(algorithm_name(algo)) + "/" + protocol_name(proto);
+}
+
+}  // namespace
+
+std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnodes,
+                                                     const ncclTunerConstants_v5_t* constants) noexcept {
+  std::unique_ptr<TopologyTuner> tuner;
+  try {
+    tuner.reset(new TopologyTuner());
+  } catch (...) {
+    return nullptr;
+  }
+  const std::string comm = std::to_string(nranks) + " ranks, " + std::to_string(nnodes) + " nodes";
+  std::string topo_file;
+  try {
+    TunerSettings settings = read_tuner_settings();
+    if (!settings.error.empty()) {
+      warn_once(settings.error + "; the tuner changes nothing");
+      return tuner;
+    }
+    if (!settings.enabled) {
+      info_once("disabled by TOPOCOLL_TUNER=0; NCCL's own tuning is unchanged");
+      return tuner;
+    }
+    if (!settings.nccl_override.empty()) {
+      info_once(settings.nccl_override + " is set; honouring it, the tuner changes nothing");
+      return tuner;
+    }
+    if (settings.topo_file.empty()) {
+      info_once("TOPOCOLL_TOPO_FILE is not set; the tuner changes nothing");
+      return tuner;
+    }
+    topo_file = settings.topo_file;
+    auto topology = load_topology_cached(topo_file);
+    CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes);
+    if (!fit.placement) {
+      info_once("topology " + topo_file + " does not describe this communicator (" + fit.reason +
+                "); the tuner changes nothing");
+      return tuner;
+    }
+    NcclLatencies latencies = constants ? nccl_latencies_from(*constants) : default_nccl_latencies();
+    tuner->model_.emplace(*topology, *fit.placement, int(nnodes), latencies);
+    const auto& m = *tuner->model_;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "tuning NCCL's algorithms for %s on topology \"%s\" (%s): rank-order ring "
+                  "%.3g us/MB per hop, double binary tree %.3g us/MB (depth %d)%s",
+                  comm.c_str(), topology->name().c_str(), topo_file.c_str(),
+                  m.ring().us_per_byte * 1e6, m.tree().us_per_byte * 1e6, m.tree_depth(),
+                  m.pat_steps().empty() ? "" : ", PAT modelled");
+    info_once(line);
+  } catch (const std::exception& e) {
+    tuner->model_.reset();
+    warn_once("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing");
+  } catch (...) {
+    tuner->model_.reset();
+    warn_once("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing");
+  }
+  return tuner;
+}
+
+bool TopologyTuner::first_in_bucket(ncclFunc_t coll, size_t nbytes) {
+  if (coll < 0 || coll >= ncclNumFuncs) return false;
+  uint64_t bit = uint64_t(1) << size_bucket(nbytes);
+  return !(logged_buckets_[size_t(coll)].fetch_or(bit, std::memory_order_relaxed) & bit);
+}
+
+void TopologyTuner::log_decision(ncclFunc_t coll, size_t nbytes, const CostTable& table,
+                                 const char* nccl_pick) const {
+  auto pick = table.best();
+  std::string others;
+  for (int a = 0; a < table.num_algo(); ++a)
+    for (int p = 0; p < table.num_proto(); ++p) {
+      if (!table.enabled(a, p) || (pick && pick->first == a && pick->second == p)) continue;
+      char item[64];
+      std::snprintf(item, sizeof item, "%s%s %.1f", others.empty() ? "" : ", ",
+                    entry_name(a, p).c_str(), double(table.at(a, p)));
+      others += item;
+    }
+  const double bucket = double(size_t(1) << size_bucket(nbytes));
+  TC_INFO(NCCL_TUNING, "tuner: %s %sB-%sB (%zu B): %s %.1f us on the topology (NCCL alone: %s)%s%s",
+          collective_name(coll), format_bytes(bucket).c_str(), format_bytes(2 * bucket).c_str(),
+          nbytes, pick ? entry_name(pick->first, pick->second).c_str() : "none",
+          pick ? double(table.at(pick->first, pick->second)) : 0.0, nccl_pick,
+          others.empty() ? "" : "; others (us): ", others.c_str());
+}
+
+void TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo,
+                         int num_proto) noexcept {
+  if (!model_ || !table || num_algo <= 0 || num_proto <= 0) return;
+  try {
+    CostTable t(table, num_algo, num_proto);
+    auto before = t.best();
+    int changed = apply_model(t, *model_, coll, double(nbytes));
+    if (changed > 0 && first_in_bucket(coll, nbytes))
+      log_decision(coll, nbytes, t,
+                   before ? entry_name(before->first, before->second).c_str() : "none");
+  } catch (...) {
+    // Only logging can throw (allocation); the table is consistent at every step.
+  }
+}
+
+void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
+                           int* algorithm, int* protocol) noexcept {
+  if (!model_ || !algorithm || !protocol || collnet_support || nvls_support) return;
+  try {
+    // Candidates: what NCCL 2.28 enables by default (Ring and Tree in every protocol, PAT
+    // Simple) that the model can run for this collective.
+    float table[kNumAlgorithms][kNumProtocols];
+    for (int a = 0; a < kNumAlgorithms; ++a)
+      for (int p = 0; p < kNumProtocols; ++p) {
+        bool candidate = a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE ||
+                         (a == NCCL_ALGO_PAT && p == NCCL_PROTO_SIMPLE);
+        table[a][p] = candidate && model_->predict_us(coll, a, p, double(nbytes)) ? 0.0f
+                                                                                  : float(NCCL_ALGO_PROTO_IGNORE);
+      }
+    CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+    if (apply_model(t, *model_, coll, double(nbytes)) == 0) return;
+    auto pick = t.best();
+    if (!pick) return;
+    *algorithm = pick->first;
+    *protocol = pick->second;
+    if (first_in_bucket(coll, nbytes)) log_decision(coll, nbytes, t, "not shown to a v2 tuner");
+  } catch (...) {
+  }
+}
+
+}  // namespace topocoll::plugin::tuner

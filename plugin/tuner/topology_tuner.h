@@ -1,0 +1,50 @@
+// The one implementation behind every exported tuner version (tuner_v2.cpp .. tuner_v5.cpp
+// are thin adapters onto it). One TopologyTuner per communicator, created by NCCL's init:
+// it either models NCCL's algorithms on the topology (active) or changes nothing, and says
+// why once at INFO (WARN for a broken topology file or a bad setting). No call throws.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "plugin/nccl_api/tuner_v5.h"
+#include "plugin/tuner/nccl_algorithm_model.h"
+
+namespace topocoll::plugin::tuner {
+
+class CostTable;
+
+class TopologyTuner {
+ public:
+  // `constants`: NCCL's tuning constants (v5 only; nullptr = NCCL 2.28's defaults).
+  static std::unique_ptr<TopologyTuner> create(size_t nranks, size_t nnodes,
+                                               const ncclTunerConstants_v5_t* constants) noexcept;
+
+  bool active() const { return model_.has_value(); }
+  const NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
+
+  // v3+: rewrites the enabled entries of NCCL's cost table it models. nChannels is left to NCCL.
+  void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto) noexcept;
+
+  // v2: an (algorithm, protocol) choice among what NCCL enables by default for this
+  // collective, or NCCL_ALGO_UNDEF / NCCL_PROTO_UNDEF for "NCCL decides" — also whenever NCCL
+  // could use CollNet or NVLS, whose times the v2 interface does not show.
+  void choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
+              int* algorithm, int* protocol) noexcept;
+
+ private:
+  TopologyTuner() = default;
+  // Logs a decision at INFO the first time a (collective, power-of-two size bucket) is seen.
+  bool first_in_bucket(ncclFunc_t coll, size_t nbytes);
+  void log_decision(ncclFunc_t coll, size_t nbytes, const CostTable& table,
+                    const char* nccl_pick) const;
+
+  std::optional<NcclAlgorithmModel> model_;
+  std::array<std::atomic<uint64_t>, ncclNumFuncs> logged_buckets_{};
+};
+
+}  // namespace topocoll::plugin::tuner

@@ -1,0 +1,42 @@
+// ncclTunerPlugin_v2 (NCCL 2.19-2.20): no cost table; the tuner answers with an algorithm
+// and protocol (NCCL 2.21+ forces that entry to time 0 when it is enabled). The choice is
+// the model's best among what NCCL enables by default, and "no opinion" (UNDEF) whenever
+// NCCL could use CollNet or NVLS, whose times a v2 tuner cannot compare against.
+#include "plugin/log.h"
+#include "plugin/nccl_api/tuner_v2.h"
+#include "plugin/tuner/topology_tuner.h"
+#include "plugin/tuner/tuner_export.h"
+
+namespace topocoll::plugin::tuner {
+namespace {
+
+ncclResult_t init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
+  if (!context) return ncclInvalidArgument;
+  if (logFunction) set_nccl_logger(logFunction);
+  *context = TopologyTuner::create(nRanks, nNodes, nullptr).release();
+  return ncclSuccess;
+}
+
+ncclResult_t get_coll_info_v2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
+                              int nvlsSupport, int /*numPipeOps*/, int* algorithm, int* protocol,
+                              int* /*nChannels*/) {
+  if (context)
+    static_cast<TopologyTuner*>(context)->choose(collType, nBytes, collNetSupport != 0,
+                                                 nvlsSupport != 0, algorithm, protocol);
+  return ncclSuccess;
+}
+
+ncclResult_t destroy_v2(void* context) {
+  delete static_cast<TopologyTuner*>(context);
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace topocoll::plugin::tuner
+
+TOPOCOLL_TUNER_EXPORT ncclTuner_v2_t ncclTunerPlugin_v2 = {
+    "topocoll",
+    topocoll::plugin::tuner::init_v2,
+    topocoll::plugin::tuner::get_coll_info_v2,
+    topocoll::plugin::tuner::destroy_v2,
+};

@@ -1,0 +1,37 @@
+// ncclTunerPlugin_v3 (NCCL 2.21-2.22): v4 without regBuff. Those NCCLs have fewer
+// algorithms (no PAT): numAlgo bounds every access to the table.
+#include "plugin/log.h"
+#include "plugin/nccl_api/tuner_v3.h"
+#include "plugin/tuner/topology_tuner.h"
+#include "plugin/tuner/tuner_export.h"
+
+namespace topocoll::plugin::tuner {
+namespace {
+
+ncclResult_t init_v3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
+  if (!context) return ncclInvalidArgument;
+  if (logFunction) set_nccl_logger(logFunction);
+  *context = TopologyTuner::create(nRanks, nNodes, nullptr).release();
+  return ncclSuccess;
+}
+
+ncclResult_t get_coll_info_v3(void* context, ncclFunc_t collType, size_t nBytes, int /*numPipeOps*/,
+                              float** collCostTable, int numAlgo, int numProto, int* /*nChannels*/) {
+  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto);
+  return ncclSuccess;
+}
+
+ncclResult_t destroy_v3(void* context) {
+  delete static_cast<TopologyTuner*>(context);
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace topocoll::plugin::tuner
+
+TOPOCOLL_TUNER_EXPORT ncclTuner_v3_t ncclTunerPlugin_v3 = {
+    "topocoll",
+    topocoll::plugin::tuner::init_v3,
+    topocoll::plugin::tuner::get_coll_info_v3,
+    topocoll::plugin::tuner::destroy_v3,
+};
