@@ -97,7 +97,8 @@ Topology generate_bigraph(const BiGraphShape& s) {
                               " NICs in the " + (g == 0 ? "upper" : "lower") + " group, which has " +
                               std::to_string(S * E) + " access ports");
 
-  TopologyBuilder b(TopologyKind::BiGraph, "bigraph-" + std::to_string(total));
+  TopologyBuilder b(TopologyKind::BiGraph,
+                    s.name.empty() ? "bigraph-" + std::to_string(total) : s.name);
   int first[2];
   for (int g = 0; g < 2; ++g) {
     first[g] = int(b.switches().size());
@@ -249,8 +250,10 @@ void add_nap_wiring(TopologyBuilder& b, const NapShape& s) {
 
 Topology generate_nap(const NapShape& s) {
   check_nap_shape(s, "/shape");
-  TopologyBuilder b(TopologyKind::Nap, "nap-" + std::to_string(s.packages) + "x" +
-                                           std::to_string(s.nodes_per_package));
+  TopologyBuilder b(TopologyKind::Nap, s.name.empty() ? "nap-" + std::to_string(s.packages) +
+                                                            "x" +
+                                                            std::to_string(s.nodes_per_package)
+                                                      : s.name);
   for (int p = 0; p < s.packages; ++p)
     for (int i = 0; i < s.nodes_per_package; ++i) {
       Endpoint e;

@@ -97,6 +97,7 @@ struct RouteHint {
 
 // Shape parameters the generators expand into explicit topologies.
 struct BiGraphShape {
+  std::string name;  // empty: "bigraph-<endpoints>"
   int switches_per_group = 4;
   int endpoints_per_switch = 4;  // access ports used per switch
   int gpus_per_server = 1;
@@ -114,6 +115,7 @@ struct BiGraphShape {
 };
 
 struct NapShape {
+  std::string name;  // empty: "nap-<packages>x<nodes_per_package>"
   int packages = 4;
   int nodes_per_package = 8;
   int local_switches = 4;

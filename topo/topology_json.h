@@ -17,5 +17,8 @@ Topology load_topology_text(std::string_view json_text);
 Topology topology_from_json(const nlohmann::json& doc);
 // Always the explicit form; load(save(t)) describes the same network as t.
 nlohmann::json topology_to_json(const Topology& topology);
+// A topology document as text for people: fields in the order docs/topology.md lists them,
+// small objects and arrays on one line. Parses back to the same document.
+std::string topology_json_text(const nlohmann::json& doc);
 
 }  // namespace topocoll::topo

@@ -1,0 +1,104 @@
+// `topocoll draw FILE -o out.png|out.svg|out.pdf|out.dot`: a Graphviz picture of a topology.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "tools/command.h"
+#include "topo/topology_dot.h"
+#include "topo/topology_json.h"
+
+extern char** environ;
+
+namespace topocoll::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: topocoll draw FILE -o OUT\n"
+    "\n"
+    "Draws a topology with Graphviz. The format follows OUT's extension: .png, .svg, .pdf\n"
+    "(needs Graphviz's `dot` and `neato` on PATH) or .dot/.gv (the DOT text itself).\n"
+    "BiGraph: upper and lower switch groups as two rows, endpoints above and below.\n"
+    "NAP: packages as boxes on their torus grid, nodes over their local switches; a red edge\n"
+    "stands for the N torus cables joining node i to node i of neighbouring packages.\n";
+
+int run_program(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int run_draw(std::span<const std::string> args) {
+  std::string file, output;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "topocoll draw: %s needs a file\n\n%s", a.c_str(), kUsage);
+        return 2;
+      }
+      output = args[++i];
+    } else if ((a.size() > 1 && a[0] == '-') || !file.empty()) {
+      std::fprintf(stderr, "topocoll draw: unexpected argument %s\n\n%s", a.c_str(), kUsage);
+      return 2;
+    } else {
+      file = a;
+    }
+  }
+  if (file.empty() || output.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const auto dot_at = output.rfind('.');
+  const std::string format = dot_at == std::string::npos ? "" : output.substr(dot_at + 1);
+  if (format != "png" && format != "svg" && format != "pdf" && format != "dot" && format != "gv") {
+    std::fprintf(stderr, "topocoll draw: cannot tell the format of %s (use .png, .svg, .pdf or .dot)\n",
+                 output.c_str());
+    return 2;
+  }
+  topo::Topology t = topo::load_topology_file(file);
+  topo::DotDrawing drawing = topo::topology_to_dot(t);
+  const bool text_only = format == "dot" || format == "gv";
+  const std::string dot_path = text_only ? output : output + ".tmp.dot";
+  {
+    std::ofstream out(dot_path);
+    out << drawing.dot;
+    if (!out.good()) {
+      std::fprintf(stderr, "topocoll draw: cannot write %s\n", dot_path.c_str());
+      return 1;
+    }
+  }
+  if (text_only) return 0;
+  std::vector<std::string> command = drawing.engine;
+  command.push_back("-T" + format);
+  command.push_back("-o");
+  command.push_back(output);
+  command.push_back(dot_path);
+  int rc = run_program(command);
+  std::remove(dot_path.c_str());
+  if (rc != 0) {
+    std::fprintf(stderr, "topocoll draw: %s failed (%s); is Graphviz installed?\n",
+                 drawing.engine[0].c_str(), rc < 0 ? "could not run it" : "non-zero exit");
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s\n", output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+TOPOCOLL_COMMAND("draw", "draw a topology with Graphviz (png, svg, pdf or dot)", run_draw);
+
+}  // namespace topocoll::cli

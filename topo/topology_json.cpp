@@ -1,0 +1,665 @@
+#include "topo/topology_json.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "topo/generators.h"
+#include "topo/topology_builder.h"
+
+namespace topocoll::topo {
+
+using nlohmann::json;
+
+namespace {
+
+// --- Typed access with JSON-pointer errors ---------------------------------------------
+
+std::string type_name(const json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  return v.type_name();
+}
+
+std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
+
+void expect_object(const json& v, const std::string& ptr) {
+  if (!v.is_object()) throw TopologyError(ptr, "expected an object, got " + type_name(v));
+}
+
+void expect_array(const json& v, const std::string& ptr) {
+  if (!v.is_array()) throw TopologyError(ptr, "expected an array, got " + type_name(v));
+}
+
+// Unknown fields are errors: a misspelt optional field would otherwise be silently ignored.
+void check_fields(const json& obj, const std::string& ptr,
+                  std::initializer_list<const char*> allowed) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool known = false;
+    for (const char* name : allowed) known = known || it.key() == name;
+    if (!known) throw TopologyError(ptr, "unknown field " + in_quotes(it.key()));
+  }
+}
+
+const json& require(const json& obj, const std::string& ptr, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) throw TopologyError(ptr, "missing field " + in_quotes(key));
+  return *it;
+}
+
+std::string as_string(const json& v, const std::string& ptr) {
+  if (!v.is_string()) throw TopologyError(ptr, "expected a string, got " + type_name(v));
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.empty()) throw TopologyError(ptr, "must not be empty");
+  if (s.size() > 256) throw TopologyError(ptr, "longer than 256 characters");
+  return s;
+}
+
+long as_int(const json& v, const std::string& ptr, long min, long max) {
+  if (!v.is_number_integer()) throw TopologyError(ptr, "expected an integer, got " + type_name(v));
+  long value;
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    value = u > std::uint64_t(max) ? max + 1 : long(u);
+  } else {
+    value = long(v.get<std::int64_t>());
+  }
+  if (value < min || value > max)
+    throw TopologyError(ptr, "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                 "], got " + v.dump());
+  return value;
+}
+
+double as_number(const json& v, const std::string& ptr) {
+  if (!v.is_number()) throw TopologyError(ptr, "expected a number, got " + type_name(v));
+  return v.get<double>();
+}
+
+double gbps_field(const json& obj, const std::string& ptr, const char* key) {
+  std::string p = ptr + "/" + key;
+  double x = as_number(require(obj, ptr, key), p);
+  check_gbps(x, p);
+  return x;
+}
+
+double latency_field(const json& obj, const std::string& ptr, const char* key, double fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  std::string p = ptr + "/" + key;
+  double x = as_number(*it, p);
+  check_latency_us(x, p);
+  return x;
+}
+
+template <class T>
+void optional_int(const json& obj, const std::string& ptr, const char* key, T& out, long min,
+                  long max) {
+  if (auto it = obj.find(key); it != obj.end())
+    out = T(as_int(*it, ptr + "/" + key, min, max));
+}
+
+void optional_number(const json& obj, const std::string& ptr, const char* key, double& out) {
+  if (auto it = obj.find(key); it != obj.end()) out = as_number(*it, ptr + "/" + key);
+}
+
+HostFabricKind fabric_kind(const json& v, const std::string& ptr) {
+  std::string s = as_string(v, ptr);
+  for (auto k : {HostFabricKind::NVSwitch, HostFabricKind::NVLink, HostFabricKind::PCIe})
+    if (s == to_string(k)) return k;
+  throw TopologyError(ptr, "unknown host fabric " + in_quotes(s) + " (expected nvswitch, nvlink or pcie)");
+}
+
+struct Fabric {
+  HostFabricKind kind = HostFabricKind::NVSwitch;
+  double gbps = 2400;
+  double latency_us = 0.5;
+  bool operator==(const Fabric&) const = default;
+};
+
+Fabric read_fabric(const json& v, const std::string& ptr, Fabric fabric) {
+  expect_object(v, ptr);
+  check_fields(v, ptr, {"kind", "gbps", "latency_us"});
+  if (auto it = v.find("kind"); it != v.end()) fabric.kind = fabric_kind(*it, ptr + "/kind");
+  if (v.contains("gbps")) fabric.gbps = gbps_field(v, ptr, "gbps");
+  fabric.latency_us = latency_field(v, ptr, "latency_us", fabric.latency_us);
+  return fabric;
+}
+
+json fabric_json(const Fabric& f) {
+  return {{"kind", std::string(to_string(f.kind))}, {"gbps", f.gbps}, {"latency_us", f.latency_us}};
+}
+
+Fabric fabric_of(const Host& h) { return {h.fabric, h.fabric_gbps, h.fabric_latency_us}; }
+
+// Rethrows the builder's whole-network errors (disconnected network...) at the document root.
+Topology finish(TopologyBuilder&& builder) { return std::move(builder).finalize(); }
+
+// --- BiGraph ------------------------------------------------------------------------------
+
+Topology bigraph_from_shape(const json& doc) {
+  const json& shape = doc["shape"];
+  expect_object(shape, "/shape");
+  check_fields(shape, "/shape",
+               {"switches_per_group", "endpoints_per_switch", "gpus_per_server", "nic_spread",
+                "link_gbps", "link_latency_us", "switch_latency_us", "host_fabric",
+                "host_fabric_gbps", "host_fabric_latency_us", "switch_ports"});
+  BiGraphShape s;
+  const std::string p = "/shape";
+  optional_int(shape, p, "switches_per_group", s.switches_per_group, 1, 1024);
+  optional_int(shape, p, "endpoints_per_switch", s.endpoints_per_switch, 1, 1024);
+  optional_int(shape, p, "gpus_per_server", s.gpus_per_server, 1, 1024);
+  if (auto it = shape.find("nic_spread"); it != shape.end())
+    s.nic_spread = as_string(*it, p + "/nic_spread");
+  optional_number(shape, p, "link_gbps", s.link_gbps);
+  optional_number(shape, p, "link_latency_us", s.link_latency_us);
+  optional_number(shape, p, "switch_latency_us", s.switch_latency_us);
+  if (auto it = shape.find("host_fabric"); it != shape.end())
+    s.host_fabric = fabric_kind(*it, p + "/host_fabric");
+  optional_number(shape, p, "host_fabric_gbps", s.host_fabric_gbps);
+  optional_number(shape, p, "host_fabric_latency_us", s.host_fabric_latency_us);
+  optional_int(shape, p, "switch_ports", s.switch_ports, 0, 65536);
+  if (auto it = doc.find("name"); it != doc.end()) s.name = as_string(*it, "/name");
+  return generate_bigraph(s);
+}
+
+Topology bigraph_explicit(const json& doc) {
+  check_fields(doc, "", {"kind", "name", "link_gbps", "link_latency_us", "switch_latency_us",
+                         "switch_ports", "host_fabric", "switches", "links", "servers"});
+  const std::string name = doc.contains("name") ? as_string(doc["name"], "/name") : "bigraph";
+  const double gbps = gbps_field(doc, "", "link_gbps");
+  const double latency = latency_field(doc, "", "link_latency_us", 1.0);
+  const double switch_latency = latency_field(doc, "", "switch_latency_us", 0.5);
+  int ports = 0;
+  optional_int(doc, "", "switch_ports", ports, 0, 65536);
+  Fabric fabric;
+  if (doc.contains("host_fabric")) fabric = read_fabric(doc["host_fabric"], "/host_fabric", fabric);
+
+  TopologyBuilder b(TopologyKind::BiGraph, name);
+  const json& switches = require(doc, "", "switches");
+  expect_object(switches, "/switches");
+  check_fields(switches, "/switches", {"upper", "lower"});
+  std::map<std::string, int> switch_by_id;
+  size_t group_size[2] = {0, 0};
+  for (int g = 0; g < 2; ++g) {
+    const char* group = g == 0 ? "upper" : "lower";
+    const std::string gp = "/switches/" + std::string(group);
+    const json& ids = require(switches, "/switches", group);
+    expect_array(ids, gp);
+    if (ids.empty()) throw TopologyError(gp, "a group needs at least one switch");
+    if (ids.size() > 1024) throw TopologyError(gp, "more than 1024 switches");
+    group_size[g] = ids.size();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string ip = gp + "/" + std::to_string(i);
+      Switch sw;
+      sw.id = as_string(ids[i], ip);
+      sw.role = g == 0 ? SwitchRole::Upper : SwitchRole::Lower;
+      sw.index_in_role = int(i);
+      sw.ports = ports;
+      sw.latency_us = switch_latency;
+      if (switch_by_id.count(sw.id)) throw TopologyError(ip, "duplicate switch " + in_quotes(sw.id));
+      switch_by_id[sw.id] = b.add_switch(sw);
+    }
+  }
+  if (group_size[0] != group_size[1])
+    throw TopologyError("/switches", "the upper group has " + std::to_string(group_size[0]) +
+                                         " switches and the lower " +
+                                         std::to_string(group_size[1]) +
+                                         "; BiGraph groups must be the same size");
+
+  // Inter-group cables: complete bipartite unless "links" lists them.
+  std::vector<std::pair<int, int>> cables;
+  if (auto it = doc.find("links"); it != doc.end()) {
+    expect_array(*it, "/links");
+    std::set<std::pair<int, int>> seen;
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string lp = "/links/" + std::to_string(i);
+      const json& pair = (*it)[i];
+      expect_array(pair, lp);
+      if (pair.size() != 2)
+        throw TopologyError(lp, "a link names two switches, got " + std::to_string(pair.size()));
+      int ends[2];
+      for (int k = 0; k < 2; ++k) {
+        std::string id = as_string(pair[k], lp + "/" + std::to_string(k));
+        auto sw = switch_by_id.find(id);
+        if (sw == switch_by_id.end())
+          throw TopologyError(lp + "/" + std::to_string(k), "unknown switch " + in_quotes(id));
+        ends[k] = sw->second;
+      }
+      const Switch& a = b.switches()[ends[0]];
+      const Switch& c = b.switches()[ends[1]];
+      if (a.role == c.role)
+        throw TopologyError(lp, "link inside the " + std::string(to_string(a.role)) +
+                                    " group: " + in_quotes(a.id) + " - " + in_quotes(c.id) +
+                                    " (BiGraph links join an upper and a lower switch)");
+      int u = a.role == SwitchRole::Upper ? ends[0] : ends[1];
+      int l = a.role == SwitchRole::Upper ? ends[1] : ends[0];
+      if (!seen.insert({u, l}).second)
+        throw TopologyError(lp, "duplicate link " + in_quotes(a.id) + " - " + in_quotes(c.id));
+      cables.push_back({u, l});
+    }
+  } else {
+    for (size_t u = 0; u < group_size[0]; ++u)
+      for (size_t l = 0; l < group_size[1]; ++l) cables.push_back({int(u), int(group_size[0] + l)});
+  }
+  std::vector<int> used(b.switches().size(), 0);
+  for (auto [u, l] : cables) {
+    ++used[u];
+    ++used[l];
+  }
+  if (ports > 0)
+    for (size_t s = 0; s < used.size(); ++s)
+      if (used[s] > ports)
+        throw TopologyError("/switch_ports", "switch " + in_quotes(b.switches()[s].id) + " needs " +
+                                                 std::to_string(used[s]) +
+                                                 " ports for inter-group links but has " +
+                                                 std::to_string(ports));
+
+  const json& servers = require(doc, "", "servers");
+  expect_array(servers, "/servers");
+  if (servers.empty()) throw TopologyError("/servers", "a topology needs at least one server");
+  std::map<std::string, std::string> endpoint_ids;  // id -> pointer of its definition
+  long nic_total = 0;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const std::string sp = "/servers/" + std::to_string(i);
+    const json& server = servers[i];
+    expect_object(server, sp);
+    check_fields(server, sp, {"name", "nics", "fabric"});
+    const std::string host = as_string(require(server, sp, "name"), sp + "/name");
+    if (b.find_host(host)) throw TopologyError(sp + "/name", "duplicate server " + in_quotes(host));
+    Fabric f = fabric;
+    if (server.contains("fabric")) f = read_fabric(server["fabric"], sp + "/fabric", fabric);
+    b.add_host(host, f.kind, f.gbps, f.latency_us);
+    const json& nics = require(server, sp, "nics");
+    expect_array(nics, sp + "/nics");
+    if (nics.empty()) throw TopologyError(sp + "/nics", "a server needs at least one NIC");
+    std::map<std::string, std::string> nic_switch;  // NIC name -> switch it is cabled to
+    std::map<long, std::string> gpu_endpoint;
+    for (size_t n = 0; n < nics.size(); ++n) {
+      const std::string np = sp + "/nics/" + std::to_string(n);
+      const json& nic = nics[n];
+      expect_object(nic, np);
+      check_fields(nic, np, {"name", "gpu", "switch", "id"});
+      if (++nic_total > kMaxEndpoints)
+        throw TopologyError(np, "more than " + std::to_string(kMaxEndpoints) + " endpoints");
+      Endpoint e;
+      e.host = host;
+      e.nic = as_string(require(nic, np, "name"), np + "/name");
+      e.gpu = int(as_int(require(nic, np, "gpu"), np + "/gpu", 0, 1023));
+      const std::string sw_id = as_string(require(nic, np, "switch"), np + "/switch");
+      auto sw = switch_by_id.find(sw_id);
+      if (sw == switch_by_id.end()) throw TopologyError(np + "/switch", "unknown switch " + in_quotes(sw_id));
+      if (auto prior = nic_switch.find(e.nic); prior != nic_switch.end())
+        throw TopologyError(np + "/name", "NIC " + in_quotes(e.nic) + " of server " + in_quotes(host) +
+                                              " is already cabled to switch " +
+                                              in_quotes(prior->second));
+      nic_switch[e.nic] = sw_id;
+      std::string id_ptr = np;
+      if (nic.contains("id")) {
+        id_ptr = np + "/id";
+        e.id = as_string(nic["id"], id_ptr);
+      } else {
+        e.id = host + ".g" + std::to_string(e.gpu);
+      }
+      if (auto prior = gpu_endpoint.find(e.gpu); prior != gpu_endpoint.end())
+        throw TopologyError(np + "/gpu", "GPU " + std::to_string(e.gpu) + " of host " +
+                                             in_quotes(host) + " is already endpoint " +
+                                             in_quotes(prior->second));
+      gpu_endpoint[e.gpu] = e.id;
+      if (endpoint_ids.count(e.id) || switch_by_id.count(e.id))
+        throw TopologyError(id_ptr, "duplicate endpoint id " + in_quotes(e.id));
+      endpoint_ids[e.id] = np;
+      if (ports > 0 && used[sw->second] >= ports)
+        throw TopologyError(np + "/switch", "switch " + in_quotes(sw_id) + " has no free port (" +
+                                                std::to_string(ports) + " ports)");
+      ++used[sw->second];
+      int endpoint = b.add_endpoint(e);
+      b.attach(endpoint, sw->second, gbps, latency);
+    }
+  }
+  for (auto [u, l] : cables)
+    b.add_cable(switch_node(u), switch_node(l), LinkKind::InterGroup, gbps, latency);
+  return finish(std::move(b));
+}
+
+json bigraph_to_json(const Topology& t) {
+  json doc;
+  doc["kind"] = "bigraph";
+  doc["name"] = t.name();
+  double gbps = 0, latency = 0;
+  for (const auto& l : t.links())
+    if (l.kind == LinkKind::Access || l.kind == LinkKind::InterGroup) {
+      gbps = l.gbps;
+      latency = l.latency_us;
+      break;
+    }
+  doc["link_gbps"] = gbps;
+  doc["link_latency_us"] = latency;
+  const auto& upper = t.group_switches(SwitchRole::Upper);
+  const auto& lower = t.group_switches(SwitchRole::Lower);
+  doc["switch_latency_us"] = upper.empty() ? 0.0 : t.switches()[upper[0]].latency_us;
+  if (!upper.empty() && t.switches()[upper[0]].ports > 0)
+    doc["switch_ports"] = t.switches()[upper[0]].ports;
+  const Fabric fabric = fabric_of(t.hosts().front());
+  doc["host_fabric"] = fabric_json(fabric);
+  json up = json::array(), down = json::array();
+  for (int s : upper) up.push_back(t.switches()[s].id);
+  for (int s : lower) down.push_back(t.switches()[s].id);
+  doc["switches"] = {{"upper", up}, {"lower", down}};
+  json links = json::array();
+  size_t inter = 0;
+  for (const auto& l : t.links()) {
+    if (l.kind != LinkKind::InterGroup || l.id > l.reverse) continue;
+    ++inter;
+    links.push_back({t.node_id(l.from), t.node_id(l.to)});
+  }
+  if (inter != upper.size() * lower.size()) doc["links"] = links;
+  json servers = json::array();
+  for (const auto& h : t.hosts()) {
+    json server = {{"name", h.name}};
+    if (!(fabric_of(h) == fabric)) server["fabric"] = fabric_json(fabric_of(h));
+    json nics = json::array();
+    for (int e : h.endpoints) {
+      const Endpoint& ep = t.endpoints()[e];
+      json nic = {{"name", ep.nic}, {"gpu", ep.gpu}, {"switch", t.switches()[ep.attach_switch].id}};
+      if (ep.id != h.name + ".g" + std::to_string(ep.gpu)) nic["id"] = ep.id;
+      nics.push_back(nic);
+    }
+    server["nics"] = nics;
+    servers.push_back(server);
+  }
+  doc["servers"] = servers;
+  return doc;
+}
+
+// --- NAP ----------------------------------------------------------------------------------
+
+// Reads NapShape fields of `obj` (the generated form's "shape", or the explicit form itself).
+NapShape read_nap_shape(const json& obj, const std::string& p, bool explicit_form) {
+  NapShape s;
+  if (explicit_form) {
+    s.nodes_per_package = int(as_int(require(obj, p, "nodes_per_package"), p + "/nodes_per_package", 1, 1024));
+    s.local_switches = int(as_int(require(obj, p, "local_switches"), p + "/local_switches", 1, 256));
+    require(obj, p, "torus");
+    s.intra_gbps = gbps_field(obj, p, "intra_gbps");
+    s.inter_gbps = gbps_field(obj, p, "inter_gbps");
+  } else {
+    optional_int(obj, p, "nodes_per_package", s.nodes_per_package, 1, 1024);
+    optional_int(obj, p, "local_switches", s.local_switches, 1, 256);
+    optional_number(obj, p, "intra_gbps", s.intra_gbps);
+    optional_number(obj, p, "inter_gbps", s.inter_gbps);
+    optional_int(obj, p, "gpus_per_host", s.gpus_per_host, 1, 1024);
+    if (auto it = obj.find("host_fabric"); it != obj.end())
+      s.host_fabric = fabric_kind(*it, p + "/host_fabric");
+    optional_number(obj, p, "host_fabric_gbps", s.host_fabric_gbps);
+    optional_number(obj, p, "host_fabric_latency_us", s.host_fabric_latency_us);
+  }
+  if (auto it = obj.find("torus"); it != obj.end()) {
+    expect_array(*it, p + "/torus");
+    if (it->empty() || it->size() > 8)
+      throw TopologyError(p + "/torus", "a torus needs 1 to 8 dimensions, got " +
+                                            std::to_string(it->size()));
+    s.torus.clear();
+    for (size_t d = 0; d < it->size(); ++d)
+      s.torus.push_back(int(as_int((*it)[d], p + "/torus/" + std::to_string(d), 1, 4096)));
+  }
+  long product = 1;
+  for (int d : s.torus) product = std::min(product * d, 1L << 40);
+  s.packages = product > 4096 ? 4096 : int(product);
+  // "packages" is optional; when given it must agree with the torus (check_nap_shape).
+  optional_int(obj, p, "packages", s.packages, 1, 4096);
+  optional_number(obj, p, "intra_latency_us", s.intra_latency_us);
+  optional_number(obj, p, "inter_latency_us", s.inter_latency_us);
+  optional_number(obj, p, "switch_latency_us", s.switch_latency_us);
+  optional_int(obj, p, "node_ports", s.node_ports, 0, 4096);
+  optional_int(obj, p, "switch_ports", s.switch_ports, 0, 65536);
+  check_nap_shape(s, p);
+  return s;
+}
+
+Topology nap_from_shape(const json& doc) {
+  const json& shape = doc["shape"];
+  expect_object(shape, "/shape");
+  check_fields(shape, "/shape",
+               {"packages", "nodes_per_package", "local_switches", "torus", "intra_gbps",
+                "intra_latency_us", "inter_gbps", "inter_latency_us", "switch_latency_us",
+                "node_ports", "switch_ports", "gpus_per_host", "host_fabric", "host_fabric_gbps",
+                "host_fabric_latency_us"});
+  NapShape s = read_nap_shape(shape, "/shape", false);
+  if (auto it = doc.find("name"); it != doc.end()) s.name = as_string(*it, "/name");
+  return generate_nap(s);
+}
+
+Topology nap_explicit(const json& doc) {
+  check_fields(doc, "", {"kind", "name", "packages", "nodes_per_package", "local_switches",
+                         "torus", "intra_gbps", "intra_latency_us", "inter_gbps",
+                         "inter_latency_us", "switch_latency_us", "node_ports", "switch_ports",
+                         "host_fabric", "nodes"});
+  NapShape s = read_nap_shape(doc, "", true);
+  const std::string name = doc.contains("name") ? as_string(doc["name"], "/name") : "nap";
+  Fabric fabric;
+  if (doc.contains("host_fabric")) fabric = read_fabric(doc["host_fabric"], "/host_fabric", fabric);
+
+  const json& nodes = require(doc, "", "nodes");
+  expect_array(nodes, "/nodes");
+  const long expected = long(s.packages) * s.nodes_per_package;
+  if (long(nodes.size()) != expected)
+    throw TopologyError("/nodes", std::to_string(nodes.size()) + " nodes listed, the shape has " +
+                                      std::to_string(expected) + " (" +
+                                      std::to_string(s.packages) + " packages x " +
+                                      std::to_string(s.nodes_per_package) + " nodes)");
+  TopologyBuilder b(TopologyKind::Nap, name);
+  std::map<std::pair<int, int>, std::string> slot_id;  // (package, node) -> endpoint id
+  std::set<std::string> ids;
+  std::map<std::pair<std::string, int>, std::string> host_gpu;
+  std::map<std::pair<std::string, std::string>, std::string> host_nic;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string np = "/nodes/" + std::to_string(i);
+    const json& node = nodes[i];
+    expect_object(node, np);
+    check_fields(node, np, {"package", "node", "host", "gpu", "nic", "id"});
+    Endpoint e;
+    e.package = int(as_int(require(node, np, "package"), np + "/package", 0, s.packages - 1));
+    e.node = int(as_int(require(node, np, "node"), np + "/node", 0, s.nodes_per_package - 1));
+    e.host = as_string(require(node, np, "host"), np + "/host");
+    e.gpu = int(as_int(require(node, np, "gpu"), np + "/gpu", 0, 1023));
+    e.nic = as_string(require(node, np, "nic"), np + "/nic");
+    std::string id_ptr = np;
+    if (node.contains("id")) {
+      id_ptr = np + "/id";
+      e.id = as_string(node["id"], id_ptr);
+    } else {
+      e.id = "p" + std::to_string(e.package) + ".n" + std::to_string(e.node);
+    }
+    if (auto prior = slot_id.find({e.package, e.node}); prior != slot_id.end())
+      throw TopologyError(np, "node " + std::to_string(e.node) + " of package " +
+                                  std::to_string(e.package) + " is already endpoint " +
+                                  in_quotes(prior->second));
+    slot_id[{e.package, e.node}] = e.id;
+    if (!ids.insert(e.id).second) throw TopologyError(id_ptr, "duplicate endpoint id " + in_quotes(e.id));
+    if (auto prior = host_gpu.find({e.host, e.gpu}); prior != host_gpu.end())
+      throw TopologyError(np + "/gpu", "GPU " + std::to_string(e.gpu) + " of host " +
+                                           in_quotes(e.host) + " is already endpoint " +
+                                           in_quotes(prior->second));
+    host_gpu[{e.host, e.gpu}] = e.id;
+    if (auto prior = host_nic.find({e.host, e.nic}); prior != host_nic.end())
+      throw TopologyError(np + "/nic", "NIC " + in_quotes(e.nic) + " of host " + in_quotes(e.host) +
+                                           " is already cabled as endpoint " +
+                                           in_quotes(prior->second));
+    host_nic[{e.host, e.nic}] = e.id;
+    b.add_host(e.host, fabric.kind, fabric.gbps, fabric.latency_us);
+    b.add_endpoint(e);
+  }
+  // Switch ids are generated ("p<package>.s<j>"); an endpoint id must not take one.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Endpoint& e = b.endpoints()[i];
+    for (int p = 0; p < s.packages; ++p)
+      if (e.id.rfind("p" + std::to_string(p) + ".s", 0) == 0)
+        for (int j = 0; j < s.local_switches; ++j)
+          if (e.id == "p" + std::to_string(p) + ".s" + std::to_string(j))
+            throw TopologyError("/nodes/" + std::to_string(i) + "/id",
+                                "endpoint id " + in_quotes(e.id) + " is the name of a local switch");
+  }
+  add_nap_wiring(b, s);
+  return finish(std::move(b));
+}
+
+json nap_to_json(const Topology& t) {
+  json doc;
+  doc["kind"] = "nap";
+  doc["name"] = t.name();
+  doc["packages"] = t.package_count();
+  doc["nodes_per_package"] = t.nodes_per_package();
+  doc["local_switches"] = t.local_switches();
+  doc["torus"] = t.torus_dims();
+  const Link* intra = nullptr;
+  const Link* inter = nullptr;
+  for (const auto& l : t.links()) {
+    if (!intra && l.kind == LinkKind::IntraPackage) intra = &l;
+    if (!inter && l.kind == LinkKind::InterPackage) inter = &l;
+  }
+  // With one package (no torus cables) the inter-package values are kept at Table II's.
+  NapShape defaults;
+  doc["intra_gbps"] = intra ? intra->gbps : defaults.intra_gbps;
+  doc["intra_latency_us"] = intra ? intra->latency_us : defaults.intra_latency_us;
+  doc["inter_gbps"] = inter ? inter->gbps : defaults.inter_gbps;
+  doc["inter_latency_us"] = inter ? inter->latency_us : defaults.inter_latency_us;
+  const Switch& first = t.switches()[t.local_switch(0, 0)];
+  doc["switch_latency_us"] = first.latency_us;
+  doc["switch_ports"] = first.ports;
+  doc["host_fabric"] = fabric_json(fabric_of(t.hosts().front()));
+  json nodes = json::array();
+  for (const auto& e : t.endpoints()) {
+    json node = {{"package", e.package}, {"node", e.node}, {"host", e.host}, {"gpu", e.gpu},
+                 {"nic", e.nic}};
+    if (e.id != "p" + std::to_string(e.package) + ".n" + std::to_string(e.node)) node["id"] = e.id;
+    nodes.push_back(node);
+  }
+  doc["nodes"] = nodes;
+  return doc;
+}
+
+}  // namespace
+
+Topology topology_from_json(const json& doc) {
+  expect_object(doc, "");
+  const std::string kind = as_string(require(doc, "", "kind"), "/kind");
+  const bool generated = doc.contains("shape");
+  if (kind == "bigraph") {
+    if (generated) check_fields(doc, "", {"kind", "name", "shape"});
+    return generated ? bigraph_from_shape(doc) : bigraph_explicit(doc);
+  }
+  if (kind == "nap") {
+    if (generated) check_fields(doc, "", {"kind", "name", "shape"});
+    return generated ? nap_from_shape(doc) : nap_explicit(doc);
+  }
+  throw TopologyError("/kind", "unknown kind " + in_quotes(kind) + " (expected bigraph or nap)");
+}
+
+Topology load_topology_text(std::string_view text) {
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
+                      /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1,
+    // column 5: <what>"; keep <what> and report the byte offset.
+    std::string what = e.what();
+    auto at = what.find(": ", what.find("parse error"));
+    if (at != std::string::npos) what = what.substr(at + 2);
+    throw TopologyError("", "invalid JSON at byte " + std::to_string(e.byte) + ": " + what);
+  }
+  return topology_from_json(doc);
+}
+
+Topology load_topology_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_topology_text(text.str());
+}
+
+namespace {
+
+// Field order for people (docs/topology.md); fields not listed follow alphabetically.
+constexpr const char* kFieldOrder[] = {
+    "kind", "name", "shape", "package", "node", "host", "gpu", "nic", "id", "switch",
+    "switches_per_group", "endpoints_per_switch", "gpus_per_server", "nic_spread", "packages",
+    "nodes_per_package", "local_switches", "torus", "link_gbps", "link_latency_us", "intra_gbps",
+    "intra_latency_us", "inter_gbps", "inter_latency_us", "switch_latency_us", "node_ports",
+    "switch_ports", "gpus_per_host", "host_fabric", "host_fabric_gbps", "host_fabric_latency_us",
+    "gbps", "latency_us", "upper", "lower", "switches", "links", "fabric", "nics", "servers",
+    "nodes"};
+
+std::vector<std::string> ordered_keys(const json& obj) {
+  std::vector<std::string> keys;
+  for (const char* k : kFieldOrder)
+    if (obj.contains(k)) keys.push_back(k);
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) keys.push_back(it.key());
+  return keys;
+}
+
+std::string inline_text(const json& v) {
+  if (v.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (const auto& k : ordered_keys(v)) {
+      out += (first ? "" : ", ") + json(k).dump() + ": " + inline_text(v[k]);
+      first = false;
+    }
+    return out + "}";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + inline_text(v[i]);
+    return out + "]";
+  }
+  return v.dump();
+}
+
+void block_text(const json& v, int indent, std::string& out) {
+  std::string flat = inline_text(v);
+  if ((!v.is_object() && !v.is_array()) || flat.size() + indent <= 96) {
+    out += flat;
+    return;
+  }
+  const std::string pad(indent + 2, ' ');
+  if (v.is_object()) {
+    out += "{\n";
+    auto keys = ordered_keys(v);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      out += pad + json(keys[i]).dump() + ": ";
+      block_text(v[keys[i]], indent + 2, out);
+      out += i + 1 < keys.size() ? ",\n" : "\n";
+    }
+    out += std::string(indent, ' ') + "}";
+  } else {
+    out += "[\n";
+    for (size_t i = 0; i < v.size(); ++i) {
+      out += pad;
+      block_text(v[i], indent + 2, out);
+      out += i + 1 < v.size() ? ",\n" : "\n";
+    }
+    out += std::string(indent, ' ') + "]";
+  }
+}
+
+}  // namespace
+
+std::string topology_json_text(const json& doc) {
+  std::string out;
+  block_text(doc, 0, out);
+  return out + "\n";
+}
+
+json topology_to_json(const Topology& t) {
+  return t.kind() == TopologyKind::BiGraph ? bigraph_to_json(t) : nap_to_json(t);
+}
+
+}  // namespace topocoll::topo
