@@ -1,6 +1,7 @@
 #include "topo/topology_dot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace topocoll::topo {
@@ -18,6 +19,10 @@ std::string num(double x) {
 std::string q(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
@@ -52,16 +57,44 @@ DotDrawing bigraph_dot(const Topology& t) {
                                    (multi_gpu ? "; colour = server" : "")) << "];\n"
     << "  node [fontname=\"Helvetica\", fontsize=9, height=0.3, margin=\"0.04,0.02\"];\n"
     << "  edge [color=\"#777777\", penwidth=0.8];\n";
-  auto endpoints_of = [&](int sw) {
-    std::vector<int> out;
-    for (int e = 0; e < int(t.endpoints().size()); ++e)
-      if (t.endpoints()[e].attach_switch == sw) out.push_back(e);
-    return out;
+  // One box per (switch, server): the GPUs of a server that share a switch, so an 8-GPU
+  // server reads as two or more boxes instead of eight.
+  struct Box {
+    std::string id, label;
+    int host = 0, count = 0;
   };
-  auto endpoint_node = [&](int e) {
-    const Endpoint& ep = t.endpoints()[e];
-    g << "    " << q(ep.id) << " [shape=box, style=\"rounded,filled\", fillcolor=\""
-      << (multi_gpu ? host_colour(ep.host_index) : "#f2f2f2") << "\"];\n";
+  auto boxes_of = [&](int sw) {
+    std::vector<Box> boxes;
+    for (int e = 0; e < int(t.endpoints().size()); ++e) {
+      const Endpoint& ep = t.endpoints()[e];
+      if (ep.attach_switch != sw) continue;
+      auto it = std::find_if(boxes.begin(), boxes.end(),
+                             [&](const Box& b) { return b.host == ep.host_index; });
+      if (it == boxes.end()) {
+        boxes.push_back({ep.id, ep.id, ep.host_index, 1});
+        continue;
+      }
+      if (it->count == 1) {
+        const Endpoint& first = t.endpoints()[*t.find_endpoint_by_id(it->id)];
+        it->id = t.switches()[sw].id + "/" + ep.host;
+        it->label = ep.host + "\n" + "g" + std::to_string(first.gpu);
+      }
+      it->label += " g" + std::to_string(ep.gpu);
+      ++it->count;
+    }
+    return boxes;
+  };
+  auto box_node = [&](const Box& b) {
+    g << "    " << q(b.id) << " [shape=box, style=\"rounded,filled\", fillcolor=\""
+      << (multi_gpu ? host_colour(b.host) : "#f2f2f2") << "\", label=" << q(b.label) << "];\n";
+  };
+  auto box_edge = [&](const Box& b, int sw, bool box_first) {
+    std::string a = q(b.id), c = q(t.switches()[sw].id);
+    g << "  " << (box_first ? a : c) << " -- " << (box_first ? c : a);
+    if (b.count > 1)
+      g << " [penwidth=" << num(0.8 + 0.4 * b.count) << ", label=\"x" << b.count
+        << "\", fontsize=8, fontcolor=\"#555555\"]";
+    g << ";\n";
   };
   auto switch_row = [&](const std::vector<int>& group, const char* fill, const char* name) {
     g << "  subgraph " << name << " {\n    rank=same;\n";
@@ -76,16 +109,16 @@ DotDrawing bigraph_dot(const Topology& t) {
   };
   g << "  subgraph upper_endpoints {\n    rank=same;\n";
   for (int s : upper)
-    for (int e : endpoints_of(s)) endpoint_node(e);
+    for (const Box& b : boxes_of(s)) box_node(b);
   g << "  }\n";
   switch_row(upper, "#9ecae1", "upper_switches");
   switch_row(lower, "#a1d99b", "lower_switches");
   g << "  subgraph lower_endpoints {\n    rank=same;\n";
   for (int s : lower)
-    for (int e : endpoints_of(s)) endpoint_node(e);
+    for (const Box& b : boxes_of(s)) box_node(b);
   g << "  }\n";
   for (int s : upper)
-    for (int e : endpoints_of(s)) g << "  " << q(t.endpoints()[e].id) << " -- " << q(t.switches()[s].id) << ";\n";
+    for (const Box& b : boxes_of(s)) box_edge(b, s, true);
   for (const auto& l : t.links())
     if (l.kind == LinkKind::InterGroup && l.id < l.reverse) {
       bool from_upper = t.switches()[l.from.index].role == SwitchRole::Upper;
@@ -94,7 +127,7 @@ DotDrawing bigraph_dot(const Topology& t) {
       g << "  " << q(u) << " -- " << q(d) << " [color=\"#3f6fa8\", penwidth=1.2];\n";
     }
   for (int s : lower)
-    for (int e : endpoints_of(s)) g << "  " << q(t.switches()[s].id) << " -- " << q(t.endpoints()[e].id) << ";\n";
+    for (const Box& b : boxes_of(s)) box_edge(b, s, false);
   g << "}\n";
   return {g.str(), {"dot"}};
 }
@@ -122,7 +155,9 @@ DotDrawing nap_dot(const Topology& t) {
   };
   auto centre = [&](int p) {
     auto [r, c] = cell(p);
-    return std::pair<double, double>{c * cell_w + cell_w / 2, (rows - 1 - r) * cell_h + cell_h / 2};
+    // A margin of 80 points keeps the wrap-around stubs and their labels inside the page.
+    return std::pair<double, double>{80 + c * cell_w + cell_w / 2,
+                                     80 + (rows - 1 - r) * cell_h + cell_h / 2};
   };
   std::string dims_text;
   for (size_t d = 0; d < dims.size(); ++d) dims_text += (d ? "x" : "") + std::to_string(dims[d]);
@@ -135,7 +170,7 @@ DotDrawing nap_dot(const Topology& t) {
                               num(link_rate(t, LinkKind::InterPackage)) +
                               " Gb/s per cable (node i to node i)") << "];\n"
     << "  node [fontname=\"Helvetica\", fontsize=9];\n"
-    << "  edge [color=\"#8a8a8a\", penwidth=0.6];\n";
+    << "  edge [color=\"#8a8a8a\", penwidth=0.6, fontname=\"Helvetica\"];\n";
   // Package boxes first, so they are drawn underneath.
   for (int p = 0; p < P; ++p) {
     auto [x, y] = centre(p);
@@ -176,11 +211,31 @@ DotDrawing nap_dot(const Topology& t) {
       const bool wraps = c[d] + 1 == dims[d];
       c[d] = (c[d] + 1) % dims[d];
       int other = t.package_at(c);
-      g << "  " << q("package" + std::to_string(p)) << " -- " << q("package" + std::to_string(other))
-        << " [color=\"#c0392b\", penwidth=2.5, fontsize=10, fontcolor=\"#c0392b\", label="
-        << q("dim " + std::to_string(d) + (wraps ? " wrap" : "") + ": " + std::to_string(N) +
-             " x " + num(link_rate(t, LinkKind::InterPackage)) + " Gb/s")
-        << (wraps ? ", style=dashed" : "") << "];\n";
+      const std::string label = std::to_string(N) + " x " +
+                                num(link_rate(t, LinkKind::InterPackage)) + " Gb/s";
+      if (!wraps || dims.size() > 2) {
+        g << "  " << q("package" + std::to_string(p)) << " -- " << q("package" + std::to_string(other))
+          << " [color=\"#c0392b\", penwidth=2.5, fontsize=10, fontcolor=\"#c0392b\", label="
+          << q("dim " + std::to_string(d) + ": " + label) << "];\n";
+        continue;
+      }
+      // A wrap-around cable would cross the whole grid: draw a stub leaving each of the two
+      // packages outwards, labelled with the package it reaches.
+      for (int side = 0; side < 2; ++side) {
+        int from = side == 0 ? p : other, to = side == 0 ? other : p;
+        auto [fx, fy] = centre(from);
+        auto [tx, ty] = centre(to);
+        double dx = fx - tx, dy = fy - ty, length = std::sqrt(dx * dx + dy * dy);
+        dx /= length;
+        dy /= length;
+        double reach = std::abs(dx) * (box_w / 2 + 45) + std::abs(dy) * (box_h / 2 + 40);
+        std::string stub = "wrap" + std::to_string(from) + "_" + std::to_string(d);
+        g << "  " << q(stub) << " [shape=point, width=0.06, color=\"#c0392b\", pos=\""
+          << num(fx + dx * reach) << "," << num(fy + dy * reach) << "\"];\n";
+        g << "  " << q("package" + std::to_string(from)) << " -- " << q(stub)
+          << " [color=\"#c0392b\", penwidth=2.5, style=dashed, fontsize=10, fontcolor=\"#c0392b\", "
+          << "label=" << q("dim " + std::to_string(d) + " wrap to " + std::to_string(to)) << "];\n";
+      }
     }
   g << "}\n";
   return {g.str(), {"neato", "-n2"}};
