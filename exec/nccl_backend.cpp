@@ -1,0 +1,69 @@
+#include "exec/nccl_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/reduce_cuda.h"
+
+namespace topocoll::exec {
+namespace {
+
+void check_nccl(ncclResult_t r, const char* what, int peer = -1) {
+  if (r == ncclSuccess) return;
+  std::string msg = std::string("NCCL backend: ") + what;
+  if (peer >= 0) msg += " (peer " + std::to_string(peer) + ")";
+  msg += " failed: " + std::string(pncclGetErrorString(r));
+  throw BackendError(msg);
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  throw BackendError(std::string("NCCL backend: ") + what + " failed: " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+void NcclBackend::make_device_current() {
+  int current = -1;
+  check_cuda(cudaGetDevice(&current), "cudaGetDevice");
+  if (current != device_) check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+}
+
+void NcclBackend::begin_transfers() { check_nccl(pncclGroupStart(), "ncclGroupStart"); }
+
+// Bytes travel as ncclUint8: the receive is posted with exactly the send's size (the
+// schedules guarantee it), so the element type does not matter on the wire.
+void NcclBackend::post_send(int peer, const void* src, std::size_t bytes) {
+  check_nccl(pncclSend(src, bytes, ncclUint8, peer, comm_, stream_), "ncclSend", peer);
+}
+
+void NcclBackend::post_recv(int peer, void* dst, std::size_t bytes) {
+  check_nccl(pncclRecv(dst, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv", peer);
+}
+
+void NcclBackend::end_transfers() { check_nccl(pncclGroupEnd(), "ncclGroupEnd"); }
+
+void NcclBackend::reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs,
+                         int nsrc, int64_t count) {
+  make_device_current();
+  check_cuda(kernels::reduce_cuda(binding.dtype, binding.op, dst, srcs, nsrc,
+                                  std::size_t(count), stream_),
+             "reduce kernel launch");
+}
+
+void NcclBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  make_device_current();
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+             "cudaMemcpyAsync");
+}
+
+void NcclBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t count) {
+  make_device_current();
+  check_cuda(kernels::finalize_cuda(binding.dtype, binding.op, dst, std::size_t(count),
+                                    binding.nranks, stream_),
+             "finalize kernel launch");
+}
+
+}  // namespace topocoll::exec

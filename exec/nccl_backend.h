@@ -1,0 +1,49 @@
+// NCCL/CUDA backend: the engine's Backend (exec/backend.h) on device memory and the user's
+// stream. A step is
+//     pncclGroupStart; the step's pncclSend/pncclRecv; pncclGroupEnd;
+//     then the CUDA reduce/copy/finalize kernels for what arrived,
+// all enqueued on one stream, so a whole collective is stream-ordered (the kernels see the
+// received bytes because NCCL's p2p completes in stream order) and capturable in a CUDA
+// graph: no host synchronisation and no allocation here. Nested batches map onto NCCL's own
+// group nesting, so several executions (run_interleaved) post one step together in one
+// NCCL group, even across communicators on different devices driven by one thread.
+//
+// It calls NCCL's strong pnccl* symbols directly so that, inside the interposer, its
+// transfers never come back through the interposed nccl* entry points.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "exec/backend.h"
+
+namespace topocoll::exec {
+
+class NcclBackend final : public Backend {
+ public:
+  // `device` is the communicator's CUDA device; kernels are launched with it current.
+  NcclBackend(ncclComm_t comm, cudaStream_t stream, int device)
+      : comm_(comm), stream_(stream), device_(device) {}
+
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_; }
+
+  void begin_transfers() override;
+  void post_send(int peer, const void* src, std::size_t bytes) override;
+  void post_recv(int peer, void* dst, std::size_t bytes) override;
+  void end_transfers() override;
+
+  void reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs, int nsrc,
+              int64_t count) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void finalize(const CollectiveBinding& binding, void* dst, int64_t count) override;
+
+ private:
+  void make_device_current();
+
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  int device_;
+};
+
+}  // namespace topocoll::exec

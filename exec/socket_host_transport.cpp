@@ -1,0 +1,146 @@
+#include "exec/socket_host_transport.h"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "exec/backend.h"
+
+namespace topocoll::exec {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void throw_status(int rank, const std::string& what, const net::NetStatus& st) {
+  throw BackendError("rank " + std::to_string(rank) + ": " + what + ": " +
+                     std::string(net::to_string(st.code)) + ": " + st.message);
+}
+}  // namespace
+
+SocketHostTransport::SocketHostTransport(BootstrapClient& bootstrap, std::string local_ip,
+                                         const net::TransportOptions& options)
+    : rank_(bootstrap.rank()), nranks_(bootstrap.nranks()), options_(options.normalized()) {
+  if (local_ip.empty()) local_ip = bootstrap.local_ip();
+  const auto bind = net::SocketAddress::parse(local_ip, 0);
+  if (!bind)
+    throw BackendError("rank " + std::to_string(rank_) + ": '" + local_ip +
+                       "' is not a numeric IP address to listen on");
+  if (auto st = net::Listener::open(*bind, options_, &listener_, uint64_t(rank_)); !st.ok())
+    throw_status(rank_, "listen on " + local_ip, st);
+  listen_address_ = listener_->address().to_string();
+
+  const net::Handle& mine = listener_->handle();
+  const auto all = bootstrap.allgather(
+      std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
+  handles_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r)
+    if (auto st = net::decode_handle(all[r].data(), all[r].size(), &handles_[r]); !st.ok())
+      throw_status(rank_, "handle of rank " + std::to_string(r), st);
+  send_.resize(nranks_);
+  recv_.resize(nranks_);
+  pending_.reserve(64);
+}
+
+SocketHostTransport::~SocketHostTransport() = default;
+
+void SocketHostTransport::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= nranks_ || peer == rank_)
+    throw BackendError("rank " + std::to_string(rank_) + ": " + what + " invalid peer " +
+                       std::to_string(peer));
+}
+
+void SocketHostTransport::fail(const Pending& p, const std::string& why) {
+  throw BackendError("rank " + std::to_string(rank_) + ": " +
+                     (p.is_send ? "send to rank " : "receive from rank ") +
+                     std::to_string(p.peer) + " (" + std::to_string(p.bytes) + " bytes): " + why);
+}
+
+void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes) {
+  check_peer(peer, "send to");
+  if (!send_[peer]) {
+    // connect() does not wait for the peer's accept, so opening here cannot deadlock.
+    if (auto st = net::connect(handles_[peer], nullptr, options_, uint64_t(rank_), &send_[peer]);
+        !st.ok())
+      throw_status(rank_, "connect to rank " + std::to_string(peer), st);
+  }
+  Pending& p = pending_.emplace_back();
+  p.peer = peer;
+  p.is_send = true;
+  p.ptr = const_cast<void*>(src);
+  p.bytes = bytes;
+  if (auto st = send_[peer]->isend(src, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
+}
+
+void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
+  check_peer(peer, "receive from");
+  Pending& p = pending_.emplace_back();
+  p.peer = peer;
+  p.ptr = dst;
+  p.bytes = bytes;
+  // Without a connection yet the receive waits for wait_all(): accepting here could block
+  // before this rank has posted the sends its peers are waiting for.
+  if (recv_[peer])
+    if (auto st = recv_[peer]->irecv(dst, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
+}
+
+void SocketHostTransport::accept_from(int peer) {
+  // Connections arrive in any order; each says who it is through its cookie.
+  while (!recv_[peer]) {
+    std::unique_ptr<net::RecvComm> comm;
+    if (auto st = listener_->accept(&comm, 100); !st.ok())
+      throw_status(rank_, "accept (waiting for rank " + std::to_string(peer) + ")", st);
+    if (!comm) continue;
+    const uint64_t from = comm->peer_cookie();
+    if (from >= uint64_t(nranks_) || from == uint64_t(rank_) || recv_[from])
+      throw BackendError("rank " + std::to_string(rank_) + ": unexpected connection from '" +
+                         comm->peer_address().to_string() + "' claiming rank " +
+                         std::to_string(from));
+    recv_[from] = std::move(comm);
+  }
+}
+
+void SocketHostTransport::wait_all() {
+  for (Pending& p : pending_) {
+    if (p.is_send || p.request) continue;
+    accept_from(p.peer);
+    if (auto st = recv_[p.peer]->irecv(p.ptr, p.bytes, 0, &p.request); !st.ok())
+      fail(p, st.message);
+  }
+  std::size_t left = pending_.size();
+  auto last_progress = Clock::now();
+  const auto timeout = std::chrono::milliseconds(options_.timeout_ms);
+  int idle_rounds = 0;
+  while (left > 0) {
+    bool progressed = false;
+    for (Pending& p : pending_) {
+      if (p.done) continue;
+      bool done = false;
+      std::size_t size = 0;
+      const net::NetStatus st = p.is_send ? send_[p.peer]->test(p.request, &done, &size)
+                                          : recv_[p.peer]->test(p.request, &done, &size);
+      if (!st.ok()) fail(p, std::string(net::to_string(st.code)) + ": " + st.message);
+      if (!done) continue;
+      if (size != p.bytes)
+        fail(p, (p.is_send ? "sent " : "received ") + std::to_string(size) + " bytes instead of " +
+                    std::to_string(p.bytes));
+      p.done = true;
+      --left;
+      progressed = true;
+    }
+    if (progressed) {
+      last_progress = Clock::now();
+      idle_rounds = 0;
+      continue;
+    }
+    if (Clock::now() - last_progress > timeout) {
+      for (const Pending& p : pending_)
+        if (!p.done) fail(p, "no progress within " + std::to_string(options_.timeout_ms) + " ms");
+    }
+    // The progress threads move the bytes; back off so they get the (few) cores.
+    if (++idle_rounds < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds < 1024 ? 20 : 200));
+  }
+  pending_.clear();
+}
+
+}  // namespace topocoll::exec

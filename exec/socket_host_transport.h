@@ -1,0 +1,60 @@
+// Socket transport for the host backend: ranks are processes (on one machine or many) and
+// bytes move over the same socket transport core as the NCCL net plugin (net/), so one data
+// path serves both. Every rank publishes its listener's handle through the bootstrap; a
+// connection to a peer is opened the first time a step sends to it, and accepted the first
+// time a step waits for a message from it (so a ring opens 2 connections, not P-1).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/bootstrap.h"
+#include "exec/host_transport.h"
+#include "net/socket_transport.h"
+#include "net/transport_options.h"
+
+namespace topocoll::exec {
+
+class SocketHostTransport final : public HostTransport {
+ public:
+  // Listens on local_ip (port 0); an empty local_ip means bootstrap.local_ip(). Exchanges
+  // handles with one bootstrap round (every rank must construct its transport). Throws
+  // BackendError naming what failed.
+  SocketHostTransport(BootstrapClient& bootstrap, std::string local_ip,
+                      const net::TransportOptions& options);
+  ~SocketHostTransport() override;
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  void post_send(int peer, const void* src, std::size_t bytes) override;
+  void post_recv(int peer, void* dst, std::size_t bytes) override;
+  void wait_all() override;
+
+  const std::string& listen_address() const { return listen_address_; }
+
+ private:
+  struct Pending {
+    int peer = -1;
+    bool is_send = false;
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    net::Request* request = nullptr;  // null: receive waiting for its connection
+    bool done = false;
+  };
+  void check_peer(int peer, const char* what) const;
+  void accept_from(int peer);
+  [[noreturn]] void fail(const Pending& p, const std::string& why);
+
+  int rank_, nranks_;
+  net::TransportOptions options_;
+  std::unique_ptr<net::Listener> listener_;
+  std::string listen_address_;
+  std::vector<net::Handle> handles_;
+  std::vector<std::unique_ptr<net::SendComm>> send_;
+  std::vector<std::unique_ptr<net::RecvComm>> recv_;
+  std::vector<Pending> pending_;  // capacity kept across steps
+};
+
+}  // namespace topocoll::exec

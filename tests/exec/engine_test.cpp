@@ -1,0 +1,185 @@
+// The engine against a recording backend: call order per step, batching and nesting of
+// interleaved executions, empty transfers skipped, pointer resolution, and clear errors for
+// programs that do not fit their buffers.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "exec/engine.h"
+#include "sched/schedule_builder.h"
+
+namespace topocoll::exec {
+namespace {
+
+using sched::Buf;
+using sched::BufRef;
+using sched::Collective;
+
+class RecordingBackend : public Backend {
+ public:
+  std::vector<std::string> calls;
+  const char* base = nullptr;  // offsets are reported relative to this
+
+  std::string at(const void* p) const {
+    return std::to_string(static_cast<const char*>(p) - base);
+  }
+  void begin_transfers() override { calls.push_back("begin"); }
+  void post_send(int peer, const void* src, std::size_t bytes) override {
+    calls.push_back("send " + std::to_string(peer) + " @" + at(src) + " " + std::to_string(bytes));
+  }
+  void post_recv(int peer, void* dst, std::size_t bytes) override {
+    calls.push_back("recv " + std::to_string(peer) + " @" + at(dst) + " " + std::to_string(bytes));
+  }
+  void end_transfers() override { calls.push_back("end"); }
+  void reduce(const CollectiveBinding& b, void* dst, const void* const* srcs, int nsrc,
+              int64_t count) override {
+    std::string s = "reduce @" + at(dst);
+    for (int i = 0; i < nsrc; ++i) s += " @" + at(srcs[i]);
+    calls.push_back(s + " " + std::to_string(count) + " op" + std::to_string(int(b.op)));
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    calls.push_back("copy @" + at(dst) + " @" + at(src) + " " + std::to_string(bytes));
+  }
+  void finalize(const CollectiveBinding& b, void* dst, int64_t count) override {
+    calls.push_back("finalize @" + at(dst) + " " + std::to_string(count) + " n" +
+                    std::to_string(b.nranks));
+  }
+};
+
+// Two ranks exchanging halves: a hand-written allreduce of 4 elements.
+sched::Schedule two_rank_allreduce() {
+  sched::ScheduleBuilder b(Collective::AllReduce, "test", 2, 4, 4, 4);
+  for (int r = 0; r < 2; ++r) {
+    const int peer = 1 - r;
+    const int64_t mine = r * 2, theirs = (1 - r) * 2;
+    b.send(0, r, peer, {Buf::Input, theirs}, 2);
+    b.recv(0, r, peer, {Buf::Scratch, 0}, 2);
+    b.reduce(0, r, {Buf::Output, mine}, {BufRef{Buf::Input, mine}, BufRef{Buf::Scratch, 0}}, 2);
+    b.finalize(0, r, {Buf::Output, mine}, 2);
+    b.send(1, r, peer, {Buf::Output, mine}, 2);
+    b.recv(1, r, peer, {Buf::Output, theirs}, 2);
+    b.need_scratch(r, 2);
+  }
+  return b.finish();
+}
+
+TEST(Engine, WalksStepsTransfersFirstThenLocalOpsWithResolvedPointers) {
+  const auto s = two_rank_allreduce();
+  // One arena: input at 0, output at 100, scratch at 200 (float32: 4 bytes per element).
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  be.base = arena.data();
+  Execution e(s, 1, kernels::DataType::Float32, kernels::ReduceOp::Avg,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, be);
+  EXPECT_EQ(e.num_steps(), 2);
+  EXPECT_TRUE(e.advance_one_step());
+  EXPECT_FALSE(e.advance_one_step());
+  EXPECT_TRUE(e.done());
+  const std::vector<std::string> want = {
+      "begin", "send 0 @0 8", "recv 0 @200 8", "end", "reduce @108 @8 @200 2 op4",
+      "finalize @108 2 n2", "begin", "send 0 @108 8", "recv 0 @100 8", "end"};
+  EXPECT_EQ(be.calls, want);
+}
+
+TEST(Engine, SkipsEmptyTransfersButKeepsTheStep) {
+  sched::Schedule s;
+  s.collective = Collective::AllGather;
+  s.nranks = 2;
+  s.input_count = s.output_count = 1;
+  s.programs.resize(2);
+  for (auto& p : s.programs) {
+    sched::Op send;
+    send.kind = sched::OpKind::Send;
+    send.peer = 1;
+    send.count = 0;
+    p.ops = {send};
+    p.step_begin = {0, 1};
+  }
+  s.programs[1].ops[0].peer = 0;
+  RecordingBackend be;
+  char buf[8];
+  be.base = buf;
+  Execution(s, 0, kernels::DataType::Int8, kernels::ReduceOp::Sum, {buf, buf, nullptr}, be).run();
+  EXPECT_EQ(be.calls, (std::vector<std::string>{"begin", "end"}));
+}
+
+TEST(Engine, InterleavedExecutionsShareOneNestedBatchPerRound) {
+  const auto two = two_rank_allreduce();
+  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, 1, 1, 1);
+  b.copy(0, 0, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  b.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  const auto one = b.finish();
+  std::vector<char> arena(600);
+  RecordingBackend be;
+  be.base = arena.data();
+  Execution a(two, 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, be);
+  Execution c(one, 0, kernels::DataType::Int8, kernels::ReduceOp::Sum,
+              {arena.data() + 300, arena.data() + 400, nullptr}, be);
+  Execution* both[] = {&a, &c};
+  run_interleaved(both);
+  const std::vector<std::string> want = {
+      // round 0: both post, both batches close, then both run local ops
+      "begin", "send 1 @8 8", "recv 1 @200 8", "begin", "end", "end",
+      "reduce @100 @0 @200 2 op0", "finalize @100 2 n2", "copy @400 @300 1",
+      // round 1: only the first is left
+      "begin", "send 1 @100 8", "recv 1 @108 8", "end"};
+  EXPECT_EQ(be.calls, want);
+  EXPECT_TRUE(a.done() && c.done());
+}
+
+TEST(Engine, RejectsProgramsThatDoNotFitTheirBuffers) {
+  auto s = two_rank_allreduce();
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  const Buffers bufs{arena.data(), arena.data() + 100, arena.data() + 200};
+  auto make = [&](const sched::Schedule& sch, int rank) {
+    Execution(sch, rank, kernels::DataType::Float32, kernels::ReduceOp::Sum, bufs, be);
+  };
+  EXPECT_NO_THROW(make(s, 0));
+  EXPECT_THROW(make(s, 2), std::invalid_argument);
+  EXPECT_THROW(make(s, -1), std::invalid_argument);
+
+  auto out_of_range = s;
+  out_of_range.programs[0].ops[0].srcs[0].offset = 3;  // [3, 5) of a 4-element input
+  try {
+    make(out_of_range, 0);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0 step 0 op 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("input range [3, 5)"), std::string::npos) << e.what();
+  }
+  auto bad_peer = s;
+  bad_peer.programs[0].ops[0].peer = 0;  // itself
+  EXPECT_THROW(make(bad_peer, 0), std::invalid_argument);
+  auto writes_input = s;
+  writes_input.programs[0].ops[1].dst = {Buf::Input, 0};
+  EXPECT_THROW(make(writes_input, 0), std::invalid_argument);
+  EXPECT_THROW(Execution(s, 0, kernels::DataType(42), kernels::ReduceOp::Sum, bufs, be),
+               std::invalid_argument);
+  EXPECT_THROW(Execution(s, 0, kernels::DataType::Float32, kernels::ReduceOp(9), bufs, be),
+               std::invalid_argument);
+  EXPECT_THROW(Execution(s, 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+                         {arena.data(), arena.data(), nullptr}, be),
+               std::invalid_argument);  // the program uses scratch
+}
+
+TEST(Engine, PhasesMustRunInOrder) {
+  const auto s = two_rank_allreduce();
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  Execution e(s, 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, be);
+  EXPECT_THROW(e.run_local_ops(), std::logic_error);
+  EXPECT_THROW(e.complete_transfers(), std::logic_error);
+  e.post_transfers();
+  EXPECT_THROW(e.post_transfers(), std::logic_error);
+  e.complete_transfers();
+  e.run_local_ops();
+  e.run();
+  EXPECT_THROW(e.post_transfers(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace topocoll::exec
