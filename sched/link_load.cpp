@@ -109,10 +109,29 @@ void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vecto
   for (int r = 0; r < int(schedule.programs.size()); ++r) {
     const auto& prog = schedule.programs[r];
     if (step >= prog.num_steps()) continue;
+    // Several sends to one peer in one step (ranges split into runs) are one flow.
+    size_t first = out.size();
+    bool sorted = true;
     for (const Op& op : prog.step(step)) {
       if (op.kind != OpKind::Send) continue;
+      if (out.size() > first && out.back().dst == op.peer) {
+        out.back().bytes += op.count * int64_t(elem_size);
+        continue;
+      }
+      if (out.size() > first && out.back().dst > op.peer) sorted = false;
       out.push_back(Flow{r, op.peer, op.count * int64_t(elem_size)});
     }
+    if (sorted) continue;
+    std::sort(out.begin() + first, out.end(),
+              [](const Flow& a, const Flow& b) { return a.dst < b.dst; });
+    size_t w = first;
+    for (size_t i = first; i < out.size(); ++i) {
+      if (w > first && out[w - 1].dst == out[i].dst)
+        out[w - 1].bytes += out[i].bytes;
+      else
+        out[w++] = out[i];
+    }
+    out.resize(w);
   }
 }
 

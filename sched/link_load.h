@@ -72,7 +72,8 @@ struct Flow {
   int64_t bytes = 0;
 };
 
-// The sends of step `step` of a schedule, in rank order (`out` is reused).
+// The flows of step `step` of a schedule, by source rank then destination: all sends from
+// one rank to one peer in the step form one flow (`out` is reused).
 void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out);
 
 // Per-link totals of one step, in dense arrays indexed by link id (reused across steps; only
