@@ -1,6 +1,6 @@
-// One collective run for tests: per-rank inputs for any datatype/op, the exact reference
-// result, buffer set-up in and out of place, and the checks (equal to the reference,
-// bitwise identical across ranks).
+// Verifiable collective data (what nccl-tests' -c does): per-rank inputs for any
+// datatype/op, the exact expected result, and buffers laid out in or out of place the NCCL
+// way. Used by the tests, `topocoll bench` and `topocoll demo` to check every result.
 //
 // "Exact" data makes every partial reduction exact whatever the order a schedule reduces
 // in, so one reference (ranks reduced in rank order by the CPU reference op) is bitwise
@@ -10,6 +10,7 @@
 // across ranks (and data movement) are exact then.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -22,47 +23,44 @@
 #include "kernels/reduce_cpu.h"
 #include "sched/schedule.h"
 
-namespace topocoll::exec::testing {
+namespace topocoll::exec {
 
-using kernels::DataType;
-using kernels::ReduceOp;
-using sched::Collective;
 
-enum class Data { Exact, Random };
+enum class CheckData { Exact, Random };
 
 // Largest integer magnitude M such that every integer in [-M, M] is exact in the type.
-inline int64_t exact_integer_limit(DataType t) {
+inline int64_t exact_integer_limit(kernels::DataType t) {
   switch (t) {
-    case DataType::Float16: return 2048;
-    case DataType::Bfloat16: return 256;
-    case DataType::Fp8E4M3: return 16;
-    case DataType::Fp8E5M2: return 8;
-    case DataType::Float32: return int64_t(1) << 24;
-    case DataType::Float64: return int64_t(1) << 53;
+    case kernels::DataType::Float16: return 2048;
+    case kernels::DataType::Bfloat16: return 256;
+    case kernels::DataType::Fp8E4M3: return 16;
+    case kernels::DataType::Fp8E5M2: return 8;
+    case kernels::DataType::Float32: return int64_t(1) << 24;
+    case kernels::DataType::Float64: return int64_t(1) << 53;
     default: return INT64_MAX;  // integers wrap exactly
   }
 }
 
 // Stores the number v (an exact small integer or a finite value) as one element.
-inline void store(DataType t, void* dst, double v) {
+inline void store_element(kernels::DataType t, void* dst, double v) {
   switch (t) {
-    case DataType::Int8: { int8_t x = int8_t(int64_t(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::Uint8: { uint8_t x = uint8_t(int64_t(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::Int32: { int32_t x = int32_t(int64_t(v)); std::memcpy(dst, &x, 4); break; }
-    case DataType::Uint32: { uint32_t x = uint32_t(int64_t(v)); std::memcpy(dst, &x, 4); break; }
-    case DataType::Int64: { int64_t x = int64_t(v); std::memcpy(dst, &x, 8); break; }
-    case DataType::Uint64: { uint64_t x = uint64_t(int64_t(v)); std::memcpy(dst, &x, 8); break; }
-    case DataType::Float16: { uint16_t x = kernels::float_to_half(float(v)); std::memcpy(dst, &x, 2); break; }
-    case DataType::Bfloat16: { uint16_t x = kernels::float_to_bf16(float(v)); std::memcpy(dst, &x, 2); break; }
-    case DataType::Fp8E4M3: { uint8_t x = kernels::float_to_fp8_e4m3(float(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::Fp8E5M2: { uint8_t x = kernels::float_to_fp8_e5m2(float(v)); std::memcpy(dst, &x, 1); break; }
-    case DataType::Float32: { float x = float(v); std::memcpy(dst, &x, 4); break; }
-    case DataType::Float64: { std::memcpy(dst, &v, 8); break; }
+    case kernels::DataType::Int8: { int8_t x = int8_t(int64_t(v)); std::memcpy(dst, &x, 1); break; }
+    case kernels::DataType::Uint8: { uint8_t x = uint8_t(int64_t(v)); std::memcpy(dst, &x, 1); break; }
+    case kernels::DataType::Int32: { int32_t x = int32_t(int64_t(v)); std::memcpy(dst, &x, 4); break; }
+    case kernels::DataType::Uint32: { uint32_t x = uint32_t(int64_t(v)); std::memcpy(dst, &x, 4); break; }
+    case kernels::DataType::Int64: { int64_t x = int64_t(v); std::memcpy(dst, &x, 8); break; }
+    case kernels::DataType::Uint64: { uint64_t x = uint64_t(int64_t(v)); std::memcpy(dst, &x, 8); break; }
+    case kernels::DataType::Float16: { uint16_t x = kernels::float_to_half(float(v)); std::memcpy(dst, &x, 2); break; }
+    case kernels::DataType::Bfloat16: { uint16_t x = kernels::float_to_bf16(float(v)); std::memcpy(dst, &x, 2); break; }
+    case kernels::DataType::Fp8E4M3: { uint8_t x = kernels::float_to_fp8_e4m3(float(v)); std::memcpy(dst, &x, 1); break; }
+    case kernels::DataType::Fp8E5M2: { uint8_t x = kernels::float_to_fp8_e5m2(float(v)); std::memcpy(dst, &x, 1); break; }
+    case kernels::DataType::Float32: { float x = float(v); std::memcpy(dst, &x, 4); break; }
+    case kernels::DataType::Float64: { std::memcpy(dst, &v, 8); break; }
   }
 }
 
 // Value of element i of rank r's contribution (exact data).
-inline double exact_value(DataType t, ReduceOp op, int nranks, int r, int64_t i) {
+inline double exact_value(kernels::DataType t, kernels::ReduceOp op, int nranks, int r, int64_t i) {
   const int64_t limit = exact_integer_limit(t);
   // At most `nz` ranks contribute a "large" value to any one element, so partial sums
   // (products) of any subset stay exact.
@@ -72,46 +70,46 @@ inline double exact_value(DataType t, ReduceOp op, int nranks, int r, int64_t i)
   const int64_t h = (i * 2654435761LL + r * 40503LL) & 0xffff;
   const int sign = (h & 1) ? -1 : 1;
   switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Avg:
+    case kernels::ReduceOp::Sum:
+    case kernels::ReduceOp::Avg:
       return large ? double(sign * (1 + (h >> 1) % m)) : 0.0;
-    case ReduceOp::Prod:
+    case kernels::ReduceOp::Prod:
       // at most min(nz, 6) factors of 2: 2^6 = 64 fits every type, fp8 included
       return sign * ((large && (i * 7 + r) % nranks < 6) ? 2.0 : 1.0);
-    case ReduceOp::Max:
-    case ReduceOp::Min:
+    case kernels::ReduceOp::Max:
+    case kernels::ReduceOp::Min:
       return double(int64_t((h >> 1) % (2 * m + 1)) - m);
   }
   return 0;
 }
 
 struct CollectiveCase {
-  Collective collective = Collective::AllReduce;
-  DataType dtype = DataType::Float32;
-  ReduceOp op = ReduceOp::Sum;
+  sched::Collective collective = sched::Collective::AllReduce;
+  kernels::DataType dtype = kernels::DataType::Float32;
+  kernels::ReduceOp op = kernels::ReduceOp::Sum;
   int nranks = 1;
   int64_t count = 0;  // NCCL's count argument
   bool in_place = false;
-  Data data = Data::Exact;
+  CheckData data = CheckData::Exact;
   uint64_t seed = 1;
 
   std::size_t elem() const { return kernels::datatype_size(dtype); }
   // Per rank, in elements.
   int64_t input_elems() const {
     switch (collective) {
-      case Collective::AllReduce: return count;
-      case Collective::ReduceScatter: return count * nranks;
-      case Collective::AllGather: return count;
-      case Collective::AllToAll: return count * nranks;
+      case sched::Collective::AllReduce: return count;
+      case sched::Collective::ReduceScatter: return count * nranks;
+      case sched::Collective::AllGather: return count;
+      case sched::Collective::AllToAll: return count * nranks;
     }
     return 0;
   }
   int64_t output_elems() const {
     switch (collective) {
-      case Collective::AllReduce: return count;
-      case Collective::ReduceScatter: return count;
-      case Collective::AllGather: return count * nranks;
-      case Collective::AllToAll: return count * nranks;
+      case sched::Collective::AllReduce: return count;
+      case sched::Collective::ReduceScatter: return count;
+      case sched::Collective::AllGather: return count * nranks;
+      case sched::Collective::AllToAll: return count * nranks;
     }
     return 0;
   }
@@ -120,20 +118,20 @@ struct CollectiveCase {
            std::string(kernels::datatype_name(dtype)) + " " +
            std::string(kernels::reduce_op_name(op)) + " P=" + std::to_string(nranks) +
            " count=" + std::to_string(count) + (in_place ? " in-place" : " out-of-place") +
-           (data == Data::Exact ? " exact" : " random");
+           (data == CheckData::Exact ? " exact" : " random");
   }
 
   // Rank r's input bytes.
   std::vector<unsigned char> input(int r) const {
     std::vector<unsigned char> in(std::size_t(input_elems()) * elem());
-    if (data == Data::Exact) {
+    if (data == CheckData::Exact) {
       for (int64_t i = 0; i < input_elems(); ++i)
-        store(dtype, in.data() + i * elem(), exact_value(dtype, op, nranks, r, i));
+        store_element(dtype, in.data() + i * elem(), exact_value(dtype, op, nranks, r, i));
     } else {
       std::mt19937_64 rng(seed * 1000003 + uint64_t(r));
       std::uniform_real_distribution<double> dist(-1.0, 1.0);
       for (int64_t i = 0; i < input_elems(); ++i)
-        store(dtype, in.data() + i * elem(),
+        store_element(dtype, in.data() + i * elem(),
               kernels::is_floating(dtype) ? dist(rng) : double(int64_t(rng() % 2001) - 1000));
     }
     return in;
@@ -155,13 +153,13 @@ struct CollectiveCase {
       return acc;
     };
     switch (collective) {
-      case Collective::AllReduce: out = reduce_block(0); break;
-      case Collective::ReduceScatter: out = reduce_block(int64_t(r) * count); break;
-      case Collective::AllGather:
+      case sched::Collective::AllReduce: out = reduce_block(0); break;
+      case sched::Collective::ReduceScatter: out = reduce_block(int64_t(r) * count); break;
+      case sched::Collective::AllGather:
         for (int k = 0; k < nranks; ++k)
           std::memcpy(out.data() + std::size_t(k) * count * e, ins[k].data(), std::size_t(count) * e);
         break;
-      case Collective::AllToAll:
+      case sched::Collective::AllToAll:
         for (int k = 0; k < nranks; ++k)
           std::memcpy(out.data() + std::size_t(k) * count * e,
                       ins[k].data() + std::size_t(r) * count * e, std::size_t(count) * e);
@@ -189,18 +187,18 @@ struct RankMemory {
       return;
     }
     switch (c.collective) {
-      case Collective::AllReduce:
-      case Collective::AllToAll:
+      case sched::Collective::AllReduce:
+      case sched::Collective::AllToAll:
         recv = input;
         recv.push_back(0);
         buffers = {recv.data(), recv.data(), scratch.data()};
         break;
-      case Collective::ReduceScatter:  // Output = Input + rank*count
+      case sched::Collective::ReduceScatter:  // Output = Input + rank*count
         recv = input;
         recv.push_back(0);
         buffers = {recv.data(), recv.data() + std::size_t(r) * c.count * e, scratch.data()};
         break;
-      case Collective::AllGather:  // Input = Output + rank*count
+      case sched::Collective::AllGather:  // Input = Output + rank*count
         recv.assign(out_bytes + 1, 0xA5);
         std::memcpy(recv.data() + std::size_t(r) * c.count * e, input.data(), input.size());
         buffers = {recv.data() + std::size_t(r) * c.count * e, recv.data(), scratch.data()};
@@ -214,4 +212,4 @@ struct RankMemory {
   }
 };
 
-}  // namespace topocoll::exec::testing
+}  // namespace topocoll::exec

@@ -3,7 +3,7 @@
 // and be bitwise identical across ranks.
 #include <gtest/gtest.h>
 
-#include "tests/exec/collective_case.h"
+#include "exec/collective_check.h"
 #include "tests/exec/generator_list.h"
 #include "tests/exec/thread_group.h"
 
@@ -28,7 +28,7 @@ void run_and_check(const GeneratorEntry& g, CollectiveCase c) {
   for (int r = 0; r < c.nranks; ++r) {
     const bool reduces = c.collective == Collective::AllReduce ||
                          c.collective == Collective::ReduceScatter;
-    if (c.data == Data::Exact || !reduces) {
+    if (c.data == CheckData::Exact || !reduces) {
       const auto want = c.reference(r, inputs);
       ASSERT_EQ(outputs[r].size(), want.size());
       if (outputs[r] != want) {
@@ -92,7 +92,7 @@ TEST_P(HostBackendGenerator, RandomDataIsBitwiseIdenticalAcrossRanks) {
         c.op = op;
         c.nranks = p;
         c.count = 1000 + p;
-        c.data = Data::Random;
+        c.data = CheckData::Random;
         c.seed = uint64_t(p) * 31 + uint64_t(t);
         run_and_check(g, c);
         if (HasFatalFailure()) return;

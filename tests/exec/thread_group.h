@@ -10,9 +10,13 @@
 #include "exec/engine.h"
 #include "exec/host_backend.h"
 #include "exec/in_process_transport.h"
-#include "tests/exec/collective_case.h"
+#include "exec/collective_check.h"
 
 namespace topocoll::exec::testing {
+
+using kernels::DataType;
+using kernels::ReduceOp;
+using sched::Collective;
 
 inline std::vector<std::vector<unsigned char>> run_on_threads(
     const CollectiveCase& c, const sched::Schedule& s,

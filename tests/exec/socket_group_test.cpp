@@ -1,0 +1,220 @@
+// The host backend across 8 processes over the socket transport (net/), with the bootstrap
+// on 127.0.0.1 and an ephemeral port: a subset of generators x types x ops with real data,
+// results equal to the reference and bitwise identical across ranks (compared through the
+// bootstrap); plus a rank that dies mid-run makes the others fail, not hang.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <thread>
+
+#include "exec/bootstrap.h"
+#include "exec/collective_check.h"
+#include "exec/engine.h"
+#include "exec/host_backend.h"
+#include "exec/socket_host_transport.h"
+#include "tests/exec/generator_list.h"
+
+namespace topocoll::exec::testing {
+namespace {
+
+using kernels::DataType;
+using kernels::ReduceOp;
+using sched::Collective;
+
+net::TransportOptions small_options(int timeout_ms) {
+  net::TransportOptions o;
+  o.sockets_per_conn = 2;  // 8 processes on a small machine: few threads each
+  o.threads_per_conn = 1;
+  o.timeout_ms = timeout_ms;
+  return o;
+}
+
+// Forks nranks children running body(rank, bootstrap); rank 0 hosts the bootstrap root on
+// an ephemeral port and passes the port to the others through a pipe. Returns each child's
+// exit status (-1 when it had to be killed after the deadline).
+std::vector<int> run_processes(int nranks, std::chrono::seconds deadline,
+                               const std::function<int(int, BootstrapClient&)>& body) {
+  int port_pipe[2];
+  if (::pipe(port_pipe) != 0) throw std::runtime_error("pipe");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nranks; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork");
+    if (pid > 0) {
+      pids.push_back(pid);
+      continue;
+    }
+    int rc = 1;
+    try {
+      ::close(r == 0 ? port_pipe[0] : port_pipe[1]);
+      std::unique_ptr<BootstrapRoot> root;
+      uint16_t port = 0;
+      if (r == 0) {
+        root = std::make_unique<BootstrapRoot>(BootstrapAddress{"127.0.0.1", 0}, nranks,
+                                               std::chrono::seconds(20));
+        port = root->port();
+        for (int k = 1; k < nranks; ++k)
+          if (::write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(3);
+      } else if (::read(port_pipe[0], &port, sizeof port) != sizeof port) {
+        _exit(3);
+      }
+      {
+        BootstrapClient client({"127.0.0.1", port}, r, nranks, std::chrono::seconds(20));
+        rc = body(r, client);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+      rc = 2;
+    }
+    std::fflush(stderr);
+    _exit(rc);
+  }
+  ::close(port_pipe[0]);
+  ::close(port_pipe[1]);
+  std::vector<int> status(nranks, -1);
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int left = nranks;
+  while (left > 0 && std::chrono::steady_clock::now() < end) {
+    for (int r = 0; r < nranks; ++r) {
+      if (pids[r] == 0) continue;
+      int st = 0;
+      if (::waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        pids[r] = 0;
+        --left;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (pid_t pid : pids)
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  return status;
+}
+
+std::vector<CollectiveCase> socket_cases(const GeneratorEntry& g, int nranks) {
+  std::vector<CollectiveCase> cases;
+  const std::pair<DataType, ReduceOp> type_ops[] = {
+      {DataType::Float32, ReduceOp::Sum}, {DataType::Bfloat16, ReduceOp::Avg},
+      {DataType::Int32, ReduceOp::Max},   {DataType::Fp8E4M3, ReduceOp::Sum},
+      {DataType::Uint8, ReduceOp::Prod},  {DataType::Float64, ReduceOp::Min},
+      {DataType::Int64, ReduceOp::Avg},   {DataType::Float16, ReduceOp::Sum}};
+  int k = 0;
+  for (auto [t, op] : type_ops)
+    for (int64_t count : {int64_t(1), int64_t(5 * nranks + 3), int64_t(100003)}) {
+      if (count > 1000 && k > 2) continue;  // one large size (several chunks) is enough
+      CollectiveCase c;
+      c.collective = g.collective;
+      c.dtype = t;
+      c.op = op;
+      c.nranks = nranks;
+      c.count = count;
+      c.in_place = g.collective != Collective::AllToAll && (k++ % 2 == 1);
+      cases.push_back(c);
+    }
+  CollectiveCase random;
+  random.collective = g.collective;
+  random.nranks = nranks;
+  random.count = 65537;
+  random.data = CheckData::Random;
+  cases.push_back(random);
+  return cases;
+}
+
+TEST(SocketGroup, EightProcessesRunEveryGeneratorWithRealData) {
+  constexpr int kRanks = 8;
+  const auto generators = all_generators();
+  const auto status = run_processes(kRanks, std::chrono::seconds(80), [&](int rank,
+                                                                          BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(20000));
+    HostBackend backend(transport);
+    int wrong = 0;
+    for (const auto& g : generators) {
+      for (const CollectiveCase& c : socket_cases(g, kRanks)) {
+        const sched::Schedule s = g.make(kRanks, c.count);
+        RankMemory mem(c, s, rank, c.input(rank));
+        Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
+        const auto out = mem.output(c);
+        const bool reduces = c.collective == Collective::AllReduce ||
+                             c.collective == Collective::ReduceScatter;
+        if (c.data == CheckData::Exact || !reduces) {
+          std::vector<std::vector<unsigned char>> inputs(kRanks);
+          for (int r = 0; r < kRanks; ++r) inputs[r] = c.input(r);
+          if (out != c.reference(rank, inputs)) {
+            std::fprintf(stderr, "rank %d: %s %s: wrong result\n", rank, g.name.c_str(),
+                         c.describe().c_str());
+            ++wrong;
+          }
+        }
+        if (c.collective == Collective::AllReduce && s.claims_bitwise_identical) {
+          // Whole outputs through the bootstrap: every rank compares with rank 0's bits.
+          const auto all = boot.allgather(std::string(out.begin(), out.end()));
+          if (all[rank] != all[0]) {
+            std::fprintf(stderr, "rank %d: %s %s: differs from rank 0\n", rank, g.name.c_str(),
+                         c.describe().c_str());
+            ++wrong;
+          }
+        }
+      }
+    }
+    return wrong == 0 ? 0 : 1;
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
+}
+
+TEST(SocketGroup, ARankDyingMidRunFailsTheOthersInsteadOfHanging) {
+  constexpr int kRanks = 4;
+  const auto s = sched::ring_allreduce(kRanks, 1 << 16);
+  const auto status = run_processes(kRanks, std::chrono::seconds(40), [&](int rank,
+                                                                          BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(5000));
+    HostBackend backend(transport);
+    CollectiveCase c;
+    c.nranks = kRanks;
+    c.count = 1 << 16;
+    RankMemory mem(c, s, rank, c.input(rank));
+    Execution e(s, rank, c.dtype, c.op, mem.buffers, backend);
+    e.advance_one_step();
+    if (rank == 2) _exit(42);  // vanishes after the first step
+    try {
+      e.run();
+    } catch (const BackendError& err) {
+      std::fprintf(stderr, "rank %d failed as expected: %s\n", rank, err.what());
+      return 7;
+    }
+    return 0;
+  });
+  EXPECT_EQ(status[2], 42);
+  for (int r : {0, 1, 3}) EXPECT_EQ(status[r], 7) << "rank " << r << " should fail, not hang";
+}
+
+TEST(Bootstrap, AddressParsingNamesTheBadPart) {
+  EXPECT_EQ(BootstrapAddress::parse("10.1.2.3:29500").port, 29500);
+  EXPECT_EQ(BootstrapAddress::parse("[::1]:80").host, "::1");
+  EXPECT_EQ(BootstrapAddress::parse("node-7:1").host, "node-7");
+  EXPECT_THROW(BootstrapAddress::parse("node-7"), std::invalid_argument);
+  EXPECT_THROW(BootstrapAddress::parse("node:99999"), std::invalid_argument);
+  EXPECT_THROW(BootstrapAddress::parse("node:12a"), std::invalid_argument);
+}
+
+TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(5));
+  BootstrapClient wrong({"127.0.0.1", root.port()}, 0, 3, std::chrono::seconds(5));
+  try {
+    wrong.barrier();
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit a group of 2"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace topocoll::exec::testing
