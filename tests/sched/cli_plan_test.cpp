@@ -1,0 +1,123 @@
+// Runs the `topocoll` binary and checks `plan --json` against docs/plan-format.md.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+
+const std::string kCli = TOPOCOLL_BINARY_DIR "/tools/topocoll";
+
+std::string run(const std::string& args, int* rc) {
+  std::string cmd = kCli + " " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(CliPlan, JsonHasTheDocumentedFields) {
+  ASSERT_TRUE(std::filesystem::exists(kCli)) << kCli;
+  int rc = -1;
+  std::string out = run("plan --topo " TOPOCOLL_SOURCE_DIR
+                        "/examples/bigraph-32.json --coll allreduce --algo hd --bytes 1M --json",
+                        &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json doc = json::parse(out);  // throws (fails the test) when not valid JSON
+  EXPECT_EQ(doc["algo"], "hd");
+  EXPECT_EQ(doc["ranks"], 32);
+  EXPECT_DOUBLE_EQ(doc["max_link_load"].get<double>(), 1.0);
+  EXPECT_GT(doc["predicted_us"].get<double>(), 0);
+
+  std::set<std::string> nodes;
+  std::set<int> link_ids;
+  for (const auto& l : doc["links"]) {
+    link_ids.insert(l["id"].get<int>());
+    nodes.insert(l["from"].get<std::string>());
+    nodes.insert(l["to"].get<std::string>());
+    EXPECT_GT(l["gbps"].get<double>(), 0);
+  }
+  ASSERT_EQ(doc["placement"].size(), 32u);
+  for (const auto& p : doc["placement"]) {
+    EXPECT_TRUE(p.contains("rank"));
+    EXPECT_TRUE(nodes.count(p["endpoint"].get<std::string>())) << p;
+    EXPECT_TRUE(nodes.count(p["switch"].get<std::string>())) << p;
+    EXPECT_TRUE(p.contains("host"));
+  }
+  ASSERT_EQ(doc["steps"].size(), 10u);
+  for (const auto& step : doc["steps"]) {
+    EXPECT_EQ(step["flows"].size(), 32u);
+    for (const auto& f : step["flows"]) {
+      EXPECT_GT(f["bytes"].get<int64_t>(), 0);
+      int src = f["src"], dst = f["dst"];
+      EXPECT_NE(src, dst);
+      // The path runs from the source's endpoint to the destination's, link after link.
+      const auto& links = f["links"];
+      ASSERT_FALSE(links.empty());
+      std::string at = doc["placement"][src]["endpoint"];
+      for (const auto& id : links) {
+        ASSERT_TRUE(link_ids.count(id.get<int>()));
+        const auto& l = doc["links"][id.get<int>()];
+        EXPECT_EQ(l["from"], at);
+        at = l["to"];
+      }
+      EXPECT_EQ(at, doc["placement"][dst]["endpoint"].get<std::string>());
+    }
+  }
+}
+
+TEST(CliPlan, TextAndErrors) {
+  int rc = -1;
+  std::string out = run("plan --topo " TOPOCOLL_SOURCE_DIR
+                        "/examples/nap-4x8.json --coll allreduce --algo auto --bytes 4M --ranks 16",
+                        &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("picked"), std::string::npos) << out;
+  out = run("plan --topo " TOPOCOLL_SOURCE_DIR
+            "/examples/bigraph-32.json --coll allreduce --algo nope --bytes 1M", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("nope"), std::string::npos) << out;
+  out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  out = run("plan --topo /nonexistent.json --coll allreduce --bytes 1M", &rc);
+  EXPECT_EQ(rc, 1) << out;
+}
+
+TEST(CliSimulate, CsvAndJson) {
+  int rc = -1;
+  std::string out = run("simulate --topo " TOPOCOLL_SOURCE_DIR
+                        "/examples/bigraph-32.json --coll allgather --sizes 4K:64K "
+                        "--algos ring,hd --json",
+                        &rc);
+  ASSERT_EQ(rc, 0) << out;
+  json doc = json::parse(out);
+  ASSERT_EQ(doc["sizes"].size(), 5u);  // 4K, 8K, 16K, 32K, 64K
+  for (const auto& s : doc["sizes"]) {
+    EXPECT_TRUE(s.contains("auto"));
+    ASSERT_EQ(s["results"].size(), 2u);
+    EXPECT_GT(s["results"][1]["busbw_gbs"].get<double>(), 0);
+  }
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR
+            "/examples/bigraph-32.json --coll allreduce --sizes 1M:2M --csv", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.rfind("bytes,algo,time_us,algbw_gbs,busbw_gbs,max_link_load,auto_pick", 0), 0u);
+  auto svg = std::filesystem::temp_directory_path() / "topocoll_cli_plan_test.svg";
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce "
+            "--sizes 4K:16K --plot " + svg.string(), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_GT(std::filesystem::file_size(svg), 1000u);
+  std::filesystem::remove(svg);
+}
+
+}  // namespace

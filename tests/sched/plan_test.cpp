@@ -1,0 +1,180 @@
+#include "sched/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "topo/generators.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::sched {
+namespace {
+
+using topo::Topology;
+
+std::vector<std::filesystem::path> example_topologies() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::directory_iterator(TOPOCOLL_SOURCE_DIR "/examples"))
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Plan, EveryExamplePlansWithAuto) {
+  auto files = example_topologies();
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) {
+    Topology t = topo::load_topology_file(f.string());
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                         Collective::AllToAll}) {
+      SCOPED_TRACE(f.filename().string() + " " + std::string(to_string(c)));
+      PlanRequest req;
+      req.collective = c;
+      req.bytes = 1 << 20;
+      Plan plan = make_plan(t, req);
+      EXPECT_EQ(plan.placement.nranks(), int(t.endpoints().size()));
+      EXPECT_GT(plan.predicted_us, 0);
+      EXPECT_EQ(int(plan.link_load.steps.size()), plan.schedule.num_steps());
+      EXPECT_EQ(int(plan.cost.steps.size()), plan.schedule.num_steps());
+      // auto keeps the fastest applicable candidate.
+      double best = 1e300;
+      for (const auto& cand : plan.candidates)
+        if (cand.applicable) best = std::min(best, cand.predicted_us);
+      EXPECT_DOUBLE_EQ(plan.predicted_us, best);
+      // The all-to-all generator's verification belongs to its own tests.
+      if (c != Collective::AllToAll) {
+        EXPECT_TRUE(plan.verified) << plan.verification;
+      }
+    }
+  }
+}
+
+TEST(Plan, HdOnBigraph32IsPairwiseWithLoadOne) {
+  Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
+  PlanRequest req;
+  req.algo = "hd";
+  req.bytes = 1 << 20;
+  Plan plan = make_plan(t, req);
+  EXPECT_TRUE(plan.verified) << plan.verification;
+  EXPECT_DOUBLE_EQ(plan.link_load.max_load, 1.0);
+  EXPECT_TRUE(plan.order_quality.closed_form);
+  ASSERT_EQ(plan.schedule.num_steps(), 10);
+  std::vector<Flow> flows;
+  for (int s = 0; s < plan.schedule.num_steps(); ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    EXPECT_DOUBLE_EQ(plan.link_load.steps[s].max_load, 1.0);
+    step_flows(plan.schedule, s, 4, flows);
+    ASSERT_EQ(flows.size(), 32u);
+    std::vector<int> partner(32, -1);
+    for (const auto& f : flows) {
+      EXPECT_EQ(partner[f.src], -1);
+      partner[f.src] = f.dst;
+    }
+    for (int r = 0; r < 32; ++r) EXPECT_EQ(partner[partner[r]], r);  // a pairwise exchange
+  }
+}
+
+TEST(Plan, RingBaselinesOnBigraph32) {
+  Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
+  PlanRequest req;
+  req.bytes = 1 << 30;
+  req.verify = false;
+  req.algo = "ring";
+  Plan ring = make_plan(t, req);
+  req.algo = "ring-topo";
+  Plan ring_topo = make_plan(t, req);
+  req.algo = "hd-naive";
+  Plan naive = make_plan(t, req);
+  EXPECT_DOUBLE_EQ(ring.link_load.max_load, 4.0);
+  EXPECT_DOUBLE_EQ(ring_topo.link_load.max_load, 1.0);
+  EXPECT_DOUBLE_EQ(naive.link_load.max_load, 8.0);
+  EXPECT_LT(ring_topo.predicted_us, ring.predicted_us);
+  req.algo = "auto";
+  Plan best = make_plan(t, req);
+  EXPECT_EQ(best.algo, "hd");
+  EXPECT_LE(best.predicted_us, ring_topo.predicted_us);
+}
+
+TEST(Plan, PartialAndNonPowerOfTwoPlanAndVerify) {
+  Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
+  for (int n : {2, 3, 7, 20, 24, 31}) {
+    for (const char* algo : {"hd", "ring-topo", "ring"}) {
+      for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+        SCOPED_TRACE(std::to_string(n) + " ranks " + algo + " " + std::string(to_string(c)));
+        PlanRequest req;
+        req.collective = c;
+        req.algo = algo;
+        req.nranks = n;
+        req.bytes = 12345 * 4;
+        Plan plan = make_plan(t, req);
+        EXPECT_TRUE(plan.verified) << plan.verification;
+        EXPECT_EQ(plan.placement.nranks(), n);
+        if (std::string(algo) == "hd" && n > 2) {
+          EXPECT_GE(plan.order_quality.max_load + 1e-9, plan.order_quality.lower_bound);
+        }
+      }
+    }
+  }
+}
+
+TEST(Plan, ExplicitEndpointsAndMultiGpuHier) {
+  Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-16x8.json");
+  PlanRequest req;
+  req.algo = "hier";
+  req.bytes = 1 << 22;
+  Plan plan = make_plan(t, req);
+  EXPECT_TRUE(plan.verified) << plan.verification;
+  req.algo = "hd";
+  req.endpoints = {5, 3, 9, 12};
+  Plan small = make_plan(t, req);
+  EXPECT_EQ(small.placement.endpoint_of_rank, (std::vector<int>{5, 3, 9, 12}));
+  EXPECT_TRUE(small.verified) << small.verification;
+}
+
+TEST(Plan, BadRequestsAreNamed) {
+  Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
+  PlanRequest req;
+  req.bytes = 1024;
+  req.algo = "tree";
+  try {
+    make_plan(t, req);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tree"), std::string::npos) << e.what();
+  }
+  req.algo = "ring";
+  req.collective = Collective::AllToAll;
+  try {
+    make_plan(t, req);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("direct"), std::string::npos) << e.what();
+  }
+  req.collective = Collective::AllReduce;
+  req.nranks = 99;
+  EXPECT_THROW(make_plan(t, req), std::invalid_argument);
+  req.nranks = 0;
+  req.bytes = -1;
+  EXPECT_THROW(make_plan(t, req), std::invalid_argument);
+}
+
+TEST(Plan, ParseSizeAndCollective) {
+  EXPECT_EQ(parse_size("4096"), 4096);
+  EXPECT_EQ(parse_size("4K"), 4096);
+  EXPECT_EQ(parse_size("1M"), 1 << 20);
+  EXPECT_EQ(parse_size("2GiB"), int64_t(2) << 30);
+  EXPECT_THROW(parse_size("K"), std::invalid_argument);
+  EXPECT_THROW(parse_size("12Q"), std::invalid_argument);
+  EXPECT_THROW(parse_size("99999999999999G"), std::invalid_argument);
+  Collective c;
+  EXPECT_TRUE(parse_collective("reduce_scatter", c));
+  EXPECT_EQ(c, Collective::ReduceScatter);
+  EXPECT_TRUE(parse_collective("AllToAll", c));
+  EXPECT_EQ(c, Collective::AllToAll);
+  EXPECT_FALSE(parse_collective("broadcast", c));
+}
+
+}  // namespace
+}  // namespace topocoll::sched
