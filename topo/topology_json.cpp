@@ -136,8 +136,16 @@ json fabric_json(const Fabric& f) {
 
 Fabric fabric_of(const Host& h) { return {h.fabric, h.fabric_gbps, h.fabric_latency_us}; }
 
-// Rethrows the builder's whole-network errors (disconnected network...) at the document root.
-Topology finish(TopologyBuilder&& builder) { return std::move(builder).finalize(); }
+// The builder's whole-network errors (a disconnected network...) carry no pointer; with an
+// explicit inter-group "links" list that list is what disconnects, so point at it.
+Topology finish(TopologyBuilder&& builder, const std::string& pointer) {
+  try {
+    return std::move(builder).finalize();
+  } catch (const TopologyError& e) {
+    if (!e.pointer().empty()) throw;
+    throw TopologyError(pointer, e.reason());
+  }
+}
 
 // --- BiGraph ------------------------------------------------------------------------------
 
@@ -323,7 +331,7 @@ Topology bigraph_explicit(const json& doc) {
   }
   for (auto [u, l] : cables)
     b.add_cable(switch_node(u), switch_node(l), LinkKind::InterGroup, gbps, latency);
-  return finish(std::move(b));
+  return finish(std::move(b), doc.contains("links") ? "/links" : "");
 }
 
 json bigraph_to_json(const Topology& t) {
@@ -505,7 +513,7 @@ Topology nap_explicit(const json& doc) {
                                 "endpoint id " + in_quotes(e.id) + " is the name of a local switch");
   }
   add_nap_wiring(b, s);
-  return finish(std::move(b));
+  return finish(std::move(b), "");
 }
 
 json nap_to_json(const Topology& t) {
@@ -572,6 +580,11 @@ Topology load_topology_text(std::string_view text) {
     auto at = what.find(": ", what.find("parse error"));
     if (at != std::string::npos) what = what.substr(at + 2);
     throw TopologyError("", "invalid JSON at byte " + std::to_string(e.byte) + ": " + what);
+  } catch (const json::exception& e) {
+    // Other parse-time failures, e.g. out_of_range.406 for a number such as 1e999.
+    std::string what = e.what();
+    if (auto end = what.find("] "); end != std::string::npos) what = what.substr(end + 2);
+    throw TopologyError("", "invalid JSON: " + what);
   }
   return topology_from_json(doc);
 }

@@ -1,0 +1,111 @@
+// The `topocoll` CLI accepts every example and rejects every malformed file, naming it.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  Result r;
+  std::string command = std::string(TOPOCOLL_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kSource = TOPOCOLL_SOURCE_DIR;
+
+TEST(Cli, ValidateAcceptsEveryExample) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kSource + "/examples")) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    Result r = run("validate " + entry.path().string());
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find(entry.path().string() + ": ok: "), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(count, 4);
+}
+
+TEST(Cli, ValidateRejectsEveryMalformedFileWithItsPath) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(kSource + "/tests/data/topo")) {
+    const std::string path = entry.path().string();
+    Result r = run("validate " + path);
+    if (entry.path().filename().string().rfind("valid_", 0) == 0) {
+      EXPECT_EQ(r.status, 0) << r.output;
+      continue;
+    }
+    ++count;
+    EXPECT_EQ(r.status, 1) << path << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind(path + ": error: /", 0), 0u) << r.output;
+  }
+  EXPECT_GE(count, 30);
+}
+
+TEST(Cli, ValidateShowsPointerAndReason) {
+  Result r = run("validate " + kSource + "/tests/data/topo/bigraph_unknown_switch.json");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("error: /servers/3/nics/1/switch: unknown switch \"U9\""),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, DescribeBiGraph32) {
+  Result r = run("describe " + kSource + "/examples/bigraph-32.json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* line : {"hosts: 32 (1 GPU each)", "endpoints: 32", "switches: 4 upper + 4 lower = 8",
+                           "8 used of 8 = 4 endpoints + 4 inter-group", "inter-group       16 cables",
+                           "diameter: 3 hops (4 links", "bisection bandwidth: 800 Gb/s per direction (8 cables cut)"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
+TEST(Cli, GenerateWritesWhatValidateAccepts) {
+  const std::string out = testing::TempDir() + "/generated-nap.json";
+  Result g = run("generate nap --torus 3x2 --nodes-per-package 4 --local-switches 2 -o " + out);
+  ASSERT_EQ(g.status, 0) << g.output;
+  Result v = run("validate " + out);
+  EXPECT_EQ(v.status, 0) << v.output;
+  EXPECT_NE(v.output.find("24 endpoints"), std::string::npos) << v.output;
+  Result bad = run("generate nap --torus 3x2 --packages 4");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("/shape/torus: torus 3x2 holds 6 packages, not 4"), std::string::npos)
+      << bad.output;
+  Result usage = run("generate bigraph --no-such-option 3");
+  EXPECT_EQ(usage.status, 2);
+}
+
+TEST(Cli, DrawWritesDot) {
+  const std::string out = testing::TempDir() + "/bigraph-32.dot";
+  Result r = run("draw " + kSource + "/examples/bigraph-32.json -o " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_TRUE(fs::exists(out));
+  EXPECT_GT(fs::file_size(out), 1000u);
+}
+
+TEST(Cli, EverySubcommandHasHelp) {
+  for (const char* command : {"validate", "describe", "generate", "draw"}) {
+    Result r = run(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0) << command;
+    EXPECT_NE(r.output.find("usage: topocoll "), std::string::npos) << command;
+  }
+}
+
+}  // namespace

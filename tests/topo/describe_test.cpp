@@ -1,0 +1,73 @@
+// The numbers `topocoll describe` prints for the bundled examples.
+#include <gtest/gtest.h>
+
+#include "topo/bisection.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::topo {
+namespace {
+
+Topology example(const char* name) {
+  return load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
+}
+
+int cables(const Topology& t, LinkKind kind) {
+  int n = 0;
+  for (const auto& l : t.links()) n += l.kind == kind && l.id < l.reverse;
+  return n;
+}
+
+TEST(Describe, BiGraph32) {
+  Topology t = example("bigraph-32.json");
+  EXPECT_EQ(t.kind(), TopologyKind::BiGraph);
+  EXPECT_EQ(t.endpoints().size(), 32u);
+  EXPECT_EQ(t.hosts().size(), 32u);
+  EXPECT_EQ(t.switches().size(), 8u);  // one GPU per server: no host fabric
+  EXPECT_EQ(t.group_switches(SwitchRole::Upper).size(), 4u);
+  EXPECT_EQ(t.group_switches(SwitchRole::Lower).size(), 4u);
+  EXPECT_EQ(cables(t, LinkKind::Access), 32);
+  EXPECT_EQ(cables(t, LinkKind::InterGroup), 16);
+  for (const auto& s : t.switches()) {
+    EXPECT_EQ(s.ports, 8);
+    EXPECT_EQ(t.out_links({NodeRef::Type::Switch, int(&s - &t.switches()[0])}).size(), 8u);
+  }
+  EXPECT_EQ(t.diameter_hops(), 3);
+  // K(4,4) split two upper + two lower per side: 2*2*2 = 8 inter-group cables of 100 Gb/s.
+  Bisection b = bisection(t);
+  EXPECT_DOUBLE_EQ(b.gbps, 800);
+  EXPECT_EQ(b.cables, 8);
+  EXPECT_TRUE(b.exact);
+}
+
+TEST(Describe, BiGraph16x8) {
+  Topology t = example("bigraph-16x8.json");
+  EXPECT_EQ(t.endpoints().size(), 128u);
+  EXPECT_EQ(t.hosts().size(), 16u);
+  EXPECT_EQ(cables(t, LinkKind::InterGroup), 64);
+  EXPECT_EQ(cables(t, LinkKind::HostFabric), 128);
+  EXPECT_EQ(t.diameter_hops(), 3);
+  EXPECT_DOUBLE_EQ(bisection(t).gbps, 32 * 100);
+}
+
+TEST(Describe, Nap4x8) {
+  Topology t = example("nap-4x8.json");
+  EXPECT_EQ(t.package_count(), 4);
+  EXPECT_EQ(cables(t, LinkKind::IntraPackage), 4 * 8 * 4);
+  EXPECT_EQ(cables(t, LinkKind::InterPackage), 2 * 2 * 8);
+  // Local stage (2 links) + one hop in each of the two dimensions = 4 links.
+  EXPECT_EQ(t.diameter_hops(), 3);
+  // Cut across one dimension of size 2: 2 rings x 8 nodes x 1 cable x 256 Gb/s.
+  EXPECT_DOUBLE_EQ(bisection(t).gbps, 16 * 256);
+}
+
+TEST(Describe, Nap16x8) {
+  Topology t = example("nap-16x8.json");
+  EXPECT_EQ(t.package_count(), 16);
+  EXPECT_EQ(t.endpoints().size(), 128u);
+  EXPECT_EQ(t.diameter_hops(), 5);  // 2 local links + 2 + 2 torus links, minus 1
+  // Rings of 4 lose 2 cables each: 4 rings x 8 nodes x 2 x 256 Gb/s.
+  EXPECT_DOUBLE_EQ(bisection(t).gbps, 64 * 256);
+}
+
+}  // namespace
+}  // namespace topocoll::topo

@@ -1,0 +1,124 @@
+// Every malformed file in tests/data/topo/ is rejected with its exact JSON pointer and reason.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "topo/topology_json.h"
+
+namespace topocoll::topo {
+namespace {
+
+struct Case {
+  const char* file;
+  const char* pointer;
+  const char* reason;
+};
+
+std::ostream& operator<<(std::ostream& out, const Case& c) { return out << c.file; }
+
+const Case kCases[] = {
+    {"not_json.json", "", "invalid JSON at byte 1: syntax error while parsing value - invalid literal; last read: 'k'"},
+    {"empty.json", "", "invalid JSON at byte 1: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
+    {"truncated.json", "", "invalid JSON at byte 301: syntax error while parsing array - unexpected end of input; expected ']'"},
+    {"top_level_array.json", "", "expected an object, got array"},
+    {"missing_kind.json", "", "missing field \"kind\""},
+    {"kind_not_string.json", "/kind", "expected a string, got integer"},
+    {"unknown_kind.json", "/kind", "unknown kind \"fattree\" (expected bigraph or nap)"},
+    {"bigraph_unknown_switch.json", "/servers/3/nics/1/switch", "unknown switch \"U9\""},
+    {"bigraph_gpu_not_integer.json", "/servers/1/nics/0/gpu", "expected an integer, got string"},
+    {"bigraph_missing_servers.json", "", "missing field \"servers\""},
+    {"bigraph_nic_missing_switch.json", "/servers/0/nics/0", "missing field \"switch\""},
+    {"bigraph_misspelt_field.json", "", "unknown field \"swiches\""},
+    {"bigraph_duplicate_endpoint_id.json", "/servers/2/nics/1/id", "duplicate endpoint id \"s0.g0\""},
+    {"bigraph_duplicate_host_gpu.json", "/servers/2/nics/1/gpu", "GPU 0 of host \"s2\" is already endpoint \"s2.g0\""},
+    {"bigraph_duplicate_server.json", "/servers/2/name", "duplicate server \"s1\""},
+    {"bigraph_duplicate_switch.json", "/switches/lower/1", "duplicate switch \"U1\""},
+    {"bigraph_nic_cabled_twice.json", "/servers/1/nics/1/name", "NIC \"nic0\" of server \"s1\" is already cabled to switch \"L0\""},
+    {"bigraph_link_inside_group.json", "/links/1", "link inside the upper group: \"U1\" - \"U0\" (BiGraph links join an upper and a lower switch)"},
+    {"bigraph_duplicate_link.json", "/links/1", "duplicate link \"L0\" - \"U0\""},
+    {"bigraph_disconnected.json", "/links", "the network is disconnected: endpoint \"s2.g0\" cannot reach endpoint \"s0.g0\""},
+    {"bigraph_zero_rate.json", "/link_gbps", "rate must be > 0 Gb/s, got 0"},
+    {"bigraph_negative_rate.json", "/link_gbps", "rate must be > 0 Gb/s, got -100"},
+    {"bigraph_absurd_rate.json", "/link_gbps", "rate 1000000 Gb/s is absurd (limit 100000 Gb/s)"},
+    {"bigraph_negative_latency.json", "/link_latency_us", "latency must be >= 0 us, got -1"},
+    {"bigraph_absurd_latency.json", "/switch_latency_us", "latency 50000 us is absurd (limit 10000 us)"},
+    {"bigraph_unequal_groups.json", "/switches", "the upper group has 2 switches and the lower 3; BiGraph groups must be the same size"},
+    {"bigraph_switch_ports_full.json", "/servers/2/nics/0/switch", "switch \"U1\" has no free port (3 ports)"},
+    {"bigraph_shape_uneven_servers.json", "/shape/gpus_per_server", "8 endpoints do not fill servers of 3 GPUs"},
+    {"bigraph_shape_huge.json", "/shape/endpoints_per_switch", "2097152 endpoints exceed the limit of 65536"},
+    {"nap_torus_mismatch.json", "/torus", "torus 3x2 holds 6 packages, not 2"},
+    {"nap_shape_torus_mismatch.json", "/shape/torus", "torus 3x2 holds 6 packages, not 4"},
+    {"nap_torus_not_array.json", "/torus", "expected an array, got string"},
+    {"nap_too_many_local_switches.json", "/local_switches", "2 local switches need 2 ports per node, but a node has 1"},
+    {"nap_too_many_nodes.json", "/nodes_per_package", "2 nodes need 2 ports per local switch, but a local switch has 1"},
+    {"nap_missing_node.json", "/nodes", "3 nodes listed, the shape has 4 (2 packages x 2 nodes)"},
+    {"nap_duplicate_node.json", "/nodes/3", "node 0 of package 1 is already endpoint \"p1.n0\""},
+    {"nap_package_out_of_range.json", "/nodes/2/package", "must be in [0, 1], got 2"},
+    {"nap_duplicate_host_gpu.json", "/nodes/1/gpu", "GPU 0 of host \"p0.h0\" is already endpoint \"p0.n0\""},
+    {"nap_zero_inter_rate.json", "/inter_gbps", "rate must be > 0 Gb/s, got 0"},
+    {"nap_negative_latency.json", "/intra_latency_us", "latency must be >= 0 us, got -0.5"},
+};
+
+class Malformed : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Malformed, RejectedWithPointerAndReason) {
+  const Case& c = GetParam();
+  const std::string path = std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/topo/" + c.file;
+  try {
+    load_topology_file(path);
+    FAIL() << c.file << " was accepted";
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.pointer(), c.pointer);
+    EXPECT_EQ(e.reason(), c.reason);
+    EXPECT_EQ(std::string(e.what()),
+              (std::string(c.pointer).empty() ? std::string("/") : std::string(c.pointer)) + ": " +
+                  c.reason);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TopologyFiles, Malformed, ::testing::ValuesIn(kCases),
+                         [](const auto& info) {
+                           std::string name = info.param.file;
+                           name = name.substr(0, name.find('.'));
+                           return name;
+                         });
+
+TEST(Validation, SmallValidFilesLoad) {
+  const std::string dir = std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/topo/";
+  Topology big = load_topology_file(dir + "valid_bigraph_small.json");
+  EXPECT_EQ(big.endpoints().size(), 8u);
+  EXPECT_EQ(big.hosts().size(), 4u);
+  Topology nap = load_topology_file(dir + "valid_nap_tiny.json");
+  EXPECT_EQ(nap.endpoints().size(), 4u);
+  EXPECT_EQ(nap.package_count(), 2);
+}
+
+TEST(Validation, MissingFileNamesThePath) {
+  try {
+    load_topology_file("/nonexistent/topology.json");
+    FAIL();
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.pointer(), "");
+    EXPECT_EQ(e.reason(), "cannot read \"/nonexistent/topology.json\": No such file or directory");
+  }
+}
+
+TEST(Validation, NumbersOutOfIntegerRange) {
+  try {
+    load_topology_text(R"({"kind": "nap", "shape": {"nodes_per_package": 18446744073709551615}})");
+    FAIL();
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.pointer(), "/shape/nodes_per_package");
+    EXPECT_EQ(e.reason(), "must be in [1, 1024], got 18446744073709551615");
+  }
+  try {
+    load_topology_text(R"({"kind": "bigraph", "shape": {"link_gbps": 1e999}})");
+    FAIL();
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.pointer(), "");
+    EXPECT_EQ(e.reason(), "invalid JSON: number overflow parsing '1e999'");
+  }
+}
+
+}  // namespace
+}  // namespace topocoll::topo
