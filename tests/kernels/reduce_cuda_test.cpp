@@ -1,0 +1,374 @@
+// CUDA kernels against the CPU reference (itself checked against an independent reference in
+// reduce_cpu_test.cpp): fresh random data for every type x op x K, sizes from 0 to 1M+3,
+// misaligned and aliased pointers, destination poisoned with two different patterns (so an
+// element the kernel forgot cannot pass by luck) and guard bytes around it checked. Results
+// must be bitwise equal; the only latitude is NaN payloads (any NaN matches any NaN).
+// Every case skips when no CUDA device is present.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/reduce_cpu.h"
+#include "kernels/reduce_cuda.h"
+#include "tests/kernels/reference_numerics.h"
+
+namespace topocoll::kernels {
+namespace {
+
+using test::random_bits;
+using test::same_result;
+
+bool have_device() {
+  static const bool ok = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  }();
+  return ok;
+}
+
+#define REQUIRE_DEVICE()                   \
+  if (!have_device()) {                    \
+    GTEST_SKIP() << "no CUDA device";      \
+  }
+
+constexpr std::size_t kGuard = 256;  // poisoned bytes on each side of every destination
+
+// Device allocation with guard space; ptr(offset) is the element area shifted by offset bytes.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes + 2 * kGuard + 16) {
+    if (cudaMalloc(&base_, bytes_) != cudaSuccess) base_ = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (base_) cudaFree(base_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  bool ok() const { return base_ != nullptr; }
+  char* ptr(std::size_t offset) const { return static_cast<char*>(base_) + kGuard + offset; }
+  char* base() const { return static_cast<char*>(base_); }
+  std::size_t total() const { return bytes_; }
+
+ private:
+  void* base_ = nullptr;
+  std::size_t bytes_;
+};
+
+std::vector<char> random_elements(DataType t, std::size_t count, std::mt19937_64& rng) {
+  std::vector<char> v(count * datatype_size(t) + 8);
+  for (std::size_t i = 0; i < count; ++i) test::store_bits(v.data(), i, t, random_bits(t, rng));
+  return v;
+}
+
+struct Case {
+  DataType type;
+  ReduceOp op;
+  int nsrc;
+  std::size_t count;
+  std::size_t dst_offset = 0;                 // bytes
+  std::vector<std::size_t> src_offsets;       // bytes, one per source
+  int alias = -1;                             // dst is srcs[alias] (then dst_offset is ignored)
+  std::string describe() const {
+    std::string s = std::string(datatype_name(type)) + " " + std::string(reduce_op_name(op)) +
+                    " K=" + std::to_string(nsrc) + " count=" + std::to_string(count) +
+                    " dst+" + std::to_string(dst_offset) + " srcs+";
+    for (std::size_t o : src_offsets) s += std::to_string(o) + ",";
+    if (alias >= 0) s += " in-place on srcs[" + std::to_string(alias) + "]";
+    return s;
+  }
+};
+
+// Runs one case on the device twice (two poison patterns) and compares with the CPU.
+void run_case(const Case& c, std::mt19937_64& rng, cudaStream_t stream) {
+  SCOPED_TRACE(c.describe());
+  const std::size_t elem = datatype_size(c.type);
+  const std::size_t bytes = c.count * elem;
+  std::vector<std::vector<char>> host;
+  std::vector<const void*> host_ptrs;
+  for (int j = 0; j < c.nsrc; ++j) host.push_back(random_elements(c.type, c.count, rng));
+  for (auto& h : host) host_ptrs.push_back(h.data());
+
+  // CPU reference result.
+  std::vector<char> want(bytes + 8);
+  reduce_cpu(c.type, c.op, want.data(), host_ptrs.data(), c.nsrc, c.count);
+  finalize_cpu(c.type, c.op, want.data(), c.count, c.nsrc);
+
+  std::vector<std::unique_ptr<DeviceBuffer>> dev;
+  for (int j = 0; j < c.nsrc; ++j) {
+    dev.push_back(std::make_unique<DeviceBuffer>(bytes));
+    ASSERT_TRUE(dev.back()->ok());
+  }
+  DeviceBuffer dst_buf(bytes);
+  ASSERT_TRUE(dst_buf.ok());
+  const DeviceBuffer& dst_owner = c.alias >= 0 ? *dev[c.alias] : dst_buf;
+  const std::size_t dst_offset = c.alias >= 0 ? c.src_offsets[c.alias] : c.dst_offset;
+  char* dst = dst_owner.ptr(dst_offset);
+
+  for (unsigned char poison : {0x5A, 0xA5}) {
+    std::vector<const void*> srcs;
+    for (int j = 0; j < c.nsrc; ++j) {
+      // Sources get a poisoned frame too, so an in-place destination's guards are checked.
+      ASSERT_EQ(cudaMemset(dev[j]->base(), poison, dev[j]->total()), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(dev[j]->ptr(c.src_offsets[j]), host[j].data(), bytes,
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+      srcs.push_back(dev[j]->ptr(c.src_offsets[j]));
+    }
+    if (c.alias < 0) {
+      ASSERT_EQ(cudaMemset(dst_buf.base(), poison, dst_buf.total()), cudaSuccess);
+    }
+    ASSERT_EQ(reduce_cuda(c.type, c.op, dst, srcs.data(), c.nsrc, c.count, stream), cudaSuccess);
+    ASSERT_EQ(finalize_cuda(c.type, c.op, dst, c.count, c.nsrc, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+
+    std::vector<unsigned char> got(dst_owner.total());
+    ASSERT_EQ(cudaMemcpy(got.data(), dst_owner.base(), got.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    const std::size_t first = kGuard + dst_offset;
+    int bad = 0;
+    for (std::size_t i = 0; i < c.count; ++i) {
+      const std::uint64_t g = test::load_bits(got.data() + first, i, c.type);
+      const std::uint64_t w = test::load_bits(want.data(), i, c.type);
+      if (!same_result(c.type, g, w) && ++bad <= 5)
+        ADD_FAILURE() << "poison 0x" << std::hex << int(poison) << ": element " << std::dec << i
+                      << " got 0x" << std::hex << g << " want 0x" << w;
+    }
+    EXPECT_EQ(bad, 0);
+    for (std::size_t b = 0; b < got.size(); ++b) {
+      if (b >= first && b < first + bytes) continue;
+      if (got[b] != poison) {
+        ADD_FAILURE() << "byte " << b << " outside the destination was written";
+        break;
+      }
+    }
+  }
+}
+
+class KernelsReduceCuda : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!have_device()) GTEST_SKIP() << "no CUDA device";
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  DataType type() const { return static_cast<DataType>(GetParam()); }
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_P(KernelsReduceCuda, EveryOpAndInputCountMatchesCpu) {
+  std::mt19937_64 rng(1000 + GetParam());
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4095},
+                            std::size_t{(1u << 20) + 3}})
+    for (int nsrc : {2, 3, 8})
+      for (int o = 0; o < kNumReduceOps; ++o) {
+        Case c{type(), static_cast<ReduceOp>(o), nsrc, count, 0, {}};
+        c.src_offsets.assign(nsrc, 0);
+        run_case(c, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_P(KernelsReduceCuda, MisalignedPointers) {
+  std::mt19937_64 rng(2000 + GetParam());
+  const std::size_t elem = datatype_size(type());
+  for (std::size_t count : {std::size_t{7}, std::size_t{4095}, std::size_t{65537}})
+    for (std::size_t off = elem; off < 16; off += elem) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+        // Same misalignment everywhere: vector body after a scalar head.
+        Case same{type(), op, 3, count, off, {off, off, off}, -1};
+        run_case(same, rng, stream_);
+        // Different misalignments: the element-wise path.
+        Case mixed{type(), op, 3, count, off, {0, (16 - off) % 16, off}, -1};
+        run_case(mixed, rng, stream_);
+        Case eight{type(), op, 8, count, 0, {}, -1};
+        for (int j = 0; j < 8; ++j) eight.src_offsets.push_back((off * j) % 16 / elem * elem);
+        run_case(eight, rng, stream_);
+        if (HasFatalFailure()) return;
+      }
+    }
+}
+
+TEST_P(KernelsReduceCuda, InPlaceOnAnySource) {
+  std::mt19937_64 rng(3000 + GetParam());
+  const std::size_t elem = datatype_size(type());
+  for (int alias : {0, 1, 2})
+    for (std::size_t off : {std::size_t{0}, elem % 16}) {
+      Case c{type(), ReduceOp::Sum, 3, 100003, 0, {off, off, off}, alias};
+      run_case(c, rng, stream_);
+      Case p{type(), ReduceOp::Prod, 3, 1001, 0, {0, off, 0}, alias};
+      run_case(p, rng, stream_);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(KernelsReduceCuda, PremulMatchesCpu) {
+  std::mt19937_64 rng(4000 + GetParam());
+  const DataType t = type();
+  const std::size_t elem = datatype_size(t);
+  for (std::size_t count : {std::size_t{1}, std::size_t{4095}, std::size_t{(1u << 20) + 3}})
+    for (std::size_t off : {std::size_t{0}, elem % 16}) {
+      SCOPED_TRACE(std::string(datatype_name(t)) + " premul count=" + std::to_string(count));
+      const auto host = random_elements(t, count, rng);
+      const std::uint64_t scalar = random_bits(t, rng);
+      std::vector<char> want(count * elem + 8);
+      premul_cpu(t, want.data(), host.data(), count, &scalar);
+      DeviceBuffer src(count * elem), dst(count * elem);
+      ASSERT_TRUE(src.ok() && dst.ok());
+      ASSERT_EQ(cudaMemcpy(src.ptr(off), host.data(), count * elem, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemset(dst.base(), 0x5A, dst.total()), cudaSuccess);
+      ASSERT_EQ(premul_cuda(t, dst.ptr(off), src.ptr(off), count, &scalar, stream_), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      std::vector<char> got(count * elem + 8);
+      ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr(off), count * elem, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      int bad = 0;
+      for (std::size_t i = 0; i < count; ++i)
+        if (!same_result(t, test::load_bits(got.data(), i, t), test::load_bits(want.data(), i, t)))
+          ++bad;
+      EXPECT_EQ(bad, 0);
+    }
+}
+
+TEST_P(KernelsReduceCuda, FinalizeIsANoOpExceptForAvg) {
+  const DataType t = type();
+  const std::size_t count = 1000, bytes = count * datatype_size(t);
+  std::mt19937_64 rng(5000 + GetParam());
+  const auto host = random_elements(t, count, rng);
+  DeviceBuffer buf(bytes);
+  ASSERT_TRUE(buf.ok());
+  ASSERT_EQ(cudaMemcpy(buf.ptr(0), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min})
+    ASSERT_EQ(finalize_cuda(t, op, buf.ptr(0), count, 7, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  std::vector<char> got(bytes);
+  ASSERT_EQ(cudaMemcpy(got.data(), buf.ptr(0), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(got.data(), host.data(), bytes), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KernelsReduceCuda, ::testing::Range(0, kNumDataTypes),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(datatype_name(static_cast<DataType>(info.param)));
+                         });
+
+TEST(KernelsReduceCudaApi, RejectsBadArgumentsWithoutLaunching) {
+  // Validation happens before any CUDA call, so this runs with or without a device.
+  int dummy[4] = {};
+  const void* srcs[9] = {dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy};
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, dummy, srcs, 0, 4, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, dummy, srcs, 9, 4, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(reduce_cuda(static_cast<DataType>(12), ReduceOp::Sum, dummy, srcs, 2, 4, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(reduce_cuda(DataType::Float32, static_cast<ReduceOp>(5), dummy, srcs, 2, 4, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, nullptr, srcs, 2, 4, nullptr),
+            cudaErrorInvalidValue);
+  const void* misaligned[2] = {dummy, reinterpret_cast<const char*>(dummy) + 2};
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, dummy, misaligned, 2, 1, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(finalize_cuda(DataType::Float32, ReduceOp::Avg, dummy, 4, 0, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(premul_cuda(DataType::Float32, dummy, dummy, 4, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(copy_ranges_cuda(nullptr, 2, nullptr), cudaErrorInvalidValue);
+  // count == 0 and empty range lists are no-ops, even with null pointers.
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, nullptr, nullptr, 2, 0, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(finalize_cuda(DataType::Float32, ReduceOp::Avg, nullptr, 0, 2, nullptr), cudaSuccess);
+  EXPECT_EQ(premul_cuda(DataType::Float32, nullptr, nullptr, 0, nullptr, nullptr), cudaSuccess);
+  EXPECT_EQ(copy_ranges_cuda(nullptr, 0, nullptr), cudaSuccess);
+  const CopyRange empty{nullptr, nullptr, 0};
+  EXPECT_EQ(copy_ranges_cuda(&empty, 1, nullptr), cudaSuccess);
+}
+
+TEST(KernelsReduceCudaApi, CapturesIntoACudaGraph) {
+  // No allocation or synchronisation on the launch path: the calls must be capturable.
+  REQUIRE_DEVICE();
+  const std::size_t count = 4099;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DeviceBuffer a(count * 4), b(count * 4);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<float> ha(count), hb(count);
+  for (std::size_t i = 0; i < count; ++i) ha[i] = float(i), hb[i] = 0.5f;
+  ASSERT_EQ(cudaMemcpy(a.ptr(0), ha.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b.ptr(0), hb.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  const void* srcs[2] = {a.ptr(0), b.ptr(0)};
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, a.ptr(0), srcs, 2, count, stream),
+            cudaSuccess);
+  EXPECT_EQ(finalize_cuda(DataType::Float32, ReduceOp::Avg, a.ptr(0), count, 2, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);  // twice: ((x+.5)/2 + .5)/2
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<float> got(count);
+  ASSERT_EQ(cudaMemcpy(got.data(), a.ptr(0), count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (std::size_t i = 0; i < count; ++i) {
+    const float once = (float(i) + 0.5f) / 2.0f;
+    ASSERT_EQ(got[i], (once + 0.5f) / 2.0f) << i;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(KernelsCopyRangesCuda, CopiesEveryRangeAndNothingElse) {
+  REQUIRE_DEVICE();
+  std::mt19937_64 rng(6000);
+  const std::size_t sizes[] = {0, 1, 3, 15, 16, 17, 255, 4095, 65536 + 7, (1u << 20) + 5};
+  for (int n : {1, 2, 5, 16, 17, 40}) {
+    SCOPED_TRACE("ranges=" + std::to_string(n));
+    std::vector<CopyRange> ranges;
+    std::vector<std::size_t> src_at, dst_at;
+    std::size_t src_total = 0, dst_total = 0;
+    for (int i = 0; i < n; ++i) {
+      const std::size_t bytes = sizes[rng() % std::size(sizes)];
+      src_total += rng() % 16;  // independent misalignment of source and destination
+      dst_total += rng() % 16;
+      src_at.push_back(src_total);
+      dst_at.push_back(dst_total);
+      ranges.push_back({nullptr, nullptr, bytes});
+      src_total += bytes;
+      dst_total += bytes + 1;  // a poisoned gap between destinations
+    }
+    std::vector<unsigned char> src(src_total);
+    for (auto& b : src) b = static_cast<unsigned char>(rng());
+    DeviceBuffer dsrc(src_total), ddst(dst_total);
+    ASSERT_TRUE(dsrc.ok() && ddst.ok());
+    ASSERT_EQ(cudaMemcpy(dsrc.ptr(0), src.data(), src_total, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ddst.base(), 0xEE, ddst.total()), cudaSuccess);
+    for (int i = 0; i < n; ++i) {
+      ranges[i].src = dsrc.ptr(src_at[i]);
+      ranges[i].dst = ddst.ptr(dst_at[i]);
+    }
+    ASSERT_EQ(copy_ranges_cuda(ranges.data(), n, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<unsigned char> want(ddst.total(), 0xEE);
+    for (int i = 0; i < n; ++i)
+      std::memcpy(want.data() + kGuard + dst_at[i], src.data() + src_at[i], ranges[i].bytes);
+    std::vector<unsigned char> got(ddst.total());
+    ASSERT_EQ(cudaMemcpy(got.data(), ddst.base(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::size_t first_bad = got.size();
+    for (std::size_t b = 0; b < got.size() && first_bad == got.size(); ++b)
+      if (got[b] != want[b]) first_bad = b;
+    EXPECT_EQ(first_bad, got.size()) << "first differing byte";
+  }
+}
+
+}  // namespace
+}  // namespace topocoll::kernels
