@@ -1,0 +1,176 @@
+#include "plugin/net/net_device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "net/interface_list.h"
+#include "plugin/log.h"
+#include "plugin/net/net_params.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::plugin {
+
+namespace {
+
+constexpr int kDefaultSpeedMbps = 10000;  // an interface that does not report its speed
+
+std::string this_host() {
+  if (!net_hostname().empty()) return net_hostname();
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string pci_path_of(const std::string& interface_name) {
+  std::error_code ec;
+  auto path = std::filesystem::canonical("/sys/class/net/" + interface_name + "/device", ec);
+  if (ec || path.string().find("/pci") == std::string::npos) return {};
+  return path.string();
+}
+
+// FNV-1a over what identifies a topology's endpoints, so both ends of a connection can tell
+// whether they loaded the same description before trusting each other's endpoint index.
+uint32_t fingerprint(const topo::Topology& t) {
+  uint32_t h = 2166136261u;
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 16777619u;
+    h = (h ^ 0xff) * 16777619u;
+  };
+  mix(t.name());
+  for (const auto& e : t.endpoints()) mix(e.id + "@" + e.host + "/" + e.nic);
+  return h == 0 ? 1 : h;
+}
+
+std::vector<NetDevice> interface_devices() {
+  const std::string& selector_text = !net_ifname().empty() ? net_ifname() : nccl_socket_ifname();
+  auto chosen = net::select_interfaces(net::list_interfaces(), net::InterfaceSelector(selector_text));
+  std::vector<NetDevice> devices;
+  for (const auto& i : chosen) {
+    NetDevice d;
+    d.name = i.name;
+    d.address = i.address;
+    d.speed_mbps = i.speed_mbps > 0 ? i.speed_mbps : kDefaultSpeedMbps;
+    d.pci_path = pci_path_of(i.name);
+    devices.push_back(std::move(d));
+  }
+  if (devices.empty())
+    TC_WARN("NET: no network interface matches \"%s\" (TOPOCOLL_NET_IFNAME / NCCL_SOCKET_IFNAME)",
+            selector_text.c_str());
+  return devices;
+}
+
+// One device per distinct NIC of this host's endpoints, addressed by TOPOCOLL_NET_PLANE_ADDRS,
+// else by the interface of the same name, else by the first usable interface.
+std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Host& host) {
+  std::vector<std::string> errors;
+  auto addresses = parse_plane_addresses(net_plane_addrs(), &errors);
+  for (const auto& e : errors) TC_WARN("NET: TOPOCOLL_NET_PLANE_ADDRS: %s", e.c_str());
+  auto interfaces = net::list_interfaces();
+  std::vector<NetDevice> fallback;
+  std::vector<NetDevice> devices;
+  for (int e : host.endpoints) {
+    const topo::Endpoint& ep = t.endpoints()[e];
+    if (std::any_of(devices.begin(), devices.end(), [&](const NetDevice& d) { return d.name == ep.nic; }))
+      continue;
+    NetDevice d;
+    d.name = ep.nic;
+    d.endpoint = e;
+    // Speed: the endpoint's links into the network (NAP nodes stripe over k local switches).
+    double gbps = 0, latency = 0;
+    for (int l : t.out_links({topo::NodeRef::Type::Endpoint, e})) {
+      const topo::Link& link = t.links()[l];
+      if (link.kind == topo::LinkKind::HostFabric) continue;
+      gbps += link.gbps;
+      latency = latency == 0 ? link.latency_us : std::min(latency, link.latency_us);
+    }
+    d.speed_mbps = int(std::min<double>(gbps * 1000.0, INT_MAX));
+    d.latency_us = float(latency);
+    auto mapped = std::find_if(addresses.begin(), addresses.end(), [&](const auto& a) { return a.first == ep.nic; });
+    auto same_name = std::find_if(interfaces.begin(), interfaces.end(),
+                                  [&](const net::NetworkInterface& i) { return i.name == ep.nic; });
+    if (mapped != addresses.end()) {
+      d.address = mapped->second;
+    } else if (same_name != interfaces.end()) {
+      d.address = same_name->address;
+      d.pci_path = pci_path_of(same_name->name);
+    } else {
+      if (fallback.empty()) fallback = interface_devices();
+      if (fallback.empty()) continue;
+      d.address = fallback.front().address;
+      TC_WARN("NET: topology NIC %s of host %s has no address (set TOPOCOLL_NET_PLANE_ADDRS=%s=<ip>); "
+              "using %s (%s), so its plane is not separated on the wire",
+              ep.nic.c_str(), host.name.c_str(), ep.nic.c_str(), fallback.front().name.c_str(),
+              fallback.front().address.ip_string().c_str());
+    }
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
+    const std::string& text, std::vector<std::string>* errors) {
+  std::vector<std::pair<std::string, net::SocketAddress>> result;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    if (entry.empty()) continue;
+    size_t eq = entry.find('=');
+    std::optional<net::SocketAddress> address;
+    if (eq != std::string::npos && eq > 0) address = net::SocketAddress::parse(entry.substr(eq + 1));
+    if (!address) {
+      if (errors) errors->push_back("entry \"" + entry + "\" is not NIC=IP (e.g. nic0=10.0.0.1)");
+      continue;
+    }
+    result.emplace_back(entry.substr(0, eq), *address);
+  }
+  return result;
+}
+
+DeviceCatalog discover_devices() {
+  DeviceCatalog catalog;
+  const std::string& file = net_topo_file();
+  if (!file.empty()) {
+    try {
+      auto topology = std::make_shared<const topo::Topology>(topo::load_topology_file(file));
+      catalog.host = this_host();
+      auto host = std::find_if(topology->hosts().begin(), topology->hosts().end(),
+                               [&](const topo::Host& h) { return h.name == catalog.host; });
+      if (host == topology->hosts().end()) {
+        TC_WARN("NET: host \"%s\" is not in topology %s (%s); set TOPOCOLL_HOSTNAME to its name there. "
+                "Using the host's interfaces, without plane routing",
+                catalog.host.c_str(), topology->name().c_str(), file.c_str());
+      } else {
+        catalog.devices = topology_devices(*topology, *host);
+        catalog.topology_fingerprint = fingerprint(*topology);
+        catalog.topology = std::move(topology);
+      }
+    } catch (const std::exception& e) {
+      TC_WARN("NET: TOPOCOLL_TOPO_FILE=%s: %s; using the host's interfaces, without plane routing",
+              file.c_str(), e.what());
+    }
+  }
+  if (catalog.devices.empty()) {
+    catalog.topology.reset();
+    catalog.topology_fingerprint = 0;
+    catalog.devices = interface_devices();
+  }
+  for (size_t i = 0; i < catalog.devices.size(); ++i) {
+    const NetDevice& d = catalog.devices[i];
+    TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: device %zu: %s %s, %d Mb/s, latency %.2f us%s%s", i,
+            d.name.c_str(), d.address.ip_string().c_str(), d.speed_mbps, double(d.latency_us),
+            d.endpoint >= 0 ? ", endpoint " : "",
+            d.endpoint >= 0 ? catalog.topology->endpoints()[d.endpoint].id.c_str() : "");
+  }
+  return catalog;
+}
+
+}  // namespace topocoll::plugin

@@ -1,0 +1,39 @@
+// The devices the net face offers NCCL: one per local NIC. With a topology (TOPOCOLL_TOPO_FILE)
+// they are this host's endpoints' NICs, with speed and latency from their access links;
+// otherwise the host's interfaces chosen by TOPOCOLL_NET_IFNAME / NCCL_SOCKET_IFNAME.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/socket_address.h"
+#include "topo/topology.h"
+
+namespace topocoll::plugin {
+
+struct NetDevice {
+  std::string name;                 // NIC name as the topology or the kernel calls it
+  net::SocketAddress address;       // what its sockets bind to
+  int speed_mbps = 0;
+  float latency_us = 0;
+  int endpoint = -1;                // topology endpoint using this NIC (-1 without topology)
+  std::string pci_path;             // empty when unknown or virtual
+};
+
+struct DeviceCatalog {
+  std::vector<NetDevice> devices;
+  std::shared_ptr<const topo::Topology> topology;  // null without one
+  uint32_t topology_fingerprint = 0;               // same file on both ends -> same value
+  std::string host;                                // this host's name in the topology
+};
+
+// Parses "nic0=127.0.0.2,nic1=127.0.0.3". Bad entries are reported in *errors.
+std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
+    const std::string& text, std::vector<std::string>* errors);
+
+// Reads the environment once and logs what it found (INFO) or why it fell back (WARN).
+DeviceCatalog discover_devices();
+
+}  // namespace topocoll::plugin

@@ -1,0 +1,427 @@
+#include "plugin/net/socket_net.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "net/socket_transport.h"
+#include "plugin/log.h"
+#include "plugin/net/net_device.h"
+#include "plugin/net/plane_router.h"
+
+namespace topocoll::plugin::socket_net {
+
+namespace {
+
+// Tags at the start of every object handed to NCCL, so a stale or foreign pointer is an
+// error with a message instead of a crash.
+constexpr uint32_t kListenTag = 0x544c5354;  // "TLST"
+constexpr uint32_t kCommTag = 0x54434f4d;    // "TCOM"
+char g_host_registration;                    // the mhandle of every host-memory registration
+
+struct Catalog {
+  DeviceCatalog devices;
+  net::TransportOptions options;
+};
+
+const Catalog& catalog() {
+  static const Catalog c = [] {
+    Catalog result;
+    std::vector<std::string> warnings;
+    result.options = net::TransportOptions::from_environment(&warnings);
+    for (const auto& w : warnings) TC_WARN("NET: %s", w.c_str());
+    TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
+    result.devices = discover_devices();
+    return result;
+  }();
+  return c;
+}
+
+// Names and PCI paths NCCL keeps as char* for the life of the process.
+struct DeviceStrings {
+  std::vector<std::string> names, pci_paths;
+};
+DeviceStrings& device_strings() {
+  static DeviceStrings s = [] {
+    DeviceStrings d;
+    for (const auto& dev : catalog().devices.devices) {
+      d.names.push_back(dev.name);
+      d.pci_paths.push_back(dev.pci_path);
+    }
+    return d;
+  }();
+  return s;
+}
+
+struct ListenComm {
+  uint32_t tag = kListenTag;
+  int dev = 0;
+  std::unique_ptr<net::Listener> listener;
+};
+
+struct Comm;
+struct PluginRequest {
+  Comm* comm = nullptr;
+  net::Request* request = nullptr;
+  int count = 1;
+  bool in_use = false;
+};
+
+struct Comm {
+  uint32_t tag = kCommTag;
+  std::unique_ptr<net::SendComm> send;
+  std::unique_ptr<net::RecvComm> recv;
+  std::string description;
+  std::mutex mutex;
+  bool warned = false;
+  std::array<PluginRequest, kMaxRequestsPerComm> requests{};
+};
+
+ncclResult_t to_nccl(net::NetCode code) {
+  switch (code) {
+    case net::NetCode::Ok: return ncclSuccess;
+    case net::NetCode::InvalidArgument: return ncclInvalidArgument;
+    case net::NetCode::BadHandle:
+    case net::NetCode::VersionMismatch:
+    case net::NetCode::Truncated:
+    case net::NetCode::TagMismatch: return ncclInvalidUsage;
+    case net::NetCode::PeerClosed: return ncclRemoteError;
+    case net::NetCode::Timeout:
+    case net::NetCode::ConnectFailed:
+    case net::NetCode::SystemError: return ncclSystemError;
+  }
+  return ncclInternalError;
+}
+
+ncclResult_t report(const char* call, const net::NetStatus& s) {
+  TC_WARN("NET/topocoll: %s: %s (%s)", call, s.message.c_str(), std::string(net::to_string(s.code)).c_str());
+  return to_nccl(s.code);
+}
+
+bool valid_dev(int dev, const char* call) {
+  int n = int(catalog().devices.devices.size());
+  if (dev >= 0 && dev < n) return true;
+  TC_WARN("NET/topocoll: %s: device %d does not exist (%d devices)", call, dev, n);
+  return false;
+}
+
+Comm* as_comm(void* p, const char* call) {
+  auto* c = static_cast<Comm*>(p);
+  if (c && c->tag == kCommTag) return c;
+  TC_WARN("NET/topocoll: %s: %p is not a topocoll send/receive comm", call, p);
+  return nullptr;
+}
+
+PluginRequest* take_slot(Comm& c) {
+  for (auto& r : c.requests)
+    if (!r.in_use) {
+      r.in_use = true;
+      r.comm = &c;
+      return &r;
+    }
+  return nullptr;
+}
+
+// Every entry point: exceptions become ncclInternalError with a WARN.
+template <typename F>
+ncclResult_t guarded(const char* call, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    TC_WARN("NET/topocoll: %s: %s", call, e.what());
+  } catch (...) {
+    TC_WARN("NET/topocoll: %s: unknown exception", call);
+  }
+  return ncclInternalError;
+}
+
+}  // namespace
+
+ncclResult_t init(ncclDebugLogger_t logger) {
+  set_nccl_logger(logger);
+  return guarded("init", [] {
+    catalog();
+    device_strings();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t devices(int* count) {
+  if (!count) return ncclInvalidArgument;
+  return guarded("devices", [&] {
+    *count = int(catalog().devices.devices.size());
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t properties(int dev, DeviceProperties* props) {
+  if (!props) return ncclInvalidArgument;
+  return guarded("getProperties", [&] {
+    if (!valid_dev(dev, "getProperties")) return ncclInvalidArgument;
+    const NetDevice& d = catalog().devices.devices[dev];
+    auto& strings = device_strings();
+    *props = DeviceProperties{};
+    props->name = strings.names[dev].data();
+    props->pci_path = strings.pci_paths[dev].empty() ? nullptr : strings.pci_paths[dev].data();
+    props->guid = uint64_t(dev);
+    props->ptr_support = NCCL_PTR_HOST;
+    props->speed_mbps = d.speed_mbps;
+    props->latency_us = d.latency_us;
+    props->max_comms = 65536;
+    props->max_recvs = NCCL_NET_MAX_RECVS;
+    props->max_p2p_bytes = NCCL_NET_MAX_P2P_BYTES;
+    props->max_coll_bytes = NCCL_NET_MAX_COLL_BYTES;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t listen(int dev, void* handle, void** listen_comm) {
+  if (!handle || !listen_comm) return ncclInvalidArgument;
+  *listen_comm = nullptr;
+  return guarded("listen", [&] {
+    if (!valid_dev(dev, "listen")) return ncclInvalidArgument;
+    const auto& cat = catalog().devices;
+    const NetDevice& d = cat.devices[dev];
+    // The handle tells the connecting side which topology endpoint it is reaching.
+    uint64_t user_data = 0;
+    if (cat.topology && d.endpoint >= 0)
+      user_data = (uint64_t(cat.topology_fingerprint) << 32) | uint32_t(d.endpoint + 1);
+    auto comm = std::make_unique<ListenComm>();
+    comm->dev = dev;
+    net::SocketAddress bind = d.address;
+    bind.port = 0;
+    net::NetStatus s = net::Listener::open(bind, catalog().options, &comm->listener, user_data);
+    if (!s.ok()) return report("listen", s);
+    std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
+    std::memcpy(handle, &comm->listener->handle(), sizeof(net::Handle));
+    *listen_comm = comm.release();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t connect(int dev, void* handle, void** send_comm) {
+  if (!handle || !send_comm) return ncclInvalidArgument;
+  *send_comm = nullptr;
+  return guarded("connect", [&] {
+    if (!valid_dev(dev, "connect")) return ncclInvalidArgument;
+    net::Handle h;
+    net::NetStatus s = net::decode_handle(handle, NCCL_NET_HANDLE_MAXSIZE, &h);
+    if (!s.ok()) return report("connect", s);
+    const auto& cat = catalog().devices;
+    const net::SocketAddress peer = net::handle_address(h);
+    int chosen = dev;
+    const uint32_t peer_fingerprint = uint32_t(h.user_data >> 32);
+    const int peer_endpoint = int(uint32_t(h.user_data)) - 1;
+    if (cat.topology && peer_endpoint >= 0 && peer_fingerprint == cat.topology_fingerprint) {
+      PlaneChoice plane = choose_plane(*cat.topology, cat.devices, dev, peer_endpoint);
+      chosen = plane.device;
+      TC_INFO(NCCL_NET, "NET/topocoll: connection to %s leaves through %s (%s): %s",
+              peer.to_string().c_str(), cat.devices[chosen].name.c_str(),
+              cat.devices[chosen].address.ip_string().c_str(), plane.why.c_str());
+    } else if (cat.topology && peer_endpoint >= 0) {
+      TC_ONCE(TC_WARN("NET/topocoll: peer %s loaded a different topology than this host "
+                      "(TOPOCOLL_TOPO_FILE must name the same network everywhere); no plane routing",
+                      peer.to_string().c_str()));
+    }
+    const net::SocketAddress& local = cat.devices[chosen].address;
+    auto comm = std::make_unique<Comm>();
+    s = net::connect(h, local.family == peer.family ? &local : nullptr, catalog().options, 0, &comm->send);
+    if (!s.ok()) return report("connect", s);
+    comm->description = "send " + comm->send->local_address().to_string() + " -> " + peer.to_string();
+    *send_comm = comm.release();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t accept(void* listen_comm, void** recv_comm) {
+  if (!recv_comm) return ncclInvalidArgument;
+  *recv_comm = nullptr;
+  return guarded("accept", [&] {
+    auto* l = static_cast<ListenComm*>(listen_comm);
+    if (!l || l->tag != kListenTag) {
+      TC_WARN("NET/topocoll: accept: %p is not a topocoll listen comm", listen_comm);
+      return ncclInvalidArgument;
+    }
+    auto comm = std::make_unique<Comm>();
+    net::NetStatus s = l->listener->accept(&comm->recv, 0);
+    if (!s.ok()) return report("accept", s);
+    if (!comm->recv) return ncclSuccess;  // not yet; NCCL calls again
+    const NetDevice& d = catalog().devices.devices[l->dev];
+    TC_INFO(NCCL_NET, "NET/topocoll: accepted connection on %s (%s) from %s", d.name.c_str(),
+            l->listener->address().to_string().c_str(), comm->recv->peer_address().to_string().c_str());
+    comm->description = "receive " + l->listener->address().to_string() + " <- " +
+                        comm->recv->peer_address().to_string();
+    *recv_comm = comm.release();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (!mhandle) return ncclInvalidArgument;
+  *mhandle = nullptr;
+  if (!as_comm(comm, "regMr")) return ncclInvalidArgument;
+  if (type != NCCL_PTR_HOST) {
+    TC_WARN("NET/topocoll: regMr(%p, %zu bytes): memory type %d is not host memory; this transport "
+            "supports NCCL_PTR_HOST only (CUDA buffers need NCCL's own staging)",
+            data, size, type);
+    return ncclInternalError;
+  }
+  *mhandle = &g_host_registration;  // host memory needs no registration for sockets
+  return ncclSuccess;
+}
+
+ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int, uint64_t, int, void** mhandle) {
+  if (mhandle) *mhandle = nullptr;
+  (void)comm;
+  TC_WARN("NET/topocoll: regMrDmaBuf(%p, %zu bytes): DMA-BUF registration is not supported (host memory only)",
+          data, size);
+  return ncclInternalError;
+}
+
+ncclResult_t dereg_mr(void* comm, void* mhandle) {
+  if (!as_comm(comm, "deregMr")) return ncclInvalidArgument;
+  if (mhandle && mhandle != &g_host_registration) {
+    TC_WARN("NET/topocoll: deregMr: %p is not a handle from regMr", mhandle);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void** request) {
+  if (!request) return ncclInvalidArgument;
+  *request = nullptr;
+  return guarded("isend", [&] {
+    Comm* c = as_comm(send_comm, "isend");
+    if (!c || !c->send) return ncclInvalidArgument;
+    std::lock_guard lock(c->mutex);
+    PluginRequest* slot = take_slot(*c);
+    if (!slot) return ncclSuccess;  // all slots busy: NCCL retries later
+    net::NetStatus s = c->send->isend(data, size, tag, &slot->request);
+    if (!s.ok()) {
+      slot->in_use = false;
+      return report("isend", s);
+    }
+    slot->count = 1;
+    *request = slot;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags, void** request) {
+  if (!request) return ncclInvalidArgument;
+  *request = nullptr;
+  return guarded("irecv", [&] {
+    Comm* c = as_comm(recv_comm, "irecv");
+    if (!c || !c->recv) return ncclInvalidArgument;
+    std::lock_guard lock(c->mutex);
+    PluginRequest* slot = take_slot(*c);
+    if (!slot) return ncclSuccess;
+    net::NetStatus s = c->recv->irecv(n, data, sizes, tags, &slot->request);
+    if (!s.ok()) {
+      slot->in_use = false;
+      return report("irecv", s);
+    }
+    slot->count = n;
+    *request = slot;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t iflush(void* recv_comm, int, void**, int*, void** request) {
+  if (request) *request = nullptr;  // host memory: received bytes are already visible
+  return as_comm(recv_comm, "iflush") ? ncclSuccess : ncclInvalidArgument;
+}
+
+ncclResult_t test(void* request, int* done, int* sizes) {
+  if (!request || !done) return ncclInvalidArgument;
+  *done = 0;
+  return guarded("test", [&] {
+    auto* r = static_cast<PluginRequest*>(request);
+    Comm* c = r->comm;
+    if (!c || c->tag != kCommTag) {
+      TC_WARN("NET/topocoll: test: %p is not a topocoll request", request);
+      return ncclInvalidArgument;
+    }
+    std::lock_guard lock(c->mutex);
+    if (!r->in_use) {
+      TC_WARN("NET/topocoll: test: request %p is not pending (already completed?)", request);
+      return ncclInvalidArgument;
+    }
+    bool finished = false;
+    size_t bytes[NCCL_NET_MAX_RECVS] = {};
+    net::NetStatus s = c->send ? c->send->test(r->request, &finished, bytes)
+                               : c->recv->test(r->request, &finished, bytes);
+    if (!s.ok()) {
+      ncclResult_t code = to_nccl(s.code);
+      if (!c->warned) report("test", s);
+      c->warned = true;
+      return code;
+    }
+    if (!finished) return ncclSuccess;
+    if (sizes)
+      for (int i = 0; i < r->count; ++i) sizes[i] = int(std::min<size_t>(bytes[i], INT_MAX));
+    r->in_use = false;
+    r->request = nullptr;
+    *done = 1;
+    return ncclSuccess;
+  });
+}
+
+namespace {
+ncclResult_t close_comm(void* p, const char* call) {
+  return guarded(call, [&] {
+    Comm* c = as_comm(p, call);
+    if (!c) return ncclInvalidArgument;
+    c->tag = 0;
+    delete c;  // joins the connection's progress threads, closes its sockets
+    return ncclSuccess;
+  });
+}
+}  // namespace
+
+ncclResult_t close_send(void* send_comm) { return close_comm(send_comm, "closeSend"); }
+ncclResult_t close_recv(void* recv_comm) { return close_comm(recv_comm, "closeRecv"); }
+
+ncclResult_t close_listen(void* listen_comm) {
+  return guarded("closeListen", [&] {
+    auto* l = static_cast<ListenComm*>(listen_comm);
+    if (!l || l->tag != kListenTag) {
+      TC_WARN("NET/topocoll: closeListen: %p is not a topocoll listen comm", listen_comm);
+      return ncclInvalidArgument;
+    }
+    l->tag = 0;
+    delete l;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t get_device_mr(void*, void*, void** dptr_mhandle) {
+  if (dptr_mhandle) *dptr_mhandle = nullptr;
+  TC_WARN("NET/topocoll: getDeviceMr: no device offload (netDeviceType is host)");
+  return ncclInternalError;
+}
+
+ncclResult_t irecv_consumed(void*, int, void*) {
+  TC_WARN("NET/topocoll: irecvConsumed: no device offload (netDeviceType is host)");
+  return ncclInternalError;
+}
+
+ncclResult_t make_vdevice(int* dev, int ndevs, const int* devs) {
+  if (!dev || !devs) return ncclInvalidArgument;
+  return guarded("makeVDevice", [&] {
+    // A virtual NIC of one physical NIC is that NIC; merging several is not supported.
+    if (ndevs == 1 && valid_dev(devs[0], "makeVDevice")) {
+      *dev = devs[0];
+      return ncclSuccess;
+    }
+    TC_WARN("NET/topocoll: makeVDevice: merging %d NICs into one virtual NIC is not supported", ndevs);
+    return ncclInvalidUsage;
+  });
+}
+
+}  // namespace topocoll::plugin::socket_net
