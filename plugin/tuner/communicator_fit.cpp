@@ -13,10 +13,8 @@ CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, 
     return fit;
   }
   if (nnodes != hosts.size() || nranks != nendpoints) {
-    fit.reason = "communicator has " + std::to_string(nranks) + " ranks on " +
-                 std::to_string(nnodes) + " nodes, topology \"" + topology.name() + "\" has " +
-                 std::to_string(nendpoints) + " endpoints on " + std::to_string(hosts.size()) +
-                 " hosts";
+    fit.reason = "topology \"" + topology.name() + "\" has " + std::to_string(nendpoints) +
+                 " endpoints on " + std::to_string(hosts.size()) + " hosts";
     return fit;
   }
   const size_t ppn = nranks / nnodes;

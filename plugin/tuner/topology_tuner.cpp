@@ -18,8 +18,8 @@
 namespace topocoll::plugin::tuner {
 namespace {
 
-// Outcome messages of init are logged once per distinct text: a job creating many
-// communicators under the same settings says it once, a changed setting says it again.
+// Outcome messages of init are logged once per distinct text; each names the communicator's
+// shape, so a job creating many communicators says it once per shape and setting.
 bool first_time(const std::string& message) {
   static std::mutex mutex;
   static std::set<std::string> seen;
@@ -87,32 +87,33 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
   } catch (...) {
     return nullptr;
   }
-  const std::string comm = std::to_string(nranks) + " ranks, " + std::to_string(nnodes) + " nodes";
+  const std::string comm = std::to_string(nranks) + " ranks on " + std::to_string(nnodes) + " nodes";
+  auto about = [&](const std::string& what) { return "communicator of " + comm + ": " + what; };
   std::string topo_file;
   try {
     TunerSettings settings = read_tuner_settings();
     if (!settings.error.empty()) {
-      warn_once(settings.error + "; the tuner changes nothing");
+      warn_once(about(settings.error + "; the tuner changes nothing"));
       return tuner;
     }
     if (!settings.enabled) {
-      info_once("disabled by TOPOCOLL_TUNER=0; NCCL's own tuning is unchanged");
+      info_once(about("disabled by TOPOCOLL_TUNER=0; NCCL's own tuning is unchanged"));
       return tuner;
     }
     if (!settings.nccl_override.empty()) {
-      info_once(settings.nccl_override + " is set; honouring it, the tuner changes nothing");
+      info_once(about(settings.nccl_override + " is set; honouring it, the tuner changes nothing"));
       return tuner;
     }
     if (settings.topo_file.empty()) {
-      info_once("TOPOCOLL_TOPO_FILE is not set; the tuner changes nothing");
+      info_once(about("TOPOCOLL_TOPO_FILE is not set; the tuner changes nothing"));
       return tuner;
     }
     topo_file = settings.topo_file;
     auto topology = load_topology_cached(topo_file);
     CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes);
     if (!fit.placement) {
-      info_once("topology " + topo_file + " does not describe this communicator (" + fit.reason +
-                "); the tuner changes nothing");
+      info_once(about("topology " + topo_file + " does not describe it (" + fit.reason +
+                      "); the tuner changes nothing"));
       return tuner;
     }
     NcclLatencies latencies = constants ? nccl_latencies_from(*constants) : default_nccl_latencies();
@@ -128,10 +129,10 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     info_once(line);
   } catch (const std::exception& e) {
     tuner->model_.reset();
-    warn_once("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing");
+    warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing"));
   } catch (...) {
     tuner->model_.reset();
-    warn_once("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing");
+    warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing"));
   }
   return tuner;
 }

@@ -34,9 +34,11 @@ ncclResult_t destroy_v2(void* context) {
 }  // namespace
 }  // namespace topocoll::plugin::tuner
 
+extern "C" {
 TOPOCOLL_TUNER_EXPORT ncclTuner_v2_t ncclTunerPlugin_v2 = {
     "topocoll",
     topocoll::plugin::tuner::init_v2,
     topocoll::plugin::tuner::get_coll_info_v2,
     topocoll::plugin::tuner::destroy_v2,
 };
+}  // extern "C"

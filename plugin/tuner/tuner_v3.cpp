@@ -29,9 +29,11 @@ ncclResult_t destroy_v3(void* context) {
 }  // namespace
 }  // namespace topocoll::plugin::tuner
 
+extern "C" {
 TOPOCOLL_TUNER_EXPORT ncclTuner_v3_t ncclTunerPlugin_v3 = {
     "topocoll",
     topocoll::plugin::tuner::init_v3,
     topocoll::plugin::tuner::get_coll_info_v3,
     topocoll::plugin::tuner::destroy_v3,
 };
+}  // extern "C"

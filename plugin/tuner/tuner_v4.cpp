@@ -29,9 +29,11 @@ ncclResult_t destroy_v4(void* context) {
 }  // namespace
 }  // namespace topocoll::plugin::tuner
 
+extern "C" {
 TOPOCOLL_TUNER_EXPORT ncclTuner_v4_t ncclTunerPlugin_v4 = {
     "topocoll",
     topocoll::plugin::tuner::init_v4,
     topocoll::plugin::tuner::get_coll_info_v4,
     topocoll::plugin::tuner::destroy_v4,
 };
+}  // extern "C"

@@ -33,9 +33,11 @@ ncclResult_t finalize_v5(void* context) {
 }  // namespace
 }  // namespace topocoll::plugin::tuner
 
+extern "C" {
 TOPOCOLL_TUNER_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {
     "topocoll",
     topocoll::plugin::tuner::init_v5,
     topocoll::plugin::tuner::get_coll_info_v5,
     topocoll::plugin::tuner::finalize_v5,
 };
+}  // extern "C"

@@ -1,0 +1,428 @@
+// The tuner driven through its exported structs exactly as NCCL 2.28 drives them
+// (src/plugin/tuner*.cc there): init with a logger, getCollInfo on cost tables, finalize /
+// destroy. A fake logger captures what the plugin says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "plugin/nccl_api/tuner_v2.h"
+#include "plugin/nccl_api/tuner_v3.h"
+#include "plugin/nccl_api/tuner_v4.h"
+#include "plugin/nccl_api/tuner_v5.h"
+#include "plugin/tuner/communicator_fit.h"
+#include "plugin/tuner/nccl_algorithm_model.h"
+#include "topo/topology_json.h"
+
+extern "C" {
+extern ncclTuner_v5_t ncclTunerPlugin_v5;
+extern ncclTuner_v4_t ncclTunerPlugin_v4;
+extern ncclTuner_v3_t ncclTunerPlugin_v3;
+extern ncclTuner_v2_t ncclTunerPlugin_v2;
+}
+
+namespace topocoll::plugin::tuner {
+namespace {
+
+constexpr int A = kNumAlgorithms, P = kNumProtocols;
+using Table = float[A][P];
+
+struct Logged {
+  ncclDebugLogLevel level;
+  unsigned long flags;
+  std::string text;
+};
+std::mutex g_log_mutex;
+std::vector<Logged> g_log;
+
+void fake_logger(ncclDebugLogLevel level, unsigned long flags, const char* /*file*/, int /*line*/,
+                 const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log.push_back({level, flags, buf});
+}
+
+std::vector<Logged> logged(ncclDebugLogLevel level, const std::string& containing) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  std::vector<Logged> out;
+  for (const auto& l : g_log)
+    if (l.level == level && l.text.find(containing) != std::string::npos) out.push_back(l);
+  return out;
+}
+
+std::string example(const std::string& name) {
+  return std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json";
+}
+std::string data(const std::string& name) {
+  return std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/tuner/" + name;
+}
+
+// NCCL 2.28's default constants, as ncclTopoInitTunerConstants hands them to v5's init.
+ncclTunerConstants_v5_t nccl_constants() {
+  ncclTunerConstants_v5_t c{};
+  NcclLatencies d = default_nccl_latencies();
+  for (int a = 0; a < A; ++a)
+    for (int p = 0; p < P; ++p) {
+      c.baseLatencies[a][p] = d.base[a][p];
+      c.hwLatencies[0][a][p] = d.intra_host[a][p];
+      c.hwLatencies[2][a][p] = d.inter_host[a][p];
+    }
+  return c;
+}
+
+// A table as NCCL 2.28 fills it for one GPU per node: Ring everywhere, Tree for allreduce,
+// PAT Simple for allgather/reduce-scatter, NVLS off. Placeholder times.
+void nccl_table(Table& t, ncclFunc_t coll) {
+  for (int a = 0; a < A; ++a)
+    for (int p = 0; p < P; ++p) t[a][p] = float(NCCL_ALGO_PROTO_IGNORE);
+  for (int p = 0; p < P; ++p) t[NCCL_ALGO_RING][p] = 100.0f + p;
+  if (coll == ncclFuncAllReduce)
+    for (int p = 0; p < P; ++p) t[NCCL_ALGO_TREE][p] = 110.0f + p;
+  if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)
+    t[NCCL_ALGO_PAT][NCCL_PROTO_SIMPLE] = 120.0f;
+}
+
+bool same(const Table& a, const Table& b) {
+  for (int i = 0; i < A; ++i)
+    for (int j = 0; j < P; ++j)
+      if (std::memcmp(&a[i][j], &b[i][j], sizeof(float)) != 0) return false;
+  return true;
+}
+
+std::pair<int, int> pick(const Table& t) {
+  std::pair<int, int> best{-1, -1};
+  float time = 0;
+  for (int a = 0; a < A; ++a)
+    for (int p = 0; p < P; ++p)
+      if (t[a][p] >= 0 && (best.first < 0 || t[a][p] < time)) {
+        best = {a, p};
+        time = t[a][p];
+      }
+  return best;
+}
+
+class TunerPlugin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"TOPOCOLL_TOPO_FILE", "TOPOCOLL_TUNER", "NCCL_ALGO", "NCCL_PROTO"}) unsetenv(v);
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    g_log.clear();
+  }
+  void TearDown() override {
+    for (const char* v : {"TOPOCOLL_TOPO_FILE", "TOPOCOLL_TUNER", "NCCL_ALGO", "NCCL_PROTO"}) unsetenv(v);
+  }
+
+  void* init_v5(size_t nranks, size_t nnodes) {
+    void* ctx = nullptr;
+    ncclNvlDomainInfo_v5_t nvl{int(nnodes), 1, 1};
+    ncclTunerConstants_v5_t constants = nccl_constants();
+    EXPECT_EQ(ncclTunerPlugin_v5.init(&ctx, 0x1234, nranks, nnodes, fake_logger, &nvl, &constants),
+              ncclSuccess);
+    EXPECT_NE(ctx, nullptr) << "a context even when the tuner does nothing";
+    return ctx;
+  }
+  // Runs getCollInfo on an NCCL-like table; returns whether the table changed.
+  bool changes(void* ctx, ncclFunc_t coll, size_t bytes, Table& t) {
+    nccl_table(t, coll);
+    Table before;
+    std::memcpy(before, t, sizeof t);
+    int channels = 0;
+    EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P,
+                                             0, &channels),
+              ncclSuccess);
+    EXPECT_EQ(channels, 0) << "nChannels is left to NCCL";
+    return !same(before, t);
+  }
+  void expect_no_change(void* ctx) {
+    for (ncclFunc_t c : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncReduceScatter, ncclFuncBroadcast})
+      for (size_t bytes : {size_t(8), size_t(1) << 20, size_t(1) << 30}) {
+        Table t;
+        EXPECT_FALSE(changes(ctx, c, bytes, t)) << collective_name(c) << " " << bytes;
+      }
+  }
+};
+
+TEST_F(TunerPlugin, StructsCarryTheNameAndEveryEntryPoint) {
+  for (const char* name : {ncclTunerPlugin_v5.name, ncclTunerPlugin_v4.name, ncclTunerPlugin_v3.name,
+                           ncclTunerPlugin_v2.name})
+    EXPECT_STREQ(name, "topocoll");
+  EXPECT_TRUE(ncclTunerPlugin_v5.init && ncclTunerPlugin_v5.getCollInfo && ncclTunerPlugin_v5.finalize);
+  EXPECT_TRUE(ncclTunerPlugin_v4.init && ncclTunerPlugin_v4.getCollInfo && ncclTunerPlugin_v4.destroy);
+  EXPECT_TRUE(ncclTunerPlugin_v3.init && ncclTunerPlugin_v3.getCollInfo && ncclTunerPlugin_v3.destroy);
+  EXPECT_TRUE(ncclTunerPlugin_v2.init && ncclTunerPlugin_v2.getCollInfo && ncclTunerPlugin_v2.destroy);
+}
+
+TEST_F(TunerPlugin, NoTopologyChangesNothingAndSaysSoOnce) {
+  void* a = init_v5(11, 11);
+  void* b = init_v5(11, 11);
+  expect_no_change(a);
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "TOPOCOLL_TOPO_FILE is not set").size(), 1u);
+  EXPECT_TRUE(logged(NCCL_LOG_WARN, "").empty());
+  EXPECT_EQ(ncclTunerPlugin_v5.finalize(a), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.finalize(b), ncclSuccess);
+}
+
+TEST_F(TunerPlugin, BrokenTopologyFilesWarnAndChangeNothing) {
+  for (const std::string& file : {data("truncated.json"), data("unknown-switch.json"),
+                                  data("does-not-exist.json")}) {
+    SCOPED_TRACE(file);
+    setenv("TOPOCOLL_TOPO_FILE", file.c_str(), 1);
+    void* ctx = init_v5(32, 32);
+    expect_no_change(ctx);
+    auto warns = logged(NCCL_LOG_WARN, file);
+    ASSERT_EQ(warns.size(), 1u);
+    EXPECT_NE(warns[0].text.find("the tuner changes nothing"), std::string::npos) << warns[0].text;
+    ncclTunerPlugin_v5.finalize(ctx);
+  }
+  EXPECT_FALSE(logged(NCCL_LOG_WARN, "/servers/3/nics/0/switch: unknown switch \"U9\"").empty());
+  EXPECT_FALSE(logged(NCCL_LOG_WARN, "invalid JSON").empty());
+}
+
+TEST_F(TunerPlugin, BadSettingWarnsAndChangesNothing) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  setenv("TOPOCOLL_TUNER", "sometimes", 1);
+  void* ctx = init_v5(32, 32);
+  expect_no_change(ctx);
+  auto warns = logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER");
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_NE(warns[0].text.find("sometimes"), std::string::npos) << warns[0].text;
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, SwitchedOffChangesNothing) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  setenv("TOPOCOLL_TUNER", "0", 1);
+  void* ctx = init_v5(32, 32);
+  expect_no_change(ctx);
+  EXPECT_FALSE(logged(NCCL_LOG_INFO, "TOPOCOLL_TUNER=0").empty());
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, NcclAlgoOrProtoSetChangesNothing) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  for (const char* var : {"NCCL_ALGO", "NCCL_PROTO"}) {
+    SCOPED_TRACE(var);
+    setenv(var, "Ring", 1);
+    void* ctx = init_v5(32, 32);
+    expect_no_change(ctx);
+    EXPECT_FALSE(logged(NCCL_LOG_INFO, std::string(var) + "=Ring is set").empty());
+    ncclTunerPlugin_v5.finalize(ctx);
+    unsetenv(var);
+  }
+}
+
+TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  void* ctx = init_v5(16, 16);
+  expect_no_change(ctx);
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "does not describe it").size(), 1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+// The table after the tuner follows the model: NCCL then picks the model's fastest entry.
+void expect_follows_model(const std::string& name, ncclFunc_t coll, size_t bytes, const Table& t) {
+  auto topology = topo::load_topology_file(example(name));
+  auto fit = fit_communicator(topology, topology.endpoints().size(), topology.hosts().size());
+  ASSERT_TRUE(fit.placement);
+  NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
+                           default_nccl_latencies());
+  Table expect;
+  nccl_table(expect, coll);
+  for (int a = 0; a < A; ++a)
+    for (int p = 0; p < P; ++p)
+      if (expect[a][p] >= 0) {
+        auto us = model.predict_us(coll, a, p, double(bytes));
+        ASSERT_TRUE(us) << "every entry of this table is one the model knows";
+        expect[a][p] = float(*us);
+      }
+  EXPECT_EQ(pick(t), pick(expect));
+}
+
+struct Expectation {
+  const char* topology;
+  ncclFunc_t coll;
+  size_t bytes;
+  int algo, proto;  // what the model says NCCL should run
+};
+
+TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
+  // The interesting ones: on bigraph-32 NCCL's rank-order ring shares inter-group links
+  // (worst load 4), so for large allreduce the double binary tree wins; on bigraph-16x8 the
+  // ring leaves each 8-GPU server once, uncongested, and wins as NCCL expects. Small sizes
+  // take LL everywhere; allgather uses PAT's log steps while they are latency-bound.
+  const Expectation cases[] = {
+      {"bigraph-32", ncclFuncAllReduce, 4096, NCCL_ALGO_TREE, NCCL_PROTO_LL},
+      {"bigraph-32", ncclFuncAllReduce, size_t(256) << 20, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
+      {"bigraph-32", ncclFuncAllGather, 4096, NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE},
+      {"bigraph-32", ncclFuncAllGather, size_t(256) << 20, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE},
+      {"bigraph-32", ncclFuncBroadcast, 1024, NCCL_ALGO_RING, NCCL_PROTO_LL},
+      {"bigraph-32", ncclFuncBroadcast, size_t(64) << 20, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE},
+      {"bigraph-16x8", ncclFuncAllReduce, 4096, NCCL_ALGO_TREE, NCCL_PROTO_LL},
+      {"bigraph-16x8", ncclFuncAllReduce, size_t(1) << 30, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE},
+      {"nap-4x8", ncclFuncAllReduce, 4096, NCCL_ALGO_TREE, NCCL_PROTO_LL},
+      {"nap-4x8", ncclFuncAllReduce, size_t(256) << 20, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
+      {"nap-4x8", ncclFuncReduceScatter, size_t(1) << 30, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.topology) + " " + collective_name(c.coll) + " " + std::to_string(c.bytes));
+    setenv("TOPOCOLL_TOPO_FILE", example(c.topology).c_str(), 1);
+    auto topology = topo::load_topology_file(example(c.topology));
+    void* ctx = init_v5(topology.endpoints().size(), topology.hosts().size());
+    Table t;
+    EXPECT_TRUE(changes(ctx, c.coll, c.bytes, t));
+    for (int a = 0; a < A; ++a)
+      for (int p = 0; p < P; ++p) {
+        Table fresh;
+        nccl_table(fresh, c.coll);
+        if (fresh[a][p] < 0) {
+          EXPECT_EQ(t[a][p], float(NCCL_ALGO_PROTO_IGNORE));
+        }
+      }
+    expect_follows_model(c.topology, c.coll, c.bytes, t);
+    EXPECT_EQ(pick(t), std::make_pair(c.algo, c.proto))
+        << "picked " << algorithm_name(pick(t).first) << "/" << protocol_name(pick(t).second);
+    ncclTunerPlugin_v5.finalize(ctx);
+  }
+}
+
+TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
+  setenv("TOPOCOLL_TOPO_FILE", example("nap-4x8").c_str(), 1);
+  void* ctx = init_v5(32, 32);
+  for (ncclFunc_t coll : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncReduceScatter,
+                          ncclFuncBroadcast, ncclFuncReduce})
+    for (size_t bytes = 1; bytes < (size_t(1) << 34); bytes *= 8) {
+      // NCCL_PROTO=^LL style: one protocol off everywhere, and only PAT left for gathers.
+      Table t;
+      nccl_table(t, coll);
+      for (int a = 0; a < A; ++a) t[a][NCCL_PROTO_LL] = float(NCCL_ALGO_PROTO_IGNORE);
+      t[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = float(NCCL_ALGO_PROTO_IGNORE);
+      Table before;
+      std::memcpy(before, t, sizeof t);
+      int channels = 0;
+      ASSERT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A,
+                                               P, 0, &channels),
+                ncclSuccess);
+      for (int a = 0; a < A; ++a)
+        for (int p = 0; p < P; ++p) {
+          if (before[a][p] < 0) {
+            EXPECT_EQ(t[a][p], float(NCCL_ALGO_PROTO_IGNORE));
+          } else {
+            EXPECT_GE(t[a][p], 0.0f);
+          }
+        }
+    }
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, EachDecisionIsLoggedOncePerCollectiveAndSizeBucket) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  void* ctx = init_v5(32, 32);
+  Table t;
+  changes(ctx, ncclFuncAllReduce, 1 << 20, t);
+  changes(ctx, ncclFuncAllReduce, (1 << 20) + 4096, t);  // same power-of-two bucket
+  changes(ctx, ncclFuncAllReduce, 1 << 21, t);
+  changes(ctx, ncclFuncAllGather, 1 << 20, t);
+  auto decisions = logged(NCCL_LOG_INFO, "on the topology");
+  ASSERT_EQ(decisions.size(), 3u);
+  for (const auto& d : decisions) EXPECT_TRUE(d.flags & NCCL_TUNING) << d.text;
+  EXPECT_NE(decisions[0].text.find("AllReduce 1MB-2MB"), std::string::npos) << decisions[0].text;
+  EXPECT_NE(decisions[2].text.find("AllGather"), std::string::npos) << decisions[2].text;
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, OlderVersionsTuneTheSameWay) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  void* c5 = init_v5(32, 32);
+  void *c4 = nullptr, *c3 = nullptr, *c2 = nullptr;
+  ASSERT_EQ(ncclTunerPlugin_v4.init(32, 32, fake_logger, &c4), ncclSuccess);
+  ASSERT_EQ(ncclTunerPlugin_v3.init(32, 32, fake_logger, &c3), ncclSuccess);
+  ASSERT_EQ(ncclTunerPlugin_v2.init(32, 32, fake_logger, &c2), ncclSuccess);
+  for (ncclFunc_t coll : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncBroadcast})
+    for (size_t bytes : {size_t(4096), size_t(1) << 20, size_t(1) << 28}) {
+      SCOPED_TRACE(std::string(collective_name(coll)) + " " + std::to_string(bytes));
+      Table t5, t4, t3;
+      changes(c5, coll, bytes, t5);
+      nccl_table(t4, coll);
+      nccl_table(t3, coll);
+      int ch = 0;
+      ASSERT_EQ(ncclTunerPlugin_v4.getCollInfo(c4, coll, bytes, 1, reinterpret_cast<float**>(t4), A, P, 1, &ch),
+                ncclSuccess);
+      // v3 on an NCCL without PAT: 6 algorithms.
+      float t3_6[6][P];
+      for (int a = 0; a < 6; ++a)
+        for (int p = 0; p < P; ++p) t3_6[a][p] = t3[a][p];
+      ASSERT_EQ(ncclTunerPlugin_v3.getCollInfo(c3, coll, bytes, 1, reinterpret_cast<float**>(t3_6), 6, P, &ch),
+                ncclSuccess);
+      EXPECT_TRUE(same(t5, t4));
+      for (int a = 0; a < 6; ++a)
+        for (int p = 0; p < P; ++p) EXPECT_EQ(t3_6[a][p], t5[a][p]);
+
+      // v2 answers with a choice; NCCL 2.28 sets that entry to 0 when it is enabled.
+      int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
+      ASSERT_EQ(ncclTunerPlugin_v2.getCollInfo(c2, coll, bytes, 0, 0, 1, &algo, &proto, &ch), ncclSuccess);
+      EXPECT_EQ(std::make_pair(algo, proto), pick(t5));
+      // With NVLS or CollNet possible, v2 cannot compare: no opinion.
+      algo = NCCL_ALGO_UNDEF;
+      proto = NCCL_PROTO_UNDEF;
+      ASSERT_EQ(ncclTunerPlugin_v2.getCollInfo(c2, coll, bytes, 0, 1, 1, &algo, &proto, &ch), ncclSuccess);
+      EXPECT_EQ(algo, NCCL_ALGO_UNDEF);
+      EXPECT_EQ(proto, NCCL_PROTO_UNDEF);
+    }
+  ncclTunerPlugin_v5.finalize(c5);
+  EXPECT_EQ(ncclTunerPlugin_v4.destroy(c4), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v3.destroy(c3), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v2.destroy(c2), ncclSuccess);
+}
+
+TEST_F(TunerPlugin, NoOpV2LeavesTheChoiceToNccl) {
+  void* c2 = nullptr;
+  ASSERT_EQ(ncclTunerPlugin_v2.init(32, 32, fake_logger, &c2), ncclSuccess);
+  int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF, ch = 0;
+  ASSERT_EQ(ncclTunerPlugin_v2.getCollInfo(c2, ncclFuncAllReduce, 1 << 20, 0, 0, 1, &algo, &proto, &ch),
+            ncclSuccess);
+  EXPECT_EQ(algo, NCCL_ALGO_UNDEF);
+  EXPECT_EQ(proto, NCCL_PROTO_UNDEF);
+  ncclTunerPlugin_v2.destroy(c2);
+}
+
+TEST_F(TunerPlugin, V5UsesNcclsConstants) {
+  // NCCL hands its latency constants to v5's init; a huge Tree latency moves the choice.
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  ncclTunerConstants_v5_t constants = nccl_constants();
+  for (int p = 0; p < P; ++p) constants.baseLatencies[NCCL_ALGO_TREE][p] = 1e7;
+  void* ctx = nullptr;
+  ASSERT_EQ(ncclTunerPlugin_v5.init(&ctx, 1, 32, 32, fake_logger, nullptr, &constants), ncclSuccess);
+  Table t;
+  changes(ctx, ncclFuncAllReduce, size_t(256) << 20, t);
+  EXPECT_EQ(pick(t).first, NCCL_ALGO_RING);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
+  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  void* ctx = init_v5(32, 32);
+  int ch = 0;
+  EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclFuncAllReduce, 1024, 1, nullptr, A, P, 0, &ch), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(nullptr, ncclFuncAllReduce, 1024, 1, nullptr, A, P, 0, &ch), ncclSuccess);
+  Table t;
+  nccl_table(t, ncclFuncAllReduce);
+  EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclFuncAllReduce, 1024, 1, reinterpret_cast<float**>(t), 0, 0, 0, &ch),
+            ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclNumFuncs, 1024, 1, reinterpret_cast<float**>(t), A, P, 0, &ch),
+            ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.finalize(ctx), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.finalize(nullptr), ncclSuccess);
+  EXPECT_EQ(ncclTunerPlugin_v5.init(nullptr, 0, 32, 32, fake_logger, nullptr, nullptr), ncclInvalidArgument);
+}
+
+}  // namespace
+}  // namespace topocoll::plugin::tuner
