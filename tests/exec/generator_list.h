@@ -1,14 +1,13 @@
-// The schedule generators the exec tests run with real data.
+// The schedule generators the exec tests run with real data: every (algorithm, collective)
+// pair of the generator registry (sched/generator.h).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "sched/halving_doubling.h"
-#include "sched/ring.h"
+#include "sched/generator.h"
 #include "sched/schedule.h"
 
 namespace topocoll::exec::testing {
@@ -16,27 +15,25 @@ namespace topocoll::exec::testing {
 struct GeneratorEntry {
   std::string name;  // "ring", "hd", ...
   sched::Collective collective;
-  std::function<sched::Schedule(int nranks, int64_t count)> make;
-  int max_ranks = 1 << 30;  // generators limited to some shapes say so
+
+  // Throws std::invalid_argument when the generator does not support this rank count
+  // (callers skip those shapes; the registry documents its limits).
+  sched::Schedule make(int nranks, int64_t count) const {
+    return sched::generate(name, collective, nranks, count);
+  }
 };
 
-// For gtest messages (instead of a byte dump).
 inline void PrintTo(const GeneratorEntry& g, std::ostream* os) {
   *os << g.name << " " << sched::to_string(g.collective);
 }
 
 inline std::vector<GeneratorEntry> all_generators() {
   using sched::Collective;
-  return {
-      {"ring", Collective::AllReduce, [](int p, int64_t n) { return sched::ring_allreduce(p, n); }},
-      {"ring", Collective::ReduceScatter,
-       [](int p, int64_t n) { return sched::ring_reduce_scatter(p, n); }},
-      {"ring", Collective::AllGather, [](int p, int64_t n) { return sched::ring_allgather(p, n); }},
-      {"hd", Collective::AllReduce, [](int p, int64_t n) { return sched::hd_allreduce(p, n); }},
-      {"hd", Collective::ReduceScatter,
-       [](int p, int64_t n) { return sched::hd_reduce_scatter(p, n); }},
-      {"hd", Collective::AllGather, [](int p, int64_t n) { return sched::hd_allgather(p, n); }},
-  };
+  std::vector<GeneratorEntry> all;
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                       Collective::AllToAll})
+    for (const auto& algo : sched::algorithms_for(c)) all.push_back({algo, c});
+  return all;
 }
 
 }  // namespace topocoll::exec::testing

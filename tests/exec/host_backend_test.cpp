@@ -19,7 +19,17 @@ class HostBackendGenerator : public ::testing::TestWithParam<GeneratorEntry> {};
 void run_and_check(const GeneratorEntry& g, CollectiveCase c) {
   c.collective = g.collective;
   SCOPED_TRACE(g.name + " " + c.describe());
-  const sched::Schedule s = g.make(c.nranks, c.count);
+  sched::Schedule s;
+  try {
+    s = g.make(c.nranks, c.count);
+  } catch (const std::invalid_argument& e) {
+    // A shape the generator documents it does not support (e.g. a power-of-two-only
+    // variant); it must say so for every count alike.
+    if (c.count != 0 && c.nranks > 1)
+      EXPECT_THROW(g.make(c.nranks, 0), std::invalid_argument)
+          << "rejects count " << c.count << " but not 0: " << e.what();
+    return;
+  }
   ASSERT_EQ(s.input_count, c.input_elems());
   ASSERT_EQ(s.output_count, c.output_elems());
   std::vector<std::vector<unsigned char>> inputs(c.nranks);
@@ -64,7 +74,6 @@ TEST_P(HostBackendGenerator, EveryTypeAndOpOnFewRankCounts) {
 TEST_P(HostBackendGenerator, EveryRankCountUpTo33) {
   const auto& g = GetParam();
   for (int p = 1; p <= 33; ++p) {
-    if (p > g.max_ranks) break;
     for (int64_t count : {int64_t(0), int64_t(1), int64_t(p - 1), int64_t(7 * p + 5)}) {
       for (bool in_place : {false, true}) {
         if (in_place && !in_place_supported(g.collective)) continue;

@@ -17,6 +17,7 @@
 #include "exec/engine.h"
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
+#include "sched/ring.h"
 #include "tests/exec/generator_list.h"
 
 namespace topocoll::exec::testing {
@@ -107,8 +108,13 @@ std::vector<CollectiveCase> socket_cases(const GeneratorEntry& g, int nranks) {
       {DataType::Uint8, ReduceOp::Prod},  {DataType::Float64, ReduceOp::Min},
       {DataType::Int64, ReduceOp::Avg},   {DataType::Float16, ReduceOp::Sum}};
   int k = 0;
+  // The large case spans several transport chunks; reduce-scatter and all-to-all buffers
+  // are nranks x count, so their count is smaller to keep the reference cheap.
+  const bool per_peer = g.collective == Collective::ReduceScatter ||
+                        g.collective == Collective::AllToAll;
+  const int64_t large = per_peer ? 12503 : 100003;
   for (auto [t, op] : type_ops)
-    for (int64_t count : {int64_t(1), int64_t(5 * nranks + 3), int64_t(100003)}) {
+    for (int64_t count : {int64_t(1), int64_t(5 * nranks + 3), large}) {
       if (count > 1000 && k > 2) continue;  // one large size (several chunks) is enough
       CollectiveCase c;
       c.collective = g.collective;
@@ -122,7 +128,7 @@ std::vector<CollectiveCase> socket_cases(const GeneratorEntry& g, int nranks) {
   CollectiveCase random;
   random.collective = g.collective;
   random.nranks = nranks;
-  random.count = 65537;
+  random.count = per_peer ? 8191 : 65537;
   random.data = CheckData::Random;
   cases.push_back(random);
   return cases;
@@ -138,7 +144,12 @@ TEST(SocketGroup, EightProcessesRunEveryGeneratorWithRealData) {
     int wrong = 0;
     for (const auto& g : generators) {
       for (const CollectiveCase& c : socket_cases(g, kRanks)) {
-        const sched::Schedule s = g.make(kRanks, c.count);
+        sched::Schedule s;
+        try {
+          s = g.make(kRanks, c.count);
+        } catch (const std::invalid_argument&) {
+          continue;  // the same on every rank: the generator does not do this shape
+        }
         RankMemory mem(c, s, rank, c.input(rank));
         Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
         const auto out = mem.output(c);
