@@ -25,16 +25,16 @@ CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, 
       return fit;
     }
   }
-  sched::Placement placement;
-  placement.endpoint_of_rank.reserve(nranks);
+  std::vector<int> endpoint_of_rank;
+  endpoint_of_rank.reserve(nranks);
   for (const auto& host : hosts) {
     std::vector<int> eps = host.endpoints;
     std::sort(eps.begin(), eps.end(), [&](int a, int b) {
       return topology.endpoints()[a].gpu < topology.endpoints()[b].gpu;
     });
-    placement.endpoint_of_rank.insert(placement.endpoint_of_rank.end(), eps.begin(), eps.end());
+    endpoint_of_rank.insert(endpoint_of_rank.end(), eps.begin(), eps.end());
   }
-  fit.placement = std::move(placement);
+  fit.placement = sched::explicit_endpoints(topology, std::move(endpoint_of_rank));
   return fit;
 }
 

@@ -195,9 +195,11 @@ NcclAlgorithmModel::NcclAlgorithmModel(const topo::Topology& topology,
   ranks_per_node_ = std::max(1, n / nnodes_);
   PatternCoster coster(topology, placement);
 
-  // Ring in rank order: every rank sends to the next one at once, one message per step.
+  // Ring in rank order (what NCCL builds): every position sends to the next one at once,
+  // one message per step.
+  const std::vector<int> ring = sched::rank_order_ring(n);
   std::vector<Transfer> step;
-  for (int r = 0; r < n; ++r) step.push_back({r, (r + 1) % n, 1});
+  for (int i = 0; i < n; ++i) step.push_back({ring[size_t(i)], ring[size_t((i + 1) % n)], 1});
   ring_ = coster.cost(step);
   // Broadcast / reduce: the same ring cut open at the root (rank 0's view).
   step.pop_back();
