@@ -47,7 +47,7 @@ __device__ __forceinline__ void copy_aligned(char* d, const char* s, std::size_t
   if (tid < bytes - done) d[done + tid] = s[done + tid];
 }
 
-__global__ void __launch_bounds__(kBlockThreads) copy_ranges_kernel(CopyBatch b) {
+__global__ void __launch_bounds__(kBlockThreads) copy_ranges_kernel(const __grid_constant__ CopyBatch b) {
   const CopyRange r = b.r[blockIdx.y];
   const std::size_t nthreads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -105,7 +105,7 @@ __device__ __forceinline__ void reduce_vectors(const ReduceArgs& a, std::size_t 
 }
 
 template <DataType D, ReduceOp Op>
-__global__ void __launch_bounds__(kBlockThreads) reduce_kernel(ReduceArgs a) {
+__global__ void __launch_bounds__(kBlockThreads) reduce_kernel(const __grid_constant__ ReduceArgs a) {
   using T = Element<D>;
   constexpr int N = kPackBytes / sizeof(T);
   if (a.packs == 0) {
@@ -158,7 +158,7 @@ __device__ __forceinline__ void map_vectors(const MapArgs& a, std::size_t first,
 }
 
 template <MapKind K, DataType D>
-__global__ void __launch_bounds__(kBlockThreads) map_kernel(MapArgs a) {
+__global__ void __launch_bounds__(kBlockThreads) map_kernel(const __grid_constant__ MapArgs a) {
   using T = Element<D>;
   constexpr int N = kPackBytes / sizeof(T);
   if (a.packs == 0) {
