@@ -87,10 +87,10 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
   } catch (...) {
     return nullptr;
   }
-  const std::string comm = std::to_string(nranks) + " ranks on " + std::to_string(nnodes) + " nodes";
+  std::string comm, topo_file;
   auto about = [&](const std::string& what) { return "communicator of " + comm + ": " + what; };
-  std::string topo_file;
   try {
+    comm = std::to_string(nranks) + " ranks on " + std::to_string(nnodes) + " nodes";
     TunerSettings settings = read_tuner_settings();
     if (!settings.error.empty()) {
       warn_once(about(settings.error + "; the tuner changes nothing"));
@@ -129,10 +129,16 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     info_once(line);
   } catch (const std::exception& e) {
     tuner->model_.reset();
-    warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing"));
+    try {
+      warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing"));
+    } catch (...) {  // out of memory while reporting: stay silent rather than fail NCCL's init
+    }
   } catch (...) {
     tuner->model_.reset();
-    warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing"));
+    try {
+      warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing"));
+    } catch (...) {
+    }
   }
   return tuner;
 }
