@@ -206,11 +206,12 @@ void write(Pieces& v, int64_t lo, int64_t hi, const std::vector<Seg>& segs, std:
     else
       tmp.push_back(p);
   };
-  if (first > 0 && v[first - 1].hi == lo) {  // neighbour on the left may merge
+  if (first < last && v[first].lo < lo) {  // the overwritten piece's left remainder
+    push({v[first].lo, lo, v[first].elem, v[first].expr});
+  } else if (first > 0 && v[first - 1].hi == lo) {  // the left neighbour may merge
     --first;
     push(v[first]);
   }
-  if (first < last && v[first].lo < lo) push({v[first].lo, lo, v[first].elem, v[first].expr});
   int64_t at = lo;
   for (const Seg& s : segs) {
     push({at, at + s.len, s.elem, s.expr});
@@ -220,7 +221,7 @@ void write(Pieces& v, int64_t lo, int64_t hi, const std::vector<Seg>& segs, std:
     const Piece& p = v[last - 1];
     push({hi, p.hi, p.elem + (hi - p.lo), p.expr});
   }
-  if (last < v.size() && v[last].lo == hi && !tmp.empty() && mergeable(tmp.back(), v[last])) {
+  if (last < v.size() && !tmp.empty() && mergeable(tmp.back(), v[last])) {
     tmp.back().hi = v[last].hi;
     ++last;
   }
@@ -234,6 +235,15 @@ void write(Pieces& v, int64_t lo, int64_t hi, const std::vector<Seg>& segs, std:
     std::copy(tmp.begin(), tmp.begin() + int64_t(old), v.begin() + int64_t(first));
     v.insert(v.begin() + int64_t(last), tmp.begin() + int64_t(old), tmp.end());
   }
+}
+
+// Pieces sorted, non-empty, disjoint and maximally merged (the self-check of the tests).
+bool well_formed(const Pieces& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].lo >= v[i].hi) return false;
+    if (i > 0 && (v[i - 1].hi > v[i].lo || mergeable(v[i - 1], v[i]))) return false;
+  }
+  return true;
 }
 
 struct Msg {
@@ -268,7 +278,7 @@ class Verifier {
     for (int st = 0; st < steps; ++st)
       if (!step(st)) return finish();
     if (!check_outputs()) return finish();
-    res_.ok = true;
+    res_.ok = res_.error.empty();
     return finish();
   }
 
@@ -351,6 +361,12 @@ class Verifier {
   }
 
   Pieces& buf(int r, int space) { return state_[size_t(r) * 3 + size_t(space)]; }
+
+  void store(int r, const Range& rg, const std::vector<Seg>& segs) {
+    Pieces& v = buf(r, rg.space);
+    write(v, rg.lo, rg.hi, segs, tmp_);
+    if (o_.self_check && !well_formed(v)) fail("verifier self-check: rank " + std::to_string(r) + " buffer state broken");
+  }
 
   // Logical buffer range -> physical, with the bounds check. Returns false on error.
   bool phys(int r, BufRef b, int64_t n, Range& out, std::string& err) const {
@@ -451,6 +467,7 @@ class Verifier {
       if (!check_transfer_overlaps(r, st, ops)) return false;
     }
     // B: match receives with sends, per (sender, receiver) pair in posting order.
+    // (A rank's receives only change its own memory, and every send was read above.)
     bucket_begin_.assign(size_t(P_) + 1, 0);
     for (const Msg& m : msgs_) ++bucket_begin_[size_t(m.dst) + 1];
     for (int r = 0; r < P_; ++r) bucket_begin_[size_t(r) + 1] += bucket_begin_[size_t(r)];
@@ -481,19 +498,17 @@ class Verifier {
         std::string err;
         phys(r, op.dst, op.count, rg, err);
         segs_.assign(pool_.begin() + m.seg_begin, pool_.begin() + m.seg_end);
-        write(buf(r, rg.space), rg.lo, rg.hi, segs_, tmp_);
+        store(r, rg, segs_);
         received_[size_t(r)] += op.count;
       }
-    }
-    for (const Msg& m : msgs_)
-      if (!m.used) {
-        const Op& op = s_.programs[size_t(m.src)].step(st)[m.op];
-        return fail(where(m.src, st, m.op, op) + ": rank " + std::to_string(m.dst) +
-                    " posts no matching recv in this step");
-      }
-    // C: local ops, in order.
-    for (int r = 0; r < P_; ++r) {
-      std::span<const Op> ops = s_.programs[size_t(r)].step(st);
+      for (uint32_t k = b; k < e; ++k)  // every message to r must have been received
+        if (!msgs_[order_[k]].used) {
+          const Msg& m = msgs_[order_[k]];
+          return fail(where(m.src, st, m.op, s_.programs[size_t(m.src)].step(st)[m.op]) + ": rank " +
+                      std::to_string(m.dst) + " posts no matching recv in this step");
+        }
+      // C: then the rank's local ops, in order (they touch only its own memory, so they
+      // can run right after its receives).
       for (size_t i = 0; i < ops.size(); ++i)
         if (!local_op(r, st, i, ops[i])) return false;
       for (int sp = 0; sp < 3; ++sp)
@@ -548,7 +563,7 @@ class Verifier {
         return fail(where(r, st, i, op) + ": source and destination partly overlap");
       const int64_t bad = read(buf(r, src.space), src.lo, src.hi, segs_);
       if (bad >= 0) return fail(where(r, st, i, op) + ": reads uninitialised element at offset " + std::to_string(bad - src.lo));
-      write(buf(r, dst.space), dst.lo, dst.hi, segs_, tmp_);
+      store(r, dst, segs_);
       return true;
     }
     if (op.kind == OpKind::Finalize) {
@@ -565,7 +580,7 @@ class Verifier {
         note_final(r, sg.elem, sg.elem + sg.len, exprs_.finalized(sg.expr));
         sg.expr = kFinal;
       }
-      write(buf(r, dst.space), dst.lo, dst.hi, segs_, tmp_);
+      store(r, dst, segs_);
       return true;
     }
     // Reduce: dst = srcs[0] op srcs[1] op ..., element by element, left to right.
@@ -614,7 +629,7 @@ class Verifier {
       }
       done += len;
     }
-    write(buf(r, dst.space), dst.lo, dst.hi, out_, tmp_);
+    store(r, dst, out_);
     return true;
   }
 

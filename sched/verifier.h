@@ -40,6 +40,8 @@ struct VerifyOptions {
   // Expression nodes one may visit to prove contribution sets exactly; beyond it, sets are
   // checked by count and a 128-bit multiset hash (VerifyStats::exact_contributions false).
   int64_t exact_check_budget = int64_t(1) << 26;
+  // Re-checks the verifier's own state after every write (tests).
+  bool self_check = false;
 };
 
 struct VerifyStats {
