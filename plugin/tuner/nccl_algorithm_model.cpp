@@ -42,7 +42,8 @@ struct Transfer {
 };
 
 // Costs pattern steps with the project's cost model: every step a Schedule step whose sends
-// carry `units * unit_bytes` bytes; us_per_byte is per unit byte.
+// carry `units` times a unit of bytes; us_per_byte is per byte of that unit. The step time
+// is linear in the unit (fixed flow proportions), so two runs give both terms.
 class PatternCoster {
  public:
   PatternCoster(const topo::Topology& topology, const sched::Placement& placement)
@@ -60,7 +61,9 @@ class PatternCoster {
     double transfer = run(step, kUnit, params);
     c.us_per_byte = transfer / double(kUnit);
     params.include_latency = true;
-    c.latency_us = std::max(0.0, run(step, 1, params) - c.us_per_byte);
+    int64_t most_units = 0;
+    for (const Transfer& t : step) most_units = std::max(most_units, t.units);
+    c.latency_us = std::max(0.0, run(step, 1, params) - c.us_per_byte * double(most_units));
     return c;
   }
 
