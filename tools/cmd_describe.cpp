@@ -24,7 +24,7 @@ constexpr const char* kUsage =
 
 std::string num(double x) {
   std::ostringstream out;
-  out.precision(6);
+  out.precision(12);
   out << x;
   return out.str();
 }

@@ -143,6 +143,11 @@ void check_nap_shape(const NapShape& s, const std::string& prefix) {
                         std::to_string(long(s.packages) * s.nodes_per_package) +
                             " nodes exceed the limit of " + std::to_string(kMaxEndpoints));
   check_count(s.local_switches, 1, 256, prefix + "/local_switches", "local switches");
+  const long intra_cables = long(s.packages) * s.nodes_per_package * s.local_switches;
+  if (intra_cables > kMaxCables)
+    throw TopologyError(prefix + "/local_switches",
+                        std::to_string(intra_cables) + " node-to-switch cables exceed the limit of " +
+                            std::to_string(kMaxCables));
   if (s.torus.empty() || s.torus.size() > 8)
     throw TopologyError(prefix + "/torus", "a torus needs 1 to 8 dimensions, got " +
                                                std::to_string(s.torus.size()));

@@ -28,6 +28,7 @@ void add_nap_wiring(TopologyBuilder& builder, const NapShape& shape);
 inline constexpr double kMaxGbps = 100000;
 inline constexpr double kMaxLatencyUs = 10000;
 inline constexpr long kMaxEndpoints = 65536;
+inline constexpr long kMaxCables = 1L << 21;
 void check_gbps(double gbps, const std::string& pointer);
 void check_latency_us(double latency_us, const std::string& pointer);
 

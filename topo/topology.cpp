@@ -296,15 +296,36 @@ int Topology::diameter_hops() const {
     std::vector<std::vector<int>> on_switch(switches_.size());
     for (int e = 0; e < int(endpoints_.size()); ++e)
       on_switch[endpoints_[e].attach_switch].push_back(e);
+    size_t inter_cables = 0;
+    for (const auto& l : links_) inter_cables += l.kind == LinkKind::InterGroup;
+    const bool complete =
+        inter_cables / 2 == upper_switches_.size() * lower_switches_.size();
+    // Complete bipartite wiring: the route between two switches is fixed by their groups, so
+    // one representative pair per kind of switch pair is enough; otherwise try every pair.
+    std::vector<int> used;
     for (size_t s = 0; s < switches_.size(); ++s)
-      for (size_t t = s; t < switches_.size(); ++t)
-        if (!on_switch[s].empty() && !on_switch[t].empty())
+      if (!on_switch[s].empty()) used.push_back(int(s));
+    for (size_t i = 0; i < used.size(); ++i) {
+      bool seen_same_group = false, seen_other_group = false;
+      for (size_t j = i; j < used.size(); ++j) {
+        const int s = used[i], t = used[j];
+        if (complete && s != t) {
+          bool same_group = switches_[s].role == switches_[t].role;
+          if (same_group ? seen_same_group : seen_other_group) continue;
+          int h = pair_hops(on_switch[s], on_switch[t]);
+          if (h > 0) (same_group ? seen_same_group : seen_other_group) = true;
+          diameter = std::max(diameter, h);
+        } else {
           diameter = std::max(diameter, pair_hops(on_switch[s], on_switch[t]));
+        }
+      }
+    }
   } else {
-    // Per package pair: one pair with equal node indices (torus only) and one with
-    // different indices (local stage too), each on different hosts.
+    // From package 0 to every package (the torus looks the same from every package): one
+    // pair with equal node indices (torus only) and one with different indices (local stage
+    // too), each on different hosts.
     const int packages = package_count(), n = nodes_per_package_;
-    for (int p = 0; p < packages; ++p)
+    for (int p = 0; p < 1; ++p)
       for (int q = 0; q < packages; ++q) {
         bool same_done = false, other_done = false;
         for (int i = 0; i < n && !(same_done && other_done); ++i)

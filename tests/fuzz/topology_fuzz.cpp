@@ -1,0 +1,26 @@
+// libFuzzer target for the topology loader: any input either loads or is rejected with a
+// TopologyError. Any other exception, a crash, a sanitizer report or a hang is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "topo/topology_error.h"
+#include "topo/topology_json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    topocoll::topo::Topology t = topocoll::topo::load_topology_text(
+        std::string_view(reinterpret_cast<const char*>(data), size));
+    // What loaded must also save, reload and route.
+    topocoll::topo::Topology again =
+        topocoll::topo::topology_from_json(topocoll::topo::topology_to_json(t));
+    if (again.endpoints().size() != t.endpoints().size()) __builtin_trap();
+    const int n = int(t.endpoints().size());
+    if (n > 1) {
+      t.route(0, n - 1);
+      t.route(n - 1, 0);
+    }
+  } catch (const topocoll::topo::TopologyError&) {
+  }
+  return 0;
+}
