@@ -1,0 +1,213 @@
+// What the net plugin does with bad input and vanishing peers: an error returned to NCCL with
+// a WARN naming the problem, never a hang (every rank runs under a watchdog alarm).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+
+#include "net/socket_transport.h"
+#include "tests/plugin/net_plugin_harness.h"
+
+namespace topocoll::testing {
+namespace {
+
+bool all_ok(const std::vector<RankResult>& results) {
+  for (const auto& r : results)
+    if (!r.exited || r.exit_code != 0) return false;
+  return true;
+}
+
+TEST(NetPluginErrors, ForeignHandleIsRejectedWithAWarn) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char garbage[NCCL_NET_HANDLE_MAXSIZE];
+    std::memset(garbage, 0x42, sizeof garbage);
+    void* send = nullptr;
+    ncclResult_t r = net->connect(ctx, 0, garbage, &send, nullptr);
+    RANK_REQUIRE(r != ncclSuccess && send == nullptr, "connect with a foreign handle returned %d", int(r));
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "foreign or corrupt connection handle"), "no WARN");
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+TEST(NetPluginErrors, HandleOfAnotherProtocolVersionIsRejected) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+    net::Handle h;
+    std::memcpy(&h, handle, sizeof h);
+    h.version = uint16_t(net::kProtocolVersion + 1);  // a peer running another release
+    std::memcpy(handle, &h, sizeof h);
+    void* send = nullptr;
+    ncclResult_t r = net->connect(ctx, 0, handle, &send, nullptr);
+    RANK_REQUIRE(r != ncclSuccess && send == nullptr, "connect returned %d", int(r));
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "protocol version"), "no WARN naming the version");
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+TEST(NetPluginErrors, CudaMemoryRegistrationIsRefusedHostIsANoOp) {
+  auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    PeerComms comms;
+    RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms));
+    const int peer = 1 - rank;
+    char buffer[64];
+    void* mh = nullptr;
+    RANK_REQUIRE(net->regMr(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_CUDA, &mh) != ncclSuccess);
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "NCCL_PTR_HOST only"), "no WARN for a CUDA pointer");
+    RANK_REQUIRE(net->regMrDmaBuf(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_DMABUF, 0, 3, &mh) != ncclSuccess);
+    RANK_REQUIRE(net->regMr(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_HOST, &mh) == ncclSuccess && mh);
+    RANK_REQUIRE(net->deregMr(comms.send[peer], mh) == ncclSuccess);
+    void* flush = reinterpret_cast<void*>(1);
+    int size = 64;
+    void* data = buffer;
+    RANK_REQUIRE(net->iflush(comms.recv[peer], 1, &data, &size, &mh, &flush) == ncclSuccess && flush == nullptr);
+    void* dptr = nullptr;
+    RANK_REQUIRE(net->getDeviceMr(comms.send[peer], mh, &dptr) != ncclSuccess);
+    ncclNetVDeviceProps_v11_t one{1, {0}};
+    int vdev = -1;
+    RANK_REQUIRE(net->makeVDevice(&vdev, &one) == ncclSuccess && vdev == 0);
+    ncclNetVDeviceProps_v11_t two{2, {0, 0}};
+    RANK_REQUIRE(net->makeVDevice(&vdev, &two) != ncclSuccess);
+    char c = 0;
+    RANK_REQUIRE(mesh.send(rank, peer, &c, 1) && mesh.recv(peer, rank, &c, 1));
+    close_all(net, &comms);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+// The sender is killed with 64 MB queued; the receiver (which only starts reading after the
+// sender is gone, so far less than 64 MB can have been buffered) gets an error, not a hang.
+TEST(NetPluginErrors, SenderKilledMidTransferFailsTheReceive) {
+  auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    PeerComms comms;
+    RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms));
+    const size_t size = 64 << 20;
+    std::vector<uint8_t> buffer(size, 7);
+    void* r = nullptr;
+    if (rank == 0) {
+      RANK_REQUIRE(net->isend(comms.send[1], buffer.data(), size, 0, nullptr, nullptr, &r) == ncclSuccess && r);
+      int done = 0;
+      RANK_REQUIRE(net->test(r, &done, nullptr) == ncclSuccess);
+      RANK_REQUIRE(mesh.send(0, 1, "s", 1));
+      ::raise(SIGKILL);
+    }
+    char c;
+    RANK_REQUIRE(mesh.recv(0, 1, &c, 1), "sender never started");
+    RANK_REQUIRE(mesh.wait_for_exit(0, 1), "sender did not die");
+    void* data = buffer.data();
+    size_t cap = size;
+    int tag = 0;
+    RANK_REQUIRE(net->irecv(comms.recv[0], 1, &data, &cap, &tag, nullptr, nullptr, &r) == ncclSuccess && r);
+    ncclResult_t res = wait_request(net, r, nullptr);
+    RANK_REQUIRE(res == ncclRemoteError, "receive from a dead sender returned %d", int(res));
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "peer closed"), "no WARN naming the closed peer");
+    close_all(net, &comms);
+    return 0;
+  });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].signal, SIGKILL) << describe(results);
+  EXPECT_TRUE(results[1].exited && results[1].exit_code == 0) << describe(results);
+}
+
+// The receiver dies while 64 MB are being sent to it: the send fails instead of hanging.
+TEST(NetPluginErrors, ReceiverKilledMidTransferFailsTheSend) {
+  auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    PeerComms comms;
+    RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms));
+    const size_t size = 64 << 20;
+    std::vector<uint8_t> buffer(size, 7);
+    void* r = nullptr;
+    if (rank == 1) {
+      void* data = buffer.data();
+      size_t cap = size;
+      int tag = 0;
+      RANK_REQUIRE(net->irecv(comms.recv[0], 1, &data, &cap, &tag, nullptr, nullptr, &r) == ncclSuccess && r);
+      char c;
+      RANK_REQUIRE(mesh.recv(0, 1, &c, 1), "sender never started");
+      int done = 0;
+      RANK_REQUIRE(net->test(r, &done, nullptr) == ncclSuccess);
+      ::raise(SIGKILL);
+    }
+    RANK_REQUIRE(net->isend(comms.send[1], buffer.data(), size, 0, nullptr, nullptr, &r) == ncclSuccess && r);
+    RANK_REQUIRE(mesh.send(0, 1, "s", 1));
+    ncclResult_t res = wait_request(net, r, nullptr);
+    RANK_REQUIRE(res == ncclRemoteError || res == ncclSystemError, "send to a dead receiver returned %d", int(res));
+    RANK_REQUIRE(!logged(NCCL_LOG_WARN).empty(), "no WARN");
+    close_all(net, &comms);
+    return 0;
+  });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].signal, SIGKILL) << describe(results);
+  EXPECT_TRUE(results[0].exited && results[0].exit_code == 0) << describe(results);
+}
+
+TEST(NetPluginErrors, AcceptWithoutPeerTimesOut) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "300", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+    void* recv = nullptr;
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < 10000000 && r == ncclSuccess && !recv; ++i) r = net->accept(listen, &recv, nullptr);
+    RANK_REQUIRE(r == ncclSystemError && !recv, "accept returned %d", int(r));
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "no connection arrived"), "no WARN naming the timeout");
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+TEST(NetPluginErrors, BadDeviceAndForeignPointersAreErrors) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    int ndev = 0;
+    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess);
+    ncclNetProperties_v11_t props;
+    RANK_REQUIRE(net->getProperties(ndev, &props) != ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, -1, handle, &listen) != ncclSuccess && !listen);
+    long not_a_comm[8] = {};
+    void* r = nullptr;
+    RANK_REQUIRE(net->isend(not_a_comm, handle, 1, 0, nullptr, nullptr, &r) != ncclSuccess && !r);
+    RANK_REQUIRE(net->closeSend(not_a_comm) != ncclSuccess);
+    RANK_REQUIRE(net->closeListen(not_a_comm) != ncclSuccess);
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "is not a topocoll"), "no WARN naming the bad pointer");
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+}  // namespace
+}  // namespace topocoll::testing
