@@ -414,8 +414,9 @@ class Verifier {
     msgs_.clear();
     pool_.clear();
     // A: validate every op, read every send (sends see memory as before the step).
+    spans_.resize(size_t(P_));
     for (int r = 0; r < P_; ++r) {
-      std::span<const Op> ops = s_.programs[size_t(r)].step(st);
+      std::span<const Op> ops = spans_[size_t(r)] = s_.programs[size_t(r)].step(st);
       xfer_.clear();
       for (size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
@@ -477,7 +478,7 @@ class Verifier {
       for (uint32_t m = 0; m < msgs_.size(); ++m) order_[fill[size_t(msgs_[m].dst)]++] = m;  // stable: by sender, then op
     }
     for (int r = 0; r < P_; ++r) {
-      std::span<const Op> ops = s_.programs[size_t(r)].step(st);
+      std::span<const Op> ops = spans_[size_t(r)];
       const uint32_t b = bucket_begin_[size_t(r)], e = bucket_begin_[size_t(r) + 1];
       for (size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
@@ -725,6 +726,7 @@ class Verifier {
   std::vector<Piece> tmp_;
   std::vector<Xfer> xfer_;
   std::vector<uint32_t> bucket_begin_, order_;
+  std::vector<std::span<const Op>> spans_;  // this step's ops of every rank
   std::map<int64_t, FinalEntry> finals_;
 };
 
