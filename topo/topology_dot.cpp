@@ -162,7 +162,7 @@ DotDrawing nap_dot(const Topology& t) {
   std::string dims_text;
   for (size_t d = 0; d < dims.size(); ++d) dims_text += (d ? "x" : "") + std::to_string(dims[d]);
   g << "graph " << q(t.name()) << " {\n"
-    << "  graph [fontname=\"Helvetica\", fontsize=16, labelloc=t, splines=true, outputorder=nodesfirst,\n"
+    << "  graph [fontname=\"Helvetica\", fontsize=16, labelloc=t, splines=line, outputorder=nodesfirst,\n"
     << "         label=" << q("NAP \"" + t.name() + "\": " + std::to_string(P) + " packages on a " +
                               dims_text + " torus, " + std::to_string(N) + " nodes and " +
                               std::to_string(k) + " local switches each; node-switch " +

@@ -200,3 +200,92 @@ TEST(Generators, RejectBadShapes) {
 
 }  // namespace
 }  // namespace topocoll::topo
+
+namespace topocoll::topo {
+namespace {
+
+TEST(BiGraphRouting, EightGpuServersAllPairs) {
+  BiGraphShape shape;
+  shape.switches_per_group = 8;
+  shape.endpoints_per_switch = 8;
+  shape.gpus_per_server = 8;
+  Topology t = generate_bigraph(shape);
+  const int n = int(t.endpoints().size());
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      auto paths = t.route(a, b);
+      ASSERT_EQ(paths.size(), 1u);
+      const Path& p = paths[0];
+      expect_chain(t, p, a, b);
+      const Endpoint &x = t.endpoints()[a], &y = t.endpoints()[b];
+      const SwitchRole gx = t.switches()[x.attach_switch].role;
+      const SwitchRole gy = t.switches()[y.attach_switch].role;
+      if (x.host_index == y.host_index) {
+        EXPECT_EQ(count_kind(t, p, LinkKind::HostFabric), 2);
+        EXPECT_EQ(p.links.size(), 2u);
+      } else if (gx != gy) {
+        EXPECT_EQ(count_kind(t, p, LinkKind::InterGroup), 1);
+        EXPECT_EQ(p.links.size(), 3u);
+      } else if (x.attach_switch != y.attach_switch) {
+        EXPECT_EQ(count_kind(t, p, LinkKind::InterGroup), 2);
+      }
+    }
+}
+
+TEST(NapRouting, RelayOnTheSameHostUsesTheHostFabric) {
+  NapShape shape;
+  shape.gpus_per_host = 2;  // nodes 0,1 of a package share a host
+  Topology t = generate_nap(shape);
+  // p0.n0 -> p1.n1: relay p0.n1 is on p0.n0's host, then one torus hop.
+  int from = t.package_node(0, 0), to = t.package_node(1, 1);
+  auto paths = t.route(from, to);
+  ASSERT_EQ(paths.size(), 1u);
+  expect_chain(t, paths[0], from, to);
+  ASSERT_EQ(paths[0].links.size(), 3u);
+  EXPECT_EQ(t.links()[paths[0].links[0]].kind, LinkKind::HostFabric);
+  EXPECT_EQ(t.links()[paths[0].links[2]].kind, LinkKind::InterPackage);
+  // Same host inside a package: the fabric, not the local switches.
+  auto local = t.route(from, t.package_node(0, 1));
+  ASSERT_EQ(local.size(), 1u);
+  EXPECT_EQ(count_kind(t, local[0], LinkKind::HostFabric), 2);
+}
+
+TEST(NapRouting, FractionsSumToOneForEveryPair) {
+  NapShape shape;
+  shape.packages = 6;
+  shape.torus = {3, 2};
+  shape.nodes_per_package = 4;
+  shape.local_switches = 3;
+  Topology t = generate_nap(shape);
+  const int n = int(t.endpoints().size());
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      double total = 0;
+      auto paths = t.route(a, b);
+      for (const auto& p : paths) {
+        total += p.fraction;
+        expect_chain(t, p, a, b);
+      }
+      EXPECT_NEAR(total, 1.0, 1e-12);
+      // Torus hops = sum over dimensions of the ring distance.
+      auto ca = t.torus_coord(t.endpoints()[a].package), cb = t.torus_coord(t.endpoints()[b].package);
+      int expected = 0;
+      for (size_t d = 0; d < ca.size(); ++d) {
+        int size = t.torus_dims()[d], fwd = ((cb[d] - ca[d]) % size + size) % size;
+        expected += std::min(fwd, size - fwd);
+      }
+      EXPECT_EQ(count_kind(t, paths[0], LinkKind::InterPackage), expected);
+    }
+}
+
+TEST(Topology, LatencyOfAPathCountsSwitches) {
+  Topology t = generate_bigraph({});
+  // s0.g0 (U0) to s1.g0 (L0): 3 links of 1 us and two switches of 0.5 us.
+  auto paths = t.route(0, 1);
+  EXPECT_DOUBLE_EQ(t.latency_us(paths[0]), 3 * 1.0 + 2 * 0.5);
+}
+
+}  // namespace
+}  // namespace topocoll::topo
