@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+#include <random>
+
 #include "tests/sched/verify_sweep.h"
 
 namespace topocoll::sched {
@@ -78,6 +81,25 @@ TEST(NapLogStep, AllgatherStepsAndVolume) {
     EXPECT_EQ(s.num_steps(), k);
     const VerifyResult r = expect_verified(s, name(s));
     EXPECT_EQ(r.stats.max_send_elems_per_rank, 10 * (N - 1));
+  }
+}
+
+TEST(NapLogStep, FollowsTheOrder) {
+  for (int N : {8, 11}) {
+    std::vector<int> order(static_cast<size_t>(N));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937(N));
+    for (const Schedule& s : {log_step_allreduce(N, 40, order), log_step_allgather(N, 4, order)})
+      expect_verified(s, name(s));
+    // Position i sends to position i+1 in the first step (N = 8: no fold step).
+    if (N == 8) {
+      const Schedule s = log_step_allreduce(N, 40, order);
+      for (int i = 0; i < N; ++i)
+        for (const Op& op : s.programs[size_t(order[size_t(i)])].step(0))
+          if (op.kind == OpKind::Send) {
+            EXPECT_EQ(op.peer, order[size_t((i + 1) % N)]);
+          }
+    }
   }
 }
 
