@@ -186,6 +186,7 @@ BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
 }
 
 BootstrapRoot::~BootstrapRoot() {
+  stopping_ = true;
   if (thread_.joinable()) thread_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
@@ -222,10 +223,14 @@ void BootstrapRoot::serve() {
     const auto deadline = Clock::now() + timeout_;
     int joined = 0;
     while (joined < nranks_) {
-      if (!wait_fd(listen_fd_, POLLIN, deadline))
+      if (stopping_) return fail("bootstrap: the root was shut down before every rank joined");
+      const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
+      if (!wait_fd(listen_fd_, POLLIN, slice)) {
+        if (Clock::now() < deadline) continue;
         return fail("bootstrap: only " + std::to_string(joined) + " of " +
                     std::to_string(nranks_) + " ranks joined within " +
                     std::to_string(timeout_.count()) + " ms");
+      }
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) continue;
       set_nodelay(fd);

@@ -6,6 +6,7 @@
 // few hundred bytes per rank it carries. Every wait is bounded by a timeout.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,9 @@ class BootstrapRoot {
   // Binds address (port 0 = ephemeral; port() then says which). Throws std::runtime_error.
   BootstrapRoot(const BootstrapAddress& address, int nranks,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
-  ~BootstrapRoot();  // joins the serving thread (after the ranks leave or the timeout)
+  // Stops waiting for ranks that have not joined yet (telling those that did), then joins
+  // the serving thread; a group already running is served until its ranks leave.
+  ~BootstrapRoot();
   BootstrapRoot(const BootstrapRoot&) = delete;
   BootstrapRoot& operator=(const BootstrapRoot&) = delete;
 
@@ -45,6 +48,7 @@ class BootstrapRoot {
   int nranks_;
   std::chrono::milliseconds timeout_;
   std::string error_;
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

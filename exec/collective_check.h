@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -168,6 +169,47 @@ struct CollectiveCase {
     return out;
   }
 };
+
+// Rank r's expected output without materialising every rank's whole input: exact data
+// repeats with period lcm(65536, nranks) in the element index (see exact_value), so the
+// reduction is computed over one period and tiled. Data movement copies only the blocks
+// the rank receives. Reductions of random data are not checkable: empty result.
+inline std::vector<unsigned char> expected_output(const CollectiveCase& c, int r) {
+  const std::size_t e = c.elem();
+  std::vector<unsigned char> out(std::size_t(c.output_elems()) * e);
+  const bool reduces = c.collective == sched::Collective::AllReduce ||
+                       c.collective == sched::Collective::ReduceScatter;
+  if (!reduces) {
+    // Block k of the output is rank k's block (all-to-all: block r; allgather: whole input).
+    for (int k = 0; k < c.nranks; ++k) {
+      const auto in = c.input(k);
+      const std::size_t from =
+          c.collective == sched::Collective::AllToAll ? std::size_t(r) * c.count * e : 0;
+      std::memcpy(out.data() + std::size_t(k) * c.count * e, in.data() + from,
+                  std::size_t(c.count) * e);
+    }
+    return out;
+  }
+  if (c.data != CheckData::Exact) return {};
+  if (c.count == 0) return out;
+  const int64_t period = std::lcm<int64_t>(65536, c.nranks);
+  const int64_t base = c.collective == sched::Collective::ReduceScatter ? int64_t(r) * c.count : 0;
+  const int64_t n = std::min<int64_t>(period, c.input_elems());
+  std::vector<unsigned char> acc(std::size_t(n) * e), next(std::size_t(n) * e);
+  for (int k = 0; k < c.nranks; ++k) {
+    auto& dst = k == 0 ? acc : next;
+    for (int64_t i = 0; i < n; ++i)
+      store_element(c.dtype, dst.data() + i * e, exact_value(c.dtype, c.op, c.nranks, k, i));
+    if (k > 0) {
+      const void* srcs[2] = {acc.data(), next.data()};
+      kernels::reduce_cpu(c.dtype, c.op, acc.data(), srcs, 2, std::size_t(n));
+    }
+  }
+  kernels::finalize_cpu(c.dtype, c.op, acc.data(), std::size_t(n), c.nranks);
+  for (int64_t i = 0; i < c.output_elems(); ++i)
+    std::memcpy(out.data() + i * e, acc.data() + ((base + i) % period) * e, e);
+  return out;
+}
 
 // The memory of one rank, laid out as NCCL callers do for in-place calls. Scratch is
 // reserved once, from the schedule.

@@ -1,0 +1,30 @@
+// Starts a group of processes on this machine: nranks copies of a program, each told its
+// rank through TOPOCOLL_RANK / TOPOCOLL_NRANKS / TOPOCOLL_BOOTSTRAP (exec/rank_environment.h),
+// with the bootstrap rendezvous served by the launching process. The copies find each other
+// exactly as they would across machines under mpirun or srun.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace topocoll::exec {
+
+struct LaunchOptions {
+  std::string bootstrap_host = "127.0.0.1";
+  // After the first rank fails, the others get this long to notice and exit before they
+  // are killed: nothing hangs.
+  std::chrono::seconds grace{15};
+  std::chrono::seconds bootstrap_timeout{60};
+};
+
+// Runs `program` with `args` (argv[1..]) as nranks processes and waits for all of them.
+// Returns 0 when every rank exited 0, else the first failing rank's exit code (128 + signal
+// for a killed one). Throws std::runtime_error when the processes cannot be started.
+int launch_local_group(const std::string& program, const std::vector<std::string>& args,
+                       int nranks, const LaunchOptions& options = {});
+
+// The path of the running executable (/proc/self/exe), to launch more of itself.
+std::string current_executable();
+
+}  // namespace topocoll::exec

@@ -1,0 +1,308 @@
+// `topocoll bench`: verified collectives across processes over the socket transport, with
+// nccl-tests' columns. Without rank variables it starts --ranks copies of itself on this
+// machine; under mpirun/srun/torchrun-style launchers (exec/rank_environment.h) it is one
+// rank of a group that may span machines.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/benchmark.h"
+#include "exec/bootstrap.h"
+#include "exec/host_backend.h"
+#include "exec/local_launcher.h"
+#include "exec/rank_environment.h"
+#include "exec/socket_host_transport.h"
+#include "kernels/datatype.h"
+#include "net/transport_options.h"
+#include "sched/generator.h"
+#include "sched/plan.h"
+#include "tools/command.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: topocoll bench [--topo FILE] [--ranks N] [--algos ring,hd,...] [--sizes 1K:64M]\n"
+    "                      [--coll allreduce|reduce_scatter|allgather|alltoall]\n"
+    "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
+    "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
+    "Runs verified collectives across processes over the socket transport and prints\n"
+    "nccl-tests' columns (time = mean per iteration on the slowest rank).\n"
+    "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
+    "                from the environment (TOPOCOLL_RANK/TOPOCOLL_NRANKS/TOPOCOLL_BOOTSTRAP,\n"
+    "                OMPI_COMM_WORLD_*, PMI_*, SLURM_*, RANK/WORLD_SIZE+MASTER_ADDR) this\n"
+    "                process is one rank of that group instead\n"
+    "  --topo FILE   placement and rank orders from the planner for the first N endpoints,\n"
+    "                and the predicted time next to the measured one\n"
+    "  --algos LIST  planner algorithms with --topo (ring, ring-topo, hd, hd-naive, fc,\n"
+    "                fc-direct, hier, hier-hd, direct), generators without (default ring,hd)\n"
+    "  --sizes A:B   nccl-tests size from A to B, times --factor (default 2); or a list A,B,C\n"
+    "  -c 0|1        check every iteration's result (default 1)\n"
+    "  --seconds S   large sizes run fewer iterations (>= 2) to take about S s (default 1)\n"
+    "  --bind IP     address of this rank's data listener (default: the one that reaches the\n"
+    "                bootstrap root)\n";
+
+struct BenchArgs {
+  std::string topo;
+  int ranks = 0;
+  std::vector<std::string> algos = {"ring", "hd"};
+  std::vector<int64_t> sizes;
+  sched::Collective collective = sched::Collective::AllReduce;
+  exec::BenchmarkSettings settings;
+  double factor = 2;
+  std::string bind;
+  std::string json;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
+  std::vector<int64_t> sizes;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const int64_t lo = sched::parse_size(text.substr(0, colon));
+    const int64_t hi = sched::parse_size(text.substr(colon + 1));
+    if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes '" + text + "': need 1 <= A <= B");
+    if (factor <= 1) throw std::invalid_argument("--factor must be > 1");
+    for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor) sizes.push_back(int64_t(s));
+  } else {
+    for (const auto& part : split(text, ',')) sizes.push_back(sched::parse_size(part));
+  }
+  if (sizes.empty()) throw std::invalid_argument("--sizes '" + text + "' names no size");
+  return sizes;
+}
+
+int parse_int(const std::string& flag, const std::string& v, int lo) {
+  std::size_t pos = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || x < lo)
+    throw std::invalid_argument(flag + " '" + v + "': expected an integer >= " + std::to_string(lo));
+  return x;
+}
+
+BenchArgs parse_args(std::span<const std::string> args) {
+  BenchArgs a;
+  std::string sizes = "1K:64M";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& f = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw std::invalid_argument(f + " needs a value");
+      return args[++i];
+    };
+    if (f == "--topo") a.topo = value();
+    else if (f == "--ranks" || f == "-n") a.ranks = parse_int(f, value(), 1);
+    else if (f == "--algos" || f == "--algo") a.algos = split(value(), ',');
+    else if (f == "--sizes") sizes = value();
+    else if (f == "--factor" || f == "-f") a.factor = std::stod(value());
+    else if (f == "--coll") {
+      if (!sched::parse_collective(value(), a.collective))
+        throw std::invalid_argument("--coll '" + args[i] + "': not a collective");
+    } else if (f == "--dtype" || f == "-d") {
+      const auto t = kernels::parse_datatype(value());
+      if (!t) throw std::invalid_argument("--dtype '" + args[i] + "': unknown datatype");
+      a.settings.dtype = *t;
+    } else if (f == "--op" || f == "-o") {
+      const auto op = kernels::parse_reduce_op(value());
+      if (!op) throw std::invalid_argument("--op '" + args[i] + "': unknown reduction");
+      a.settings.op = *op;
+    } else if (f == "--iters" || f == "-i") a.settings.iters = parse_int(f, value(), 1);
+    else if (f == "--warmup" || f == "-w") a.settings.warmup = parse_int(f, value(), 0);
+    else if (f == "-c" || f == "--check") a.settings.check = parse_int(f, value(), 0) != 0;
+    else if (f == "--seconds") a.settings.target_seconds = std::stod(value());
+    else if (f == "--bind") a.bind = value();
+    else if (f == "--json") a.json = value();
+    else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
+  }
+  if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
+  a.sizes = parse_sizes(sizes, a.factor);
+  return a;
+}
+
+// One measurement to make: the schedule and what the planner predicts for it.
+struct PlannedCase {
+  std::string algo;
+  int64_t bytes = 0;
+  sched::Schedule schedule;
+  double predicted_us = -1;
+  double max_link_load = -1;
+};
+
+PlannedCase plan_case(const BenchArgs& a, const topo::Topology* topology, const std::string& algo,
+                      int64_t bytes, int nranks) {
+  PlannedCase pc;
+  pc.algo = algo;
+  pc.bytes = bytes;
+  sched::PlanRequest req;
+  req.collective = a.collective;
+  req.algo = algo;
+  req.bytes = bytes;
+  req.elem_size = kernels::datatype_size(a.settings.dtype);
+  req.nranks = nranks;
+  if (topology) {
+    req.verify = false;  // the plan is checked for real, with data, right after
+    req.keep_link_detail = false;
+    sched::Plan plan = sched::make_plan(*topology, req);
+    pc.schedule = std::move(plan.schedule);
+    pc.predicted_us = plan.predicted_us;
+    pc.max_link_load = plan.link_load.max_load;
+    pc.algo = plan.algo;
+  } else {
+    pc.schedule = sched::generate(algo, a.collective, nranks, sched::plan_count(req, nranks));
+  }
+  return pc;
+}
+
+nlohmann::json row_json(const exec::BenchmarkRow& r) {
+  nlohmann::json j = {{"algo", r.algo},
+                      {"collective", std::string(sched::to_string(r.collective))},
+                      {"ranks", r.nranks},
+                      {"bytes", r.bytes},
+                      {"count", r.count},
+                      {"dtype", std::string(kernels::datatype_name(r.dtype))},
+                      {"op", std::string(kernels::reduce_op_name(r.op))},
+                      {"iters", r.iters},
+                      {"time_us", r.time_us},
+                      {"algbw", r.algbw_gbs},
+                      {"busbw", r.busbw_gbs},
+                      {"wrong", r.wrong}};
+  if (r.predicted_us >= 0) j["predicted_us"] = r.predicted_us;
+  if (r.max_link_load >= 0) j["max_link_load"] = r.max_link_load;
+  return j;
+}
+
+void print_header(bool predicted) {
+  std::printf("#\n# %10s %12s %9s %7s %10s %10s %8s %8s %7s%s\n", "size", "count", "type",
+              "redop", "algo", "time", "algbw", "busbw", "#wrong",
+              predicted ? "  predicted  load" : "");
+  std::printf("# %10s %12s %9s %7s %10s %10s %8s %8s %7s%s\n", "(B)", "(elements)", "", "",
+              "", "(us)", "(GB/s)", "(GB/s)", "", predicted ? "       (us)" : "");
+}
+
+void print_row(const exec::BenchmarkRow& r) {
+  const std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+  std::printf("  %10lld %12lld %9s %7s %10s %10.1f %8.3f %8.3f %7s", (long long)r.bytes,
+              (long long)r.count, std::string(kernels::datatype_name(r.dtype)).c_str(),
+              std::string(kernels::reduce_op_name(r.op)).c_str(), r.algo.c_str(), r.time_us,
+              r.algbw_gbs, r.busbw_gbs, wrong.c_str());
+  if (r.predicted_us >= 0) std::printf(" %10.1f %5.1f", r.predicted_us, r.max_link_load);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
+  if (a.ranks > 0 && a.ranks != env.nranks)
+    throw std::invalid_argument("--ranks " + std::to_string(a.ranks) + " but " +
+                                env.size_variable + " says " + std::to_string(env.nranks));
+  if (env.bootstrap.empty())
+    throw std::invalid_argument("rank " + std::to_string(env.rank) + " of " +
+                                std::to_string(env.nranks) +
+                                ": set TOPOCOLL_BOOTSTRAP=host:port (rank 0's address)");
+  const auto root_address = exec::BootstrapAddress::parse(env.bootstrap);
+  std::unique_ptr<exec::BootstrapRoot> root;
+  if (env.rank == 0 && !env.root_served_externally)
+    root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks);
+
+  std::unique_ptr<topo::Topology> topology;
+  if (!a.topo.empty()) {
+    topology = std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+    if (int(topology->endpoints().size()) < env.nranks)
+      throw std::invalid_argument("--topo " + a.topo + " has " +
+                                  std::to_string(topology->endpoints().size()) +
+                                  " endpoints, fewer than " + std::to_string(env.nranks) +
+                                  " ranks");
+  }
+  std::vector<std::string> warnings;
+  const auto options = net::TransportOptions::from_environment(&warnings);
+  std::vector<exec::BenchmarkRow> rows;
+  {
+    exec::BootstrapClient group(root_address, env.rank, env.nranks);
+    exec::SocketHostTransport transport(group, a.bind, options);
+    exec::HostBackend backend(transport);
+    const bool lead = env.rank == 0;
+    if (lead) {
+      for (const auto& w : warnings) std::fprintf(stderr, "topocoll bench: %s\n", w.c_str());
+      std::printf("# topocoll bench: %d ranks, %s, socket transport (%s), first rank on %s\n",
+                  env.nranks, std::string(sched::to_string(a.collective)).c_str(),
+                  options.describe().c_str(), host_name().c_str());
+      if (topology)
+        std::printf("# topology %s: placement and orders from the planner (first %d endpoints)\n",
+                    topology->name().c_str(), env.nranks);
+      std::printf("# check %s; time = mean per iteration on the slowest rank\n",
+                  a.settings.check ? "every iteration" : "off");
+      print_header(topology != nullptr);
+    }
+    exec::BenchmarkBuffers buffers;
+    for (int64_t bytes : a.sizes)
+      for (const auto& algo : a.algos) {
+        PlannedCase pc = plan_case(a, topology.get(), algo, bytes, env.nranks);
+        exec::BenchmarkRow row = exec::measure_collective(pc.schedule, pc.algo, bytes, a.settings,
+                                                          backend, group, buffers);
+        row.predicted_us = pc.predicted_us;
+        row.max_link_load = pc.max_link_load;
+        if (lead) print_row(row);
+        rows.push_back(row);
+      }
+    group.barrier();
+  }
+  int64_t wrong = 0;
+  for (const auto& r : rows) wrong += std::max<int64_t>(0, r.wrong);
+  if (env.rank == 0) {
+    std::printf("# Out of bounds values : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
+    if (!a.json.empty()) {
+      nlohmann::json doc = nlohmann::json::array();
+      for (const auto& r : rows) doc.push_back(row_json(r));
+      std::ofstream out(a.json);
+      if (!out) throw std::runtime_error("cannot write --json " + a.json);
+      out << doc.dump(2) << "\n";
+    }
+  }
+  return wrong ? 1 : 0;
+}
+
+int run_bench(std::span<const std::string> args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+  const BenchArgs a = parse_args(args);
+  if (const auto env = exec::rank_environment_from_env()) return run_rank(a, *env);
+  // No launcher around us: become one.
+  const int ranks = a.ranks > 0 ? a.ranks : 8;
+  std::vector<std::string> child_args = {"bench"};
+  child_args.insert(child_args.end(), args.begin(), args.end());
+  const int rc = exec::launch_local_group(exec::current_executable(), child_args, ranks);
+  if (rc != 0) std::fprintf(stderr, "topocoll bench: a rank exited with status %d\n", rc);
+  return rc;
+}
+
+}  // namespace
+
+TOPOCOLL_COMMAND("bench", "verified collectives across processes, nccl-tests columns", run_bench);
+
+}  // namespace topocoll::cli
