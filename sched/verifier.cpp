@@ -444,22 +444,9 @@ class Verifier {
             break;
           }
           case OpKind::Reduce:
-            if (op.nsrc < 2 || op.nsrc > kMaxReduceInputs)
-              return fail(where(r, st, i, op) + ": reduce needs 2.." + std::to_string(kMaxReduceInputs) +
-                          " sources, has " + std::to_string(op.nsrc));
-            [[fallthrough]];
           case OpKind::Copy:
-          case OpKind::Finalize: {
-            if (op.dst.buf == Buf::Input) return fail(where(r, st, i, op) + ": writes Input");
-            if (!phys(r, op.dst, op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
-            const int n = op.kind == OpKind::Reduce ? op.nsrc : op.kind == OpKind::Copy ? 1 : 0;
-            for (int k = 0; k < n; ++k)
-              if (!phys(r, op.srcs[size_t(k)], op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
-            if (op.kind == OpKind::Finalize && (s_.collective == Collective::AllGather ||
-                                                s_.collective == Collective::AllToAll))
-              return fail(where(r, st, i, op) + ": finalize in a collective without reduction");
-            break;
-          }
+          case OpKind::Finalize:
+            break;  // checked where they run (phase C), which reads each op once
           default:
             return fail(where(r, st, i, op) + ": unknown op kind");
         }
@@ -551,8 +538,36 @@ class Verifier {
     return true;
   }
 
+  // Structure and bounds of a local op.
+  bool check_local(int r, int st, size_t i, const Op& op) {
+    std::string err;
+    Range rg;
+    switch (op.kind) {
+      case OpKind::Reduce:
+        if (op.nsrc < 2 || op.nsrc > kMaxReduceInputs)
+          return fail(where(r, st, i, op) + ": reduce needs 2.." + std::to_string(kMaxReduceInputs) +
+                      " sources, has " + std::to_string(op.nsrc));
+        [[fallthrough]];
+      case OpKind::Copy:
+      case OpKind::Finalize: {
+        if (op.dst.buf == Buf::Input) return fail(where(r, st, i, op) + ": writes Input");
+        if (!phys(r, op.dst, op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
+        const int n = op.kind == OpKind::Reduce ? op.nsrc : op.kind == OpKind::Copy ? 1 : 0;
+        for (int k = 0; k < n; ++k)
+          if (!phys(r, op.srcs[size_t(k)], op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
+        if (op.kind == OpKind::Finalize && (s_.collective == Collective::AllGather ||
+                                            s_.collective == Collective::AllToAll))
+          return fail(where(r, st, i, op) + ": finalize in a collective without reduction");
+        return true;
+      }
+      default:
+        return fail(where(r, st, i, op) + ": unknown op kind");
+    }
+  }
+
   bool local_op(int r, int st, size_t i, const Op& op) {
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) return true;
+    if (!check_local(r, st, i, op)) return false;
     Range dst;
     std::string err;
     phys(r, op.dst, op.count, dst, err);
