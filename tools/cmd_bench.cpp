@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "                      [--coll allreduce|reduce_scatter|allgather|alltoall]\n"
     "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
     "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
+    "                      [--endpoints E0,E1,...]\n"
     "Runs verified collectives across processes over the socket transport and prints\n"
     "nccl-tests' columns (time = mean per iteration on the slowest rank).\n"
     "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
@@ -42,6 +43,7 @@ constexpr const char* kUsage =
     "                process is one rank of that group instead\n"
     "  --topo FILE   placement and rank orders from the planner for the first N endpoints,\n"
     "                and the predicted time next to the measured one\n"
+    "  --endpoints L rank r runs as topology endpoint L[r] (indices or ids) instead\n"
     "  --algos LIST  planner algorithms with --topo (ring, ring-topo, hd, hd-naive, fc,\n"
     "                fc-direct, hier, hier-hd, direct), generators without (default ring,hd)\n"
     "  --sizes A:B   nccl-tests size from A to B, times --factor (default 2); or a list A,B,C\n"
@@ -60,6 +62,7 @@ struct BenchArgs {
   double factor = 2;
   std::string bind;
   std::string json;
+  std::vector<std::string> endpoints;  // explicit placement (indices or endpoint ids)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -130,6 +133,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--seconds") a.settings.target_seconds = std::stod(value());
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();
+    else if (f == "--endpoints") a.endpoints = split(value(), ',');
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
@@ -146,6 +150,26 @@ struct PlannedCase {
   double max_link_load = -1;
 };
 
+std::vector<int> resolve_endpoints(const topo::Topology& t, const std::vector<std::string>& names,
+                                   int nranks) {
+  if (names.empty()) return {};
+  if (int(names.size()) != nranks)
+    throw std::invalid_argument("--endpoints names " + std::to_string(names.size()) +
+                                " endpoints for " + std::to_string(nranks) + " ranks");
+  std::vector<int> out;
+  for (const auto& n : names) {
+    if (auto id = t.find_endpoint_by_id(n)) {
+      out.push_back(*id);
+      continue;
+    }
+    const int index = parse_int("--endpoints", n, 0);
+    if (index >= int(t.endpoints().size()))
+      throw std::invalid_argument("--endpoints: " + n + " is not an endpoint of " + t.name());
+    out.push_back(index);
+  }
+  return out;
+}
+
 PlannedCase plan_case(const BenchArgs& a, const topo::Topology* topology, const std::string& algo,
                       int64_t bytes, int nranks) {
   PlannedCase pc;
@@ -158,6 +182,7 @@ PlannedCase plan_case(const BenchArgs& a, const topo::Topology* topology, const 
   req.elem_size = kernels::datatype_size(a.settings.dtype);
   req.nranks = nranks;
   if (topology) {
+    req.endpoints = resolve_endpoints(*topology, a.endpoints, nranks);
     req.verify = false;  // the plan is checked for real, with data, right after
     req.keep_link_detail = false;
     sched::Plan plan = sched::make_plan(*topology, req);
@@ -230,6 +255,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   std::unique_ptr<topo::Topology> topology;
   if (!a.topo.empty()) {
     topology = std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+    resolve_endpoints(*topology, a.endpoints, env.nranks);  // a bad list fails before the run
     if (int(topology->endpoints().size()) < env.nranks)
       throw std::invalid_argument("--topo " + a.topo + " has " +
                                   std::to_string(topology->endpoints().size()) +
@@ -250,8 +276,10 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                   env.nranks, std::string(sched::to_string(a.collective)).c_str(),
                   options.describe().c_str(), host_name().c_str());
       if (topology)
-        std::printf("# topology %s: placement and orders from the planner (first %d endpoints)\n",
-                    topology->name().c_str(), env.nranks);
+        std::printf("# topology %s: placement and orders from the planner (%s)\n",
+                    topology->name().c_str(),
+                    a.endpoints.empty() ? ("first " + std::to_string(env.nranks) + " endpoints").c_str()
+                                        : "endpoints given");
       std::printf("# check %s; time = mean per iteration on the slowest rank\n",
                   a.settings.check ? "every iteration" : "off");
       print_header(topology != nullptr);
