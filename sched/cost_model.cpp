@@ -8,8 +8,9 @@ namespace topocoll::sched {
 
 using topo::NodeRef;
 
-CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
-                           size_t elem_size, RouteCache& routes, const CostParams& params) {
+ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& placement,
+                                  size_t elem_size, RouteCache& routes, const CostParams& params,
+                                  LinkLoadOptions options) {
   if (placement.nranks() != schedule.nranks)
     throw std::invalid_argument("cost model: placement has " + std::to_string(placement.nranks()) +
                                 " ranks, schedule " + std::to_string(schedule.nranks));
@@ -24,21 +25,48 @@ CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
     latency[l.id] = l.latency_us;
     if (l.to.type == NodeRef::Type::Switch) latency[l.id] += switches[l.to.index].latency_us;
   }
+  const std::vector<int>& ep = placement.endpoint_of_rank;
   StepLinkLoads loads(int(links.size()));
   std::vector<Flow> flows;
   std::vector<PathView> paths;
-  CostEstimate est;
+  ScheduleAnalysis out;
   int nsteps = schedule.num_steps();
-  est.steps.resize(nsteps);
+  out.cost.steps.resize(nsteps);
+  out.load.steps.resize(nsteps);
   for (int s = 0; s < nsteps; ++s) {
-    StepCost& sc = est.steps[s];
-    step_flows(schedule, s, elem_size, flows);
+    StepCost& sc = out.cost.steps[s];
+    StepLoad& sl = out.load.steps[s];
+    bool any_local = false;
+    double worst_bytes = 0;
+    step_flows(schedule, s, elem_size, flows, &worst_bytes, &any_local);
     loads.clear();
-    for (const Flow& f : flows)
-      loads.add(routes, placement.endpoint_of_rank[f.src], placement.endpoint_of_rank[f.dst],
-                double(f.bytes));
     for (const Flow& f : flows) {
-      routes.paths(placement.endpoint_of_rank[f.src], placement.endpoint_of_rank[f.dst], paths);
+      loads.add(routes, ep[f.src], ep[f.dst], double(f.bytes));
+      for (const PathView& p : loads.scratch_paths()) sl.hops += p.hops();
+      sl.bytes += f.bytes;
+      sl.max_flow_bytes = std::max(sl.max_flow_bytes, f.bytes);
+    }
+    sl.flows = int(flows.size());
+    for (int l : loads.touched()) {
+      double fl = loads.flows(l);
+      if (fl > sl.max_load + 1e-9 ||
+          (fl > sl.max_load - 1e-9 && sl.bottleneck_link >= 0 && l < sl.bottleneck_link)) {
+        sl.max_load = std::max(sl.max_load, fl);
+        sl.bottleneck_link = l;
+      }
+      if (options.keep_links) sl.links.push_back(LinkUse{l, fl, loads.bytes(l)});
+    }
+    if (options.keep_links)
+      std::sort(sl.links.begin(), sl.links.end(),
+                [](const LinkUse& x, const LinkUse& y) { return x.link < y.link; });
+    out.load.total_hops += sl.hops;
+    if (sl.max_load > out.load.max_load + 1e-9) {
+      out.load.max_load = sl.max_load;
+      out.load.worst_step = s;
+    }
+
+    for (const Flow& f : flows) {
+      routes.paths(ep[f.src], ep[f.dst], paths);
       double flow_time = 0;
       for (const PathView& p : paths) {
         double b = double(f.bytes) * p.fraction;
@@ -56,26 +84,18 @@ CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
         sc.slowest_flow_dst = f.dst;
       }
     }
-    // Local ops: a Reduce of n inputs reads n buffers; a Copy reads one. The slowest rank
-    // ends the step.
-    bool any_local = false;
-    double worst_bytes = 0;
-    for (const auto& prog : schedule.programs) {
-      if (s >= prog.num_steps()) continue;
-      double bytes = 0;
-      for (const Op& op : prog.step(s)) {
-        if (op.kind == OpKind::Reduce) bytes += double(op.count) * double(elem_size) * op.nsrc;
-        if (op.kind == OpKind::Copy || op.kind == OpKind::Finalize)
-          bytes += double(op.count) * double(elem_size);
-        if (op.kind != OpKind::Send && op.kind != OpKind::Recv) any_local = true;
-      }
-      worst_bytes = std::max(worst_bytes, bytes);
-    }
+    // Local ops: the rank with the most bytes to reduce or copy ends the step.
     sc.reduce_us = worst_bytes * params.gamma_us_per_byte;
     if (!flows.empty() || any_local) sc.time_us = params.alpha_us + sc.transfer_us + sc.reduce_us;
-    est.total_us += sc.time_us;
+    out.cost.total_us += sc.time_us;
   }
-  return est;
+  return out;
+}
+
+CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
+                           size_t elem_size, RouteCache& routes, const CostParams& params) {
+  return analyze_schedule(schedule, placement, elem_size, routes, params, {.keep_links = false})
+      .cost;
 }
 
 double bus_bandwidth_factor(Collective collective, int nranks) {

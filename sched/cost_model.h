@@ -43,6 +43,15 @@ struct CostEstimate {
 CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
                            size_t elem_size, RouteCache& routes, const CostParams& params = {});
 
+// Link loads and cost in one pass over the schedule (what the planner uses).
+struct ScheduleAnalysis {
+  LinkLoad load;
+  CostEstimate cost;
+};
+ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& placement,
+                                  size_t elem_size, RouteCache& routes,
+                                  const CostParams& params = {}, LinkLoadOptions options = {});
+
 // nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md there): allreduce 2(n-1)/n,
 // reduce-scatter, allgather and all-to-all (n-1)/n.
 double bus_bandwidth_factor(Collective collective, int nranks);

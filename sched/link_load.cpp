@@ -12,22 +12,38 @@ using topo::SwitchRole;
 
 RouteCache::RouteCache(const topo::Topology& topology) : topology_(topology) {
   const auto& eps = topology.endpoints();
-  access_up_.assign(eps.size(), -1);
-  access_down_.assign(eps.size(), -1);
+  const size_t n = eps.size();
+  access_up_.assign(n, -1);
+  access_down_.assign(n, -1);
+  attach_.assign(n, -1);
+  host_.assign(n, -1);
+  group_.assign(n, -1);
   for (const auto& l : topology.links()) {
     if (l.kind != LinkKind::Access) continue;
     if (l.from.type == NodeRef::Type::Endpoint) access_up_[l.from.index] = l.id;
     if (l.to.type == NodeRef::Type::Endpoint) access_down_[l.to.index] = l.id;
   }
   num_switches_ = int(topology.switches().size());
-  group_of_switch_.assign(num_switches_, -1);
-  for (int s = 0; s < num_switches_; ++s) {
-    SwitchRole role = topology.switches()[s].role;
-    if (role == SwitchRole::Upper) group_of_switch_[s] = 0;
-    if (role == SwitchRole::Lower) group_of_switch_[s] = 1;
+  for (size_t e = 0; e < n; ++e) {
+    attach_[e] = eps[e].attach_switch;
+    host_[e] = eps[e].host_index;
+    if (attach_[e] >= 0) {
+      SwitchRole role = topology.switches()[attach_[e]].role;
+      group_[e] = role == SwitchRole::Upper ? 0 : role == SwitchRole::Lower ? 1 : -1;
+    }
   }
-  if (topology.kind() == topo::TopologyKind::BiGraph)
-    switch_pair_.assign(size_t(num_switches_) * num_switches_, -1);
+  if (topology.kind() == topo::TopologyKind::BiGraph) {
+    switch_pair_.resize(size_t(num_switches_) * num_switches_);
+    // Between the groups the route is NIC, the one cable between the two switches, NIC
+    // (Topology::route_bigraph); the cable is looked up here once for all pairs.
+    for (const auto& l : topology.links())
+      if (l.kind == LinkKind::InterGroup && l.from.type == NodeRef::Type::Switch &&
+          l.to.type == NodeRef::Type::Switch) {
+        SwitchPair& sp = switch_pair_[size_t(l.from.index) * num_switches_ + l.to.index];
+        sp.state = 1;
+        sp.link = l.id;
+      }
+  }
 }
 
 RouteCache::Stored RouteCache::store(const std::vector<topo::Path>& route, int strip_head,
@@ -47,73 +63,73 @@ RouteCache::Stored RouteCache::store(const std::vector<topo::Path>& route, int s
   return s;
 }
 
+void RouteCache::append(const Stored& stored, int head, int tail,
+                        std::vector<PathView>& out) const {
+  for (uint32_t i = 0; i < stored.num_paths; ++i) {
+    const StoredPath& sp = stored_paths_[stored.first_path + i];
+    out.push_back(PathView{head, std::span<const int>(stored_links_.data() + sp.offset, sp.size),
+                           tail, sp.fraction});
+  }
+}
+
 void RouteCache::paths(int src, int dst, std::vector<PathView>& out) {
   out.clear();
   if (src == dst) return;
-  const auto& eps = topology_.endpoints();
-  const auto& a = eps[src];
-  const auto& b = eps[dst];
-  int head = -1, tail = -1;
-  Stored stored;
-  bool found = false;
   // BiGraph cross-group routes are unique (NIC up, one inter-group link, NIC down); their
   // middle depends only on the two switches, so it is kept per switch pair.
-  if (!switch_pair_.empty() && a.host_index != b.host_index && a.attach_switch >= 0 &&
-      b.attach_switch >= 0 && access_up_[src] >= 0 && access_down_[dst] >= 0 &&
-      group_of_switch_[a.attach_switch] >= 0 && group_of_switch_[b.attach_switch] >= 0 &&
-      group_of_switch_[a.attach_switch] != group_of_switch_[b.attach_switch]) {
-    size_t key = size_t(a.attach_switch) * num_switches_ + b.attach_switch;
-    int64_t& slot = switch_pair_[key];
-    if (slot == -1) {
+  if (!switch_pair_.empty() && host_[src] != host_[dst] && group_[src] >= 0 &&
+      group_[dst] >= 0 && group_[src] != group_[dst] && access_up_[src] >= 0 &&
+      access_down_[dst] >= 0) {
+    SwitchPair& sp = switch_pair_[size_t(attach_[src]) * num_switches_ + attach_[dst]];
+    if (sp.state == -1) {
       auto route = topology_.route(src, dst);
       bool shaped = !route.empty();
       for (const auto& p : route)
         shaped = shaped && p.links.size() >= 2 && p.links.front() == access_up_[src] &&
                  p.links.back() == access_down_[dst];
       if (shaped) {
-        slot = int64_t(switch_pair_stored_.size());
-        switch_pair_stored_.push_back(store(route, 1, 1));
+        sp.stored = store(route, 1, 1);
+        sp.state = 0;
       } else {
-        slot = -2;  // not the expected shape: fall back to per-pair routes for this pair
+        sp.state = -2;  // not the expected shape: per-pair routes for this switch pair
       }
     }
-    if (slot >= 0) {
-      stored = switch_pair_stored_[size_t(slot)];
-      head = access_up_[src];
-      tail = access_down_[dst];
-      found = true;
+    if (sp.state == 1) {
+      out.push_back(PathView{access_up_[src], std::span<const int>(&sp.link, 1),
+                             access_down_[dst], 1.0});
+      return;
+    }
+    if (sp.state == 0) {
+      append(sp.stored, access_up_[src], access_down_[dst], out);
+      return;
     }
   }
-  if (!found) {
-    uint64_t key = (uint64_t(uint32_t(src)) << 32) | uint32_t(dst);
-    auto it = pairs_.find(key);
-    if (it == pairs_.end()) {
-      auto route = topology_.route(src, dst);
-      it = pairs_.emplace(key, store(route, 0, 0)).first;
-    }
-    stored = it->second;
-  }
-  for (uint32_t i = 0; i < stored.num_paths; ++i) {
-    const StoredPath& sp = stored_paths_[stored.first_path + i];
-    PathView v;
-    v.head = head;
-    v.tail = tail;
-    v.body = std::span<const int>(stored_links_.data() + sp.offset, sp.size);
-    v.fraction = sp.fraction;
-    out.push_back(v);
-  }
+  uint64_t key = (uint64_t(uint32_t(src)) << 32) | uint32_t(dst);
+  auto it = pairs_.find(key);
+  if (it == pairs_.end()) it = pairs_.emplace(key, store(topology_.route(src, dst), 0, 0)).first;
+  append(it->second, -1, -1, out);
 }
 
-void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out) {
+void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out,
+                double* local_bytes, bool* any_local) {
   out.clear();
+  if (local_bytes) *local_bytes = 0;
+  if (any_local) *any_local = false;
   for (int r = 0; r < int(schedule.programs.size()); ++r) {
     const auto& prog = schedule.programs[r];
     if (step >= prog.num_steps()) continue;
     // Several sends to one peer in one step (ranges split into runs) are one flow.
     size_t first = out.size();
     bool sorted = true;
+    double local = 0;
     for (const Op& op : prog.step(step)) {
-      if (op.kind != OpKind::Send) continue;
+      if (op.kind != OpKind::Send) {
+        if (op.kind != OpKind::Recv) {
+          local += double(op.count) * double(elem_size) * (op.kind == OpKind::Reduce ? op.nsrc : 1);
+          if (any_local) *any_local = true;
+        }
+        continue;
+      }
       if (out.size() > first && out.back().dst == op.peer) {
         out.back().bytes += op.count * int64_t(elem_size);
         continue;
@@ -121,6 +137,7 @@ void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vecto
       if (out.size() > first && out.back().dst > op.peer) sorted = false;
       out.push_back(Flow{r, op.peer, op.count * int64_t(elem_size)});
     }
+    if (local_bytes) *local_bytes = std::max(*local_bytes, local);
     if (sorted) continue;
     std::sort(out.begin() + first, out.end(),
               [](const Flow& a, const Flow& b) { return a.dst < b.dst; });
@@ -135,15 +152,10 @@ void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vecto
   }
 }
 
-StepLinkLoads::StepLinkLoads(int num_links)
-    : flows_(num_links, 0.0), bytes_(num_links, 0.0), portions_(num_links, 0) {}
+StepLinkLoads::StepLinkLoads(int num_links) : links_(num_links) {}
 
 void StepLinkLoads::clear() {
-  for (int l : touched_) {
-    flows_[l] = 0;
-    bytes_[l] = 0;
-    portions_[l] = 0;
-  }
+  for (int l : touched_) links_[l] = Totals{};
   touched_.clear();
 }
 
@@ -151,10 +163,11 @@ void StepLinkLoads::add(RouteCache& routes, int src, int dst, double bytes) {
   routes.paths(src, dst, paths_);
   for (const PathView& p : paths_) {
     p.for_each_link([&](int l) {
-      if (portions_[l] == 0) touched_.push_back(l);
-      flows_[l] += p.fraction;
-      bytes_[l] += bytes * p.fraction;
-      portions_[l] += 1;
+      Totals& t = links_[l];
+      if (t.portions == 0) touched_.push_back(l);
+      t.flows += p.fraction;
+      t.bytes += bytes * p.fraction;
+      t.portions += 1;
     });
   }
 }

@@ -53,17 +53,24 @@ class RouteCache {
     uint32_t offset = 0, size = 0;
     double fraction = 1.0;
   };
+  // BiGraph switch pair: -1 not routed yet, -2 not the regular shape (route per pair),
+  // else the stored body.
+  struct SwitchPair {
+    int32_t state = -1;  // 1: the direct inter-group cable `link` is the whole body
+    int32_t link = -1;
+    Stored stored;
+  };
   Stored store(const std::vector<topo::Path>& route, int strip_head, int strip_tail);
+  void append(const Stored& stored, int head, int tail, std::vector<PathView>& out) const;
 
   const topo::Topology& topology_;
-  std::vector<int> access_up_, access_down_;  // BiGraph NIC link of each endpoint, -1 if none
-  std::vector<int> group_of_switch_;          // 0 upper, 1 lower, -1 other
+  // Per endpoint, compact (the Endpoint records are large): NIC links, switch, host, group.
+  std::vector<int> access_up_, access_down_, attach_, host_, group_;
   int num_switches_ = 0;
-  std::vector<int64_t> switch_pair_;          // BiGraph cross-group bodies, -1 = not yet
+  std::vector<SwitchPair> switch_pair_;
   std::unordered_map<uint64_t, Stored> pairs_;
   std::vector<StoredPath> stored_paths_;
   std::vector<int> stored_links_;
-  std::vector<Stored> switch_pair_stored_;
 };
 
 // One Send of one step, between communicator ranks.
@@ -74,26 +81,34 @@ struct Flow {
 
 // The flows of step `step` of a schedule, by source rank then destination: all sends from
 // one rank to one peer in the step form one flow (`out` is reused).
-void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out);
+// `local_bytes` (optional) receives the most bytes one rank's local ops read in the step
+// (a Reduce of n inputs reads n x count elements, a Copy or Finalize count), and
+// `any_local` whether any rank has a local op.
+void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vector<Flow>& out,
+                double* local_bytes = nullptr, bool* any_local = nullptr);
 
-// Per-link totals of one step, in dense arrays indexed by link id (reused across steps; only
-// the touched links are reset).
+// Per-link totals of one step, in one flat array indexed by link id (reused across steps;
+// only the touched links are reset).
 class StepLinkLoads {
  public:
   explicit StepLinkLoads(int num_links);
   void clear();
-  // Adds one flow between endpoints over all of its paths.
+  // Adds one flow between endpoints over all of its paths; its paths stay in
+  // scratch_paths() until the next call.
   void add(RouteCache& routes, int src_endpoint, int dst_endpoint, double bytes);
 
-  double flows(int link) const { return flows_[link]; }   // fractional flows
-  int portions(int link) const { return portions_[link]; } // path portions (integer)
-  double bytes(int link) const { return bytes_[link]; }
+  double flows(int link) const { return links_[link].flows; }     // fractional flows
+  int portions(int link) const { return links_[link].portions; }  // path portions
+  double bytes(int link) const { return links_[link].bytes; }
   const std::vector<int>& touched() const { return touched_; }
   std::vector<PathView>& scratch_paths() { return paths_; }
 
  private:
-  std::vector<double> flows_, bytes_;
-  std::vector<int> portions_;
+  struct Totals {
+    double flows = 0, bytes = 0;
+    int portions = 0;
+  };
+  std::vector<Totals> links_;
   std::vector<int> touched_;
   std::vector<PathView> paths_;
 };

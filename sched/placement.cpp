@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -114,33 +115,34 @@ int group_of(const Topology& t, int endpoint) {
 using GroupedRanks = std::array<std::vector<std::vector<int>>, 2>;
 bool group_ranks(const Topology& t, const Placement& p, GroupedRanks& out) {
   if (t.kind() != topo::TopologyKind::BiGraph) return false;
-  std::array<std::map<int, std::vector<std::pair<int, int>>>, 2> by_switch;  // index_in_role
+  // Ranks per switch in endpoint order, then the used switches of each group compacted in
+  // index_in_role order.
+  std::vector<std::vector<std::pair<int, int>>> by_switch(t.switches().size());
   for (int r = 0; r < p.nranks(); ++r) {
     int e = p.endpoint_of_rank[r];
-    int g = group_of(t, e);
-    if (g < 0) return false;
-    int sw = t.endpoints()[e].attach_switch;
-    by_switch[g][t.switches()[sw].index_in_role * 1 + 0].emplace_back(e, r);
+    if (group_of(t, e) < 0) return false;
+    by_switch[t.endpoints()[e].attach_switch].emplace_back(e, r);
+  }
+  std::array<std::vector<std::pair<int, int>>, 2> used;  // (index_in_role, switch)
+  for (int sw = 0; sw < int(by_switch.size()); ++sw) {
+    if (by_switch[sw].empty()) continue;
+    int g = t.switches()[sw].role == SwitchRole::Upper ? 0 : 1;
+    used[g].emplace_back(t.switches()[sw].index_in_role, sw);
   }
   for (int g = 0; g < 2; ++g) {
+    std::sort(used[g].begin(), used[g].end());
     out[g].clear();
-    for (auto& [sw, list] : by_switch[g]) {
+    for (auto [idx, sw] : used[g]) {
+      auto& list = by_switch[sw];
       std::sort(list.begin(), list.end());
       std::vector<int> ranks;
-      for (auto& [e, r] : list) ranks.push_back(r);
+      ranks.reserve(list.size());
+      for (auto [e, r] : list) ranks.push_back(r);
       out[g].push_back(std::move(ranks));
     }
   }
   return true;
 }
-
-struct Evaluator {
-  const Topology& t;
-  const Placement& p;
-  RouteCache routes;
-  std::vector<PathView> paths;
-  explicit Evaluator(const Topology& topo, const Placement& pl) : t(topo), p(pl), routes(topo) {}
-};
 
 }  // namespace
 
@@ -150,17 +152,25 @@ static double pattern_lower_bound(const Topology& t, const Placement& p, const P
   // its host when it talks to more distinct peers than its host has other ranks.
   int max_host = 1;
   {
-    std::map<int, int> per_host;
-    for (int e : p.endpoint_of_rank) max_host = std::max(max_host, ++per_host[t.endpoints()[e].host_index]);
+    std::vector<int> per_host(t.hosts().size() + 1, 0);
+    for (int e : p.endpoint_of_rank) {
+      int h = t.endpoints()[e].host_index;
+      max_host = std::max(max_host, ++per_host[h < 0 ? t.hosts().size() : size_t(h)]);
+    }
   }
-  std::vector<std::vector<int>> peers(p.nranks());
-  for (const auto& st : pattern)
-    for (auto [a, b] : st.pairs) peers[a].push_back(b);
   bool must_leave = false;
-  for (auto& list : peers) {
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-    if (int(list.size()) > max_host - 1) must_leave = true;
+  if (max_host == 1) {
+    for (const auto& st : pattern)
+      for (auto [a, b] : st.pairs) must_leave = must_leave || a != b;
+  } else {
+    std::vector<std::vector<int>> peers(p.nranks());
+    for (const auto& st : pattern)
+      for (auto [a, b] : st.pairs) peers[a].push_back(b);
+    for (auto& list : peers) {
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      if (int(list.size()) > max_host - 1) must_leave = true;
+    }
   }
   if (!must_leave) return 0;
   int max_degree = 1;
@@ -176,12 +186,14 @@ static double pattern_lower_bound(const Topology& t, const Placement& p, const P
 }
 
 RankOrder evaluate_order(const Topology& t, const Placement& p, const Pattern& pattern,
-                         std::vector<int> rank_of_virtual) {
+                         std::vector<int> rank_of_virtual, RouteCache* shared_routes) {
   RankOrder out;
   out.rank_of_virtual = std::move(rank_of_virtual);
-  RouteCache routes(t);
+  std::optional<RouteCache> own;
+  RouteCache& routes = shared_routes ? *shared_routes : own.emplace(t);
   StepLinkLoads loads(int(t.links().size()));
-  const auto& links = t.links();
+  std::vector<char> counted(t.links().size());
+  for (const auto& l : t.links()) counted[l.id] = counts(l);
   for (const auto& st : pattern) {
     loads.clear();
     for (auto [a, b] : st.pairs) {
@@ -189,10 +201,10 @@ RankOrder evaluate_order(const Topology& t, const Placement& p, const Pattern& p
       int eb = p.endpoint_of_rank[out.rank_of_virtual[b]];
       loads.add(routes, ea, eb, 1.0);
       for (const auto& path : loads.scratch_paths())
-        path.for_each_link([&](int l) { out.total_hops += counts(links[l]) ? 1 : 0; });
+        path.for_each_link([&](int l) { out.total_hops += counted[l]; });
     }
     for (int l : loads.touched())
-      if (counts(links[l])) out.max_load = std::max(out.max_load, loads.flows(l));
+      if (counted[l]) out.max_load = std::max(out.max_load, loads.flows(l));
   }
   out.lower_bound = pattern_lower_bound(t, p, pattern);
   return out;
@@ -464,14 +476,17 @@ RankOrder search_order(const Topology& t, const Placement& p, const Pattern& pat
   return search_from(t, p, pattern, max_swaps, {});
 }
 
-RankOrder hd_order(const Topology& t, const Placement& p, double bytes) {
-  Pattern pattern = halving_doubling_pattern(p.nranks(), bytes);
+RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes) {
   std::vector<int> order;
   double bound = 0;
   bool fits = closed_form_order(t, p, order, bound);
-  if (fits && !alone_on_host(t, p)) return search_from(t, p, pattern, 0, {order});
-  if (fits) {
-    RankOrder r = evaluate_order(t, p, pattern, std::move(order));
+  if (fits && alone_on_host(t, p)) {
+    // The doubling steps repeat the halving steps' pairs, so the halving steps are measured
+    // and their hops counted twice.
+    Pattern halving = halving_doubling_pattern(p.nranks(), bytes);
+    halving.resize(halving.size() / 2);
+    RankOrder r = evaluate_order(t, p, halving, std::move(order), routes);
+    r.total_hops *= 2;
     r.closed_form = true;
     // Every HD pair of this order is cross-group and each switch sends E flows per step
     // over S inter-group links, so max(1, E/S) bounds every order of this shape that keeps
@@ -479,6 +494,8 @@ RankOrder hd_order(const Topology& t, const Placement& p, double bytes) {
     r.lower_bound = std::max(r.lower_bound, bound);
     return r;
   }
+  Pattern pattern = halving_doubling_pattern(p.nranks(), bytes);
+  if (fits) return search_from(t, p, pattern, 0, {order});
   return search_order(t, p, pattern);
 }
 

@@ -20,6 +20,8 @@
 
 namespace topocoll::sched {
 
+class RouteCache;  // sched/link_load.h
+
 // How a communicator rank knows itself: the host name and CUDA device index it reports.
 struct RankLocation {
   std::string host;
@@ -64,8 +66,9 @@ struct RankOrder {
 
 // HD order for the placement: closed form on a full power-of-two BiGraph, search otherwise.
 // `bytes` only weights the steps in the search (largest-data steps get the host-fabric pairs).
+// `routes` (optional) shares the route cache with the link-load analysis that follows.
 RankOrder hd_order(const topo::Topology& topology, const Placement& placement,
-                   double bytes = 1 << 20);
+                   double bytes = 1 << 20, RouteCache* routes = nullptr);
 
 // The search alone (greedy construction, then pairwise swaps evaluated incrementally),
 // minimising the worst per-step link load, then the byte-weighted per-step loads, then hops.
@@ -75,7 +78,8 @@ RankOrder search_order(const topo::Topology& topology, const Placement& placemen
 
 // Evaluates an order against a pattern (worst load, hops); fills the RankOrder fields.
 RankOrder evaluate_order(const topo::Topology& topology, const Placement& placement,
-                         const Pattern& pattern, std::vector<int> rank_of_virtual);
+                         const Pattern& pattern, std::vector<int> rank_of_virtual,
+                         RouteCache* routes = nullptr);
 
 // Ring orders (position i sends to position i+1).
 std::vector<int> rank_order_ring(int nranks);

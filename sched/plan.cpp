@@ -120,7 +120,7 @@ int group_size_for(const Topology& t, const Placement& p) {
 }
 
 Generated generate(const Topology& t, const Placement& p, Collective c, const std::string& algo,
-                   int64_t count, double bytes) {
+                   int64_t count, double bytes, RouteCache& routes) {
   int n = p.nranks();
   Generated g;
   auto need = [&](bool ok, const std::string& why) {
@@ -144,7 +144,7 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
     if (algo == "hd-naive" || n < 2) {
       g.order = rank_order_ring(n);
     } else if (std::has_single_bit(unsigned(n))) {
-      g.quality = hd_order(t, p, bytes);
+      g.quality = hd_order(t, p, bytes, &routes);
       g.order = g.quality.rank_of_virtual;
     } else {
       // Non-power-of-two: the MPICH pre/post steps belong to the pattern too.
@@ -212,8 +212,10 @@ const std::vector<std::string>& auto_candidates(Collective c) {
 void finish(const Topology& t, const PlanRequest& r, Plan& plan, RouteCache& routes) {
   LinkLoadOptions options;
   options.keep_links = r.keep_link_detail;
-  plan.link_load = analyze_link_load(plan.schedule, plan.placement, r.elem_size, routes, options);
-  plan.cost = estimate_cost(plan.schedule, plan.placement, r.elem_size, routes, r.cost);
+  ScheduleAnalysis a =
+      analyze_schedule(plan.schedule, plan.placement, r.elem_size, routes, r.cost, options);
+  plan.link_load = std::move(a.load);
+  plan.cost = std::move(a.cost);
   plan.predicted_us = plan.cost.total_us;
   plan.busbw_gbs = busbw_gbs(r.collective, plan.placement.nranks(), double(r.bytes),
                              plan.predicted_us);
@@ -256,7 +258,7 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
   if (r.algo != "auto") {
     Generated g;
     try {
-      g = generate(t, plan.placement, r.collective, r.algo, count, double(r.bytes));
+      g = generate(t, plan.placement, r.collective, r.algo, count, double(r.bytes), routes);
     } catch (const NotApplicable& e) {
       throw std::invalid_argument(std::string("algo: ") + e.what());
     }
@@ -276,13 +278,12 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
     PlanCandidate c;
     c.algo = algo;
     try {
-      Generated g = generate(t, plan.placement, r.collective, algo, count, double(r.bytes));
-      LinkLoad ll = analyze_link_load(g.schedule, plan.placement, r.elem_size, routes,
-                                      {.keep_links = false});
-      CostEstimate ce = estimate_cost(g.schedule, plan.placement, r.elem_size, routes, r.cost);
+      Generated g = generate(t, plan.placement, r.collective, algo, count, double(r.bytes), routes);
+      ScheduleAnalysis a = analyze_schedule(g.schedule, plan.placement, r.elem_size, routes,
+                                            r.cost, {.keep_links = false});
       c.applicable = true;
-      c.predicted_us = ce.total_us;
-      c.max_link_load = ll.max_load;
+      c.predicted_us = a.cost.total_us;
+      c.max_link_load = a.load.max_load;
       if (best < 0 || c.predicted_us < plan.candidates[best].predicted_us - 1e-9) {
         best = int(plan.candidates.size());
         kept.clear();

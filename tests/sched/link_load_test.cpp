@@ -106,6 +106,35 @@ TEST(LinkLoad, SummaryWithoutDetail) {
   for (const auto& st : load.steps) EXPECT_TRUE(st.links.empty());
 }
 
+// The cache takes BiGraph cross-group bodies from the cable table; it must agree with
+// Topology::route() for every pair.
+TEST(LinkLoad, RouteCacheAgreesWithRoute) {
+  topo::BiGraphShape multi;
+  multi.gpus_per_server = 4;
+  topo::NapShape nap;
+  nap.packages = 4;
+  nap.nodes_per_package = 4;
+  nap.local_switches = 2;
+  nap.torus = {2, 2};
+  for (const Topology& t : {bigraph32(), topo::generate_bigraph(multi), topo::generate_nap(nap)}) {
+    RouteCache cache(t);
+    std::vector<PathView> views;
+    int n = int(t.endpoints().size());
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        auto expect = t.route(a, b);
+        cache.paths(a, b, views);
+        ASSERT_EQ(views.size(), expect.size()) << a << "->" << b;
+        for (size_t i = 0; i < views.size(); ++i) {
+          std::vector<int> got;
+          views[i].for_each_link([&](int l) { got.push_back(l); });
+          EXPECT_EQ(got, expect[i].links) << t.name() << " " << a << "->" << b;
+          EXPECT_DOUBLE_EQ(views[i].fraction, expect[i].fraction);
+        }
+      }
+  }
+}
+
 TEST(LinkLoad, RejectsMismatchedPlacement) {
   Topology t = bigraph32();
   Schedule s = testing::pattern_schedule(32, halving_doubling_pattern(32, 1), 1);
