@@ -23,6 +23,7 @@ constexpr Entry kEntries[] = {
     {"ring", Collective::AllReduce, &ring_allreduce},
     {"ring", Collective::ReduceScatter, &ring_reduce_scatter},
     {"ring", Collective::AllGather, &ring_allgather},
+    {"ring", Collective::AllToAll, &ring_all_to_all},
     {"hd", Collective::AllReduce, &hd_allreduce},
     {"hd", Collective::ReduceScatter, &hd_reduce_scatter},
     {"hd", Collective::AllGather, &hd_allgather},

@@ -1,5 +1,6 @@
 // Generator registry: algorithm name + collective -> schedule.
-//   "ring"       ring allreduce / reduce-scatter / allgather        (sched/ring.h)
+//   "ring"       ring allreduce / reduce-scatter / allgather        (sched/ring.h);
+//                store-and-forward ring all-to-all                   (sched/all_to_all.h)
 //   "hd"         halving-doubling, all three                         (sched/halving_doubling.h)
 //   "fc"         NAP whole-vector log-step allreduce and allgather;
 //                direct all-to-all                                   (sched/nap_log_step.h)

@@ -22,6 +22,8 @@ TEST(AllToAll, VerifiesForRankCountsTo257) {
     for (int64_t c : {0, 1, 3}) {
       const Schedule s = direct_all_to_all(N, c);
       expect_verified(s, name(s));
+      const Schedule t = ring_all_to_all(N, c);
+      expect_verified(t, name(t));
     }
   for (int N : {64, 256, 512}) expect_verified(direct_all_to_all(N, 2), "direct all-to-all P=" + std::to_string(N));
 }
@@ -42,6 +44,24 @@ TEST(AllToAll, StepIPairsDistanceI) {
       }
 }
 
+TEST(AllToAll, RingForwardsBetweenNeighboursOnly) {
+  const int N = 8;
+  const Schedule s = ring_all_to_all(N, 4);
+  ASSERT_EQ(s.num_steps(), N - 1);
+  for (int r = 0; r < N; ++r)
+    for (const Op& op : s.programs[size_t(r)].ops) {
+      if (op.kind == OpKind::Send) {
+        EXPECT_EQ(op.peer, (r + 1) % N);
+      }
+      if (op.kind == OpKind::Recv) {
+        EXPECT_EQ(op.peer, (r + N - 1) % N);
+      }
+    }
+  const VerifyResult v = verify(s);
+  ASSERT_TRUE(v.ok) << v.error;
+  EXPECT_EQ(v.stats.total_send_elems, int64_t(N) * N * (N - 1) / 2 * 4);  // N(N-1)/2 blocks per link
+}
+
 TEST(AllToAll, FollowsTheOrderAndRefusesInPlace) {
   const int N = 10;
   std::vector<int> order(static_cast<size_t>(N));
@@ -49,6 +69,8 @@ TEST(AllToAll, FollowsTheOrderAndRefusesInPlace) {
   std::shuffle(order.begin(), order.end(), std::mt19937(5));
   const Schedule s = direct_all_to_all(N, 6, order);
   expect_verified(s, name(s));
+  const Schedule t = ring_all_to_all(N, 6, order);
+  expect_verified(t, name(t));
   VerifyOptions o;
   o.aliasing = Aliasing::InPlace;
   EXPECT_FALSE(verify(s, o).ok);

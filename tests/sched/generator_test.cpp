@@ -17,7 +17,8 @@ TEST(Generator, ListsWhatItGenerates) {
   EXPECT_TRUE(is_supported("fc", Collective::AllGather));
   EXPECT_TRUE(is_supported("fc", Collective::AllToAll));
   EXPECT_FALSE(is_supported("fc", Collective::ReduceScatter));
-  EXPECT_FALSE(is_supported("ring", Collective::AllToAll));
+  EXPECT_TRUE(is_supported("ring", Collective::AllToAll));
+  EXPECT_FALSE(is_supported("hd", Collective::AllToAll));
   EXPECT_FALSE(is_supported("nonsense", Collective::AllReduce));
 }
 
