@@ -34,52 +34,54 @@ TOPOCOLL_HD float bits_float(std::uint32_t u) {
 // Decodes a narrow float with E exponent bits and M mantissa bits (bias 2^(E-1)-1).
 // HasInf: the all-ones exponent means inf/NaN (IEEE style). Otherwise only the all-ones
 // pattern (E4M3's S.1111.111) is NaN and the top exponent holds finite values.
+// Branch-free so loops over it vectorise: normal values only need the exponent rebiased (an
+// integer add); subnormals are mantissa * 2^(1-bias-M), exact in float. No float subnormal
+// is ever an operand (those are slow on x86).
 template <int E, int M, bool HasInf>
 TOPOCOLL_HD float narrow_to_float(std::uint32_t bits) {
   constexpr int bias = (1 << (E - 1)) - 1;
-  constexpr std::uint32_t exp_max = (1u << E) - 1;
-  const std::uint32_t sign = (bits >> (E + M)) & 1u;
-  const std::uint32_t exp = (bits >> M) & exp_max;
-  const std::uint32_t man = bits & ((1u << M) - 1);
-  std::uint32_t out;
-  if (HasInf && exp == exp_max) {
-    out = 0x7F800000u | (man ? (0x00400000u | (man << (23 - M))) : 0u);  // inf or quiet NaN
-  } else if (!HasInf && exp == exp_max && man == (1u << M) - 1) {
-    out = 0x7FC00000u;
-  } else if (exp == 0) {
-    // Subnormal (or zero): man * 2^(1-bias-M) is exact in float for every format here.
-    const float scale = bits_float(static_cast<std::uint32_t>(127 + 1 - bias - M) << 23);
-    out = float_bits(static_cast<float>(man) * scale);
+  constexpr std::uint32_t magnitude_mask = (1u << (E + M)) - 1;
+  constexpr std::uint32_t exp_all = ((1u << E) - 1) << M;
+  const std::uint32_t sign = ((bits >> (E + M)) & 1u) << 31;
+  const std::uint32_t em = bits & magnitude_mask;
+  const std::uint32_t normal = (em << (23 - M)) + (static_cast<std::uint32_t>(127 - bias) << 23);
+  const float subnormal_scale = bits_float(static_cast<std::uint32_t>(128 - bias - M) << 23);
+  const std::uint32_t subnormal = float_bits(static_cast<float>(em) * subnormal_scale);
+  std::uint32_t out = em < (1u << M) ? subnormal : normal;
+  if constexpr (HasInf) {
+    // inf, or a quiet NaN keeping the payload
+    const std::uint32_t special = 0x7F800000u | (em << (23 - M)) | (em > exp_all ? 0x00400000u : 0u);
+    out = em >= exp_all ? special : out;
   } else {
-    out = ((exp + 127u - bias) << 23) | (man << (23 - M));
+    out = em == magnitude_mask ? 0x7FC00000u : out;
   }
-  return bits_float(out | (sign << 31));
+  return bits_float(out | sign);
 }
 
 // Rounds a float to nearest-even in a narrow format (E, M as above) whose subnormals lie in the
 // normal range of float (true for float16 and both fp8 formats; bfloat16 has its own below).
-// Overflow gives inf_bits (unsaturated) or max_finite (SatFinite).
+// Overflow gives Overflow (inf, or max finite for SatFinite); NaN gives the canonical NaN.
 template <int E, int M, std::uint32_t MaxFinite, std::uint32_t Overflow, std::uint32_t NaN>
 TOPOCOLL_HD std::uint32_t float_to_narrow(float f) {
   constexpr int bias = (1 << (E - 1)) - 1;
   const std::uint32_t u = float_bits(f);
   const std::uint32_t sign = (u >> 31) << (E + M);
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return NaN;
-  const int e = static_cast<int>(a >> 23) - 127;
-  // Below half the smallest subnormal (2^(-bias-M)); the exact half ties to even, i.e. zero.
-  if (e < -bias - M) return sign;
-  const std::uint32_t mant = (a & 0x007FFFFFu) | 0x00800000u;
-  int shift = 23 - M;
-  if (e < 1 - bias) shift += (1 - bias) - e;  // target subnormal: drop more bits (shift <= 24)
-  std::uint32_t q = mant >> shift;
-  const std::uint32_t rem = mant & ((1u << shift) - 1u);
-  const std::uint32_t half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (q & 1u))) ++q;
-  // A carry out of the mantissa bumps the exponent field, which is the correct result.
-  std::uint32_t r = e >= 1 - bias ? (static_cast<std::uint32_t>(e + bias - 1) << M) + q : q;
-  if (r > MaxFinite) r = Overflow;
-  return r | sign;
+  // Both paths are computed and one selected, so loops over this vectorise.
+  // Below the smallest normal 2^(1-bias): add a magic number whose float ulp is the smallest
+  // subnormal, so the float adder rounds (to nearest even); the low bits are the code.
+  constexpr std::uint32_t magic = static_cast<std::uint32_t>(128 - bias + 23 - M) << 23;
+  const float tiny = bits_float(a < (static_cast<std::uint32_t>(128 - bias) << 23) ? a : 0u);
+  const std::uint32_t sub = float_bits(tiny + bits_float(magic)) - magic;
+  // Normal: rebias the exponent and round the dropped 23-M bits to nearest even; a carry out of
+  // the mantissa correctly bumps the exponent (up to overflow, caught below).
+  const std::uint32_t odd = (a >> (23 - M)) & 1u;
+  const std::uint32_t normal =
+      (a - (static_cast<std::uint32_t>(127 - bias) << 23) + ((1u << (22 - M)) - 1u) + odd) >>
+      (23 - M);
+  std::uint32_t r = a < (static_cast<std::uint32_t>(128 - bias) << 23) ? sub : normal;
+  r = r > MaxFinite ? Overflow : r;
+  return a > 0x7F800000u ? NaN : r | sign;
 }
 
 TOPOCOLL_HD float half_to_float(std::uint16_t h) { return narrow_to_float<5, 10, true>(h); }

@@ -17,10 +17,37 @@ namespace {
 // source, and each inner loop is a plain vectorisable pass over contiguous arrays.
 constexpr std::size_t kBlockBytes = 8192;
 
+// Narrow floats (float16, bfloat16, fp8) under Sum/Prod: the same steps as apply_op (widen,
+// op in float, round back after every step) split into separate passes over raw bit arrays
+// (decode, op, encode), each a branch-free loop the compiler vectorises.
+template <class T, ReduceOp Op>
+void reduce_narrow_block(T* out, const T* const* in, int nsrc, std::size_t n) {
+  using N = NarrowFloat<T>;
+  using Raw = decltype(T::bits);
+  constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
+  float acc[kBlock], x[kBlock];
+  Raw bits[kBlock];
+  const Raw* s0 = reinterpret_cast<const Raw*>(in[0]);
+  for (std::size_t i = 0; i < n; ++i) acc[i] = N::to_float(T{s0[i]});
+  for (int j = 1; j < nsrc; ++j) {
+    const Raw* sj = reinterpret_cast<const Raw*>(in[j]);
+    for (std::size_t i = 0; i < n; ++i) x[i] = N::to_float(T{sj[i]});
+    if constexpr (Op == ReduceOp::Prod)
+      for (std::size_t i = 0; i < n; ++i) bits[i] = N::from_float(acc[i] * x[i]).bits;
+    else
+      for (std::size_t i = 0; i < n; ++i) bits[i] = N::from_float(acc[i] + x[i]).bits;
+    if (j + 1 < nsrc)
+      for (std::size_t i = 0; i < n; ++i) acc[i] = N::to_float(T{bits[i]});
+  }
+  std::memcpy(out, bits, n * sizeof(T));
+}
+
 template <DataType D, ReduceOp Op>
 void reduce_typed(void* dst, const void* const* srcs, int nsrc, std::size_t count) {
   using T = Element<D>;
   constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
+  constexpr bool kNarrowArith =
+      NarrowFloat<T>::value && Op != ReduceOp::Max && Op != ReduceOp::Min;
   T acc[kBlock];
   T* out = static_cast<T*>(dst);
   for (std::size_t base = 0; base < count; base += kBlock) {
@@ -28,6 +55,12 @@ void reduce_typed(void* dst, const void* const* srcs, int nsrc, std::size_t coun
     const T* s0 = static_cast<const T*>(srcs[0]) + base;
     if (nsrc == 1) {
       std::memmove(out + base, s0, n * sizeof(T));
+      continue;
+    }
+    if constexpr (kNarrowArith) {
+      const T* in[kMaxReduceInputs];
+      for (int j = 0; j < nsrc; ++j) in[j] = static_cast<const T*>(srcs[j]) + base;
+      reduce_narrow_block<T, Op>(out + base, in, nsrc, n);
       continue;
     }
     const T* s1 = static_cast<const T*>(srcs[1]) + base;
