@@ -72,8 +72,8 @@ void TopologyBuilder::set_nap_shape(int nodes_per_package, int local_switches,
 Topology TopologyBuilder::finalize() && {
   Topology& t = t_;
   if (t.endpoints_.empty()) throw TopologyError("", "the topology has no endpoints");
+  std::unordered_set<std::string> ids;
   {
-    std::unordered_set<std::string> ids;
     for (const auto& e : t.endpoints_)
       if (!ids.insert(e.id).second)
         throw TopologyError("", "duplicate endpoint id \"" + e.id + "\"");
@@ -97,10 +97,9 @@ Topology TopologyBuilder::finalize() && {
     fabric.host_index = h;
     fabric.ports = 0;
     fabric.latency_us = 0;
-    for (const auto& s : t.switches_)
-      if (s.id == fabric.id)
-        throw TopologyError("", "switch id \"" + s.id + "\" clashes with the fabric of host \"" +
-                                    host.name + "\"");
+    if (!ids.insert(fabric.id).second)
+      throw TopologyError("", "id \"" + fabric.id + "\" clashes with the fabric of host \"" +
+                                  host.name + "\"");
     host.fabric_switch = add_switch(std::move(fabric));
     for (int e : host.endpoints)
       add_cable(endpoint_node(e), switch_node(host.fabric_switch), LinkKind::HostFabric,

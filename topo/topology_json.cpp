@@ -503,15 +503,15 @@ Topology nap_explicit(const json& doc) {
     b.add_endpoint(e);
   }
   // Switch ids are generated ("p<package>.s<j>"); an endpoint id must not take one.
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Endpoint& e = b.endpoints()[i];
-    for (int p = 0; p < s.packages; ++p)
-      if (e.id.rfind("p" + std::to_string(p) + ".s", 0) == 0)
-        for (int j = 0; j < s.local_switches; ++j)
-          if (e.id == "p" + std::to_string(p) + ".s" + std::to_string(j))
-            throw TopologyError("/nodes/" + std::to_string(i) + "/id",
-                                "endpoint id " + in_quotes(e.id) + " is the name of a local switch");
-  }
+  for (int p = 0; p < s.packages; ++p)
+    for (int j = 0; j < s.local_switches; ++j) {
+      const std::string switch_id = "p" + std::to_string(p) + ".s" + std::to_string(j);
+      if (!ids.count(switch_id)) continue;
+      for (size_t i = 0; i < nodes.size(); ++i)
+        if (b.endpoints()[i].id == switch_id)
+          throw TopologyError("/nodes/" + std::to_string(i) + "/id",
+                              "endpoint id " + in_quotes(switch_id) + " is the name of a local switch");
+    }
   add_nap_wiring(b, s);
   return finish(std::move(b), "");
 }
