@@ -127,11 +127,15 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
     iters = std::clamp(int(settings.target_seconds * 1e6 / slowest_warm), 2,
                        std::max(2, settings.iters));
   group.barrier();
-  double total_us = 0;
-  for (int i = 0; i < iters; ++i) total_us += one_iteration();
+  std::vector<double> times(iters);
+  for (int i = 0; i < iters; ++i) times[i] = one_iteration();
+  // Median per rank: robust to the odd descheduled iteration on a shared machine.
+  std::sort(times.begin(), times.end());
+  const double median_us = iters % 2 ? times[iters / 2]
+                                     : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
 
   struct Report {
-    double mean_us;
+    double median_us;
     int64_t wrong;
   };
   BenchmarkRow row;
@@ -144,9 +148,9 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   row.op = c.op;
   row.iters = iters;
   row.wrong = settings.check ? 0 : -1;
-  for (const auto& s : group.allgather(pack(Report{total_us / iters, wrong}))) {
+  for (const auto& s : group.allgather(pack(Report{median_us, wrong}))) {
     const auto rep = unpack<Report>(s);
-    row.time_us = std::max(row.time_us, rep.mean_us);
+    row.time_us = std::max(row.time_us, rep.median_us);
     if (settings.check) row.wrong += rep.wrong;
   }
   if (settings.check && expected.empty()) row.wrong = -1;

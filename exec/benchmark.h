@@ -1,8 +1,8 @@
 // Benchmark of one collective schedule on a host-backend group, nccl-tests style: warm-up,
 // timed iterations, every iteration's result checked against the exact expected data
-// (exec/collective_check.h), the time of the slowest rank reported, algbw/busbw computed as
-// nccl-tests does (doc/PERFORMANCE.md there: busbw = algbw * 2(n-1)/n for allreduce,
-// (n-1)/n for reduce-scatter, allgather and all-to-all).
+// (exec/collective_check.h), the median iteration time of the slowest rank reported,
+// algbw/busbw computed as nccl-tests does (doc/PERFORMANCE.md there: busbw = algbw *
+// 2(n-1)/n for allreduce, (n-1)/n for reduce-scatter, allgather and all-to-all).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ struct BenchmarkRow {
   kernels::DataType dtype = kernels::DataType::Float32;
   kernels::ReduceOp op = kernels::ReduceOp::Sum;
   int iters = 0;
-  double time_us = 0;  // mean per iteration on the slowest rank
+  double time_us = 0;  // median iteration time of the slowest rank
   double algbw_gbs = 0;
   double busbw_gbs = 0;
   int64_t wrong = -1;  // wrong elements over all ranks and iterations; -1 = not checked

@@ -36,7 +36,7 @@ constexpr const char* kUsage =
     "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
     "                      [--endpoints E0,E1,...]\n"
     "Runs verified collectives across processes over the socket transport and prints\n"
-    "nccl-tests' columns (time = mean per iteration on the slowest rank).\n"
+    "nccl-tests' columns (time = median iteration time of the slowest rank).\n"
     "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
     "                from the environment (TOPOCOLL_RANK/TOPOCOLL_NRANKS/TOPOCOLL_BOOTSTRAP,\n"
     "                OMPI_COMM_WORLD_*, PMI_*, SLURM_*, RANK/WORLD_SIZE+MASTER_ADDR) this\n"
@@ -280,7 +280,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                     topology->name().c_str(),
                     a.endpoints.empty() ? ("first " + std::to_string(env.nranks) + " endpoints").c_str()
                                         : "endpoints given");
-      std::printf("# check %s; time = mean per iteration on the slowest rank\n",
+      std::printf("# check %s; time = median iteration time of the slowest rank\n",
                   a.settings.check ? "every iteration" : "off");
       print_header(topology != nullptr);
     }

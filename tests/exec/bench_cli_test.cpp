@@ -1,0 +1,74 @@
+// `topocoll bench` end to end: it launches its own ranks, checks every result and writes
+// the JSON rows documented in docs/engine.md; bad arguments fail with a clear message.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const std::string kTopocoll = std::string(TOPOCOLL_BINARY_DIR) + "/tools/topocoll";
+
+bool have_cli() {
+  struct stat st {};
+  return ::stat(kTopocoll.c_str(), &st) == 0;
+}
+
+// Runs a shell command; returns its exit status and its output (stdout + stderr).
+int run(const std::string& command, std::string* output) {
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+  const int st = ::pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(BenchCli, RunsVerifiedCollectivesAcrossProcessesAndWritesJsonRows) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  const std::string json = ::testing::TempDir() + "bench_cli_test.json";
+  std::remove(json.c_str());
+  std::string out;
+  const int rc = run(kTopocoll + " bench --topo " + TOPOCOLL_SOURCE_DIR +
+                         "/examples/bigraph-32.json --ranks 4 --algos ring,hd --sizes 1K,100000"
+                         " --dtype bf16 --op avg --iters 2 --warmup 1 --json " + json,
+                     &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+  std::ifstream in(json);
+  ASSERT_TRUE(in) << "no JSON written";
+  const auto rows = nlohmann::json::parse(in);
+  ASSERT_EQ(rows.size(), 4u);  // 2 sizes x 2 algorithms
+  for (const auto& r : rows) {
+    for (const char* key : {"algo", "bytes", "time_us", "algbw", "busbw", "wrong", "count",
+                            "predicted_us", "max_link_load"})
+      EXPECT_TRUE(r.contains(key)) << key << " missing in " << r.dump();
+    EXPECT_EQ(r["wrong"], 0);
+    EXPECT_GT(r["time_us"].get<double>(), 0);
+    EXPECT_EQ(r["dtype"], "bfloat16");
+  }
+  EXPECT_EQ(rows[2]["bytes"], 100000);
+  EXPECT_EQ(rows[2]["count"], 50000);
+}
+
+TEST(BenchCli, BadArgumentsAreNamed) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  std::string out;
+  EXPECT_NE(run(kTopocoll + " bench --ranks 2 --dtype float7", &out), 0);
+  EXPECT_NE(out.find("--dtype 'float7'"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(run(kTopocoll + " bench --ranks 2 --algos nosuch --sizes 1K", &out), 0);
+  EXPECT_NE(out.find("nosuch"), std::string::npos) << out;
+  out.clear();
+  // Launched as a rank of a group without a bootstrap address.
+  EXPECT_NE(run("TOPOCOLL_RANK=0 TOPOCOLL_NRANKS=2 " + kTopocoll + " bench --sizes 1K", &out), 0);
+  EXPECT_NE(out.find("TOPOCOLL_BOOTSTRAP"), std::string::npos) << out;
+}
+
+}  // namespace
