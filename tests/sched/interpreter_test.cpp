@@ -173,6 +173,77 @@ TEST(Interpreter, NoticesWhatTheVerifierRejects) {
   EXPECT_EQ(run(s, in, RedOp::Sum, false), reference(s, in, RedOp::Sum));
 }
 
+// Soundness: whatever random damage a schedule takes, if the verifier still accepts it,
+// it computes the right numbers (and the verifier never crashes on the damaged ones).
+TEST(Interpreter, RandomDamageNeverFoolsTheVerifier) {
+  std::mt19937_64 rng(2024);
+  const std::vector<Schedule> bases = {
+      generate("ring", Collective::AllReduce, 4, 9),       generate("hd", Collective::AllReduce, 5, 11),
+      generate("fc-direct", Collective::ReduceScatter, 4, 3), generate("hd", Collective::AllGather, 3, 2),
+      generate("fc", Collective::AllToAll, 4, 2),          generate("fc", Collective::AllReduce, 4, 5),
+      generate("ring", Collective::AllToAll, 3, 2),        generate("hd", Collective::ReduceScatter, 6, 2)};
+  int accepted = 0, rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    Schedule s = bases[size_t(trial) % bases.size()];
+    const int damages = 1 + int(rng() % 2);
+    for (int d = 0; d < damages; ++d) {
+      RankProgram& p = s.programs[size_t(rng() % uint64_t(s.nranks))];
+      if (p.ops.empty()) continue;
+      const size_t i = size_t(rng() % p.ops.size());
+      Op& op = p.ops[i];
+      const int k = int(rng() % 8);
+      switch (rng() % 10) {
+        case 0: op.peer = int(rng() % uint64_t(s.nranks + 1)) - (rng() % 4 == 0 ? 1 : 0); break;
+        case 1: op.count += (rng() % 2) ? 1 : -1; break;
+        case 2: op.dst.offset += int64_t(rng() % 5) - 2; break;
+        case 3: op.srcs[size_t(k)].offset += int64_t(rng() % 5) - 2; break;
+        case 4: op.dst.buf = Buf(rng() % 3); break;
+        case 5: op.srcs[size_t(k)].buf = Buf(rng() % 3); break;
+        case 6: op.kind = OpKind(rng() % 5); break;
+        case 7: op.nsrc = uint8_t(rng() % 10); break;
+        case 8: {  // drop the op
+          p.ops.erase(p.ops.begin() + int64_t(i));
+          for (uint32_t& b : p.step_begin)
+            if (b > i) --b;
+          break;
+        }
+        default: {  // swap with a neighbour inside the same buffer of ops
+          const size_t j = i + 1 < p.ops.size() ? i + 1 : i;
+          std::swap(p.ops[i], p.ops[j]);
+          break;
+        }
+      }
+    }
+    std::vector<std::vector<int64_t>> in(size_t(s.nranks));
+    for (auto& v : in) {
+      v.resize(size_t(s.input_count));
+      for (int64_t& x : v) x = int64_t(rng() % 1001) * s.nranks;
+    }
+    for (bool in_place : {false, true}) {
+      VerifyOptions o;
+      o.aliasing = in_place ? Aliasing::InPlace : Aliasing::OutOfPlace;
+      o.self_check = true;
+      const VerifyResult v = verify(s, o);
+      if (!v.ok) {
+        ++rejected;
+        EXPECT_FALSE(v.error.empty());
+        continue;
+      }
+      ++accepted;
+      const bool reduces = s.collective == Collective::AllReduce || s.collective == Collective::ReduceScatter;
+      for (RedOp red : {RedOp::Sum, RedOp::Max, RedOp::Avg}) {
+        if (!reduces && red != RedOp::Sum) continue;
+        ASSERT_EQ(run(s, in, red, in_place), reference(s, in, red))
+            << "trial " << trial << ": accepted a schedule that computes wrong numbers";
+      }
+    }
+  }
+  RecordProperty("accepted", accepted);
+  RecordProperty("rejected", rejected);
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(accepted, 10);  // harmless damage (e.g. to unused fields) must still pass
+}
+
 TEST(Interpreter, HierarchicalComputesTheReference) {
   uint32_t seed = 100;
   for (int G : {2, 4}) {
