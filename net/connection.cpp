@@ -175,7 +175,7 @@ NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
   *done = false;
   std::lock_guard lock(mutex_);
   auto it = std::find(inflight_.begin(), inflight_.end(), request);
-  if (request->owner != this || it == inflight_.end())
+  if (it == inflight_.end() || request->owner != this)
     return NetStatus::error(NetCode::InvalidArgument, "test: request does not belong to this " + describe_peer());
   // Requests complete in posting order: every earlier one must be finished too.
   bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
