@@ -33,7 +33,9 @@ Schedule hd_allreduce(int nranks, int64_t count, std::span<const int> order = {}
 // first in doubling), MPICH's convention, which keeps ranges contiguous when the order is
 // the identity. Each step still pairs v with v XOR 2^s; only the step order differs from
 // the allreduce, and per-step contention depends on the pairing, not on the order. With a
-// scrambling order, ranges split into runs (up to one op per block).
+// scrambling order (a placement's), the blocks a step moves are scattered over the
+// comm-rank layout and every block is its own op: about 3P ops per rank, P^2 in all,
+// which is fine for thousands of ranks; the allreduce never has this cost.
 Schedule hd_reduce_scatter(int nranks, int64_t count, std::span<const int> order = {});
 Schedule hd_allgather(int nranks, int64_t count, std::span<const int> order = {});
 
