@@ -190,10 +190,13 @@ TOPOCOLL_HD T apply_op(T a, T b) {
 template <class T>
 TOPOCOLL_HD T divide_by_ranks(T x, int nranks) {
   if constexpr (std::is_integral_v<T>) {
+    // Divide in the narrowest sufficient width (64-bit division is slow on GPUs).
+    using Wide = std::conditional_t<(sizeof(T) > 4), std::int64_t, std::int32_t>;
+    using UWide = std::make_unsigned_t<Wide>;
     if constexpr (std::is_signed_v<T>)
-      return static_cast<T>(static_cast<std::int64_t>(x) / static_cast<std::int64_t>(nranks));
+      return static_cast<T>(static_cast<Wide>(x) / static_cast<Wide>(nranks));
     else
-      return static_cast<T>(static_cast<std::uint64_t>(x) / static_cast<std::uint64_t>(nranks));
+      return static_cast<T>(static_cast<UWide>(x) / static_cast<UWide>(nranks));
   } else if constexpr (NarrowFloat<T>::value) {
     using N = NarrowFloat<T>;
     return N::from_float(N::to_float(x) / static_cast<float>(nranks));
