@@ -150,12 +150,19 @@ TEST(Verifier, CatchesMisalignedReductions) {
 }
 
 TEST(Verifier, CatchesInPlaceHazards) {
-  // Allgather that copies its input into place only at the end, after its own block was
-  // overwritten... here simply: a rank that receives into its own input block in place.
-  Schedule s = ring_allgather(4, 10);
-  // Rank 1 at step 0 receives block 0 into Output[0,10); redirect it onto Output[10,20),
-  // which in place is rank 1's input, still to be sent... out of place it is just wrong.
-  s.programs[1].ops[find_op(s, 1, 0, OpKind::Recv)].dst.offset = 10;
+  // Receiving the partner's vector straight into Output is fine with separate buffers, but
+  // in place Output is the Input this step still sends.
+  ScheduleBuilder b(Collective::AllReduce, "test", 2, 4, 4, 4);
+  const BufRef in{Buf::Input, 0}, out{Buf::Output, 0};
+  for (int q = 0; q < 2; ++q) {
+    b.send(0, q, 1 - q, in, 4);
+    b.recv(0, q, 1 - q, out, 4);
+    b.reduce(0, q, out, {out, in}, 4);
+    b.finalize(0, q, out, 4);
+  }
+  const Schedule s = b.finish();
+  const VerifyResult r = verify(s);
+  EXPECT_TRUE(r.ok) << r.error;
   expect_error(s, "overlaps", Aliasing::InPlace);
 }
 
