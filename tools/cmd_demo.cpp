@@ -4,6 +4,7 @@
 // allreduce across local processes (`topocoll bench`) and prints the measured times next to
 // the planner's predictions.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,23 @@ bool on_path(const char* program) {
     start = end + 1;
   }
   return false;
+}
+
+// The default topology ships with the sources; run from elsewhere, look beside the build
+// (build/tools/topocoll -> ../../examples).
+std::string find_topology(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 || path.empty() || path[0] == '/') return path;
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return path;
+  std::string dir(exe, std::size_t(n));
+  for (int up = 0; up < 4; ++up) {
+    dir = dir.substr(0, dir.rfind('/'));
+    const std::string candidate = dir + "/" + path;
+    if (::stat(candidate.c_str(), &st) == 0) return candidate;
+  }
+  return path;
 }
 
 void section(const char* title) { std::printf("\n=== %s ===\n", title); }
@@ -146,6 +164,7 @@ int run_demo(std::span<const std::string> args) {
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   if (a.ranks < 1) throw std::invalid_argument("--ranks must be at least 1");
+  a.topo = find_topology(a.topo);
   ::mkdir(a.out.c_str(), 0755);
   bool ok = true;
 
