@@ -73,6 +73,10 @@ namespace {
 // Whole-buffer algorithms move P^2 transfers per step; beyond this their schedules would
 // not fit in memory, and the network would not favour them anyway.
 constexpr int kMaxDirectRanks = 1024;
+// Rings have 2(P-1) steps: their IR grows as P^2 (about 1 GB at 1024 ranks). `auto` stops
+// considering them earlier, where HD and the hierarchical schedules win anyway.
+constexpr int kMaxRingRanks = 1024;
+constexpr int kMaxAutoRingRanks = 512;
 
 struct NotApplicable : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -130,6 +134,10 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
        ag = c == Collective::AllGather, a2a = c == Collective::AllToAll;
   if (algo == "ring" || algo == "ring-topo") {
     need(!a2a, "no ring all-to-all (use direct)");
+    need(n <= kMaxRingRanks, "more than " + std::to_string(kMaxRingRanks) +
+                                 " ranks (2(P-1) steps: the schedule would need ~" +
+                                 std::to_string(int64_t(n) * 2 * n * 3 * int64_t(sizeof(Op)) >> 30) +
+                                 " GiB)");
     g.order = algo == "ring" ? rank_order_ring(n) : topology_aware_ring(t, p);
     g.schedule = ar ? ring_allreduce(n, count, g.order)
                  : rs ? ring_reduce_scatter(n, count, g.order)
@@ -277,6 +285,12 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
   for (const auto& algo : auto_candidates(r.collective)) {
     PlanCandidate c;
     c.algo = algo;
+    if (algo.rfind("ring", 0) == 0 && n > kMaxAutoRingRanks) {
+      c.why_not = algo + ": auto considers rings up to " + std::to_string(kMaxAutoRingRanks) +
+                  " ranks (2(P-1) steps)";
+      plan.candidates.push_back(std::move(c));
+      continue;
+    }
     try {
       Generated g = generate(t, plan.placement, r.collective, algo, count, double(r.bytes), routes);
       ScheduleAnalysis a = analyze_schedule(g.schedule, plan.placement, r.elem_size, routes,
