@@ -155,7 +155,11 @@ std::string svg_plot(const std::string& title, const std::vector<Row>& rows,
     o << "<text transform='translate(" << px - 58 << "," << top + ph / 2
       << ") rotate(-90)' text-anchor='middle'>"
       << (panel == 0 ? "bus bandwidth (GB/s)" : "predicted time (log)") << "</text>\n";
-    for (size_t a = 0; a < algos.size(); ++a) {
+    // Solid lines first, dashed ones on top of them.
+    std::vector<size_t> draw_order;
+    for (size_t a = 0; a < algos.size(); a += 2) draw_order.push_back(a);
+    for (size_t a = 1; a < algos.size(); a += 2) draw_order.push_back(a);
+    for (size_t a : draw_order) {
       std::string pts;
       for (const auto& r : rows) {
         const Result& res = r.results[a];
@@ -165,7 +169,9 @@ std::string svg_plot(const std::string& title, const std::vector<Row>& rows,
       }
       if (pts.empty()) continue;
       const char* c = colors[a % 10];
-      o << "<polyline fill='none' stroke='" << c << "' stroke-width='2.2' points='" << pts << "'/>\n";
+      // Every other algorithm dashed, so lines that coincide stay visible.
+      o << "<polyline fill='none' stroke='" << c << "' stroke-width='" << (a % 2 ? 2.0 : 2.6) << "'"
+        << (a % 2 ? " stroke-dasharray='7,4'" : "") << " points='" << pts << "'/>\n";
       for (const auto& r : rows) {
         const Result& res = r.results[a];
         if (!res.ok) continue;
@@ -189,8 +195,10 @@ std::string svg_plot(const std::string& title, const std::vector<Row>& rows,
   // Legend.
   double lx = left, ly = H - 28;
   for (size_t a = 0; a < algos.size(); ++a) {
-    o << "<rect x='" << lx << "' y='" << ly - 10 << "' width='18' height='4' fill='" << colors[a % 10]
-      << "'/><text x='" << lx + 24 << "' y='" << ly - 4 << "'>" << esc(algos[a]) << "</text>\n";
+    o << "<line x1='" << lx << "' x2='" << lx + 20 << "' y1='" << ly - 8 << "' y2='" << ly - 8
+      << "' stroke='" << colors[a % 10] << "' stroke-width='" << (a % 2 ? 2.0 : 2.6) << "'"
+      << (a % 2 ? " stroke-dasharray='7,4'" : "") << "/><text x='" << lx + 26 << "' y='" << ly - 4
+      << "'>" << esc(algos[a]) << "</text>\n";
     lx += 40 + 8.5 * double(algos[a].size());
   }
   o << "<text x='" << W - 40 << "' y='" << ly - 4
