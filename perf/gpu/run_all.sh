@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The whole GPU check of topocoll in one call, on a machine with (at least) one GPU:
+#
+#   perf/gpu/run_all.sh [BUILD_DIR]          (default BUILD_DIR: build-gpu in the repository)
+#
+#   1. configures (if BUILD_DIR has no CMakeCache.txt) and builds the library, the GPU tests
+#      and the check/benchmark programs;
+#   2. the kernels' GPU tests and benchmark (perf/kernels/run_gpu.sh), when present;
+#   3. ctest: every test labelled gpu, then the interposer's CPU tests;
+#   4. 2, 4 and 8 processes on the one GPU, each its own NCCL "host" (NCCL_HOSTID=s<rank>,
+#      NCCL_SOCKET_IFNAME=lo), allreduce / reduce-scatter / allgather / all-to-all through
+#      LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops, uneven
+#      counts, in/out of place, user groups, CUDA graph capture, split communicators), with
+#      TOPOCOLL_ALGO=auto, hd, ring and nccl-topo-ring;
+#   5. the same process counts benchmarked: topocoll's entry points beside NCCL's own
+#      (pnccl*) in the same run;
+#   6. perf/gpu/torch_check.py under torchrun with LD_PRELOAD, when PyTorch is installed;
+#   7. nccl-tests all_reduce_perf -c 1 under LD_PRELOAD when NCCL_TESTS_SRC names a
+#      nccl-tests source tree (built here, never committed).
+#
+# Everything lands in perf/results/gpu-<device>-<date>/: commands.txt (every command run),
+# device.txt, the logs, bench-*.json/txt and summary.md. Exit status 0 only if every check
+# that ran passed.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build-gpu}
+jobs=$(nproc 2>/dev/null || echo 4)
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+[ -n "$gpu" ] || gpu="unknown-gpu"
+device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
+stamp=$(date -u +%Y%m%d-%H%M)
+out="$root/perf/results/gpu-$device-$stamp"
+mkdir -p "$out"
+summary="$out/summary.md"
+failed=0
+
+log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
+# run NAME CMD...: runs, logs to $out/NAME.log, records pass/fail in the summary.
+run() {
+  local name=$1; shift
+  log_cmd "$*"
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then echo "| $name | pass | $((SECONDS - t0)) s |" >> "$summary"
+  else echo "| $name | FAIL (rc $rc) | $((SECONDS - t0)) s |" >> "$summary"; failed=1; fi
+  return $rc
+}
+skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
+
+{
+  echo "# topocoll GPU check on $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi 2>&1 | head -n 20
+  echo "NCCL: $(ls -l "$cuda_home"/lib64/libnccl.so* 2>/dev/null | head -n 3)"
+  echo "nvcc: $("$cuda_home"/bin/nvcc --version 2>/dev/null | tail -n 1)"
+} > "$out/device.txt"
+{
+  echo "# GPU check: $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "Commands: commands.txt. Device: device.txt."
+  echo
+  echo "| check | result | time |"
+  echo "|---|---|---|"
+} > "$summary"
+
+# --- 1. build ---------------------------------------------------------------------------
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  run configure cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
+      -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || { echo "configure failed: $out"; exit 1; }
+fi
+run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
+    interposer_forwarding interposer_config interposer_agreement interposer_group_queue \
+    interposer_symbols interposer_forwarding_bench || { echo "build failed: $out"; exit 1; }
+plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
+check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
+echo "plugin: $plugin" >> "$out/device.txt"
+
+# --- 2. kernels ---------------------------------------------------------------------------
+if [ -f "$root/perf/kernels/run_gpu.sh" ]; then
+  run kernels bash "$root/perf/kernels/run_gpu.sh" "$build"
+else
+  skip kernels "perf/kernels/run_gpu.sh not present"
+fi
+
+# --- 3. ctest -----------------------------------------------------------------------------
+run ctest-gpu ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200
+run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|InterposerSymbols)' -LE gpu --output-on-failure
+run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
+
+# --- 4./5. multi-process through the interposer ----------------------------------------------
+# ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check.
+ranks() {
+  local name=$1 n=$2 mode=$3 algo=$4; shift 4
+  local dir="$out/$name"
+  mkdir -p "$dir"
+  "$check" topology --nranks "$n" --out "$dir/topology.json" > "$dir/hosts.txt"
+  rm -f "$dir/id"
+  local pids=() r
+  for ((r = 0; r < n; r++)); do
+    local cmd=(env NCCL_HOSTID=s$r NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO
+               NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
+               TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout 900
+               "$check" "$mode" --rank $r --nranks "$n" --id-file "$dir/id" "$@")
+    [ $r -eq 0 ] && log_cmd "(x$n, rank r: NCCL_HOSTID=s<r> --rank <r>) ${cmd[*]}"
+    "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  local rc=0 p
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  grep -h "topocoll:" "$dir"/rank0.log > "$dir/decisions.txt" 2>/dev/null
+  if ! grep -q "served on topology" "$dir/rank0.log"; then
+    echo "communicator not served (see rank0.log)" >> "$dir/decisions.txt"; rc=1
+  fi
+  return $rc
+}
+
+for n in 2 4 8; do
+  for algo in auto hd ring nccl-topo-ring; do
+    run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
+  done
+done
+for n in 2 4 8; do
+  for algo in auto hd nccl-topo-ring; do
+    if run "bench-n$n-$algo" ranks "bench-n$n-$algo" "$n" bench "$algo" --json "$out/bench-n$n-$algo.json"; then
+      grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-$algo/rank0.log" > "$out/bench-n$n-$algo.txt"
+    fi
+  done
+done
+
+# --- 6. PyTorch ---------------------------------------------------------------------------
+if python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
+  nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), 'lib'))" 2>/dev/null || true)
+  for n in 2 4; do
+    "$check" topology --nranks "$n" --out "$out/torch-topology-n$n.json" > /dev/null
+    run "torch-n$n" env LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}" \
+        LD_PRELOAD="$plugin" TOPOCOLL_TOPO_FILE="$out/torch-topology-n$n.json" NCCL_SOCKET_IFNAME=lo \
+        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL \
+        python3 -m torch.distributed.run --standalone --nproc_per_node "$n" "$root/perf/gpu/torch_check.py"
+  done
+else
+  skip torch "PyTorch with CUDA not installed"
+fi
+
+# --- 7. nccl-tests ------------------------------------------------------------------------
+if [ -n "${NCCL_TESTS_SRC:-}" ] && [ -d "$NCCL_TESTS_SRC" ]; then
+  nt_build="$build/nccl-tests"
+  mpi=0
+  command -v mpirun > /dev/null && mpi=1
+  if run nccl-tests-build make -C "$NCCL_TESTS_SRC" -j"$jobs" MPI=$mpi CUDA_HOME="$cuda_home" \
+      NCCL_HOME="$cuda_home" BUILDDIR="$nt_build"; then
+    if [ $mpi -eq 1 ]; then
+      for n in 2 4; do
+        "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
+        # Each MPI rank becomes its own NCCL host.
+        cat > "$out/nccl-tests-rank.sh" <<'EOS'
+#!/usr/bin/env bash
+export NCCL_HOSTID=s${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+exec "$@"
+EOS
+        chmod +x "$out/nccl-tests-rank.sh"
+        for path in nccl topocoll; do
+          preload=""; [ $path = topocoll ] && preload="$plugin"
+          run "nccl-tests-n$n-$path" mpirun --allow-run-as-root -np "$n" -x LD_PRELOAD="$preload" \
+              -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json" -x NCCL_SOCKET_IFNAME=lo \
+              -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,COLL \
+              "$out/nccl-tests-rank.sh" "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
+        done
+      done
+    else
+      # Without MPI nccl-tests runs one process; with one GPU that is one rank: this only
+      # shows that the preloaded library forwards a real NCCL job intact.
+      run nccl-tests-g1-nccl "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
+      run nccl-tests-g1-topocoll env LD_PRELOAD="$plugin" NCCL_DEBUG=INFO \
+          "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
+    fi
+  fi
+else
+  skip nccl-tests "NCCL_TESTS_SRC not set"
+fi
+
+{
+  echo
+  echo "Per-process logs and the decisions topocoll logged (NCCL_DEBUG=INFO): check-*/, bench-*/."
+  echo "Benchmarks (path topocoll = through the interposer, nccl = NCCL's own pnccl* in the same run):"
+  for f in "$out"/bench-n*.txt; do [ -f "$f" ] && { echo; echo "### $(basename "$f" .txt)"; echo '```'; cat "$f"; echo '```'; }; done
+} >> "$summary"
+echo "results: $out (failed=$failed)"
+exit $failed

@@ -1,0 +1,41 @@
+// Per-call decision of the interposer: NCCL, NCCL on the topology-ordered communicator, or
+// a topocoll schedule, from the cost model (sched/cost_model.h) unless TOPOCOLL_ALGO or the
+// size thresholds decide. Deterministic: every rank computes the same plan from the same
+// topology, placement and key, which the collective agreement relies on.
+//
+// Auto compares predicted times on this communicator's placement:
+//   nccl            NCCL's ring in rank order (what NCCL builds for it), each step charged
+//                   1 us of in-kernel synchronisation instead of the host alpha
+//   nccl-topo-ring  the same ring in the topology-aware order (every hop on its own link)
+//   ring, hd        topocoll schedules, each step charged TOPOCOLL_STEP_OVERHEAD_US more
+//                   for the host work and launches of one step on the NCCL/CUDA backend
+// and takes the fastest; NCCL keeps the call unless another is predicted 5% faster.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/plan_cache.h"
+#include "sched/placement.h"
+#include "topo/topology.h"
+
+namespace topocoll::plugin::interposer {
+
+struct PlanInput {
+  const topo::Topology* topology = nullptr;
+  const sched::Placement* placement = nullptr;
+  int rank = 0;
+  PlanKey key;
+  std::size_t elem_bytes = 4;
+};
+
+// Bytes of the per-rank buffer nccl-tests reports as "size" (allreduce: count elements;
+// reduce-scatter, allgather, all-to-all: count x nranks).
+std::size_t call_bytes(sched::Collective collective, std::size_t count, std::size_t elem_bytes,
+                       int nranks);
+
+// Never throws: a generator or cost-model failure gives Route::Nccl with the reason.
+std::shared_ptr<const Plan> make_plan(const PlanInput& input, const InterposerConfig& config);
+
+}  // namespace topocoll::plugin::interposer

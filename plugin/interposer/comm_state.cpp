@@ -1,0 +1,55 @@
+#include "plugin/interposer/comm_state.h"
+
+#if TOPOCOLL_INTERPOSER_CUDA
+#include "plugin/interposer/device_scratch.h"
+#endif
+
+namespace topocoll::plugin::interposer {
+
+#if TOPOCOLL_INTERPOSER_CUDA
+CommState::CommState() = default;
+CommState::~CommState() = default;
+#else
+// Without CUDA there is no scratch; the pointer stays null.
+class DeviceScratch {};
+CommState::CommState() = default;
+CommState::~CommState() = default;
+#endif
+
+CommRegistry& CommRegistry::instance() {
+  // Never destroyed: exported NCCL calls may arrive from other libraries' destructors.
+  static CommRegistry* registry = new CommRegistry;
+  return *registry;
+}
+
+void CommRegistry::insert(std::unique_ptr<CommState> state) {
+  std::unique_lock lock(mutex_);
+  const bool served = state->served;
+  auto& slot = states_[state->comm];
+  if (slot && slot->served) served_count_.fetch_sub(1, std::memory_order_relaxed);
+  slot = std::move(state);
+  if (served) served_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+CommState* CommRegistry::find(ncclComm_t comm) const {
+  std::shared_lock lock(mutex_);
+  auto it = states_.find(comm);
+  return it == states_.end() ? nullptr : it->second.get();
+}
+
+std::unique_ptr<CommState> CommRegistry::remove(ncclComm_t comm) {
+  std::unique_lock lock(mutex_);
+  auto it = states_.find(comm);
+  if (it == states_.end()) return nullptr;
+  std::unique_ptr<CommState> state = std::move(it->second);
+  states_.erase(it);
+  if (state->served) served_count_.fetch_sub(1, std::memory_order_relaxed);
+  return state;
+}
+
+std::size_t CommRegistry::size() const {
+  std::shared_lock lock(mutex_);
+  return states_.size();
+}
+
+}  // namespace topocoll::plugin::interposer

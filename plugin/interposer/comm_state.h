@@ -1,0 +1,85 @@
+// What the interposer knows about one NCCL communicator, and the registry that finds it
+// from an ncclComm_t on every collective call.
+//
+// Every communicator created through the interposer gets an entry (served or not: a split
+// of an unserved non-blocking parent must know it was non-blocking). The hot path first
+// reads one relaxed atomic (any communicator served at all?), so with no topology the
+// forwarding cost is a load and a branch; otherwise a shared-lock hash lookup.
+#pragma once
+
+#include <nccl.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "plugin/interposer/plan_cache.h"
+#include "sched/placement.h"
+#include "topo/topology.h"
+
+namespace topocoll::plugin::interposer {
+
+class DeviceScratch;
+
+struct CommState {
+  ncclComm_t comm = nullptr;
+  int rank = 0;
+  int nranks = 1;
+  int device = -1;        // CUDA device of the communicator
+  bool blocking = true;   // config blocking != 0
+  bool served = false;    // every rank agreed: topocoll may take this communicator's calls
+  std::string fallback_reason;  // why not served (logged once at init)
+
+  std::shared_ptr<const topo::Topology> topology;
+  sched::Placement placement;
+  PlanCache plans;
+
+  // Device scratch grown on demand, freed with the communicator.
+  std::unique_ptr<DeviceScratch> scratch;
+  // Lazily split copy of this communicator in topology ring order (nccl-topo-ring); created
+  // and used by the thread that drives the communicator, as NCCL requires.
+  ncclComm_t ring_comm = nullptr;
+  bool ring_comm_failed = false;
+
+  // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
+  std::array<std::atomic<uint64_t>, 4> logged_buckets{};
+
+  CommState();
+  ~CommState();
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+};
+
+class CommRegistry {
+ public:
+  static CommRegistry& instance();
+
+  // Replaces any earlier entry for the same handle (NCCL may reuse a freed address).
+  void insert(std::unique_ptr<CommState> state);
+  // Null when the communicator was not created through the interposer.
+  CommState* find(ncclComm_t comm) const;
+  std::unique_ptr<CommState> remove(ncclComm_t comm);
+  // True when at least one registered communicator is served (hot-path gate).
+  bool any_served() const { return served_count_.load(std::memory_order_relaxed) > 0; }
+  std::size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> states_;
+  std::atomic<int> served_count_{0};
+};
+
+// The state of a served communicator, or null (not ours, not served): the hot-path check.
+inline CommState* served_state(ncclComm_t comm) {
+  CommRegistry& registry = CommRegistry::instance();
+  if (!registry.any_served()) return nullptr;
+  CommState* state = registry.find(comm);
+  return (state && state->served) ? state : nullptr;
+}
+
+}  // namespace topocoll::plugin::interposer

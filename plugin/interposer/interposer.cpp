@@ -1,0 +1,472 @@
+#include "plugin/interposer/interposer.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/nccl_backend.h"
+#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/collective_queue.h"
+#include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/rank_identity.h"
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+namespace {
+
+using sched::Collective;
+
+// A served collective waiting for the outermost ncclGroupEnd.
+struct PendingCollective {
+  CommState* state = nullptr;
+  CollectiveCall call;
+  std::shared_ptr<const Plan> plan;
+};
+
+// Communicators created inside a user group finish their topocoll init after it closes.
+struct PendingInit {
+  ncclComm_t comm = nullptr;
+  bool blocking = true;
+};
+
+struct ThreadGroup {
+  GroupDepth depth;
+  std::vector<PendingInit> inits;
+  std::vector<PendingCollective> collectives;
+};
+
+ThreadGroup& thread_group() {
+  thread_local ThreadGroup group;
+  return group;
+}
+
+// Restores the caller's current CUDA device (the interposer switches to each
+// communicator's device for allocations and kernel launches).
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() { cudaGetDevice(&device_); }
+  ~CurrentDeviceGuard() {
+    if (device_ >= 0) cudaSetDevice(device_);
+  }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int device_ = -1;
+};
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "allreduce";
+    case Collective::ReduceScatter: return "reducescatter";
+    case Collective::AllGather: return "allgather";
+    case Collective::AllToAll: return "alltoall";
+  }
+  return "?";
+}
+
+// NCCL_COMM_BLOCKING is NCCL's default for configs that leave `blocking` undefined.
+bool default_blocking() {
+  const char* v = std::getenv("NCCL_COMM_BLOCKING");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool config_blocking(const ncclConfig_t* config, ncclComm_t parent) {
+  if (config && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
+  if (!config && parent) {
+    // A split without a config inherits the parent's.
+    if (CommState* p = CommRegistry::instance().find(parent)) return p->blocking;
+  }
+  return default_blocking();
+}
+
+// One WARN per process for each distinct fallback reason site.
+#define TC_FALLBACK_ONCE(fmt, ...) TC_ONCE(TC_WARN(fmt, ##__VA_ARGS__))
+
+// Whether this build and configuration run the init exchange at all. It must come out the
+// same on every rank (same environment, same build), or a rank would skip a collective its
+// peers run: documented in docs/usage.md.
+bool exchange_wanted() {
+  const InterposerConfig& cfg = interposer_config();
+  return cfg.enable && !cfg.topo_file.empty();
+}
+
+std::unique_ptr<CommState> describe_comm(ncclComm_t comm, bool blocking) {
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->blocking = blocking;
+  pncclCommCount(comm, &st->nranks);
+  pncclCommUserRank(comm, &st->rank);
+  pncclCommCuDevice(comm, &st->device);
+  return st;
+}
+
+void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
+  st->served = false;
+  st->fallback_reason = std::move(reason);
+  CommRegistry::instance().insert(std::move(st));
+}
+
+void register_agreed(std::unique_ptr<CommState> st, const std::vector<RankIdentity>& all) {
+  const ConfiguredTopology& topo = configured_topology();
+  ServiceAgreement a = agree_on_service(all, topo.topology.get());
+  if (!a.served) {
+    // Every rank reaches the same verdict; rank 0 says why once per communicator.
+    if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                               static_cast<void*>(st->comm), st->nranks, a.reason.c_str());
+    register_unserved(std::move(st), a.reason);
+    return;
+  }
+  st->topology = topo.topology;
+  st->placement = std::move(a.placement);
+  st->scratch = std::make_unique<DeviceScratch>(st->device);
+  st->served = true;
+  TC_INFO(NCCL_INIT, "communicator %p rank %d/%d served on topology '%s' (endpoint %d)",
+          static_cast<void*>(st->comm), st->rank, st->nranks, st->topology->name().c_str(),
+          st->placement.endpoint_of_rank[std::size_t(st->rank)]);
+  CommRegistry::instance().insert(std::move(st));
+}
+
+// Runs the init exchange for communicators NCCL has finished creating.
+void finish_inits(std::vector<PendingInit>& inits) {
+  if (inits.empty()) return;
+  std::vector<std::unique_ptr<CommState>> states;
+  std::vector<IdentityExchange> batch;
+  const ConfiguredTopology& topo = configured_topology();
+  if (!topo.error.empty()) TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", topo.error.c_str()));
+  for (const PendingInit& p : inits) {
+    auto st = describe_comm(p.comm, p.blocking);
+    if (!p.blocking) {
+      // Decided identically on every rank (same config), so no exchange: nobody waits.
+      TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+      register_unserved(std::move(st), "non-blocking communicator");
+      continue;
+    }
+    if (st->nranks < 2) {
+      register_unserved(std::move(st), "single-rank communicator");
+      continue;
+    }
+    IdentityExchange x;
+    x.comm = st->comm;
+    x.nranks = st->nranks;
+    x.rank = st->rank;
+    x.device = st->device;
+    x.mine = make_identity(local_host_name(), host_gpu_index(st->device), topo, true);
+    batch.push_back(x);
+    states.push_back(std::move(st));
+  }
+  inits.clear();
+  exchange_identities(batch);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].error.empty()) {
+      TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(batch[i].comm),
+              batch[i].error.c_str());
+      register_unserved(std::move(states[i]), batch[i].error);
+      continue;
+    }
+    register_agreed(std::move(states[i]), batch[i].all);
+  }
+}
+
+bool op_supported(ncclRedOp_t op) { return int(op) >= 0 && int(op) < int(ncclNumOps); }
+bool type_supported(ncclDataType_t t) { return int(t) >= 0 && int(t) < int(ncclNumTypes); }
+
+// Logs the decision for (collective, power-of-two size) once per communicator.
+void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, const Plan& plan) {
+  const int bucket = bytes <= 1 ? 0 : std::min(63, int(std::bit_width(bytes - 1)));
+  const uint64_t bit = uint64_t(1) << bucket;
+  auto& word = st.logged_buckets[std::size_t(call.collective)];
+  if (word.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+  TC_INFO(NCCL_COLL | NCCL_TUNING, "comm %p rank %d/%d %s up to %llu B -> %s (%s)",
+          static_cast<void*>(st.comm), st.rank, st.nranks, collective_name(call.collective),
+          static_cast<unsigned long long>(uint64_t(1) << bucket), plan.algo.c_str(),
+          plan.reason.c_str());
+}
+
+// Aliasing NCCL does not define for the call (partial overlap, in-place all-to-all) goes to
+// NCCL unchanged, so its behaviour stays NCCL's.
+bool buffers_understood(const CollectiveCall& call, const CommState& st, std::size_t elem) {
+  const char* in = static_cast<const char*>(call.sendbuff);
+  const char* out = static_cast<const char*>(call.recvbuff);
+  const std::size_t n = std::size_t(st.nranks);
+  std::size_t in_bytes = call.count * elem, out_bytes = call.count * elem;
+  switch (call.collective) {
+    case Collective::AllReduce: if (in == out) return true; break;
+    case Collective::ReduceScatter:
+      in_bytes *= n;
+      if (in + std::size_t(st.rank) * call.count * elem == out) return true;
+      break;
+    case Collective::AllGather:
+      out_bytes *= n;
+      if (out + std::size_t(st.rank) * call.count * elem == in) return true;
+      break;
+    case Collective::AllToAll:
+      in_bytes *= n;
+      out_bytes *= n;
+      break;
+  }
+  const bool disjoint = in + in_bytes <= out || out + out_bytes <= in;
+  return disjoint;
+}
+
+std::shared_ptr<const Plan> plan_for(CommState& st, const CollectiveCall& call, std::size_t elem) {
+  const PlanKey key{call.collective, int(call.datatype), int64_t(call.count)};
+  if (auto plan = st.plans.find(key)) return plan;
+  PlanInput in;
+  in.topology = st.topology.get();
+  in.placement = &st.placement;
+  in.rank = st.rank;
+  in.key = key;
+  in.elem_bytes = elem;
+  return st.plans.insert(key, make_plan(in, interposer_config()));
+}
+
+// The communicator split from the user's in topology ring order, created on first use.
+// `ring_comms` of a batch are created in one NCCL group (one thread may drive several ranks).
+void create_ring_comms(const std::vector<CommState*>& states) {
+  std::vector<CommState*> todo;
+  for (CommState* st : states)
+    if (!st->ring_comm && !st->ring_comm_failed) todo.push_back(st);
+  if (todo.empty()) return;
+  std::vector<ncclComm_t> made(todo.size(), nullptr);
+  std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
+  ncclResult_t r = pncclGroupStart();
+  for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
+    CommState* st = todo[i];
+    const std::vector<int> ring = sched::topology_aware_ring(*st->topology, st->placement);
+    int key = 0;
+    for (std::size_t pos = 0; pos < ring.size(); ++pos)
+      if (ring[pos] == st->rank) key = int(pos);
+    results[i] = pncclCommSplit(st->comm, 0, key, &made[i], nullptr);
+  }
+  const ncclResult_t end = pncclGroupEnd();
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    CommState* st = todo[i];
+    if (r != ncclSuccess || end != ncclSuccess || results[i] != ncclSuccess || !made[i]) {
+      st->ring_comm_failed = true;
+      TC_WARN("comm %p: topology-ordered communicator could not be created; using NCCL on the "
+              "user's communicator", static_cast<void*>(st->comm));
+      continue;
+    }
+    st->ring_comm = made[i];
+    TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
+            static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
+  }
+}
+
+ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
+  if (calls.empty()) return ncclSuccess;
+  std::vector<CommState*> states;
+  for (const auto& c : calls) states.push_back(c.state);
+  create_ring_comms(states);
+  ncclResult_t r = pncclGroupStart();
+  for (const auto& c : calls) {
+    if (r != ncclSuccess) break;
+    r = forward_collective(c.call, c.state->ring_comm ? c.state->ring_comm : c.call.comm);
+  }
+  const ncclResult_t end = pncclGroupEnd();
+  return r != ncclSuccess ? r : end;
+}
+
+// Runs schedule-routed collectives on the NCCL/CUDA backend, step by step across them.
+ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
+  if (calls.empty()) return ncclSuccess;
+  CurrentDeviceGuard device_guard;
+  // Scratch: one region per call, carved out of its communicator's scratch (calls on the
+  // same communicator in one group run at the same time, so they cannot share).
+  std::vector<std::size_t> offsets(calls.size(), 0);
+  std::vector<std::pair<CommState*, std::size_t>> totals;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CommState* st = calls[i].state;
+    auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.first == st; });
+    if (it == totals.end()) it = totals.insert(totals.end(), {st, 0});
+    offsets[i] = it->second;
+    it->second += (calls[i].plan->scratch_bytes + 255) / 256 * 256;
+  }
+  std::vector<char*> bases;
+  for (auto& [st, total] : totals) {
+    if (!st->scratch) throw std::logic_error("served communicator without scratch");
+    cudaSetDevice(st->device);
+    void* base = st->scratch->reserve(total);
+    if (!base && total > 0) {
+      TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
+      return ncclSystemError;
+    }
+    bases.push_back(static_cast<char*>(base));
+  }
+  CollectiveQueue queue;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const PendingCollective& c = calls[i];
+    CommState* st = c.state;
+    std::size_t which = 0;
+    while (totals[which].first != st) ++which;
+    cudaSetDevice(st->device);
+    st->scratch->order_after_previous(c.call.stream);
+    QueuedCollective q;
+    q.schedule = c.plan->schedule;
+    q.rank = st->rank;
+    q.dtype = kernels::DataType(int(c.call.datatype));
+    q.op = c.call.collective == Collective::AllReduce || c.call.collective == Collective::ReduceScatter
+               ? kernels::ReduceOp(int(c.call.op))
+               : kernels::ReduceOp::Sum;
+    q.buffers = {c.call.sendbuff, c.call.recvbuff, bases[which] ? bases[which] + offsets[i] : nullptr};
+    q.backend = std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device);
+    queue.push(std::move(q));
+  }
+  queue.run_all();
+  for (const PendingCollective& c : calls) {
+    cudaSetDevice(c.state->device);
+    c.state->scratch->mark_used(c.call.stream);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
+  std::vector<PendingCollective> ring, schedules;
+  for (auto& p : pending) (p.plan->route == Route::NcclTopoRing ? ring : schedules).push_back(p);
+  pending.clear();
+  ncclResult_t r = run_ring_calls(ring);
+  const ncclResult_t s = run_schedules(schedules);
+  return r != ncclSuccess ? r : s;
+}
+
+}  // namespace
+
+bool interposer_enabled() { return interposer_config().enable; }
+
+ncclResult_t forward_collective(const CollectiveCall& c, ncclComm_t comm) {
+  switch (c.collective) {
+    case Collective::AllReduce:
+      return pncclAllReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, comm, c.stream);
+    case Collective::ReduceScatter:
+      return pncclReduceScatter(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, comm, c.stream);
+    case Collective::AllGather:
+      return pncclAllGather(c.sendbuff, c.recvbuff, c.count, c.datatype, comm, c.stream);
+    case Collective::AllToAll:
+      return pncclAlltoAll(c.sendbuff, c.recvbuff, c.count, c.datatype, comm, c.stream);
+  }
+  return ncclInvalidArgument;
+}
+
+ncclResult_t serve_collective(const CollectiveCall& call) {
+  CommState* st = served_state(call.comm);
+  if (!st) return forward_collective(call, call.comm);
+  const bool reduces = call.collective == Collective::AllReduce ||
+                       call.collective == Collective::ReduceScatter;
+  if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
+  if (reduces && !op_supported(call.op)) {
+    TC_FALLBACK_ONCE("user-defined reduction ops (ncclRedOpCreatePreMulSum) go to NCCL");
+    return forward_collective(call, call.comm);
+  }
+  if (call.count == 0 || !call.sendbuff || !call.recvbuff) return forward_collective(call, call.comm);
+  const std::size_t elem = kernels::datatype_size(kernels::DataType(int(call.datatype)));
+  if (!buffers_understood(call, *st, elem)) {
+    TC_FALLBACK_ONCE("partially overlapping buffers or in-place all-to-all go to NCCL");
+    return forward_collective(call, call.comm);
+  }
+  std::shared_ptr<const Plan> plan = plan_for(*st, call, elem);
+  log_decision(*st, call, call_bytes(call.collective, call.count, elem, st->nranks), *plan);
+
+  switch (plan->route) {
+    case Route::Nccl:
+      return forward_collective(call, call.comm);
+    case Route::NcclTopoRing:
+      if (st->ring_comm) return forward_collective(call, st->ring_comm);
+      if (st->ring_comm_failed) return forward_collective(call, call.comm);
+      break;
+    case Route::Schedule:
+      break;
+  }
+  ThreadGroup& g = thread_group();
+  std::vector<PendingCollective> one{{st, call, plan}};
+  if (g.depth.inside()) {
+    g.collectives.push_back(one[0]);
+    return ncclSuccess;
+  }
+  return run_pending(one);
+}
+
+ncclResult_t group_start() {
+  thread_group().depth.enter();
+  return pncclGroupStart();
+}
+
+ncclResult_t group_end() {
+  ThreadGroup& g = thread_group();
+  if (!g.depth.leave()) return pncclGroupEnd();  // no open group: NCCL reports the misuse
+  const ncclResult_t nccl = pncclGroupEnd();
+  if (g.depth.inside()) return nccl;
+  // Outermost end: NCCL's group is closed; finish inits, then the queued collectives.
+  finish_inits(g.inits);
+  std::vector<PendingCollective> queued;
+  queued.swap(g.collectives);  // empty afterwards even if a collective throws
+  const ncclResult_t ours = run_pending(queued);
+  return nccl != ncclSuccess ? nccl : ours;
+}
+
+void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+  if (!comm || !interposer_enabled()) return;
+  const bool blocking = config_blocking(config, parent);
+  if (!exchange_wanted()) {
+    register_unserved(describe_comm(comm, blocking), "no topology configured");
+    return;
+  }
+  ThreadGroup& g = thread_group();
+  g.inits.push_back({comm, blocking});
+  // Inside a group the communicator is usable only after the outermost ncclGroupEnd.
+  if (!g.depth.inside()) finish_inits(g.inits);
+}
+
+void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {
+  if (!interposer_enabled() || ndev < 1) return;
+  if (!exchange_wanted()) {
+    for (int i = 0; i < ndev; ++i) register_unserved(describe_comm(comms[i], true), "no topology configured");
+    return;
+  }
+  const ConfiguredTopology& topo = configured_topology();
+  std::vector<RankIdentity> all(static_cast<std::size_t>(ndev));
+  const std::string host = local_host_name();
+  for (int i = 0; i < ndev; ++i)
+    all[std::size_t(i)] = make_identity(host, host_gpu_index(devlist ? devlist[i] : i), topo, true);
+  for (int i = 0; i < ndev; ++i) {
+    auto st = describe_comm(comms[i], default_blocking());
+    if (ndev < 2) {
+      register_unserved(std::move(st), "single-rank communicator");
+      continue;
+    }
+    register_agreed(std::move(st), all);
+  }
+}
+
+ncclResult_t comm_finalize(ncclComm_t comm) {
+  CommState* st = CommRegistry::instance().find(comm);
+  if (st && st->ring_comm) return pncclCommFinalize(st->ring_comm);
+  return ncclSuccess;
+}
+
+void comm_release(ncclComm_t comm, bool abort) {
+  std::unique_ptr<CommState> st = CommRegistry::instance().remove(comm);
+  if (!st) return;
+  CurrentDeviceGuard device_guard;
+  if (st->device >= 0) cudaSetDevice(st->device);
+  if (st->ring_comm) {
+    if (abort) pncclCommAbort(st->ring_comm);
+    else pncclCommDestroy(st->ring_comm);
+    st->ring_comm = nullptr;
+  }
+  st.reset();  // frees the scratch on the communicator's device
+}
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,58 @@
+// The interposer's logic behind the exported NCCL entry points (nccl_entry.cpp): what
+// happens when a communicator is created or destroyed, when a collective is called on a
+// served communicator, and at ncclGroupStart/End. The entry points stay one line each and
+// catch every exception; nothing here is exported.
+//
+// Group semantics (docs/usage.md, "Interposer"): ncclGroupStart/End are always forwarded to
+// NCCL, so p2p calls, unserved collectives and communicator creation inside a group keep
+// NCCL's meaning. Served collectives inside a group are queued (collective_queue.h); at the
+// outermost ncclGroupEnd NCCL's group is closed first, then communicators created in the
+// group finish their topocoll init (one grouped identity exchange), then the queued
+// collectives run step by step. Ordering: within one group NCCL gives no order between its
+// operations, so running the queued collectives after the group's NCCL work on each stream
+// is one valid order, and every rank uses the same one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+
+#include "sched/schedule.h"
+
+namespace topocoll::plugin::interposer {
+
+struct CollectiveCall {
+  sched::Collective collective = sched::Collective::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  std::size_t count = 0;  // NCCL's count argument for this collective
+  ncclDataType_t datatype = ncclFloat32;
+  ncclRedOp_t op = ncclSum;  // ignored for allgather / all-to-all
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+// NCCL's own collective for the call on `comm` (the user's, or the topology-ring split).
+ncclResult_t forward_collective(const CollectiveCall& call, ncclComm_t comm);
+
+// A collective on a served communicator: decides (plan cache), then forwards, queues (inside
+// a group) or runs the schedule on the user's stream.
+ncclResult_t serve_collective(const CollectiveCall& call);
+
+ncclResult_t group_start();
+ncclResult_t group_end();
+
+// After NCCL created `comm` (InitRank*, Split, Shrink). `config` may be null; `parent` is
+// the communicator it was split from (null for InitRank*).
+void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent);
+// ncclCommInitAll: every rank lives in this process, so no exchange is needed.
+void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist);
+// Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's
+// state for it (topology-ring communicator, scratch, plans).
+ncclResult_t comm_finalize(ncclComm_t comm);
+void comm_release(ncclComm_t comm, bool abort);
+
+bool interposer_enabled();
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,37 @@
+// The interposer of a build without CUDA: nothing can run on a device, so every call goes
+// to NCCL unchanged (the entry points then cost one branch more than NCCL's own).
+#include "plugin/interposer/interposer.h"
+#include "plugin/interposer/interposer_params.h"
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+
+bool interposer_enabled() { return false; }
+
+ncclResult_t forward_collective(const CollectiveCall& c, ncclComm_t comm) {
+  switch (c.collective) {
+    case sched::Collective::AllReduce:
+      return pncclAllReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, comm, c.stream);
+    case sched::Collective::ReduceScatter:
+      return pncclReduceScatter(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, comm, c.stream);
+    case sched::Collective::AllGather:
+      return pncclAllGather(c.sendbuff, c.recvbuff, c.count, c.datatype, comm, c.stream);
+    case sched::Collective::AllToAll:
+      return pncclAlltoAll(c.sendbuff, c.recvbuff, c.count, c.datatype, comm, c.stream);
+  }
+  return ncclInvalidArgument;
+}
+
+ncclResult_t serve_collective(const CollectiveCall& call) { return forward_collective(call, call.comm); }
+ncclResult_t group_start() { return pncclGroupStart(); }
+ncclResult_t group_end() { return pncclGroupEnd(); }
+
+void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t) {
+  if (!interposer_config().topo_file.empty())
+    TC_ONCE(TC_WARN("this libnccl-topocoll.so was built without CUDA; all calls go to NCCL"));
+}
+void comms_created_locally(const ncclComm_t*, int, const int*) {}
+ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
+void comm_release(ncclComm_t, bool) {}
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,47 @@
+// The interposer's TOPOCOLL_* variables (docs/usage.md, "Environment variables"). Read once
+// per process by interposer_config(); read_interposer_config() re-reads the environment
+// (tests) and WARNs naming the variable and its accepted values on a bad value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace topocoll::plugin::interposer {
+
+// What TOPOCOLL_ALGO forces. Auto lets the cost model choose per collective and size.
+enum class AlgoChoice : uint8_t {
+  Auto,          // cost model: topocoll schedule, topology-ordered NCCL, or NCCL
+  Nccl,          // always NCCL on the user's communicator (topocoll only observes)
+  Ring,          // topocoll ring schedule
+  Hd,            // topology-aware halving-doubling (EFLOPS)
+  Fc,            // NAP fully connected, whole-vector recursive doubling
+  FcDirect,      // NAP fully connected, direct reduce-scatter + allgather
+  Hier,          // hierarchical (inside a host / package, then across)
+  NcclTopoRing,  // NCCL's own collective on a communicator split in topology ring order
+};
+
+std::string_view to_string(AlgoChoice);
+std::optional<AlgoChoice> parse_algo_choice(std::string_view text);
+// The schedule generator name sched/ uses for a schedule-backed choice ("ring", "hd", ...);
+// empty for Auto, Nccl and NcclTopoRing.
+std::string_view schedule_algo_name(AlgoChoice);
+
+struct InterposerConfig {
+  bool enable = true;            // TOPOCOLL_ENABLE: 0 = pure forwarding to NCCL
+  std::string topo_file;         // TOPOCOLL_TOPO_FILE: empty = no topology, pure forwarding
+  AlgoChoice algo = AlgoChoice::Auto;  // TOPOCOLL_ALGO
+  int64_t min_bytes = 0;         // TOPOCOLL_MIN_BYTES: smaller calls go to NCCL
+  int64_t max_bytes = INT64_MAX; // TOPOCOLL_MAX_BYTES: larger calls go to NCCL (unset = none)
+  // TOPOCOLL_STEP_OVERHEAD_US: host+launch cost of one schedule step on the NCCL/CUDA
+  // backend (one p2p group + kernel), added to the cost model's prediction in auto mode.
+  double step_overhead_us = 8.0;
+};
+
+// Re-reads the environment every call (tests); bad values WARN and keep the default.
+InterposerConfig read_interposer_config();
+// The process-wide configuration, read on first use.
+const InterposerConfig& interposer_config();
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,170 @@
+// The exported NCCL entry points of libnccl-topocoll.so (LD_PRELOAD). Each is one decision:
+// topocoll takes the call (interposer.h) or it goes to NCCL's strong pnccl* symbol
+// unchanged. Nothing else of NCCL is defined here, so every other call binds to libnccl.
+// No exception crosses these functions.
+#include <nccl.h>
+
+#include <exception>
+
+#include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/interposer.h"
+#include "plugin/log.h"
+
+#define TOPOCOLL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace ti = topocoll::plugin::interposer;
+using topocoll::sched::Collective;
+
+namespace {
+
+template <class Fn>
+ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    TC_WARN("%s failed: %s", what, e.what());
+  } catch (...) {
+    TC_WARN("%s failed: unknown exception", what);
+  }
+  return ncclInternalError;
+}
+
+// After a successful create: topocoll's per-communicator init. Its failures never fail the
+// user's call (the communicator then simply is not served).
+void after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+  if (r != ncclSuccess) return;
+  guarded("topocoll communicator init", [&] {
+    ti::comm_created(comm, config, parent);
+    return ncclSuccess;
+  });
+}
+
+}  // namespace
+
+// --- collectives ---------------------------------------------------------------------------
+
+TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclRedOp_t op,
+                                           ncclComm_t comm, cudaStream_t stream) {
+  if (!ti::served_state(comm)) return pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return guarded("ncclAllReduce", [&] {
+    return ti::serve_collective({Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream});
+  });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                               size_t recvcount, ncclDataType_t datatype,
+                                               ncclRedOp_t op, ncclComm_t comm,
+                                               cudaStream_t stream) {
+  if (!ti::served_state(comm))
+    return pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  return guarded("ncclReduceScatter", [&] {
+    return ti::serve_collective({Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream});
+  });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                           ncclDataType_t datatype, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  if (!ti::served_state(comm)) return pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  return guarded("ncclAllGather", [&] {
+    return ti::serve_collective({Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, stream});
+  });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                          ncclDataType_t datatype, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  if (!ti::served_state(comm)) return pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
+  return guarded("ncclAlltoAll", [&] {
+    return ti::serve_collective({Collective::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, comm, stream});
+  });
+}
+
+// --- groups --------------------------------------------------------------------------------
+
+TOPOCOLL_EXPORT ncclResult_t ncclGroupStart() {
+  if (!ti::interposer_enabled()) return pncclGroupStart();
+  return guarded("ncclGroupStart", [] { return ti::group_start(); });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclGroupEnd() {
+  if (!ti::interposer_enabled()) return pncclGroupEnd();
+  return guarded("ncclGroupEnd", [] { return ti::group_end(); });
+}
+
+// --- communicator lifecycle ----------------------------------------------------------------
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                              int rank) {
+  const ncclResult_t r = pncclCommInitRank(comm, nranks, commId, rank);
+  after_create(r, comm ? *comm : nullptr, nullptr, nullptr);
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                    ncclUniqueId commId, int rank,
+                                                    ncclConfig_t* config) {
+  const ncclResult_t r = pncclCommInitRankConfig(comm, nranks, commId, rank, config);
+  after_create(r, comm ? *comm : nullptr, config, nullptr);
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
+                                                      int nId, ncclUniqueId* commIds,
+                                                      ncclConfig_t* config) {
+  const ncclResult_t r = pncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  after_create(r, newcomm ? *newcomm : nullptr, config, nullptr);
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const ncclResult_t r = pncclCommInitAll(comms, ndev, devlist);
+  if (r == ncclSuccess && comms) {
+    guarded("topocoll communicator init", [&] {
+      ti::comms_created_locally(comms, ndev, devlist);
+      return ncclSuccess;
+    });
+  }
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                           ncclComm_t* newcomm, ncclConfig_t* config) {
+  const ncclResult_t r = pncclCommSplit(comm, color, key, newcomm, config);
+  after_create(r, newcomm ? *newcomm : nullptr, config, comm);
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                            int excludeRanksCount, ncclComm_t* newcomm,
+                                            ncclConfig_t* config, int shrinkFlags) {
+  const ncclResult_t r =
+      pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  after_create(r, newcomm ? *newcomm : nullptr, config, comm);
+  return r;
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (ti::interposer_enabled())
+    guarded("topocoll finalize", [&] { return ti::comm_finalize(comm); });
+  return pncclCommFinalize(comm);
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (ti::interposer_enabled())
+    guarded("topocoll release", [&] {
+      ti::comm_release(comm, false);
+      return ncclSuccess;
+    });
+  return pncclCommDestroy(comm);
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (ti::interposer_enabled())
+    guarded("topocoll release", [&] {
+      ti::comm_release(comm, true);
+      return ncclSuccess;
+    });
+  return pncclCommAbort(comm);
+}

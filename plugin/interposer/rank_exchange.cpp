@@ -1,0 +1,76 @@
+#include "plugin/interposer/rank_exchange.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+namespace topocoll::plugin::interposer {
+namespace {
+
+struct DeviceSlot {
+  void* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  bool joined = false;
+};
+
+}  // namespace
+
+void exchange_identities(std::span<IdentityExchange> batch) {
+  if (batch.empty()) return;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  std::vector<DeviceSlot> slots(batch.size());
+  const std::size_t rec = sizeof(RankIdentity);
+
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    IdentityExchange& x = batch[i];
+    DeviceSlot& s = slots[i];
+    cudaError_t e = cudaSetDevice(x.device);
+    if (e == cudaSuccess) e = cudaMalloc(&s.buffer, rec * std::size_t(x.nranks));
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(static_cast<char*>(s.buffer) + rec * std::size_t(x.rank), &x.mine, rec,
+                     cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      x.error = std::string("CUDA error preparing the topocoll identity exchange: ") +
+                cudaGetErrorString(e);
+      cudaGetLastError();
+    }
+  }
+
+  ncclResult_t r = pncclGroupStart();
+  for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
+    IdentityExchange& x = batch[i];
+    DeviceSlot& s = slots[i];
+    if (!s.buffer || !s.stream) continue;  // cannot join: the peers will time out in NCCL
+    char* base = static_cast<char*>(s.buffer);
+    const ncclResult_t ar = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8,
+                                           x.comm, s.stream);
+    if (ar != ncclSuccess) x.error = std::string("ncclAllGather: ") + pncclGetErrorString(ar);
+    else s.joined = true;
+  }
+  const ncclResult_t er = pncclGroupEnd();
+
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    IdentityExchange& x = batch[i];
+    DeviceSlot& s = slots[i];
+    cudaSetDevice(x.device);
+    if (s.joined && er == ncclSuccess && x.error.empty()) {
+      x.all.resize(std::size_t(x.nranks));
+      cudaError_t e = cudaStreamSynchronize(s.stream);
+      if (e == cudaSuccess) e = cudaMemcpy(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost);
+      if (e != cudaSuccess) {
+        x.error = std::string("CUDA error in the identity exchange: ") + cudaGetErrorString(e);
+        x.all.clear();
+        cudaGetLastError();
+      }
+    } else if (x.error.empty()) {
+      x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
+    }
+    if (s.stream) cudaStreamDestroy(s.stream);
+    if (s.buffer) cudaFree(s.buffer);
+  }
+  if (previous >= 0) cudaSetDevice(previous);
+}
+
+}  // namespace topocoll::plugin::interposer

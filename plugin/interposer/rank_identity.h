@@ -1,0 +1,66 @@
+// How the ranks of a communicator learn where each of them runs, and agree whether
+// topocoll serves it.
+//
+// At init every rank contributes one fixed-size RankIdentity (host, GPU, whether it loaded
+// the topology and which one, whether it can serve); one pncclAllGather on a temporary
+// device buffer gives every rank all of them (rank_exchange.h). Each rank then runs
+// agree_on_service() on identical input, so all ranks reach the same verdict without a
+// second collective: the "allreduce of a flag" rides in the gathered records.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "sched/placement.h"
+#include "topo/topology.h"
+
+namespace topocoll::plugin::interposer {
+
+struct RankIdentity {
+  static constexpr uint32_t kMagic = 0x54435249;  // "TCRI"
+  static constexpr uint32_t kVersion = 1;
+  enum Flags : uint32_t {
+    kTopologyLoaded = 1u << 0,  // TOPOCOLL_TOPO_FILE set and valid on this rank
+    kCanServe = 1u << 1,        // this rank can run topocoll schedules (CUDA, blocking comm)
+  };
+  uint32_t magic = kMagic;
+  uint32_t version = kVersion;
+  int32_t gpu = -1;         // device index on the host as the topology numbers it
+  uint32_t flags = 0;
+  uint64_t topology_hash = 0;  // FNV-1a of the topology file's bytes
+  char host[104] = {};      // NUL-terminated, truncated
+};
+static_assert(sizeof(RankIdentity) == 128, "RankIdentity is exchanged as raw bytes");
+
+// The topology named by TOPOCOLL_TOPO_FILE, loaded once per process.
+struct ConfiguredTopology {
+  std::shared_ptr<const topo::Topology> topology;  // null when unset or invalid
+  uint64_t hash = 0;
+  std::string error;  // why it is null ("" when unset)
+};
+const ConfiguredTopology& configured_topology();
+// Loads one file (tests; configured_topology() uses it).
+ConfiguredTopology load_configured_topology(const std::string& path);
+
+// NCCL_HOSTID when set (NCCL then treats the process as that host), else the host name up
+// to the first dot.
+std::string local_host_name();
+// CUDA_VISIBLE_DEVICES maps the process's device ordinal to the host's index when it is a
+// list of integers; otherwise the ordinal itself.
+int host_gpu_index(int cuda_ordinal);
+
+RankIdentity make_identity(const std::string& host, int gpu, const ConfiguredTopology& topology,
+                           bool can_serve);
+
+struct ServiceAgreement {
+  bool served = false;
+  std::string reason;  // why not (names the first rank at fault)
+  sched::Placement placement;
+};
+// Identical on every rank given identical `identities`.
+ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
+                                  const topo::Topology* topology);
+
+}  // namespace topocoll::plugin::interposer

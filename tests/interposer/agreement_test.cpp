@@ -1,0 +1,199 @@
+// Whether a communicator is served: every rank decides from the same gathered identities,
+// so the verdict and its reason are the same everywhere; and the per-call planner.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <nccl.h>
+
+#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/rank_identity.h"
+#include "topo/generators.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::plugin::interposer {
+namespace {
+
+topo::Topology bigraph(int switches_per_group, int endpoints_per_switch) {
+  topo::BiGraphShape shape;
+  shape.switches_per_group = switches_per_group;
+  shape.endpoints_per_switch = endpoints_per_switch;
+  return topo::generate_bigraph(shape);
+}
+
+std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t hash = 42) {
+  ConfiguredTopology loaded;
+  loaded.topology = std::make_shared<const topo::Topology>(t);
+  loaded.hash = hash;
+  std::vector<RankIdentity> ids;
+  // Reverse order: communicator rank r runs on endpoint n-1-r.
+  for (int r = 0; r < n; ++r) {
+    const topo::Endpoint& e = t.endpoints()[std::size_t(n - 1 - r)];
+    ids.push_back(make_identity(e.host, e.gpu, loaded, true));
+  }
+  return ids;
+}
+
+TEST(Agreement, EveryRankFoundGivesThePlacement) {
+  const topo::Topology t = bigraph(2, 2);
+  const int n = int(t.endpoints().size());
+  auto ids = identities_of(t, n);
+  ServiceAgreement a = agree_on_service(ids, &t);
+  ASSERT_TRUE(a.served) << a.reason;
+  ASSERT_EQ(a.placement.nranks(), n);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(a.placement.endpoint_of_rank[std::size_t(r)], n - 1 - r);
+}
+
+TEST(Agreement, OneRankMissingFromTheTopologyMakesAllFallBack) {
+  const topo::Topology t = bigraph(2, 2);
+  auto ids = identities_of(t, 8);
+  std::snprintf(ids[5].host, sizeof ids[5].host, "%s", "elsewhere");
+  ServiceAgreement a = agree_on_service(ids, &t);
+  EXPECT_FALSE(a.served);
+  EXPECT_NE(a.reason.find("placement failed"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("elsewhere"), std::string::npos) << a.reason;
+}
+
+TEST(Agreement, EachReasonNamesTheRank) {
+  const topo::Topology t = bigraph(2, 2);
+  {
+    auto ids = identities_of(t, 8);
+    ids[3].flags &= ~RankIdentity::kTopologyLoaded;
+    auto a = agree_on_service(ids, &t);
+    EXPECT_FALSE(a.served);
+    EXPECT_NE(a.reason.find("rank 3"), std::string::npos) << a.reason;
+    EXPECT_NE(a.reason.find("no valid topology"), std::string::npos) << a.reason;
+  }
+  {
+    auto ids = identities_of(t, 8);
+    ids[2].topology_hash = 7;
+    auto a = agree_on_service(ids, &t);
+    EXPECT_FALSE(a.served);
+    EXPECT_NE(a.reason.find("rank 2"), std::string::npos) << a.reason;
+    EXPECT_NE(a.reason.find("different topology"), std::string::npos) << a.reason;
+  }
+  {
+    auto ids = identities_of(t, 8);
+    ids[1].flags &= ~RankIdentity::kCanServe;
+    auto a = agree_on_service(ids, &t);
+    EXPECT_FALSE(a.served);
+    EXPECT_NE(a.reason.find("rank 1"), std::string::npos) << a.reason;
+  }
+  {
+    auto ids = identities_of(t, 8);
+    ids[6].magic = 0;
+    auto a = agree_on_service(ids, &t);
+    EXPECT_FALSE(a.served);
+    EXPECT_NE(a.reason.find("rank 6"), std::string::npos) << a.reason;
+  }
+  {
+    auto ids = identities_of(t, 8);
+    ids[4] = ids[0];  // two ranks claim one GPU
+    auto a = agree_on_service(ids, &t);
+    EXPECT_FALSE(a.served);
+  }
+}
+
+TEST(Agreement, TopologyFileErrorsNameTheFile) {
+  auto missing = load_configured_topology("/nonexistent/topocoll.json");
+  EXPECT_EQ(missing.topology, nullptr);
+  EXPECT_NE(missing.error.find("/nonexistent/topocoll.json"), std::string::npos) << missing.error;
+  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_bad_topology.json";
+  std::ofstream(path) << "{ \"kind\": \"bigraph\", ";
+  auto bad = load_configured_topology(path);
+  EXPECT_EQ(bad.topology, nullptr);
+  EXPECT_NE(bad.error.find(path), std::string::npos) << bad.error;
+  const std::string good_path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_good_topology.json";
+  std::ofstream(good_path) << topo::topology_to_json(bigraph(2, 2)).dump();
+  auto good = load_configured_topology(good_path);
+  ASSERT_NE(good.topology, nullptr) << good.error;
+  EXPECT_NE(good.hash, 0u);
+  EXPECT_EQ(load_configured_topology(good_path).hash, good.hash);
+  EXPECT_EQ(load_configured_topology("").error, "");
+}
+
+TEST(Identity, HostAndGpuAsTheTopologyNamesThem) {
+  setenv("NCCL_HOSTID", "node17", 1);
+  EXPECT_EQ(local_host_name(), "node17");
+  unsetenv("NCCL_HOSTID");
+  EXPECT_FALSE(local_host_name().empty());
+  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+  EXPECT_EQ(host_gpu_index(0), 3);
+  EXPECT_EQ(host_gpu_index(1), 5);
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
+  EXPECT_EQ(host_gpu_index(0), 0);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(host_gpu_index(2), 2);
+}
+
+class Planner : public ::testing::Test {
+ protected:
+  Planner() : topology_(bigraph(2, 2)), placement_(sched::first_endpoints(topology_, 8)) {}
+  PlanInput input(sched::Collective c, int64_t count) {
+    PlanInput in;
+    in.topology = &topology_;
+    in.placement = &placement_;
+    in.rank = 2;
+    in.key = {c, int(ncclFloat32), count};
+    in.elem_bytes = 4;
+    return in;
+  }
+  topo::Topology topology_;
+  sched::Placement placement_;
+};
+
+TEST_F(Planner, OverridesDecide) {
+  InterposerConfig cfg;
+  cfg.algo = AlgoChoice::Nccl;
+  EXPECT_EQ(make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg)->route, Route::Nccl);
+  cfg.algo = AlgoChoice::Hd;
+  auto hd = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  ASSERT_EQ(hd->route, Route::Schedule) << hd->reason;
+  EXPECT_EQ(hd->algo, "hd");
+  ASSERT_NE(hd->schedule, nullptr);
+  EXPECT_EQ(hd->schedule->nranks, 8);
+  EXPECT_EQ(hd->schedule->count, 1 << 20);
+  cfg.min_bytes = 8 << 20;  // 4 MiB call is below it
+  auto small = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  EXPECT_EQ(small->route, Route::Nccl);
+  EXPECT_NE(small->reason.find("TOPOCOLL_MIN_BYTES"), std::string::npos);
+  cfg.min_bytes = 0;
+  cfg.max_bytes = 1 << 10;
+  EXPECT_NE(make_plan(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
+            std::string::npos);
+  cfg.max_bytes = INT64_MAX;
+  cfg.algo = AlgoChoice::Hier;
+  auto hier = make_plan(input(sched::Collective::AllToAll, 4096), cfg);
+  EXPECT_EQ(hier->route, Route::Nccl);
+  cfg.algo = AlgoChoice::NcclTopoRing;
+  EXPECT_EQ(make_plan(input(sched::Collective::ReduceScatter, 4096), cfg)->route, Route::NcclTopoRing);
+  EXPECT_EQ(make_plan(input(sched::Collective::AllToAll, 4096), cfg)->route, Route::Nccl);
+}
+
+TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
+  InterposerConfig cfg;
+  for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
+                 sched::Collective::AllGather, sched::Collective::AllToAll})
+    for (int64_t count : {1, 1000, 1 << 16, 1 << 22}) {
+      auto a = make_plan(input(c, count), cfg);
+      auto b = make_plan(input(c, count), cfg);
+      EXPECT_EQ(a->algo, b->algo);
+      EXPECT_EQ(a->route, b->route);
+      if (a->route != Route::Nccl) {
+        EXPECT_LE(a->predicted_us, a->nccl_us) << a->reason;
+      }
+      EXPECT_FALSE(a->reason.empty());
+    }
+}
+
+TEST(CallBytes, NcclTestsSizeConvention) {
+  EXPECT_EQ(call_bytes(sched::Collective::AllReduce, 10, 4, 8), 40u);
+  EXPECT_EQ(call_bytes(sched::Collective::ReduceScatter, 10, 4, 8), 320u);
+  EXPECT_EQ(call_bytes(sched::Collective::AllGather, 10, 2, 8), 160u);
+  EXPECT_EQ(call_bytes(sched::Collective::AllToAll, 10, 1, 8), 80u);
+}
+
+}  // namespace
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,480 @@
+// One rank of the interposer's GPU check (perf/gpu/run_all.sh starts N of them, each with
+// its own NCCL_HOSTID, under LD_PRELOAD=libnccl-topocoll.so). MPI-free: rank 0 writes
+// ncclGetUniqueId to a file, the others wait for it.
+//
+//   interposer_gpu_check check --rank R --nranks N --id-file F [--device D]
+//       allreduce / reduce-scatter / allgather / all-to-all through the NCCL API (so through
+//       the interposer when preloaded) against an exact CPU reference: several types and
+//       ops, uneven counts, in and out of place, inside and outside a user group, under CUDA
+//       graph capture, and on a split sub-communicator. Exit 0 only if every case matches
+//       bit for bit.
+//   interposer_gpu_check bench --rank R --nranks N --id-file F [--json OUT]
+//       allreduce / reduce-scatter / allgather times through the API (topocoll's decision)
+//       and through pnccl* directly (NCCL itself), side by side; rank 0 prints the table.
+//   interposer_gpu_check topology --nranks N --out FILE
+//       writes a BiGraph topology with one GPU per host named s0..s{N-1}, GPU 0.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "topo/generators.h"
+#include "topo/topology_json.h"
+
+namespace {
+
+struct Args {
+  std::string mode;
+  int rank = 0, nranks = 1, device = 0;
+  std::string id_file, json, out;
+};
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "interposer_gpu_check: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+#define CUDA_OK(x)                                                                     \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) die(std::string(#x) + ": " + cudaGetErrorString(e_));       \
+  } while (0)
+#define NCCL_OK(x)                                                                     \
+  do {                                                                                 \
+    ncclResult_t r_ = (x);                                                             \
+    if (r_ != ncclSuccess) die(std::string(#x) + ": " + ncclGetErrorString(r_));       \
+  } while (0)
+
+Args parse(int argc, char** argv) {
+  Args a;
+  if (argc < 2) die("usage: interposer_gpu_check check|bench|topology [options]");
+  a.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string k = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die("missing value after " + k);
+      return argv[++i];
+    };
+    if (k == "--rank") a.rank = std::atoi(next().c_str());
+    else if (k == "--nranks") a.nranks = std::atoi(next().c_str());
+    else if (k == "--device") a.device = std::atoi(next().c_str());
+    else if (k == "--id-file") a.id_file = next();
+    else if (k == "--json") a.json = next();
+    else if (k == "--out") a.out = next();
+    else die("unknown option " + k);
+  }
+  return a;
+}
+
+ncclUniqueId bootstrap_id(const Args& a) {
+  ncclUniqueId id;
+  if (a.rank == 0) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    const std::string tmp = a.id_file + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
+    std::rename(tmp.c_str(), a.id_file.c_str());
+    return id;
+  }
+  for (int waited_ms = 0; waited_ms < 120000; waited_ms += 50) {
+    std::ifstream in(a.id_file, std::ios::binary);
+    if (in && in.read(id.internal, sizeof id.internal)) return id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  die("no unique id in " + a.id_file + " after 120 s");
+}
+
+// ---- element types: host encode/decode of exact small values ----------------------------
+
+struct TypeInfo {
+  ncclDataType_t type;
+  const char* name;
+  std::size_t size;
+  bool is_signed;
+};
+const TypeInfo kTypes[] = {
+    {ncclFloat32, "float32", 4, true}, {ncclFloat16, "float16", 2, true},
+    {ncclBfloat16, "bfloat16", 2, true}, {ncclFloat64, "float64", 8, true},
+    {ncclInt32, "int32", 4, true},     {ncclInt64, "int64", 8, true},
+    {ncclUint8, "uint8", 1, false},    {ncclInt8, "int8", 1, true},
+};
+
+void encode(ncclDataType_t t, double v, void* dst) {
+  switch (t) {
+    case ncclFloat32: { float x = float(v); std::memcpy(dst, &x, 4); break; }
+    case ncclFloat64: std::memcpy(dst, &v, 8); break;
+    case ncclFloat16: { __half x = __double2half(v); std::memcpy(dst, &x, 2); break; }
+    case ncclBfloat16: { __nv_bfloat16 x = __double2bfloat16(v); std::memcpy(dst, &x, 2); break; }
+    case ncclInt32: { int32_t x = int32_t(v); std::memcpy(dst, &x, 4); break; }
+    case ncclInt64: { int64_t x = int64_t(v); std::memcpy(dst, &x, 8); break; }
+    case ncclUint8: { uint8_t x = uint8_t(v); std::memcpy(dst, &x, 1); break; }
+    case ncclInt8: { int8_t x = int8_t(v); std::memcpy(dst, &x, 1); break; }
+    default: die("type not covered");
+  }
+}
+
+bool is_integer(ncclDataType_t t) {
+  return t == ncclInt32 || t == ncclInt64 || t == ncclUint8 || t == ncclInt8;
+}
+
+// Inputs chosen so every result is exact in every type (sums <= 32, products <= 256 in
+// magnitude, avg over a power-of-two rank count): the reference is exact and any
+// reduction order gives the same bits, so a mismatch is a real error.
+double input(const TypeInfo& t, ncclRedOp_t op, int rank, int64_t i, int salt) {
+  const int64_t h = (int64_t(rank) * 7 + i * 13 + salt * 5) % 5;
+  if (op == ncclProd) {
+    if (t.type == ncclInt8 || t.type == ncclUint8) return (h % 2 == 0) ? 1 : (t.is_signed ? -1 : 1);
+    return h == 0 ? 2 : (h == 1 && t.is_signed ? -1 : 1);
+  }
+  return t.is_signed ? double(h - 2) : double(h);
+}
+
+double reduce_ref(const TypeInfo& t, ncclRedOp_t op, int nranks, int64_t i, int salt,
+                  int64_t offset_rank_base = 0) {
+  (void)offset_rank_base;
+  double acc = input(t, op, 0, i, salt);
+  for (int r = 1; r < nranks; ++r) {
+    const double v = input(t, op, r, i, salt);
+    switch (op) {
+      case ncclSum: case ncclAvg: acc += v; break;
+      case ncclProd: acc *= v; break;
+      case ncclMax: acc = std::max(acc, v); break;
+      case ncclMin: acc = std::min(acc, v); break;
+      default: break;
+    }
+  }
+  if (op == ncclAvg) acc = is_integer(t.type) ? std::trunc(acc / nranks) : acc / nranks;
+  return acc;
+}
+
+const char* op_name(ncclRedOp_t op) {
+  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+  return names[int(op)];
+}
+
+// ---- one checked call --------------------------------------------------------------------
+
+enum class Coll { AllReduce, ReduceScatter, AllGather, AllToAll };
+const char* coll_name(Coll c) {
+  static const char* n[] = {"allreduce", "reducescatter", "allgather", "alltoall"};
+  return n[int(c)];
+}
+
+struct Case {
+  Coll coll;
+  const TypeInfo* type;
+  ncclRedOp_t op;
+  int64_t count;
+  bool in_place;
+};
+
+struct Buffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+  void* base = nullptr;  // allocation
+  std::vector<char> expected;
+  std::size_t recv_bytes = 0;
+};
+
+struct Checker {
+  int rank, nranks;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  int failures = 0, passed = 0;
+
+  std::size_t in_elems(const Case& c) const {
+    return c.coll == Coll::AllReduce || c.coll == Coll::AllGather ? c.count : c.count * nranks;
+  }
+  std::size_t out_elems(const Case& c) const {
+    return c.coll == Coll::AllReduce || c.coll == Coll::ReduceScatter ? c.count : c.count * nranks;
+  }
+
+  // Allocates and fills the call's buffers (salt distinguishes calls of one group).
+  Buffers prepare(const Case& c, int salt) {
+    Buffers b;
+    const std::size_t es = c.type->size;
+    const std::size_t in_n = in_elems(c), out_n = out_elems(c);
+    const std::size_t bytes = (c.in_place ? std::max(in_n, out_n) : in_n + out_n) * es + 256;
+    CUDA_OK(cudaMalloc(&b.base, bytes));
+    CUDA_OK(cudaMemset(b.base, 0xA5, bytes));
+    char* base = static_cast<char*>(b.base);
+    if (!c.in_place) {
+      b.send = base;
+      b.recv = base + (in_n * es + 255) / 256 * 256;
+    } else if (c.coll == Coll::AllReduce) {
+      b.send = b.recv = base;
+    } else if (c.coll == Coll::ReduceScatter) {
+      b.send = base;
+      b.recv = base + std::size_t(rank) * c.count * es;
+    } else {  // allgather
+      b.recv = base;
+      b.send = base + std::size_t(rank) * c.count * es;
+    }
+    std::vector<char> host(in_n * es);
+    for (std::size_t i = 0; i < in_n; ++i) encode(c.type->type, input(*c.type, c.op, rank, int64_t(i), salt), &host[i * es]);
+    if (c.coll == Coll::AllToAll)  // block p of rank r's input goes to rank p
+      for (std::size_t i = 0; i < in_n; ++i)
+        encode(c.type->type, double((rank * 3 + int64_t(i)) % 100), &host[i * es]);
+    CUDA_OK(cudaMemcpy(b.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+    b.recv_bytes = out_n * es;
+    b.expected.resize(b.recv_bytes);
+    for (std::size_t i = 0; i < out_n; ++i) {
+      double v = 0;
+      switch (c.coll) {
+        case Coll::AllReduce: v = reduce_ref(*c.type, c.op, nranks, int64_t(i), salt); break;
+        case Coll::ReduceScatter: v = reduce_ref(*c.type, c.op, nranks, int64_t(rank) * c.count + int64_t(i), salt); break;
+        case Coll::AllGather: {
+          const int src = int(i / std::size_t(c.count));
+          v = input(*c.type, c.op, src, int64_t(i % std::size_t(c.count)), salt);
+          break;
+        }
+        case Coll::AllToAll: {
+          const int src = int(i / std::size_t(c.count));
+          v = double((src * 3 + int64_t(rank) * c.count + int64_t(i % std::size_t(c.count))) % 100);
+          break;
+        }
+      }
+      encode(c.type->type, v, &b.expected[i * es]);
+    }
+    return b;
+  }
+
+  ncclResult_t issue(const Case& c, const Buffers& b, ncclComm_t on) {
+    switch (c.coll) {
+      case Coll::AllReduce: return ncclAllReduce(b.send, b.recv, c.count, c.type->type, c.op, on, stream);
+      case Coll::ReduceScatter: return ncclReduceScatter(b.send, b.recv, c.count, c.type->type, c.op, on, stream);
+      case Coll::AllGather: return ncclAllGather(b.send, b.recv, c.count, c.type->type, on, stream);
+      case Coll::AllToAll: return ncclAlltoAll(b.send, b.recv, c.count, c.type->type, on, stream);
+    }
+    return ncclInvalidArgument;
+  }
+
+  void verify(const std::string& label, const Case& c, Buffers& b) {
+    std::vector<char> got(b.recv_bytes);
+    CUDA_OK(cudaMemcpy(got.data(), b.recv, got.size(), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(b.base));
+    const std::size_t es = c.type->size;
+    for (std::size_t i = 0; i < got.size(); i += es)
+      if (std::memcmp(&got[i], &b.expected[i], es) != 0) {
+        ++failures;
+        std::printf("FAIL rank %d %s %s %s %s count %lld %s: element %zu differs\n", rank, label.c_str(),
+                    coll_name(c.coll), c.type->name, op_name(c.op), (long long)c.count,
+                    c.in_place ? "in-place" : "out-of-place", i / es);
+        return;
+      }
+    ++passed;
+  }
+
+  void single(const Case& c) {
+    Buffers b = prepare(c, 0);
+    NCCL_OK(issue(c, b, comm));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    verify("single", c, b);
+  }
+
+  void grouped(const std::vector<Case>& cases) {
+    std::vector<Buffers> bufs;
+    for (std::size_t k = 0; k < cases.size(); ++k) bufs.push_back(prepare(cases[k], int(k) + 1));
+    NCCL_OK(ncclGroupStart());
+    for (std::size_t k = 0; k < cases.size(); ++k) NCCL_OK(issue(cases[k], bufs[k], comm));
+    NCCL_OK(ncclGroupEnd());
+    CUDA_OK(cudaStreamSynchronize(stream));
+    for (std::size_t k = 0; k < cases.size(); ++k) verify("group", cases[k], bufs[k]);
+  }
+
+  // Captured once, replayed twice with fresh inputs in between.
+  void graph(const Case& c) {
+    Buffers b = prepare(c, 0);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    NCCL_OK(issue(c, b, comm));
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<char> first(b.recv_bytes);
+    CUDA_OK(cudaMemcpy(first.data(), b.recv, first.size(), cudaMemcpyDeviceToHost));
+    if (std::memcmp(first.data(), b.expected.data(), first.size()) != 0) {
+      ++failures;
+      std::printf("FAIL rank %d graph %s first replay\n", rank, coll_name(c.coll));
+    }
+    CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
+    verify("graph", c, b);
+  }
+};
+
+int run_check(const Args& a) {
+  CUDA_OK(cudaSetDevice(a.device));
+  ncclUniqueId id = bootstrap_id(a);
+  ncclComm_t comm;
+  NCCL_OK(ncclCommInitRank(&comm, a.nranks, id, a.rank));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Checker ck{a.rank, a.nranks, comm, stream};
+
+  const int64_t counts[] = {1, 7, 1031, 65536 + 13, (1 << 20) + 5};
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (const TypeInfo& t : kTypes)
+    for (ncclRedOp_t op : ops)
+      for (int64_t count : counts) {
+        if (count > 100000 && op != ncclSum && op != ncclAvg) continue;  // keep the run short
+        for (bool in_place : {false, true}) {
+          ck.single({Coll::AllReduce, &t, op, count, in_place});
+          ck.single({Coll::ReduceScatter, &t, op, count, in_place});
+        }
+      }
+  for (const TypeInfo& t : kTypes)
+    for (int64_t count : counts)
+      for (bool in_place : {false, true}) ck.single({Coll::AllGather, &t, ncclSum, count, in_place});
+  for (const TypeInfo* t : {&kTypes[0], &kTypes[1], &kTypes[6]})
+    for (int64_t count : counts) ck.single({Coll::AllToAll, t, ncclSum, count, false});
+
+  // User groups: three collectives (different types, ops, in/out of place) queued together.
+  ck.grouped({{Coll::AllReduce, &kTypes[0], ncclSum, 1 << 20, false},
+              {Coll::ReduceScatter, &kTypes[1], ncclMax, 4099, true},
+              {Coll::AllGather, &kTypes[4], ncclSum, 777, false}});
+  ck.grouped({{Coll::AllReduce, &kTypes[2], ncclAvg, 33333, true},
+              {Coll::AllReduce, &kTypes[5], ncclMin, 5, false},
+              {Coll::AllToAll, &kTypes[0], ncclSum, 1000, false}});
+
+  // CUDA graph capture.
+  ck.graph({Coll::AllReduce, &kTypes[0], ncclSum, (1 << 20) + 5, false});
+  ck.graph({Coll::ReduceScatter, &kTypes[1], ncclAvg, 65536 + 13, true});
+  ck.graph({Coll::AllGather, &kTypes[2], ncclSum, 1031, false});
+
+  // Split sub-communicators get their own placement.
+  if (a.nranks >= 4) {
+    ncclComm_t half;
+    NCCL_OK(ncclCommSplit(comm, a.rank % 2, a.rank, &half, nullptr));
+    int hr = 0, hn = 0;
+    NCCL_OK(ncclCommUserRank(half, &hr));
+    NCCL_OK(ncclCommCount(half, &hn));
+    Checker sub{hr, hn, half, stream};
+    sub.single({Coll::AllReduce, &kTypes[0], ncclSum, (1 << 18) + 3, false});
+    sub.single({Coll::AllGather, &kTypes[0], ncclSum, 999, true});
+    ck.failures += sub.failures;
+    ck.passed += sub.passed;
+    NCCL_OK(ncclCommDestroy(half));
+  }
+
+  CUDA_OK(cudaStreamDestroy(stream));
+  NCCL_OK(ncclCommDestroy(comm));
+  std::printf("rank %d/%d: %d cases passed, %d failed\n", a.rank, a.nranks, ck.passed, ck.failures);
+  return ck.failures == 0 ? 0 : 1;
+}
+
+// ---- benchmark ---------------------------------------------------------------------------
+
+int run_bench(const Args& a) {
+  CUDA_OK(cudaSetDevice(a.device));
+  ncclUniqueId id = bootstrap_id(a);
+  ncclComm_t comm;
+  NCCL_OK(ncclCommInitRank(&comm, a.nranks, id, a.rank));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::size_t max_bytes = std::size_t(64) << 20;
+  void *send, *recv;
+  CUDA_OK(cudaMalloc(&send, max_bytes * std::size_t(a.nranks)));
+  CUDA_OK(cudaMalloc(&recv, max_bytes * std::size_t(a.nranks)));
+  CUDA_OK(cudaMemset(send, 0, max_bytes * std::size_t(a.nranks)));
+  cudaEvent_t t0, t1;
+  CUDA_OK(cudaEventCreate(&t0));
+  CUDA_OK(cudaEventCreate(&t1));
+
+  using Call = std::function<ncclResult_t(std::size_t count)>;
+  struct Variant { const char* coll; const char* path; Call call; };
+  std::vector<Variant> variants = {
+      {"allreduce", "topocoll", [&](std::size_t n) { return ncclAllReduce(send, recv, n, ncclFloat32, ncclSum, comm, stream); }},
+      {"allreduce", "nccl", [&](std::size_t n) { return pncclAllReduce(send, recv, n, ncclFloat32, ncclSum, comm, stream); }},
+      {"reducescatter", "topocoll", [&](std::size_t n) { return ncclReduceScatter(send, recv, n / a.nranks, ncclFloat32, ncclSum, comm, stream); }},
+      {"reducescatter", "nccl", [&](std::size_t n) { return pncclReduceScatter(send, recv, n / a.nranks, ncclFloat32, ncclSum, comm, stream); }},
+      {"allgather", "topocoll", [&](std::size_t n) { return ncclAllGather(send, recv, n / a.nranks, ncclFloat32, comm, stream); }},
+      {"allgather", "nccl", [&](std::size_t n) { return pncclAllGather(send, recv, n / a.nranks, ncclFloat32, comm, stream); }},
+  };
+  FILE* json = (a.rank == 0 && !a.json.empty()) ? std::fopen(a.json.c_str(), "w") : nullptr;
+  if (json) std::fprintf(json, "[\n");
+  bool first_row = true;
+  if (a.rank == 0)
+    std::printf("%-14s %-9s %12s %12s %10s %10s\n", "collective", "path", "size(B)", "time(us)", "algbw", "busbw");
+  for (const Variant& v : variants) {
+    for (std::size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+      const std::size_t count = std::max<std::size_t>(bytes / 4 / a.nranks * a.nranks, a.nranks);
+      const int warmup = 3, iters = bytes >= (std::size_t(16) << 20) ? 5 : 20;
+      for (int i = 0; i < warmup; ++i) NCCL_OK(v.call(count));
+      std::vector<float> times;
+      for (int rep = 0; rep < 5; ++rep) {
+        CUDA_OK(cudaEventRecord(t0, stream));
+        for (int i = 0; i < iters; ++i) NCCL_OK(v.call(count));
+        CUDA_OK(cudaEventRecord(t1, stream));
+        CUDA_OK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+        times.push_back(ms * 1000.f / float(iters));
+      }
+      std::sort(times.begin(), times.end());
+      const double us = times[times.size() / 2];
+      const double size = double(count) * 4;
+      const double algbw = size / us / 1e3;
+      const double factor = std::string(v.coll) == "allreduce" ? 2.0 * (a.nranks - 1) / a.nranks
+                                                               : double(a.nranks - 1) / a.nranks;
+      if (a.rank == 0) {
+        std::printf("%-14s %-9s %12.0f %12.1f %10.3f %10.3f\n", v.coll, v.path, size, us, algbw, algbw * factor);
+        if (json) {
+          std::fprintf(json, "%s  {\"collective\": \"%s\", \"path\": \"%s\", \"nranks\": %d, \"bytes\": %.0f, "
+                       "\"time_us\": %.2f, \"algbw\": %.4f, \"busbw\": %.4f}",
+                       first_row ? "" : ",\n", v.coll, v.path, a.nranks, size, us, algbw, algbw * factor);
+          first_row = false;
+        }
+      }
+    }
+  }
+  if (json) {
+    std::fprintf(json, "\n]\n");
+    std::fclose(json);
+  }
+  CUDA_OK(cudaFree(send));
+  CUDA_OK(cudaFree(recv));
+  NCCL_OK(ncclCommDestroy(comm));
+  return 0;
+}
+
+int write_topology(const Args& a) {
+  // One GPU per server so every process (its own NCCL_HOSTID) is one endpoint.
+  topocoll::topo::BiGraphShape shape;
+  shape.gpus_per_server = 1;
+  if (a.nranks <= 2) { shape.switches_per_group = 1; shape.endpoints_per_switch = 1; }
+  else if (a.nranks <= 4) { shape.switches_per_group = 1; shape.endpoints_per_switch = 2; }
+  else { shape.switches_per_group = 2; shape.endpoints_per_switch = a.nranks <= 8 ? 2 : 4; }
+  const auto topology = topocoll::topo::generate_bigraph(shape);
+  std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
+  for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  if (a.mode == "topology") return write_topology(a);
+  if (a.mode == "check") return run_check(a);
+  if (a.mode == "bench") return run_bench(a);
+  die("unknown mode " + a.mode);
+}

@@ -1,0 +1,152 @@
+// Test-only libnccl stand-in (stub_nccl.h). Thread-safe; communicators are heap tokens.
+#include "tests/interposer/stub_nccl.h"
+
+#include <atomic>
+#include <mutex>
+
+namespace stub_nccl {
+namespace {
+
+std::mutex g_mutex;
+std::vector<Call> g_calls;
+std::atomic<bool> g_recording{true};
+std::atomic<long long> g_count{0};
+thread_local int g_depth = 0;
+int g_nranks = 2, g_rank = 0, g_device = 0;
+
+struct FakeComm {
+  int nranks, rank, device;
+};
+
+ncclResult_t record(Call c) {
+  g_count.fetch_add(1, std::memory_order_relaxed);
+  if (!g_recording.load(std::memory_order_relaxed)) return ncclSuccess;
+  std::lock_guard lock(g_mutex);
+  g_calls.push_back(std::move(c));
+  return ncclSuccess;
+}
+
+ncclComm_t make_comm() {
+  std::lock_guard lock(g_mutex);
+  return reinterpret_cast<ncclComm_t>(new FakeComm{g_nranks, g_rank, g_device});
+}
+
+const FakeComm* fake(const ncclComm_t c) { return reinterpret_cast<const FakeComm*>(c); }
+
+}  // namespace
+
+std::vector<Call> calls() {
+  std::lock_guard lock(g_mutex);
+  return g_calls;
+}
+void reset() {
+  std::lock_guard lock(g_mutex);
+  g_calls.clear();
+  g_count = 0;
+}
+void set_recording(bool on) { g_recording = on; }
+long long call_count() { return g_count.load(); }
+int group_depth() { return g_depth; }
+void set_comm_shape(int nranks, int rank, int device) {
+  std::lock_guard lock(g_mutex);
+  g_nranks = nranks;
+  g_rank = rank;
+  g_device = device;
+}
+
+}  // namespace stub_nccl
+
+using stub_nccl::Call;
+using stub_nccl::record;
+
+#define STUB_EXPORT extern "C" __attribute__((visibility("default")))
+
+STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t,
+                                        ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
+  return record({"pncclAllReduce", s, r, n, int(t), int(op), -1, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclReduceScatter(const void* s, void* r, size_t n, ncclDataType_t t,
+                                            ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
+  return record({"pncclReduceScatter", s, r, n, int(t), int(op), -1, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDataType_t t,
+                                        ncclComm_t c, cudaStream_t st) {
+  return record({"pncclAllGather", s, r, n, int(t), -1, -1, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclAlltoAll(const void* s, void* r, size_t n, ncclDataType_t t,
+                                       ncclComm_t c, cudaStream_t st) {
+  return record({"pncclAlltoAll", s, r, n, int(t), -1, -1, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclSend(const void* s, size_t n, ncclDataType_t t, int peer,
+                                   ncclComm_t c, cudaStream_t st) {
+  return record({"pncclSend", s, nullptr, n, int(t), -1, peer, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclRecv(void* r, size_t n, ncclDataType_t t, int peer, ncclComm_t c,
+                                   cudaStream_t st) {
+  return record({"pncclRecv", nullptr, r, n, int(t), -1, peer, -1, c, st});
+}
+STUB_EXPORT ncclResult_t pncclGroupStart() {
+  ++stub_nccl::g_depth;
+  return record({"pncclGroupStart"});
+}
+STUB_EXPORT ncclResult_t pncclGroupEnd() {
+  if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
+  --stub_nccl::g_depth;
+  return record({"pncclGroupEnd"});
+}
+STUB_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  *comm = stub_nccl::make_comm();
+  return record({"pncclCommInitRank", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
+}
+STUB_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId,
+                                                 int rank, ncclConfig_t*) {
+  *comm = stub_nccl::make_comm();
+  return record({"pncclCommInitRankConfig", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
+}
+STUB_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int,
+                                                   ncclUniqueId*, ncclConfig_t*) {
+  *comm = stub_nccl::make_comm();
+  return record({"pncclCommInitRankScalable", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
+}
+STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
+  for (int i = 0; i < ndev; ++i) comms[i] = stub_nccl::make_comm();
+  return record({"pncclCommInitAll", nullptr, nullptr, size_t(ndev)});
+}
+STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
+                                        ncclConfig_t*) {
+  *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
+  return record({"pncclCommSplit", nullptr, nullptr, 0, -1, -1, color, key, c});
+}
+STUB_EXPORT ncclResult_t pncclCommShrink(ncclComm_t c, int*, int n, ncclComm_t* out,
+                                         ncclConfig_t*, int) {
+  *out = stub_nccl::make_comm();
+  return record({"pncclCommShrink", nullptr, nullptr, size_t(n), -1, -1, -1, -1, c});
+}
+STUB_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t c) {
+  return record({"pncclCommFinalize", nullptr, nullptr, 0, -1, -1, -1, -1, c});
+}
+STUB_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t c) {
+  record({"pncclCommDestroy", nullptr, nullptr, 0, -1, -1, -1, -1, c});
+  delete reinterpret_cast<stub_nccl::FakeComm*>(c);
+  return ncclSuccess;
+}
+STUB_EXPORT ncclResult_t pncclCommAbort(ncclComm_t c) {
+  record({"pncclCommAbort", nullptr, nullptr, 0, -1, -1, -1, -1, c});
+  delete reinterpret_cast<stub_nccl::FakeComm*>(c);
+  return ncclSuccess;
+}
+STUB_EXPORT ncclResult_t pncclCommCount(const ncclComm_t c, int* n) {
+  *n = stub_nccl::fake(c)->nranks;
+  return ncclSuccess;
+}
+STUB_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t c, int* r) {
+  *r = stub_nccl::fake(c)->rank;
+  return ncclSuccess;
+}
+STUB_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t c, int* d) {
+  *d = stub_nccl::fake(c)->device;
+  return ncclSuccess;
+}
+STUB_EXPORT const char* pncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error" : "stub error";
+}

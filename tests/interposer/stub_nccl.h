@@ -1,0 +1,39 @@
+// A test-only stand-in for libnccl: defines the pnccl* symbols the interposer forwards to
+// and records every call, so tests can check that a call reached "NCCL" with exactly the
+// user's arguments. Never installed; built only with the tests.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#define STUB_NCCL_API __attribute__((visibility("default")))
+
+namespace stub_nccl {
+
+struct Call {
+  std::string fn;  // the pnccl* name
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  std::size_t count = 0;
+  int datatype = -1;
+  int op = -1;
+  int peer = -1;  // Send/Recv peer; Split color
+  int key = -1;   // Split key
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+STUB_NCCL_API std::vector<Call> calls();
+STUB_NCCL_API void reset();
+// Off: calls are only counted (the forwarding benchmark); on by default.
+STUB_NCCL_API void set_recording(bool on);
+STUB_NCCL_API long long call_count();
+// NCCL's group nesting as the stub sees it.
+STUB_NCCL_API int group_depth();
+// The communicators the stub hands out report this size and rank.
+STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
+
+}  // namespace stub_nccl
