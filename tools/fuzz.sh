@@ -28,9 +28,12 @@ BINARY="$OUT/topology_fuzz"
 # Rebuild when any source or header is newer than the binary.
 if [ ! -x "$BINARY" ] || [ -n "$(find topo tests/fuzz -newer "$BINARY" -name '*.[ch]*' | head -1)" ]; then
   echo "fuzz: building $BINARY with $CXX_FUZZ"
-  "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+  if ! "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I. "${SOURCES[@]}" -o "$BINARY"
+    -I. "${SOURCES[@]}" -o "$BINARY"; then
+    echo "fuzz: build failed; libFuzzer needs clang's runtime (Debian: libclang-rt-14-dev)" >&2
+    exit 1
+  fi
 fi
 
 # Seed corpus: the examples and the malformed files (copied, so the fuzzer's additions stay
