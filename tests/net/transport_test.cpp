@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "net/socket_transport.h"
@@ -181,6 +182,29 @@ TEST(Transport, LocalBindChoosesTheSourceAddress) {
   EXPECT_EQ(p.recv->peer_address().ip_string(), "127.0.0.2");
   EXPECT_EQ(p.send->local_address().ip_string(), "127.0.0.2");
   EXPECT_EQ(p.recv->peer_cookie(), 1234u);
+}
+
+int open_descriptors() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(Transport, ClosingReleasesEverySocketAndThread) {
+  const int before = open_descriptors();
+  {
+    auto p = make_pair(fast_options(4, 3));
+    ASSERT_TRUE(p.recv);
+    std::vector<uint8_t> data(1 << 20, 3);
+    Request *rs, *rr;
+    ASSERT_TRUE(p.recv->irecv(data.data(), data.size(), 0, &rr).ok());
+    ASSERT_TRUE(p.send->isend(data.data(), data.size(), 0, &rs).ok());
+    ASSERT_TRUE(wait_request(*p.send, rs, nullptr).ok());
+    ASSERT_TRUE(wait_request(*p.recv, rr, nullptr).ok());
+    // A request left pending at close is freed with its comm.
+    ASSERT_TRUE(p.recv->irecv(data.data(), data.size(), 0, &rr).ok());
+  }
+  EXPECT_EQ(open_descriptors(), before);
 }
 
 TEST(Transport, ArgumentErrorsAreReported) {
