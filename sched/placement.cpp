@@ -476,6 +476,33 @@ RankOrder search_order(const Topology& t, const Placement& p, const Pattern& pat
   return search_from(t, p, pattern, max_swaps, {});
 }
 
+// Multi-GPU hosts: virtual rank v = (host bits, local bits), so the first (largest) halving
+// steps pair GPUs of one host over the free host fabric. The local index is flipped on
+// hosts of odd popcount, so at every cross-host step the partner is the neighbouring GPU
+// of the other host, whose NIC sits in the other group when NICs alternate.
+static std::vector<int> host_major_order(const Topology& t, const Placement& p) {
+  int n = p.nranks();
+  std::map<int, std::vector<std::pair<int, int>>> by_host;  // host -> (endpoint, rank)
+  for (int r = 0; r < n; ++r) by_host[t.endpoints()[p.endpoint_of_rank[r]].host_index].emplace_back(p.endpoint_of_rank[r], r);
+  int g = int(by_host.begin()->second.size());
+  int hosts = int(by_host.size());
+  if (g < 2 || !std::has_single_bit(unsigned(g)) || !std::has_single_bit(unsigned(hosts)))
+    return {};
+  for (auto& [h, list] : by_host) {
+    if (int(list.size()) != g) return {};
+    std::sort(list.begin(), list.end());
+  }
+  std::vector<std::vector<std::pair<int, int>>> host_list;
+  for (auto& [h, list] : by_host) host_list.push_back(list);
+  int lg = std::countr_zero(unsigned(g));
+  std::vector<int> order(n);
+  for (int v = 0; v < n; ++v) {
+    int h = v >> lg, l = v & (g - 1);
+    order[v] = host_list[h][l ^ (std::popcount(unsigned(h)) & 1)].second;
+  }
+  return order;
+}
+
 RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes) {
   std::vector<int> order;
   double bound = 0;
@@ -495,8 +522,13 @@ RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCac
     return r;
   }
   Pattern pattern = halving_doubling_pattern(p.nranks(), bytes);
-  if (fits) return search_from(t, p, pattern, 0, {order});
-  return search_order(t, p, pattern);
+  std::vector<std::vector<int>> seeds;
+  if (fits) seeds.push_back(std::move(order));
+  if (std::has_single_bit(unsigned(p.nranks()))) {
+    std::vector<int> host_major = host_major_order(t, p);
+    if (!host_major.empty()) seeds.push_back(std::move(host_major));
+  }
+  return search_from(t, p, pattern, 0, std::move(seeds));
 }
 
 // ---------------------------------------------------------------------------------------
