@@ -1,65 +1,29 @@
-// Multi-range copy: blockIdx.y picks the range, blockIdx.x strides within it. Each range moves
-// in the widest word (16/8/4/2/1 bytes) that its dst - src distance allows, with a byte head
-// up to the first aligned destination and a byte tail.
+// Multi-range copy: blockIdx.y picks the range, blockIdx.x strides within it; the per-thread
+// work (widest word the dst - src distance allows) is copy_range_thread in thread_loops.h.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "kernels/copy_ranges_cuda.h"
 #include "kernels/device_occupancy.h"
+#include "kernels/thread_loops.h"
 
 namespace topocoll::kernels {
 namespace {
 
 constexpr int kBlockThreads = 256;
-constexpr int kUnroll = 4;
 constexpr int kOccupancySlotCopy = kOccupancySlots - 1;
 
 struct CopyBatch {
   CopyRange r[kMaxCopyRangesPerLaunch];
 };
 
-template <class W>
-__device__ __forceinline__ void copy_words(W* dst, const W* src, std::size_t n, std::size_t tid,
-                                           std::size_t nthreads) {
-  std::size_t i = tid;
-  for (; i + (kUnroll - 1) * nthreads < n; i += kUnroll * nthreads) {
-    W w[kUnroll];
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k) w[k] = src[i + k * nthreads];
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k) dst[i + k * nthreads] = w[k];
-  }
-  for (; i < n; i += nthreads) dst[i] = src[i];
-}
-
-template <class W>
-__device__ __forceinline__ void copy_aligned(char* d, const char* s, std::size_t bytes,
-                                             std::size_t tid, std::size_t nthreads) {
-  constexpr std::size_t w = sizeof(W);
-  std::size_t head = (w - reinterpret_cast<std::uintptr_t>(d) % w) % w;
-  if (head > bytes) head = bytes;
-  if (tid < head) d[tid] = s[tid];
-  const std::size_t words = (bytes - head) / w;
-  copy_words(reinterpret_cast<W*>(d + head), reinterpret_cast<const W*>(s + head), words, tid,
-             nthreads);
-  const std::size_t done = head + words * w;
-  if (tid < bytes - done) d[done + tid] = s[done + tid];
-}
-
-__global__ void __launch_bounds__(kBlockThreads) copy_ranges_kernel(const __grid_constant__ CopyBatch b) {
-  const CopyRange r = b.r[blockIdx.y];
-  const std::size_t nthreads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  char* d = static_cast<char*>(r.dst);
-  const char* s = static_cast<const char*>(r.src);
-  // Widest word size dividing dst - src: both ends are then aligned after the same head.
-  const std::uintptr_t dist = reinterpret_cast<std::uintptr_t>(d) - reinterpret_cast<std::uintptr_t>(s);
-  if (dist % 16 == 0) copy_aligned<uint4>(d, s, r.bytes, tid, nthreads);
-  else if (dist % 8 == 0) copy_aligned<uint2>(d, s, r.bytes, tid, nthreads);
-  else if (dist % 4 == 0) copy_aligned<std::uint32_t>(d, s, r.bytes, tid, nthreads);
-  else if (dist % 2 == 0) copy_aligned<std::uint16_t>(d, s, r.bytes, tid, nthreads);
-  else copy_words(d, s, r.bytes, tid, nthreads);
+__global__ void __launch_bounds__(kBlockThreads)
+    copy_ranges_kernel(const __grid_constant__ CopyBatch b) {
+  const CopyRange& r = b.r[blockIdx.y];
+  copy_range_thread(r.dst, r.src, r.bytes,
+                    static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                    static_cast<std::size_t>(gridDim.x) * blockDim.x);
 }
 
 cudaError_t launch_batch(const CopyBatch& batch, int n, std::size_t max_bytes,
