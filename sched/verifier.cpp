@@ -396,8 +396,7 @@ class Verifier {
 
   void init_input(int r) {
     Range in;
-    std::string err;
-    if (s_.input_count == 0 || !phys(r, {Buf::Input, 0}, s_.input_count, in, err)) return;
+    if (s_.input_count == 0 || !phys(r, {Buf::Input, 0}, s_.input_count, in, err_)) return;
     Piece p{in.lo, in.hi, 0, uint32_t(r + 1)};
     if (s_.collective == Collective::AllGather) {  // already the final value of its output place
       p.expr = kFinal;
@@ -420,7 +419,6 @@ class Verifier {
       xfer_.clear();
       for (size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
-        std::string err;
         Range rg;
         switch (op.kind) {
           case OpKind::Send:
@@ -428,7 +426,7 @@ class Verifier {
             if (op.peer < 0 || op.peer >= P_ || op.peer == r)
               return fail(where(r, st, i, op) + ": peer " + std::to_string(op.peer) + " is not another rank");
             const bool is_send = op.kind == OpKind::Send;
-            if (!phys(r, is_send ? op.src() : op.dst, op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
+            if (!phys(r, is_send ? op.src() : op.dst, op.count, rg, err_)) return fail(where(r, st, i, op) + ": " + err_);
             if (!is_send && op.dst.buf == Buf::Input) return fail(where(r, st, i, op) + ": writes Input");
             xfer_.push_back({rg, is_send, uint32_t(i)});
             if (is_send) {
@@ -461,8 +459,8 @@ class Verifier {
     for (int r = 0; r < P_; ++r) bucket_begin_[size_t(r) + 1] += bucket_begin_[size_t(r)];
     order_.resize(msgs_.size());
     {
-      std::vector<uint32_t> fill(bucket_begin_.begin(), bucket_begin_.end() - 1);
-      for (uint32_t m = 0; m < msgs_.size(); ++m) order_[fill[size_t(msgs_[m].dst)]++] = m;  // stable: by sender, then op
+      fill_.assign(bucket_begin_.begin(), bucket_begin_.end() - 1);
+      for (uint32_t m = 0; m < msgs_.size(); ++m) order_[fill_[size_t(msgs_[m].dst)]++] = m;  // stable: by sender, then op
     }
     for (int r = 0; r < P_; ++r) {
       std::span<const Op> ops = spans_[size_t(r)];
@@ -483,8 +481,7 @@ class Verifier {
                       std::to_string(m.count) + " elements");
         m.used = true;
         Range rg;
-        std::string err;
-        phys(r, op.dst, op.count, rg, err);
+        phys(r, op.dst, op.count, rg, err_);
         segs_.assign(pool_.begin() + m.seg_begin, pool_.begin() + m.seg_end);
         store(r, rg, segs_);
         received_[size_t(r)] += op.count;
@@ -540,7 +537,6 @@ class Verifier {
 
   // Structure and bounds of a local op.
   bool check_local(int r, int st, size_t i, const Op& op) {
-    std::string err;
     Range rg;
     switch (op.kind) {
       case OpKind::Reduce:
@@ -551,10 +547,10 @@ class Verifier {
       case OpKind::Copy:
       case OpKind::Finalize: {
         if (op.dst.buf == Buf::Input) return fail(where(r, st, i, op) + ": writes Input");
-        if (!phys(r, op.dst, op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
+        if (!phys(r, op.dst, op.count, rg, err_)) return fail(where(r, st, i, op) + ": " + err_);
         const int n = op.kind == OpKind::Reduce ? op.nsrc : op.kind == OpKind::Copy ? 1 : 0;
         for (int k = 0; k < n; ++k)
-          if (!phys(r, op.srcs[size_t(k)], op.count, rg, err)) return fail(where(r, st, i, op) + ": " + err);
+          if (!phys(r, op.srcs[size_t(k)], op.count, rg, err_)) return fail(where(r, st, i, op) + ": " + err_);
         if (op.kind == OpKind::Finalize && (s_.collective == Collective::AllGather ||
                                             s_.collective == Collective::AllToAll))
           return fail(where(r, st, i, op) + ": finalize in a collective without reduction");
@@ -569,12 +565,11 @@ class Verifier {
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) return true;
     if (!check_local(r, st, i, op)) return false;
     Range dst;
-    std::string err;
-    phys(r, op.dst, op.count, dst, err);
+    phys(r, op.dst, op.count, dst, err_);
     if (op.count == 0) return true;
     if (op.kind == OpKind::Copy) {
       Range src;
-      phys(r, op.src(), op.count, src, err);
+      phys(r, op.src(), op.count, src, err_);
       if (overlaps(src, dst) && src.lo != dst.lo)
         return fail(where(r, st, i, op) + ": source and destination partly overlap");
       const int64_t bad = read(buf(r, src.space), src.lo, src.hi, segs_);
@@ -604,7 +599,7 @@ class Verifier {
     srcs_.resize(size_t(n));
     for (int k = 0; k < n; ++k) {
       Range src;
-      phys(r, op.srcs[size_t(k)], op.count, src, err);
+      phys(r, op.srcs[size_t(k)], op.count, src, err_);
       if (overlaps(src, dst) && !(k == 0 && src.lo == dst.lo))
         return fail(where(r, st, i, op) + ": source " + std::to_string(k) + " overlaps the destination");
       const int64_t bad = read(buf(r, src.space), src.lo, src.hi, srcs_[size_t(k)]);
@@ -677,9 +672,8 @@ class Verifier {
     const int64_t c = s_.count;
     for (int r = 0; r < P_; ++r) {
       Range out;
-      std::string err;
-      if (s_.output_count == 0) continue;
-      phys(r, {Buf::Output, 0}, s_.output_count, out, err);
+        if (s_.output_count == 0) continue;
+      phys(r, {Buf::Output, 0}, s_.output_count, out, err_);
       const int64_t bad = read(buf(r, out.space), out.lo, out.hi, segs_);
       const std::string who = "rank " + std::to_string(r) + " output";
       if (bad >= 0) return fail(who + " element " + std::to_string(bad - out.lo) + " is never written");
@@ -740,7 +734,8 @@ class Verifier {
   std::vector<std::pair<size_t, int64_t>> pos_;
   std::vector<Piece> tmp_;
   std::vector<Xfer> xfer_;
-  std::vector<uint32_t> bucket_begin_, order_;
+  std::vector<uint32_t> bucket_begin_, order_, fill_;
+  std::string err_;  // the last phys() complaint
   std::vector<std::span<const Op>> spans_;  // this step's ops of every rank
   std::map<int64_t, FinalEntry> finals_;
 };
