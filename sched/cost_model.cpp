@@ -28,7 +28,8 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
   const std::vector<int>& ep = placement.endpoint_of_rank;
   StepLinkLoads loads(int(links.size()));
   std::vector<Flow> flows;
-  std::vector<PathView> paths;
+  std::vector<PathView> paths, flow_paths;
+  std::vector<uint32_t> flow_first;
   ScheduleAnalysis out;
   int nsteps = schedule.num_steps();
   out.cost.steps.resize(nsteps);
@@ -40,9 +41,17 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     double worst_bytes = 0;
     step_flows(schedule, s, elem_size, flows, &worst_bytes, &any_local);
     loads.clear();
+    // The flows' paths, kept for the timing pass unless new routes moved their storage.
+    size_t version = routes.version();
+    flow_paths.clear();
+    flow_first.clear();
     for (const Flow& f : flows) {
       loads.add(routes, ep[f.src], ep[f.dst], double(f.bytes));
-      for (const PathView& p : loads.scratch_paths()) sl.hops += p.hops();
+      flow_first.push_back(uint32_t(flow_paths.size()));
+      for (const PathView& p : loads.scratch_paths()) {
+        sl.hops += p.hops();
+        flow_paths.push_back(p);
+      }
       sl.bytes += f.bytes;
       sl.max_flow_bytes = std::max(sl.max_flow_bytes, f.bytes);
     }
@@ -65,10 +74,20 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
       out.load.worst_step = s;
     }
 
-    for (const Flow& f : flows) {
-      routes.paths(ep[f.src], ep[f.dst], paths);
+    bool reuse = routes.version() == version;
+    flow_first.push_back(uint32_t(flow_paths.size()));
+    for (size_t i = 0; i < flows.size(); ++i) {
+      const Flow& f = flows[i];
+      std::span<const PathView> paths_of;
+      if (reuse) {
+        paths_of = std::span<const PathView>(flow_paths.data() + flow_first[i],
+                                             flow_first[i + 1] - flow_first[i]);
+      } else {
+        routes.paths(ep[f.src], ep[f.dst], paths);
+        paths_of = paths;
+      }
       double flow_time = 0;
-      for (const PathView& p : paths) {
+      for (const PathView& p : paths_of) {
         double b = double(f.bytes) * p.fraction;
         double lat = 0, transfer = 0;
         p.for_each_link([&](int l) {

@@ -44,6 +44,8 @@ class RouteCache {
   // The paths from one endpoint to another (empty for the same endpoint). `out` is reused.
   void paths(int src_endpoint, int dst_endpoint, std::vector<PathView>& out);
   const topo::Topology& topology() const { return topology_; }
+  // Changes whenever a route is added, which may move the storage earlier PathViews see.
+  size_t version() const { return stored_links_.size() + pairs_.size(); }
 
  private:
   struct Stored {

@@ -71,7 +71,8 @@ Placement explicit_endpoints(const Topology& topology, std::vector<int> endpoint
 // ---------------------------------------------------------------------------------------
 // Patterns and their evaluation
 
-Pattern halving_doubling_pattern(int nranks, double bytes) {
+// Rabenseifner: halving at distance 1, 2, ... moves bytes/2, bytes/4, ...; doubling mirrors.
+static Pattern hd_pattern(int nranks, double bytes, bool with_doubling) {
   Pattern pattern;
   if (nranks < 2) return pattern;
   int p = int(std::bit_floor(unsigned(nranks)));
@@ -79,14 +80,17 @@ Pattern halving_doubling_pattern(int nranks, double bytes) {
   auto step = [&](int s, double b) {
     PatternStep st;
     st.bytes = b;
-    for (int v = 0; v < p; ++v) st.pairs.emplace_back(v, v ^ (1 << s));
+    st.pairs.resize(p);
+    for (int v = 0; v < p; ++v) st.pairs[v] = {v, v ^ (1 << s)};
     pattern.push_back(std::move(st));
   };
-  // Rabenseifner: halving at distance 1, 2, ... moves bytes/2, bytes/4, ...; doubling mirrors.
   for (int s = 0; s < k; ++s) step(s, bytes / double(2 << s));
-  for (int s = k - 1; s >= 0; --s) step(s, bytes / double(2 << s));
+  if (with_doubling)
+    for (int s = k - 1; s >= 0; --s) step(s, bytes / double(2 << s));
   return pattern;
 }
+
+Pattern halving_doubling_pattern(int nranks, double bytes) { return hd_pattern(nranks, bytes, true); }
 
 namespace {
 
@@ -510,8 +514,7 @@ RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCac
   if (fits && alone_on_host(t, p)) {
     // The doubling steps repeat the halving steps' pairs, so the halving steps are measured
     // and their hops counted twice.
-    Pattern halving = halving_doubling_pattern(p.nranks(), bytes);
-    halving.resize(halving.size() / 2);
+    Pattern halving = hd_pattern(p.nranks(), bytes, false);
     RankOrder r = evaluate_order(t, p, halving, std::move(order), routes);
     r.total_hops *= 2;
     r.closed_form = true;
