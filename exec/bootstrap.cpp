@@ -305,9 +305,21 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
     AddrInfo ai;
     resolve(root, false, &ai);
     for (addrinfo* p = ai.list; p && fd_ < 0; p = p->ai_next) {
-      const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+      const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                              p->ai_protocol);
       if (fd < 0) continue;
-      if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) {
+      // Non-blocking connect bounded by the deadline: an unreachable host must not hold
+      // us for the kernel's SYN retries (minutes).
+      int rc = ::connect(fd, p->ai_addr, p->ai_addrlen);
+      if (rc != 0 && errno == EINPROGRESS) {
+        const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+        int err = ETIMEDOUT;
+        socklen_t len = sizeof err;
+        if (wait_fd(fd, POLLOUT, slice)) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      }
+      if (rc == 0) {
         fd_ = fd;
       } else {
         last_error = errno_text();

@@ -158,6 +158,11 @@ void Execution::run_local_ops() {
   ++step_;
 }
 
+void Execution::restart() {
+  if (posted_) throw std::logic_error("restart in the middle of a step");
+  step_ = 0;
+}
+
 bool Execution::advance_one_step() {
   if (done()) return false;
   post_transfers();

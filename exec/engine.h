@@ -52,6 +52,10 @@ class Execution {
   void complete_transfers();  // backend.end_transfers()
   void run_local_ops();       // the step's Reduce/Copy/Finalize, then on to the next step
 
+  // Back to step 0 to run the same collective again on the same buffers (a plan cache or
+  // a benchmark reuses one checked Execution). Only between steps.
+  void restart();
+
   // One whole step; returns true while steps remain.
   bool advance_one_step();
   // Every remaining step.

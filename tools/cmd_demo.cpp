@@ -201,7 +201,7 @@ int run_demo(std::span<const std::string> args) {
   std::string endpoint_list;
   for (int e : endpoints) endpoint_list += (endpoint_list.empty() ? "" : ",") + t.endpoints()[e].id;
   std::printf("  %d processes over the socket transport on this machine, placed as endpoints\n"
-              "  %s (one per switch first), every result checked.\n",
+              "  %s (spread over the switches or packages first), every result checked.\n",
               ranks, endpoint_list.c_str());
   const std::string bench_json = a.out + "/demo-bench.json";
   std::remove(bench_json.c_str());

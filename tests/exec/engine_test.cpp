@@ -179,6 +179,10 @@ TEST(Engine, PhasesMustRunInOrder) {
   e.run_local_ops();
   e.run();
   EXPECT_THROW(e.post_transfers(), std::logic_error);
+  e.restart();
+  EXPECT_EQ(e.next_step(), 0);
+  e.post_transfers();
+  EXPECT_THROW(e.restart(), std::logic_error);
 }
 
 }  // namespace

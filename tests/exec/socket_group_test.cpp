@@ -215,6 +215,22 @@ TEST(Bootstrap, AddressParsingNamesTheBadPart) {
   EXPECT_THROW(BootstrapAddress::parse("node:12a"), std::invalid_argument);
 }
 
+TEST(Bootstrap, UnreachableRootFailsAfterTheTimeout) {
+  uint16_t port = 0;
+  {
+    BootstrapRoot probe({"127.0.0.1", 0}, 1, std::chrono::milliseconds(1));
+    port = probe.port();
+  }  // closed again: nobody listens there now
+  try {
+    BootstrapClient client({"127.0.0.1", port}, 0, 2, std::chrono::milliseconds(300));
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot reach root 127.0.0.1:" + std::to_string(port)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
   BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(5));
   BootstrapClient wrong({"127.0.0.1", root.port()}, 0, 3, std::chrono::seconds(5));
