@@ -336,9 +336,6 @@ class OrderSearch {
     std::vector<char> used(n_, 0);
     std::map<int, std::vector<int>> ranks_on_host;
     for (int r = 0; r < n_; ++r) ranks_on_host[eps[p_.endpoint_of_rank[r]].host_index].push_back(r);
-    std::vector<int> site_of_rank(n_);
-    for (int i = 0; i < int(sites.size()); ++i)
-      for (int r : sites[i]) site_of_rank[r] = i;
 
     ep_.assign(n_, -1);
     std::vector<int> order(n_, -1);
@@ -370,7 +367,6 @@ class OrderSearch {
       used[best] = 1;
       ep_[v] = p_.endpoint_of_rank[best];
       flows_of(v, -1, +1);
-      (void)site_of_rank;
     }
     return order;
   }
