@@ -140,6 +140,29 @@ std::string human(std::size_t bytes) {
   return buf;
 }
 
+// A benchmark of a wrong kernel is worthless: compare the last output of set 0 (first and last
+// 64 KiB) with reduce_cpu on the same inputs.
+bool output_matches_cpu(const BufferSets& buf, DataType type, int nsrc, std::size_t count) {
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const std::size_t elem = topocoll::kernels::datatype_size(type);
+  const std::size_t window = std::min<std::size_t>(count, (64 << 10) / elem);
+  for (std::size_t first : {std::size_t{0}, count - window}) {
+    std::vector<std::vector<char>> in(nsrc, std::vector<char>(window * elem));
+    std::vector<const void*> ptrs;
+    for (int j = 0; j < nsrc; ++j) {
+      CHECK_CUDA(cudaMemcpy(in[j].data(), static_cast<const char*>(buf.at(0, j)) + first * elem,
+                            window * elem, cudaMemcpyDeviceToHost));
+      ptrs.push_back(in[j].data());
+    }
+    std::vector<char> want(window * elem), got(window * elem);
+    topocoll::kernels::reduce_cpu(type, ReduceOp::Sum, want.data(), ptrs.data(), nsrc, window);
+    CHECK_CUDA(cudaMemcpy(got.data(), static_cast<const char*>(buf.at(0, nsrc)) + first * elem,
+                          window * elem, cudaMemcpyDeviceToHost));
+    if (want != got) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,6 +243,12 @@ int main(int argc, char** argv) {
                                                       srcs, v.nsrc, count, stream));
           },
           sets, opt.repeats, stream);
+      if (!output_matches_cpu(buf, v.type, v.nsrc, count)) {
+        std::fprintf(stderr, "kernel_bench: %s K=%d %s: GPU result differs from reduce_cpu\n",
+                     std::string(topocoll::kernels::datatype_name(v.type)).c_str(), v.nsrc,
+                     human(bytes).c_str());
+        return 1;
+      }
       const double gbps = (v.nsrc + 1.0) * bytes / s / 1e9;
       rows.push_back({"reduce_sum", std::string(topocoll::kernels::datatype_name(v.type)), v.nsrc,
                       bytes, s, gbps, 100.0 * gbps / copy_gbps});
