@@ -34,27 +34,38 @@ Bisection bigraph_bisection(const Topology& t) {
     }
   }
   const long total = long(t.endpoints().size());
-  auto cost = [&](uint64_t side, int* cut_cables) {
-    long in_a = 0;
-    for (int i = 0; i < n; ++i)
-      if (side >> i & 1) in_a += on_switch[i];
-    long moves = std::min(std::labs(in_a - total / 2), std::labs(in_a - (total + 1) / 2));
-    int crossing = 0;
-    for (auto [a, b] : cables) crossing += int((side >> a & 1) != (side >> b & 1));
-    *cut_cables = crossing + int(moves);
-    return crossing * inter + double(moves) * access;
+  auto moves_for = [&](long in_a) {
+    return std::min(std::labs(in_a - total / 2), std::labs(in_a - (total + 1) / 2));
   };
   Bisection best;
   best.gbps = std::numeric_limits<double>::infinity();
   if (n <= 22) {
-    // Switch 0 stays on side B: the two sides are interchangeable.
-    for (uint64_t side = 0; side < (uint64_t(1) << (n - 1)); ++side) {
-      int cut = 0;
-      double c = cost(side << 1, &cut);
+    // Gray-code walk over the sides of switches 1..n-1 (switch 0 stays on side B: the two
+    // sides are interchangeable); each step flips one switch and updates the cut from its
+    // neighbours only.
+    std::vector<std::vector<int>> neighbours(n);
+    for (auto [a, b] : cables) {
+      neighbours[a].push_back(b);
+      neighbours[b].push_back(a);
+    }
+    std::vector<char> in_a(n, 0);
+    long endpoints_a = 0;
+    int crossing = 0;
+    auto consider = [&] {
+      long moves = moves_for(endpoints_a);
+      double c = crossing * inter + double(moves) * access;
       if (c < best.gbps) {
         best.gbps = c;
-        best.cables = cut;
+        best.cables = crossing + int(moves);
       }
+    };
+    consider();
+    for (uint64_t step = 1; step < (uint64_t(1) << (n - 1)); ++step) {
+      const int v = 1 + __builtin_ctzll(step);
+      for (int u : neighbours[v]) crossing += in_a[u] == in_a[v] ? 1 : -1;
+      in_a[v] ^= 1;
+      endpoints_a += in_a[v] ? on_switch[v] : -on_switch[v];
+      consider();
     }
     best.exact = true;
     best.method = "exact: minimum over all splits of the switches, endpoints kept with their switch "
@@ -69,7 +80,7 @@ Bisection bigraph_bisection(const Topology& t) {
     for (int i = 0; i < n; ++i) a_count += in_a[i] * on_switch[i];
     int crossing = 0;
     for (auto [a, b] : cables) crossing += int(in_a[a] != in_a[b]);
-    long moves = std::min(std::labs(a_count - total / 2), std::labs(a_count - (total + 1) / 2));
+    long moves = moves_for(a_count);
     best.gbps = crossing * inter + double(moves) * access;
     best.cables = crossing + int(moves);
     best.exact = false;

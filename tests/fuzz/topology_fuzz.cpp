@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "topo/bisection.h"
+#include "topo/topology_dot.h"
 #include "topo/topology_error.h"
 #include "topo/topology_json.h"
 
@@ -19,6 +21,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (n > 1) {
       t.route(0, n - 1);
       t.route(n - 1, 0);
+    }
+    // What describe and draw compute, on topologies small enough to stay fast.
+    if (n <= 1024 && t.switches().size() <= 64) {
+      t.diameter_hops();
+      topocoll::topo::bisection(t);
+      topocoll::topo::topology_to_dot(t);
     }
   } catch (const topocoll::topo::TopologyError&) {
   }
