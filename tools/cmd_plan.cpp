@@ -145,11 +145,13 @@ void print_text(const Topology& t, const Plan& plan) {
       std::printf("  candidate %-10s not applicable: %s\n", c.algo.c_str(), c.why_not.c_str());
   }
   std::printf("\nplacement (rank: endpoint host switch)\n");
-  for (int r = 0; r < n; ++r) {
+  const int shown = n <= 96 ? n : 64;  // large clusters: the head, the rest in --json
+  for (int r = 0; r < shown; ++r) {
     int e = plan.placement.endpoint_of_rank[r];
     std::printf("  %5d: %-12s %-10s %s\n", r, t.endpoints()[e].id.c_str(),
                 t.endpoints()[e].host.c_str(), attach_of(t, e).c_str());
   }
+  if (shown < n) std::printf("  ... %d more ranks (--json lists them all)\n", n - shown);
   if (plan.algo.rfind("hd", 0) == 0 && !plan.order_quality.rank_of_virtual.empty())
     std::printf("\nHD order: worst link load %g, lower bound %g, %s\n",
                 plan.order_quality.max_load, plan.order_quality.lower_bound,
