@@ -32,7 +32,7 @@ Result run(const std::string& args) {
 
 const std::string kSource = TOPOCOLL_SOURCE_DIR;
 
-TEST(Cli, ValidateAcceptsEveryExample) {
+TEST(TopoCli, ValidateAcceptsEveryExample) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(kSource + "/examples")) {
     if (entry.path().extension() != ".json") continue;
@@ -44,7 +44,7 @@ TEST(Cli, ValidateAcceptsEveryExample) {
   EXPECT_EQ(count, 4);
 }
 
-TEST(Cli, ValidateRejectsEveryMalformedFileWithItsPath) {
+TEST(TopoCli, ValidateRejectsEveryMalformedFileWithItsPath) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(kSource + "/tests/data/topo")) {
     const std::string path = entry.path().string();
@@ -60,7 +60,7 @@ TEST(Cli, ValidateRejectsEveryMalformedFileWithItsPath) {
   EXPECT_GE(count, 30);
 }
 
-TEST(Cli, ValidateShowsPointerAndReason) {
+TEST(TopoCli, ValidateShowsPointerAndReason) {
   Result r = run("validate " + kSource + "/tests/data/topo/bigraph_unknown_switch.json");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("error: /servers/3/nics/1/switch: unknown switch \"U9\""),
@@ -68,7 +68,7 @@ TEST(Cli, ValidateShowsPointerAndReason) {
       << r.output;
 }
 
-TEST(Cli, DescribeBiGraph32) {
+TEST(TopoCli, DescribeBiGraph32) {
   Result r = run("describe " + kSource + "/examples/bigraph-32.json");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* line : {"hosts: 32 (1 GPU each)", "endpoints: 32", "switches: 4 upper + 4 lower = 8",
@@ -77,7 +77,7 @@ TEST(Cli, DescribeBiGraph32) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
-TEST(Cli, GenerateWritesWhatValidateAccepts) {
+TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   const std::string out = testing::TempDir() + "/generated-nap.json";
   Result g = run("generate nap --torus 3x2 --nodes-per-package 4 --local-switches 2 -o " + out);
   ASSERT_EQ(g.status, 0) << g.output;
@@ -92,7 +92,7 @@ TEST(Cli, GenerateWritesWhatValidateAccepts) {
   EXPECT_EQ(usage.status, 2);
 }
 
-TEST(Cli, DrawWritesDot) {
+TEST(TopoCli, DrawWritesDot) {
   const std::string out = testing::TempDir() + "/bigraph-32.dot";
   Result r = run("draw " + kSource + "/examples/bigraph-32.json -o " + out);
   ASSERT_EQ(r.status, 0) << r.output;
@@ -100,7 +100,7 @@ TEST(Cli, DrawWritesDot) {
   EXPECT_GT(fs::file_size(out), 1000u);
 }
 
-TEST(Cli, EverySubcommandHasHelp) {
+TEST(TopoCli, EverySubcommandHasHelp) {
   for (const char* command : {"validate", "describe", "generate", "draw"}) {
     Result r = run(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;

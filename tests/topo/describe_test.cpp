@@ -17,7 +17,7 @@ int cables(const Topology& t, LinkKind kind) {
   return n;
 }
 
-TEST(Describe, BiGraph32) {
+TEST(TopoDescribe, BiGraph32) {
   Topology t = example("bigraph-32.json");
   EXPECT_EQ(t.kind(), TopologyKind::BiGraph);
   EXPECT_EQ(t.endpoints().size(), 32u);
@@ -39,7 +39,7 @@ TEST(Describe, BiGraph32) {
   EXPECT_TRUE(b.exact);
 }
 
-TEST(Describe, BiGraph16x8) {
+TEST(TopoDescribe, BiGraph16x8) {
   Topology t = example("bigraph-16x8.json");
   EXPECT_EQ(t.endpoints().size(), 128u);
   EXPECT_EQ(t.hosts().size(), 16u);
@@ -49,7 +49,7 @@ TEST(Describe, BiGraph16x8) {
   EXPECT_DOUBLE_EQ(bisection(t).gbps, 32 * 100);
 }
 
-TEST(Describe, Nap4x8) {
+TEST(TopoDescribe, Nap4x8) {
   Topology t = example("nap-4x8.json");
   EXPECT_EQ(t.package_count(), 4);
   EXPECT_EQ(cables(t, LinkKind::IntraPackage), 4 * 8 * 4);
@@ -60,7 +60,7 @@ TEST(Describe, Nap4x8) {
   EXPECT_DOUBLE_EQ(bisection(t).gbps, 16 * 256);
 }
 
-TEST(Describe, Nap16x8) {
+TEST(TopoDescribe, Nap16x8) {
   Topology t = example("nap-16x8.json");
   EXPECT_EQ(t.package_count(), 16);
   EXPECT_EQ(t.endpoints().size(), 128u);

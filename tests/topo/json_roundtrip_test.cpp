@@ -71,7 +71,7 @@ TEST_P(Example, RoundTrips) {
   expect_round_trip(t);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, Example,
+INSTANTIATE_TEST_SUITE_P(TopoExamples, Example,
                          ::testing::Values("bigraph-32.json", "bigraph-16x8.json", "nap-4x8.json",
                                            "nap-16x8.json"),
                          [](const auto& info) {
@@ -81,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, Example,
                            return n;
                          });
 
-TEST(RoundTrip, EveryExampleIsListed) {
+TEST(TopoRoundTrip, EveryExampleIsListed) {
   int count = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(TOPOCOLL_SOURCE_DIR) + "/examples"))
@@ -89,7 +89,7 @@ TEST(RoundTrip, EveryExampleIsListed) {
   EXPECT_EQ(count, 4);
 }
 
-TEST(RoundTrip, GeneratedBiGraphShapes) {
+TEST(TopoRoundTrip, GeneratedBiGraphShapes) {
   for (const char* spread : {"alternate", "upper-first", "single"})
     for (int gpus : {1, 2, 4, 8}) {
       BiGraphShape s;
@@ -103,7 +103,7 @@ TEST(RoundTrip, GeneratedBiGraphShapes) {
     }
 }
 
-TEST(RoundTrip, GeneratedNapShapes) {
+TEST(TopoRoundTrip, GeneratedNapShapes) {
   for (auto torus : std::vector<std::vector<int>>{{1}, {2}, {3}, {2, 2}, {3, 4}, {2, 2, 2}}) {
     NapShape s;
     s.torus = torus;
@@ -116,7 +116,7 @@ TEST(RoundTrip, GeneratedNapShapes) {
   }
 }
 
-TEST(RoundTrip, ExplicitIdsAndPartialLinksSurvive) {
+TEST(TopoRoundTrip, ExplicitIdsAndPartialLinksSurvive) {
   const char* text = R"({
     "kind": "bigraph", "name": "custom", "link_gbps": 200, "link_latency_us": 2,
     "switches": {"upper": ["A", "B"], "lower": ["C", "D"]},
@@ -141,7 +141,7 @@ TEST(RoundTrip, ExplicitIdsAndPartialLinksSurvive) {
   EXPECT_EQ(paths[0].links.size(), 5u);
 }
 
-TEST(RoundTrip, ShapeFormEqualsGenerator) {
+TEST(TopoRoundTrip, ShapeFormEqualsGenerator) {
   Topology from_file = load_topology_text(
       R"({"kind": "nap", "name": "n", "shape": {"torus": [2, 3], "nodes_per_package": 4,
           "local_switches": 2, "gpus_per_host": 4}})");

@@ -29,7 +29,7 @@ void expect_chain(const Topology& t, const Path& p, int from, int to) {
   EXPECT_EQ(at, (NodeRef{NodeRef::Type::Endpoint, to}));
 }
 
-TEST(BiGraphRouting, DefaultShapeCounts) {
+TEST(TopoBiGraphRouting, DefaultShapeCounts) {
   Topology t = generate_bigraph({});
   EXPECT_EQ(t.kind(), TopologyKind::BiGraph);
   EXPECT_EQ(t.endpoints().size(), 32u);
@@ -46,7 +46,7 @@ TEST(BiGraphRouting, DefaultShapeCounts) {
   EXPECT_FALSE(t.find_endpoint("s5", 1));
 }
 
-TEST(BiGraphRouting, EveryPairFollowsTheRules) {
+TEST(TopoBiGraphRouting, EveryPairFollowsTheRules) {
   Topology t = generate_bigraph({});
   std::map<int, std::set<int>> middles_from_switch;  // same-group middles per source switch
   for (int a = 0; a < 32; ++a)
@@ -82,7 +82,7 @@ TEST(BiGraphRouting, EveryPairFollowsTheRules) {
   for (const auto& [sw, middles] : middles_from_switch) EXPECT_EQ(middles.size(), 3u) << sw;
 }
 
-TEST(BiGraphRouting, CrossGroupPathIsTheOnlyOneHopPath) {
+TEST(TopoBiGraphRouting, CrossGroupPathIsTheOnlyOneHopPath) {
   Topology t = generate_bigraph({});
   // Uniqueness: the inter-group link used is the only cable between the two switches.
   for (int a = 0; a < 32; ++a)
@@ -97,7 +97,7 @@ TEST(BiGraphRouting, CrossGroupPathIsTheOnlyOneHopPath) {
     }
 }
 
-TEST(BiGraphRouting, SameHostUsesHostFabric) {
+TEST(TopoBiGraphRouting, SameHostUsesHostFabric) {
   BiGraphShape shape;
   shape.gpus_per_server = 8;
   Topology t = generate_bigraph(shape);
@@ -119,7 +119,7 @@ TEST(BiGraphRouting, SameHostUsesHostFabric) {
   EXPECT_EQ(t.diameter_hops(), 3);
 }
 
-TEST(NapRouting, SamePackageStripesOverLocalSwitches) {
+TEST(TopoNapRouting, SamePackageStripesOverLocalSwitches) {
   Topology t = generate_nap({});
   EXPECT_EQ(t.endpoints().size(), 32u);
   EXPECT_EQ(t.switches().size(), 16u);
@@ -144,7 +144,7 @@ TEST(NapRouting, SamePackageStripesOverLocalSwitches) {
   EXPECT_THROW(t.route(0, 3, RouteHint{4}), TopologyError);
 }
 
-TEST(NapRouting, TorusDimensionOrderShortestWay) {
+TEST(TopoNapRouting, TorusDimensionOrderShortestWay) {
   NapShape shape;
   shape.packages = 20;
   shape.torus = {4, 5};
@@ -174,7 +174,7 @@ TEST(NapRouting, TorusDimensionOrderShortestWay) {
   EXPECT_EQ(t.diameter_hops(), 2 + 2 + 1);  // 4 torus links and 2 local links, minus 1
 }
 
-TEST(NapRouting, RingOfTwoHasOneCable) {
+TEST(TopoNapRouting, RingOfTwoHasOneCable) {
   Topology t = generate_nap({});  // 2x2 torus
   int inter = 0;
   for (const auto& l : t.links()) inter += l.kind == LinkKind::InterPackage;
@@ -183,7 +183,7 @@ TEST(NapRouting, RingOfTwoHasOneCable) {
   EXPECT_EQ(t.diameter_hops(), 3);  // local stage (2 links) + 2 torus links, minus 1
 }
 
-TEST(Generators, RejectBadShapes) {
+TEST(TopoGenerators, RejectBadShapes) {
   NapShape nap;
   nap.torus = {3, 2};
   try {
@@ -204,7 +204,7 @@ TEST(Generators, RejectBadShapes) {
 namespace topocoll::topo {
 namespace {
 
-TEST(BiGraphRouting, EightGpuServersAllPairs) {
+TEST(TopoBiGraphRouting, EightGpuServersAllPairs) {
   BiGraphShape shape;
   shape.switches_per_group = 8;
   shape.endpoints_per_switch = 8;
@@ -233,7 +233,7 @@ TEST(BiGraphRouting, EightGpuServersAllPairs) {
     }
 }
 
-TEST(NapRouting, RelayOnTheSameHostUsesTheHostFabric) {
+TEST(TopoNapRouting, RelayOnTheSameHostUsesTheHostFabric) {
   NapShape shape;
   shape.gpus_per_host = 2;  // nodes 0,1 of a package share a host
   Topology t = generate_nap(shape);
@@ -251,7 +251,7 @@ TEST(NapRouting, RelayOnTheSameHostUsesTheHostFabric) {
   EXPECT_EQ(count_kind(t, local[0], LinkKind::HostFabric), 2);
 }
 
-TEST(NapRouting, FractionsSumToOneForEveryPair) {
+TEST(TopoNapRouting, FractionsSumToOneForEveryPair) {
   NapShape shape;
   shape.packages = 6;
   shape.torus = {3, 2};
@@ -280,7 +280,7 @@ TEST(NapRouting, FractionsSumToOneForEveryPair) {
     }
 }
 
-TEST(Topology, LatencyOfAPathCountsSwitches) {
+TEST(TopoTopology, LatencyOfAPathCountsSwitches) {
   Topology t = generate_bigraph({});
   // s0.g0 (U0) to s1.g0 (L0): 3 links of 1 us and two switches of 0.5 us.
   auto paths = t.route(0, 1);

@@ -16,7 +16,7 @@ int python(const std::string& script) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(Schema, MatchesExamplesAndRejectsSchemaLevelErrors) {
+TEST(TopoSchema, MatchesExamplesAndRejectsSchemaLevelErrors) {
   if (python("import jsonschema") != 0) GTEST_SKIP() << "python3 jsonschema not installed";
   const std::string src = TOPOCOLL_SOURCE_DIR;
   const std::string script =

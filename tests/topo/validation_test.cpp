@@ -76,14 +76,14 @@ TEST_P(Malformed, RejectedWithPointerAndReason) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TopologyFiles, Malformed, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(TopoFiles, Malformed, ::testing::ValuesIn(kCases),
                          [](const auto& info) {
                            std::string name = info.param.file;
                            name = name.substr(0, name.find('.'));
                            return name;
                          });
 
-TEST(Validation, SmallValidFilesLoad) {
+TEST(TopoValidation, SmallValidFilesLoad) {
   const std::string dir = std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/topo/";
   Topology big = load_topology_file(dir + "valid_bigraph_small.json");
   EXPECT_EQ(big.endpoints().size(), 8u);
@@ -93,7 +93,7 @@ TEST(Validation, SmallValidFilesLoad) {
   EXPECT_EQ(nap.package_count(), 2);
 }
 
-TEST(Validation, MissingFileNamesThePath) {
+TEST(TopoValidation, MissingFileNamesThePath) {
   try {
     load_topology_file("/nonexistent/topology.json");
     FAIL();
@@ -103,7 +103,7 @@ TEST(Validation, MissingFileNamesThePath) {
   }
 }
 
-TEST(Validation, NumbersOutOfIntegerRange) {
+TEST(TopoValidation, NumbersOutOfIntegerRange) {
   try {
     load_topology_text(R"({"kind": "nap", "shape": {"nodes_per_package": 18446744073709551615}})");
     FAIL();
