@@ -10,6 +10,57 @@
 
 namespace topocoll::sched {
 
+namespace {
+
+// Ring reduce-scatter along each dimension in turn, each on the block the previous one
+// left to the rank, then the allgathers in reverse. Every member of a line holds the same
+// range when the line starts: they share all coordinates already reduced over.
+int reduce_scatter_then_allgather(ScheduleBuilder& b, int step, const std::vector<int>& pos, int G,
+                                  int M, const std::vector<int>& lines,
+                                  const std::vector<int64_t>& strides, Buf src,
+                                  const BlockSplit& shard) {
+  struct Line {
+    std::vector<int> members;
+    int64_t base, n;
+  };
+  const int P = G * M;
+  std::vector<int64_t> base(static_cast<size_t>(P)), len(static_cast<size_t>(P));
+  for (int g = 0; g < M; ++g)
+    for (int l = 0; l < G; ++l) {
+      base[size_t(g * G + l)] = shard.begin(l);
+      len[size_t(g * G + l)] = shard.size(l);
+    }
+  std::vector<std::vector<Line>> done(lines.size());
+  for (size_t d = 0; d < lines.size(); ++d) {
+    const int n_line = lines[d];
+    const int64_t stride = strides[d];
+    for (int g0 = 0; g0 < M; ++g0) {
+      if ((g0 / stride) % n_line != 0) continue;
+      for (int l = 0; l < G; ++l) {
+        Line line{{}, base[size_t(g0 * G + l)], len[size_t(g0 * G + l)]};
+        for (int c = 0; c < n_line; ++c) line.members.push_back(pos[size_t((g0 + c * stride) * G + l)]);
+        append_ring_reduce_scatter(b, step, line.members, src, line.base, line.n, d + 1 == lines.size());
+        const BlockSplit split{line.n, n_line};
+        for (int c = 0; c < n_line; ++c) {  // position c keeps block c+1
+          const int q = (g0 + c * stride) * G + l, blk = (c + 1) % n_line;
+          base[size_t(q)] = line.base + split.begin(blk);
+          len[size_t(q)] = split.size(blk);
+        }
+        done[d].push_back(std::move(line));
+      }
+    }
+    step += n_line - 1;
+    src = Buf::Output;
+  }
+  for (size_t d = lines.size(); d-- > 0;) {
+    for (const Line& line : done[d]) append_ring_allgather(b, step, line.members, line.base, line.n);
+    step += lines[d] - 1;
+  }
+  return step;
+}
+
+}  // namespace
+
 Schedule hierarchical_allreduce(int nranks, int64_t count, const HierParams& params,
                                 std::span<const int> order) {
   const std::vector<int> pos = resolve_order(nranks, order);
@@ -63,8 +114,15 @@ Schedule hierarchical_allreduce(int nranks, int64_t count, const HierParams& par
     ++step;
   }
 
+  if (params.reduce_scatter_first && params.inter != InterGroupAlgo::Ring)
+    throw std::invalid_argument("hierarchical: reduce_scatter_first needs the ring across groups");
+
   // 2. Shard l across the groups, one torus dimension at a time.
   Buf src = G > 1 ? Buf::Output : Buf::Input;
+  if (params.reduce_scatter_first) {
+    step = reduce_scatter_then_allgather(b, step, pos, G, M, lines, strides, src, shard);
+    lines.clear();  // done
+  }
   for (size_t d = 0; d < lines.size(); ++d) {
     const int len = lines[d];
     const int64_t stride_d = strides[d];

@@ -7,8 +7,10 @@
 //      the last dimension finalizes;
 //   3. allgather inside each group, direct.
 // Every shard element is reduced in the same order on all ranks, so results are bitwise
-// identical. Per-dimension full allreduces follow the paper; a reduce-scatter over all
-// dimensions first would move less data and is left as a later variant.
+// identical. Per-dimension full allreduces follow the paper. With ring across groups,
+// `reduce_scatter_first` instead runs the ring reduce-scatters of all dimensions first
+// (each dimension on the block the previous one left) and then the allgathers in reverse
+// order: the same steps, but dimension d moves only 1/(len_0...len_{d-1}) of the shard.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,8 @@ struct HierParams {
   // Groups arranged as a torus, dimension 0 varying fastest in the group index; the
   // product must equal nranks / group_size. Empty: one dimension of all groups.
   std::vector<int> torus_dims;
+  // Ring only: reduce-scatter along every dimension, then allgather back (see above).
+  bool reduce_scatter_first = false;
 };
 
 // Throws std::invalid_argument naming the bad parameter.

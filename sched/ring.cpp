@@ -7,9 +7,9 @@ namespace {
 int mod(int64_t a, int64_t m) { return int(((a % m) + m) % m); }
 }  // namespace
 
-int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const int> members,
-                          Buf first_src, int64_t base, int64_t n, bool finalize,
-                          int64_t scratch_base) {
+int append_ring_reduce_scatter(ScheduleBuilder& b, int first_step, std::span<const int> members,
+                               Buf first_src, int64_t base, int64_t n, bool finalize,
+                               int64_t scratch_base) {
   const int P = int(members.size());
   if (P == 1) {
     const int r = members[0];
@@ -20,7 +20,7 @@ int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const in
   }
   const BlockSplit split{n, P};
   const BufRef tmp{Buf::Scratch, scratch_base};
-  // Reduce-scatter: at step t position p sends block p-t and reduces block p-t-1 into place.
+  // At step t position p sends block p-t and reduces block p-t-1 into place.
   for (int t = 0; t < P - 1; ++t) {
     const int step = first_step + t;
     for (int p = 0; p < P; ++p) {
@@ -33,16 +33,23 @@ int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const in
       b.recv(step, r, prev, tmp, split.size(rb));
       b.reduce(step, r, {Buf::Output, base + split.begin(rb)},
                {BufRef{first_src, base + split.begin(rb)}, tmp}, split.size(rb));
-      // After the last reduce-scatter step, position p holds the full block p+1.
+      // After the last step, position p holds the full block p+1.
       if (t == P - 2 && finalize)
         b.finalize(step, r, {Buf::Output, base + split.begin(rb)}, split.size(rb));
       b.need_scratch(r, scratch_base + split.max_size());
     }
     b.touch(step);
   }
-  // Allgather: at step t position p passes on block p+1-t and receives block p-t.
+  return P - 1;
+}
+
+int append_ring_allgather(ScheduleBuilder& b, int first_step, std::span<const int> members,
+                          int64_t base, int64_t n) {
+  const int P = int(members.size());
+  const BlockSplit split{n, P};
+  // At step t position p passes on block p+1-t and receives block p-t.
   for (int t = 0; t < P - 1; ++t) {
-    const int step = first_step + P - 1 + t;
+    const int step = first_step + t;
     for (int p = 0; p < P; ++p) {
       const int r = members[size_t(p)];
       const int next = members[size_t(mod(p + 1, P))];
@@ -53,7 +60,16 @@ int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const in
     }
     b.touch(step);
   }
-  return 2 * (P - 1);
+  return P - 1;
+}
+
+int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const int> members,
+                          Buf first_src, int64_t base, int64_t n, bool finalize,
+                          int64_t scratch_base) {
+  const int rs = append_ring_reduce_scatter(b, first_step, members, first_src, base, n, finalize,
+                                            scratch_base);
+  if (members.size() == 1) return rs;
+  return rs + append_ring_allgather(b, first_step + rs, members, base, n);
 }
 
 Schedule ring_allreduce(int nranks, int64_t count, std::span<const int> order) {

@@ -27,5 +27,13 @@ Schedule ring_allgather(int nranks, int64_t count, std::span<const int> order = 
 int append_ring_allreduce(ScheduleBuilder& b, int first_step, std::span<const int> members,
                           Buf first_src, int64_t base, int64_t n, bool finalize,
                           int64_t scratch_base = 0);
+// Its two halves. After the reduce-scatter (P-1 steps; 1 step for a single member), the
+// member at ring position p holds block (p+1) mod P (BlockSplit{n, P}) of the range in
+// Output, finalized when asked; the allgather (P-1 steps) spreads every block back.
+int append_ring_reduce_scatter(ScheduleBuilder& b, int first_step, std::span<const int> members,
+                               Buf first_src, int64_t base, int64_t n, bool finalize,
+                               int64_t scratch_base = 0);
+int append_ring_allgather(ScheduleBuilder& b, int first_step, std::span<const int> members,
+                          int64_t base, int64_t n);
 
 }  // namespace topocoll::sched

@@ -50,6 +50,38 @@ TEST(Hierarchical, NapPackagesOnATorus) {
   }
 }
 
+TEST(Hierarchical, ReduceScatterFirstOnTheTorusMovesLess) {
+  for (int G : {1, 4, 8}) {
+    for (std::vector<int> dims : {std::vector<int>{2, 2}, std::vector<int>{3, 2}, std::vector<int>{4, 4},
+                                  std::vector<int>{3, 1, 5}}) {
+      HierParams h;
+      h.group_size = G;
+      h.torus_dims = dims;
+      int groups = 1;
+      for (int d : dims) groups *= d;
+      const int P = G * groups;
+      for (int64_t c : {int64_t(0), int64_t(1), int64_t(P) + 1, 64 * int64_t(P) + 3}) {
+        h.reduce_scatter_first = false;
+        const Schedule per_dim = hierarchical_allreduce(P, c, h);
+        h.reduce_scatter_first = true;
+        const Schedule rs_first = hierarchical_allreduce(P, c, h);
+        const VerifyResult a = expect_verified(per_dim, name(per_dim));
+        const VerifyResult b = expect_verified(rs_first, name(rs_first) + " rs-first");
+        EXPECT_TRUE(b.bitwise_identical);
+        EXPECT_EQ(rs_first.num_steps(), per_dim.num_steps());
+        if (c > 1000) {
+          EXPECT_LT(b.stats.max_send_elems_per_rank, a.stats.max_send_elems_per_rank) << name(rs_first);
+        }
+      }
+    }
+  }
+  HierParams h;
+  h.group_size = 2;
+  h.inter = InterGroupAlgo::HalvingDoubling;
+  h.reduce_scatter_first = true;
+  EXPECT_THROW(hierarchical_allreduce(8, 10, h), std::invalid_argument);
+}
+
 TEST(Hierarchical, MultiGpuHostsWithHdAcrossHostsAtScale) {
   for (int hosts : {16, 64, 512}) {
     HierParams h;

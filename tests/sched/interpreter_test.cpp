@@ -248,7 +248,8 @@ TEST(Interpreter, HierarchicalComputesTheReference) {
   uint32_t seed = 100;
   for (int G : {2, 4}) {
     for (std::vector<int> dims : {std::vector<int>{}, std::vector<int>{2, 3}})
-      for (InterGroupAlgo a : {InterGroupAlgo::Ring, InterGroupAlgo::HalvingDoubling}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const InterGroupAlgo a = variant == 1 ? InterGroupAlgo::HalvingDoubling : InterGroupAlgo::Ring;
         GenerateRequest r;
         r.algo = "hier";
         r.nranks = G * 6;
@@ -256,6 +257,7 @@ TEST(Interpreter, HierarchicalComputesTheReference) {
         r.hier.group_size = G;
         r.hier.torus_dims = dims;
         r.hier.inter = a;
+        r.hier.reduce_scatter_first = variant == 2;
         check(generate(r), seed++);
       }
   }
