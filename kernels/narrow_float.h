@@ -1,5 +1,6 @@
 // Bit-exact software conversions between float and the narrow floating formats (IEEE binary16,
-// bfloat16, OCP fp8 E4M3 and E5M2). Pure integer code: used by the CPU reference and usable in
+// bfloat16, OCP fp8 E4M3 and E5M2), branch-free integer code plus exactly known float steps;
+// used by the CPU reference and usable in
 // device code. Semantics follow CUDA's conversions so CPU and GPU results agree bitwise:
 //   - float -> narrow rounds to nearest, ties to even (__float2half_rn, __float2bfloat16_rn).
 //   - float16/bfloat16 overflow to +-inf.
