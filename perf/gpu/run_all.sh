@@ -101,7 +101,7 @@ ranks() {
   rm -f "$dir/id"
   local pids=() r
   for ((r = 0; r < n; r++)); do
-    local cmd=(env NCCL_HOSTID=s$r NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO
+    local cmd=(env NCCL_HOSTID=s$r NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
                NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
                TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout 900
                "$check" "$mode" --rank $r --nranks "$n" --id-file "$dir/id" "$@")

@@ -15,6 +15,7 @@ rank = int(os.environ["RANK"])
 world = int(os.environ["WORLD_SIZE"])
 os.environ.setdefault("NCCL_HOSTID", f"s{rank}")
 os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+os.environ.setdefault("NCCL_IB_DISABLE", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "plugin/interposer/comm_state.h"
+#include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
+#include "topo/generators.h"
 
 namespace ti = topocoll::plugin::interposer;
 
@@ -64,6 +66,25 @@ int main(int argc, char** argv) {
   }
   rows.push_back({"allreduce, another communicator served", ns_per_call(direct_ar, calls),
                   ns_per_call(interposed_ar, calls)});
+  // The call's own communicator served, the call too small to leave NCCL: served-state
+  // lookup, then the plan cache (one mutex and hash lookup) says NCCL.
+  {
+    topocoll::topo::BiGraphShape shape;
+    shape.switches_per_group = 2;
+    shape.endpoints_per_switch = 2;
+    auto topology = std::make_shared<const topocoll::topo::Topology>(topocoll::topo::generate_bigraph(shape));
+    auto served = std::make_unique<ti::CommState>();
+    served->comm = user;
+    served->nranks = 8;
+    served->rank = 0;
+    served->topology = topology;
+    served->placement = topocoll::sched::first_endpoints(*topology, 8);
+    served->served = true;
+    ti::CommRegistry::instance().insert(std::move(served));
+    rows.push_back({"allreduce on a served communicator -> NCCL", ns_per_call(direct_ar, calls / 4),
+                    ns_per_call(interposed_ar, calls / 4)});
+    ti::CommRegistry::instance().remove(user);
+  }
   auto direct_group = [&] { pncclGroupStart(); pncclGroupEnd(); };
   auto interposed_group = [&] { ncclGroupStart(); ncclGroupEnd(); };
   rows.push_back({"groupStart+groupEnd", ns_per_call(direct_group, calls),

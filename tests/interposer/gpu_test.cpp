@@ -32,7 +32,7 @@ void run_ranks(int nranks, const std::string& algo) {
             0);
   std::string script;
   for (int r = 0; r < nranks; ++r) {
-    script += "NCCL_HOSTID=s" + std::to_string(r) + " NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO " +
+    script += "NCCL_HOSTID=s" + std::to_string(r) + " NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO " +
               "NCCL_DEBUG_SUBSYS=INIT,COLL TOPOCOLL_TOPO_FILE=" + topo + " TOPOCOLL_ALGO=" + algo +
               " LD_PRELOAD=" + TOPOCOLL_PLUGIN_PATH + " timeout 600 " + TOPOCOLL_GPU_CHECK_PATH +
               " check --rank " + std::to_string(r) + " --nranks " + std::to_string(nranks) +
