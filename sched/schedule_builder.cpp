@@ -1,5 +1,6 @@
 #include "sched/schedule_builder.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 
@@ -62,6 +63,8 @@ void ScheduleBuilder::push(int step, int rank, const Op& op) {
     p.step_begin.push_back(uint32_t(p.ops.size()));
     ++have;
   }
+  if (p.ops.size() >= UINT32_MAX)  // step_begin indexes ops with 32 bits
+    throw std::length_error("schedule: more than 2^32-1 ops for rank " + std::to_string(rank));
   p.ops.push_back(op);
   p.step_begin.back() = uint32_t(p.ops.size());
   touch(step);
