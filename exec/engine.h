@@ -48,6 +48,8 @@ class Execution {
   Backend& backend() const { return *backend_; }
 
   // The three phases of the next step; call them in this order (run_interleaved does).
+  // With nested batches the transfers are complete only once the outermost batch has
+  // closed, so run local ops after every execution's complete_transfers().
   void post_transfers();      // backend.begin_transfers() + the step's sends and receives
   void complete_transfers();  // backend.end_transfers()
   void run_local_ops();       // the step's Reduce/Copy/Finalize, then on to the next step
