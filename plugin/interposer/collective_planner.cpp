@@ -6,69 +6,35 @@
 #include <vector>
 
 #include "exec/engine.h"
-#include "sched/all_to_all.h"
 #include "sched/cost_model.h"
-#include "sched/fc_direct.h"
-#include "sched/halving_doubling.h"
-#include "sched/link_load.h"
-#include "sched/nap_log_step.h"
-#include "sched/ring.h"
+#include "sched/plan.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
 
 using sched::Collective;
-using sched::Schedule;
-
-// The rank order each generator wants on this placement (sched/placement.h).
-std::vector<int> order_for(const std::string& algo, const topo::Topology& t,
-                           const sched::Placement& p, double bytes) {
-  if (algo == "ring") return sched::topology_aware_ring(t, p);
-  if (algo == "hd") return sched::hd_order(t, p, bytes).rank_of_virtual;
-  return sched::package_major_order(t, p);  // fc, fc-direct, all-to-all
-}
-
-// The schedule for (algo, collective), or nullopt when that generator has no such form.
-std::optional<Schedule> generate(const std::string& algo, Collective c, int n, int64_t count,
-                                 std::span<const int> order) {
-  switch (c) {
-    case Collective::AllReduce:
-      if (algo == "ring") return sched::ring_allreduce(n, count, order);
-      if (algo == "hd") return sched::hd_allreduce(n, count, order);
-      if (algo == "fc") return sched::log_step_allreduce(n, count, order);
-      if (algo == "fc-direct") return sched::fc_direct_allreduce(n, count, order);
-      break;
-    case Collective::ReduceScatter:
-      if (algo == "ring") return sched::ring_reduce_scatter(n, count, order);
-      if (algo == "hd") return sched::hd_reduce_scatter(n, count, order);
-      if (algo == "fc-direct" || algo == "fc") return sched::fc_direct_reduce_scatter(n, count, order);
-      break;
-    case Collective::AllGather:
-      if (algo == "ring") return sched::ring_allgather(n, count, order);
-      if (algo == "hd") return sched::hd_allgather(n, count, order);
-      if (algo == "fc") return sched::log_step_allgather(n, count, order);
-      if (algo == "fc-direct") return sched::fc_direct_allgather(n, count, order);
-      break;
-    case Collective::AllToAll:
-      if (algo == "fc-direct" || algo == "fc" || algo == "ring" || algo == "hd")
-        return sched::direct_all_to_all(n, count, order);
-      break;
-  }
-  return std::nullopt;
-}
-
-double predict(const Schedule& s, const PlanInput& in, sched::RouteCache& routes,
-               const sched::CostParams& params = {}) {
-  return sched::estimate_cost(s, *in.placement, in.elem_bytes, routes, params).total_us;
-}
 
 // NCCL runs all steps of its ring inside one kernel: a step costs an in-kernel
 // synchronisation with the neighbour (about a microsecond with its low-latency protocol),
 // not a host round trip.
-sched::CostParams nccl_cost_params() {
-  sched::CostParams p;
-  p.alpha_us = 1.0;
-  return p;
+constexpr double kNcclStepUs = 1.0;
+// Auto leaves NCCL only for a route predicted at least 5% faster: the model is coarse, and
+// leaving NCCL costs a second communicator or scratch memory.
+constexpr double kMargin = 0.95;
+
+sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, double alpha_us,
+                               bool verify) {
+  sched::PlanRequest r;
+  r.collective = in.key.collective;
+  r.algo = algo;
+  r.bytes = int64_t(call_bytes(in.key.collective, std::size_t(in.key.count), in.elem_bytes,
+                               in.placement->nranks()));
+  r.elem_size = in.elem_bytes;
+  r.endpoints = in.placement->endpoint_of_rank;
+  r.cost.alpha_us = alpha_us;
+  r.verify = verify;
+  r.keep_link_detail = false;
+  return r;
 }
 
 std::string format_us(double us) {
@@ -77,26 +43,41 @@ std::string format_us(double us) {
   return buf;
 }
 
-std::shared_ptr<Plan> nccl_plan(std::string reason) {
+std::shared_ptr<Plan> nccl_plan(std::string reason, double nccl_us = 0) {
   auto p = std::make_shared<Plan>();
   p->route = Route::Nccl;
   p->algo = "nccl";
   p->reason = std::move(reason);
+  p->predicted_us = p->nccl_us = nccl_us;
   return p;
 }
 
-std::shared_ptr<Plan> schedule_plan(const std::string& algo, Schedule s, const PlanInput& in,
-                                    double predicted, double nccl_us, std::string reason) {
+// A schedule plan, or NCCL when the planner's result cannot run here.
+std::shared_ptr<Plan> schedule_plan(sched::Plan planned, const PlanInput& in, double nccl_us,
+                                    std::string reason) {
+  const bool verifier_ran = planned.verification.rfind("not run", 0) != 0;
+  if (verifier_ran && !planned.verified)
+    return nccl_plan(planned.algo + " rejected by the verifier: " + planned.verification, nccl_us);
+  const sched::Schedule& s = planned.schedule;
+  if (s.count != in.key.count || s.nranks != in.placement->nranks() ||
+      int(s.programs.size()) != s.nranks)
+    return nccl_plan(planned.algo + ": planned schedule does not match the call", nccl_us);
   auto p = std::make_shared<Plan>();
   p->route = Route::Schedule;
-  p->algo = algo;
-  p->predicted_us = predicted;
+  p->algo = planned.algo;
+  p->predicted_us = planned.predicted_us;
   p->nccl_us = nccl_us;
   p->reason = std::move(reason);
   p->scratch_bytes =
       exec::scratch_bytes(s.programs[std::size_t(in.rank)], kernels::DataType(in.key.dtype));
-  p->schedule = std::make_shared<const Schedule>(std::move(s));
+  p->schedule = std::make_shared<const sched::Schedule>(std::move(planned.schedule));
   return p;
+}
+
+// The planner's algorithm name for a forced TOPOCOLL_ALGO (rings in topology order).
+std::string planner_algo(AlgoChoice c, Collective collective) {
+  if (c == AlgoChoice::Ring) return collective == Collective::AllToAll ? "ring" : "ring-topo";
+  return std::string(schedule_algo_name(c));
 }
 
 }  // namespace
@@ -110,96 +91,81 @@ std::size_t call_bytes(Collective collective, std::size_t count, std::size_t ele
 std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfig& config) {
   const int n = in.placement->nranks();
   const Collective c = in.key.collective;
-  const int64_t count = in.key.count;
-  const double bytes = double(call_bytes(c, std::size_t(count), in.elem_bytes, n));
+  const double bytes = double(call_bytes(c, std::size_t(in.key.count), in.elem_bytes, n));
   try {
     if (config.algo == AlgoChoice::Nccl) return nccl_plan("TOPOCOLL_ALGO=nccl");
     if (bytes < double(config.min_bytes)) return nccl_plan("below TOPOCOLL_MIN_BYTES");
     if (bytes > double(config.max_bytes)) return nccl_plan("above TOPOCOLL_MAX_BYTES");
     if (n < 2) return nccl_plan("single-rank communicator");
 
-    sched::RouteCache routes(*in.topology);
-    const std::vector<int> identity = sched::rank_order_ring(n);
-    const std::vector<int> topo_ring = sched::topology_aware_ring(*in.topology, *in.placement);
-    // NCCL's own algorithm modelled as a ring in the given order (all-to-all: direct pairs).
-    auto nccl_model = [&](std::span<const int> order) {
-      Schedule s = c == Collective::AllToAll ? sched::direct_all_to_all(n, count, order)
-                   : c == Collective::AllReduce ? sched::ring_allreduce(n, count, order)
-                   : c == Collective::ReduceScatter ? sched::ring_reduce_scatter(n, count, order)
-                                                    : sched::ring_allgather(n, count, order);
-      return predict(s, in, routes, nccl_cost_params());
+    // NCCL itself: its ring in rank order (all-to-all: direct pairs), in-kernel steps.
+    const std::string nccl_algo = c == Collective::AllToAll ? "direct" : "ring";
+    const double nccl_us =
+        sched::make_plan(*in.topology, request_for(in, nccl_algo, kNcclStepUs, false)).predicted_us;
+    auto topo_ring_us = [&] {
+      return sched::make_plan(*in.topology, request_for(in, "ring-topo", kNcclStepUs, false)).predicted_us;
     };
-    const double nccl_us = nccl_model(identity);
+    // A topocoll schedule: the host work and launches of each step on the NCCL/CUDA
+    // backend come on top of the model's per-step alpha.
+    const double schedule_alpha = sched::CostParams{}.alpha_us + config.step_overhead_us;
 
     if (config.algo == AlgoChoice::NcclTopoRing) {
-      if (c == Collective::AllToAll) return nccl_plan("nccl-topo-ring has no all-to-all form");
+      if (c == Collective::AllToAll) return nccl_plan("nccl-topo-ring has no all-to-all form", nccl_us);
       auto p = std::make_shared<Plan>();
       p->route = Route::NcclTopoRing;
       p->algo = "nccl-topo-ring";
       p->nccl_us = nccl_us;
-      p->predicted_us = nccl_model(topo_ring);
+      p->predicted_us = topo_ring_us();
       p->reason = "TOPOCOLL_ALGO=nccl-topo-ring";
       return p;
     }
-
-    const double overhead = config.step_overhead_us;
     if (config.algo != AlgoChoice::Auto) {
-      const std::string algo(schedule_algo_name(config.algo));
-      std::vector<int> order = order_for(algo, *in.topology, *in.placement, bytes);
-      std::optional<Schedule> s = generate(algo, c, n, count, order);
-      if (!s)
-        return nccl_plan("TOPOCOLL_ALGO=" + algo + " has no " + std::string(sched::to_string(c)) +
-                         " form; using NCCL");
-      const double us = predict(*s, in, routes) + overhead * s->num_steps();
-      return schedule_plan(algo, std::move(*s), in, us, nccl_us, "TOPOCOLL_ALGO=" + algo);
+      const std::string algo = planner_algo(config.algo, c);
+      sched::Plan planned;
+      try {
+        planned = sched::make_plan(*in.topology, request_for(in, algo, schedule_alpha, true));
+      } catch (const std::invalid_argument& e) {
+        return nccl_plan("TOPOCOLL_ALGO=" + std::string(to_string(config.algo)) + " does not apply (" +
+                             e.what() + "); using NCCL",
+                         nccl_us);
+      }
+      return schedule_plan(std::move(planned), in, nccl_us,
+                           "TOPOCOLL_ALGO=" + std::string(to_string(config.algo)));
     }
 
-    // Auto: NCCL, NCCL on the topology ring, or the fastest topocoll schedule. Anything else
-    // must beat NCCL by kMargin: the model is coarse, and leaving NCCL costs a second
-    // communicator or scratch memory.
-    constexpr double kMargin = 0.95;
+    // Auto: NCCL, NCCL on the topology ring, or the planner's fastest schedule.
     std::string best = "nccl";
     double best_us = nccl_us * kMargin;
-    std::optional<Schedule> best_schedule;
     if (c != Collective::AllToAll) {
-      const double topo_ring_us = nccl_model(topo_ring);
-      if (topo_ring_us < best_us) {
+      const double us = topo_ring_us();
+      if (us < best_us) {
         best = "nccl-topo-ring";
-        best_us = topo_ring_us;
-      }
-      std::vector<std::string> algos = {"ring", "hd"};
-      if (in.topology->kind() == topo::TopologyKind::Nap) {
-        algos.push_back("fc-direct");
-        algos.push_back("fc");
-      }
-      for (const std::string& algo : algos) {
-        std::vector<int> order = order_for(algo, *in.topology, *in.placement, bytes);
-        std::optional<Schedule> s = generate(algo, c, n, count, order);
-        if (!s || !s->claims_bitwise_identical) continue;
-        const double us = predict(*s, in, routes) + overhead * s->num_steps();
-        if (us < best_us) {
-          best = algo;
-          best_us = us;
-          best_schedule = std::move(s);
-        }
+        best_us = us;
       }
     }
-    const std::string why = "auto: " + best + " " + format_us(best_us) + " vs nccl " + format_us(nccl_us);
-    if (best == "nccl") {
-      auto p = nccl_plan("auto: nccl " + format_us(nccl_us) + ", nothing predicted 5% faster");
-      p->predicted_us = p->nccl_us = nccl_us;
-      return p;
+    sched::Plan planned;
+    bool have_schedule = false;
+    if (c != Collective::AllToAll) {  // NCCL's all-to-all is already the direct pattern
+      try {
+        planned = sched::make_plan(*in.topology, request_for(in, "auto", schedule_alpha, true));
+        have_schedule = true;
+      } catch (const std::invalid_argument&) {
+      }
     }
-    if (best == "nccl-topo-ring") {
-      auto p = std::make_shared<Plan>();
-      p->route = Route::NcclTopoRing;
-      p->algo = best;
-      p->predicted_us = best_us;
-      p->nccl_us = nccl_us;
-      p->reason = why;
-      return p;
+    if (have_schedule && planned.predicted_us < best_us) {
+      const std::string why = "auto: " + planned.algo + " " + format_us(planned.predicted_us) +
+                              " vs nccl " + format_us(nccl_us);
+      return schedule_plan(std::move(planned), in, nccl_us, why);
     }
-    return schedule_plan(best, std::move(*best_schedule), in, best_us, nccl_us, why);
+    if (best == "nccl")
+      return nccl_plan("auto: nccl " + format_us(nccl_us) + ", nothing predicted 5% faster", nccl_us);
+    auto p = std::make_shared<Plan>();
+    p->route = Route::NcclTopoRing;
+    p->algo = best;
+    p->predicted_us = best_us;
+    p->nccl_us = nccl_us;
+    p->reason = "auto: nccl-topo-ring " + format_us(best_us) + " vs nccl " + format_us(nccl_us);
+    return p;
   } catch (const std::exception& e) {
     return nccl_plan(std::string("planning failed: ") + e.what());
   }

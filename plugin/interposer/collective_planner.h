@@ -3,13 +3,16 @@
 // size thresholds decide. Deterministic: every rank computes the same plan from the same
 // topology, placement and key, which the collective agreement relies on.
 //
-// Auto compares predicted times on this communicator's placement:
-//   nccl            NCCL's ring in rank order (what NCCL builds for it), each step charged
-//                   1 us of in-kernel synchronisation instead of the host alpha
+// Auto compares predicted times (sched/plan.h, sched/cost_model.h) on this communicator's
+// placement:
+//   nccl            NCCL's ring in rank order (what NCCL builds for it; all-to-all: direct
+//                   pairs), each step charged 1 us of in-kernel synchronisation
 //   nccl-topo-ring  the same ring in the topology-aware order (every hop on its own link)
-//   ring, hd        topocoll schedules, each step charged TOPOCOLL_STEP_OVERHEAD_US more
-//                   for the host work and launches of one step on the NCCL/CUDA backend
-// and takes the fastest; NCCL keeps the call unless another is predicted 5% faster.
+//   schedules       the planner's fastest topocoll schedule ("auto" over ring, ring-topo, hd,
+//                   fc, fc-direct, hier, ...), each step charged TOPOCOLL_STEP_OVERHEAD_US
+//                   more for the host work and launches of one step on the NCCL/CUDA backend
+// and takes the fastest; NCCL keeps the call unless another is predicted 5% faster. A
+// schedule the verifier rejects is never run.
 #pragma once
 
 #include <cstddef>

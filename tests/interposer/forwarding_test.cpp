@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/plan_cache.h"
 #include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
@@ -180,22 +181,43 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   EXPECT_EQ(all[3].fn, "pncclAlltoAll");
 }
 
-TEST_F(ServedForwarding, TinyCallsGoToNcclThroughThePlanCache) {
-  alignas(16) char in[64], out[64];
+TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
+  // The decision for this key is already cached (as after a first call): NCCL.
+  auto plan = std::make_shared<Plan>();
+  plan->route = Route::Nccl;
+  plan->algo = "nccl";
+  plan->reason = "test";
+  CommState* st = served_state(comm_);
+  ASSERT_NE(st, nullptr);
+  st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+  alignas(16) char in[64] = {}, out[64] = {};
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
-  // Decided once (one plan), forwarded three times; at 16 bytes per-step overhead makes
-  // NCCL (or NCCL on the topology ring) the winner.
-  EXPECT_EQ(served_state(comm_)->plans.size(), 1u);
-  int reduces = 0;
-  for (const Call& c : stub_nccl::calls())
-    if (c.fn == "pncclAllReduce") {
-      ++reduces;
-      EXPECT_EQ(c.sendbuff, in);
-      EXPECT_EQ(c.recvbuff, out);
-      EXPECT_EQ(c.count, 4u);
-    }
-  EXPECT_EQ(reduces, 3);
+  EXPECT_EQ(st->plans.size(), 1u);
+  const auto all = stub_nccl::calls();
+  ASSERT_EQ(all.size(), 3u);
+  for (const Call& c : all) {
+    EXPECT_EQ(c.fn, "pncclAllReduce");
+    EXPECT_EQ(c.sendbuff, in);
+    EXPECT_EQ(c.recvbuff, out);
+    EXPECT_EQ(c.count, 4u);
+    EXPECT_EQ(c.comm, comm_);
+  }
+}
+
+TEST_F(ServedForwarding, PlanCacheKeepsTheFirstPlanPerKey) {
+  // Two threads may plan one key at once: the first stored plan wins; a key that differs
+  // only in datatype is a different plan.
+  CommState* st = served_state(comm_);
+  ASSERT_NE(st, nullptr);
+  const PlanKey key{sched::Collective::AllGather, int(ncclInt8), 3};
+  EXPECT_EQ(st->plans.find(key), nullptr);
+  auto nccl = std::make_shared<Plan>();
+  nccl->route = Route::Nccl;
+  st->plans.insert(key, nccl);
+  st->plans.insert(key, std::make_shared<Plan>());  // a second insert keeps the first
+  EXPECT_EQ(st->plans.find(key), nccl);
+  EXPECT_EQ(st->plans.find({sched::Collective::AllGather, int(ncclUint8), 3}), nullptr);
 }
 
 }  // namespace
