@@ -133,15 +133,15 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
   bool ar = c == Collective::AllReduce, rs = c == Collective::ReduceScatter,
        ag = c == Collective::AllGather, a2a = c == Collective::AllToAll;
   if (algo == "ring" || algo == "ring-topo") {
-    need(!a2a, "no ring all-to-all (use direct)");
     need(n <= kMaxRingRanks, "more than " + std::to_string(kMaxRingRanks) +
                                  " ranks (2(P-1) steps: the schedule would need ~" +
                                  std::to_string(int64_t(n) * 2 * n * 3 * int64_t(sizeof(Op)) >> 30) +
                                  " GiB)");
     g.order = algo == "ring" ? rank_order_ring(n) : topology_aware_ring(t, p);
-    g.schedule = ar ? ring_allreduce(n, count, g.order)
+    g.schedule = ar   ? ring_allreduce(n, count, g.order)
                  : rs ? ring_reduce_scatter(n, count, g.order)
-                      : ring_allgather(n, count, g.order);
+                 : ag ? ring_allgather(n, count, g.order)
+                      : ring_all_to_all(n, count, g.order);  // store and forward
   } else if (algo == "hd" || algo == "hd-naive") {
     need(!a2a, "no halving-doubling all-to-all (use direct)");
     auto build = [&](std::span<const int> order) {
@@ -162,10 +162,12 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
     }
     g.schedule = build(g.order);
   } else if (algo == "fc") {
-    need(ar || ag, "the whole-vector log-step schedule exists for allreduce and allgather");
+    need(!rs, "the whole-vector log-step schedule exists for allreduce and allgather");
     need(n <= kMaxDirectRanks, "more than " + std::to_string(kMaxDirectRanks) + " ranks");
     g.order = package_major_order(t, p);
-    g.schedule = ar ? log_step_allreduce(n, count, g.order) : log_step_allgather(n, count, g.order);
+    g.schedule = ar   ? log_step_allreduce(n, count, g.order)
+                 : ag ? log_step_allgather(n, count, g.order)
+                      : direct_all_to_all(n, count, g.order);  // NAP Fig. 5
   } else if (algo == "fc-direct" || algo == "direct") {
     need(n <= kMaxDirectRanks, "more than " + std::to_string(kMaxDirectRanks) +
                                    " ranks (P^2 transfers per step)");
@@ -207,7 +209,7 @@ const std::vector<std::string>& auto_candidates(Collective c) {
                                               "hier-hd"};
   static const std::vector<std::string> rs = {"ring", "ring-topo", "hd", "fc-direct"};
   static const std::vector<std::string> ag = {"ring", "ring-topo", "hd", "fc", "fc-direct"};
-  static const std::vector<std::string> a2a = {"direct"};
+  static const std::vector<std::string> a2a = {"ring", "ring-topo", "direct"};
   switch (c) {
     case Collective::AllReduce: return ar;
     case Collective::ReduceScatter: return rs;

@@ -19,7 +19,8 @@ namespace topocoll::sched {
 
 struct PlanRequest {
   Collective collective = Collective::AllReduce;
-  // ring, ring-topo, hd, hd-naive, fc, fc-direct, hier, hier-hd, direct, or auto.
+  // ring, ring-topo, hd, hd-naive, fc, fc-direct, hier, hier-hd, direct, or auto
+  // (names as in sched/generator.h; docs/plan-format.md lists which apply where).
   std::string algo = "auto";
   // nccl-tests "size": allreduce the vector; reduce-scatter and allgather the whole
   // (P x per-rank) buffer; all-to-all each rank's whole send buffer.
