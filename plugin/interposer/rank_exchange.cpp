@@ -42,7 +42,9 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
-    if (!s.buffer || !s.stream) continue;  // cannot join: the peers will time out in NCCL
+    // Cannot join without device memory. The peers then wait in NCCL (which has no
+    // timeout): only possible when CUDA fails on a device that holds a live communicator.
+    if (!s.buffer || !s.stream) continue;
     char* base = static_cast<char*>(s.buffer);
     const ncclResult_t ar = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8,
                                            x.comm, s.stream);

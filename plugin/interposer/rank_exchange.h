@@ -26,9 +26,10 @@ struct IdentityExchange {
   std::string error;              // set on failure
 };
 
-// Every entry takes part (a rank must never skip a collective its peers run); an entry whose
-// local preparation fails still joins the allgather when it can, with its kCanServe flag
-// cleared, so the peers fall back together instead of waiting.
+// Every entry takes part: a rank must never skip a collective its peers run. The only way
+// one can is a CUDA failure (no memory for 128 x nranks bytes) on the device of a
+// communicator NCCL just created; the entry then reports the error and its peers wait in
+// NCCL. Every other failure is agreed on after the exchange (rank_identity.h).
 void exchange_identities(std::span<IdentityExchange> batch);
 
 }  // namespace topocoll::plugin::interposer
