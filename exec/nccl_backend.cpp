@@ -30,7 +30,10 @@ void NcclBackend::make_device_current() {
   if (current != device_) check_cuda(cudaSetDevice(device_), "cudaSetDevice");
 }
 
-void NcclBackend::begin_transfers() { check_nccl(pncclGroupStart(), "ncclGroupStart"); }
+void NcclBackend::begin_transfers() {
+  check_nccl(pncclGroupStart(), "ncclGroupStart");
+  ++open_batches_;
+}
 
 // Bytes travel as ncclUint8: the receive is posted with exactly the send's size (the
 // schedules guarantee it), so the element type does not matter on the wire.
@@ -42,7 +45,15 @@ void NcclBackend::post_recv(int peer, void* dst, std::size_t bytes) {
   check_nccl(pncclRecv(dst, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv", peer);
 }
 
-void NcclBackend::end_transfers() { check_nccl(pncclGroupEnd(), "ncclGroupEnd"); }
+void NcclBackend::end_transfers() {
+  if (open_batches_ == 0) throw BackendError("NCCL backend: end_transfers without begin_transfers");
+  --open_batches_;
+  check_nccl(pncclGroupEnd(), "ncclGroupEnd");
+}
+
+void NcclBackend::close_open_batches() noexcept {
+  for (; open_batches_ > 0; --open_batches_) pncclGroupEnd();
+}
 
 void NcclBackend::reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs,
                          int nsrc, int64_t count) {

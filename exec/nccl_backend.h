@@ -27,6 +27,9 @@ class NcclBackend final : public Backend {
 
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
+  // After a failure mid-step: closes the NCCL groups this backend opened and did not close,
+  // so the calling thread is not left inside an NCCL group. Never throws.
+  void close_open_batches() noexcept;
 
   void begin_transfers() override;
   void post_send(int peer, const void* src, std::size_t bytes) override;
@@ -44,6 +47,7 @@ class NcclBackend final : public Backend {
   ncclComm_t comm_;
   cudaStream_t stream_;
   int device_;
+  int open_batches_ = 0;
 };
 
 }  // namespace topocoll::exec

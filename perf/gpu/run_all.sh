@@ -73,7 +73,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
       -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || { echo "configure failed: $out"; exit 1; }
 fi
 run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
-    interposer_forwarding interposer_config interposer_agreement interposer_group_queue \
+    interposer_forwarding interposer_init_exchange interposer_nccl_backend interposer_config \
+    interposer_agreement interposer_group_queue \
     interposer_symbols interposer_forwarding_bench || { echo "build failed: $out"; exit 1; }
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
@@ -88,7 +89,7 @@ fi
 
 # --- 3. ctest -----------------------------------------------------------------------------
 run ctest-gpu ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200
-run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|InterposerSymbols)' -LE gpu --output-on-failure
+run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|InterposerSymbols|InitExchange|NcclBackend)' -LE gpu --output-on-failure
 run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 
 # --- 4./5. multi-process through the interposer ----------------------------------------------

@@ -307,6 +307,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     bases.push_back(static_cast<char*>(base));
   }
   CollectiveQueue queue;
+  std::vector<std::shared_ptr<exec::NcclBackend>> backends;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const PendingCollective& c = calls[i];
     CommState* st = c.state;
@@ -322,10 +323,17 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
                ? kernels::ReduceOp(int(c.call.op))
                : kernels::ReduceOp::Sum;
     q.buffers = {c.call.sendbuff, c.call.recvbuff, bases[which] ? bases[which] + offsets[i] : nullptr};
-    q.backend = std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device);
+    backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device));
+    q.backend = backends.back();
     queue.push(std::move(q));
   }
-  queue.run_all();
+  try {
+    queue.run_all();
+  } catch (...) {
+    // Innermost first, as NCCL groups close; then the error goes to the entry point.
+    for (auto it = backends.rbegin(); it != backends.rend(); ++it) (*it)->close_open_batches();
+    throw;
+  }
   for (const PendingCollective& c : calls) {
     cudaSetDevice(c.state->device);
     c.state->scratch->mark_used(c.call.stream);
