@@ -21,6 +21,11 @@
 # Everything lands in perf/results/gpu-<device>-<date>/: commands.txt (every command run),
 # device.txt, the logs, bench-*.json/txt and summary.md. Exit status 0 only if every check
 # that ran passed.
+#
+# STAGES (default "build kernels ctest check bench torch nccl-tests") runs a subset, e.g.
+# when a machine limits how long one command may run: run "build kernels ctest" first,
+# then "check", then "bench torch nccl-tests" with the same BUILD_DIR and RESULTS_DIR
+# (default: a new perf/results/gpu-<device>-<date>/ per call).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,10 +37,12 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ -n "$gpu" ] || gpu="unknown-gpu"
 device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
 stamp=$(date -u +%Y%m%d-%H%M)
-out="$root/perf/results/gpu-$device-$stamp"
+out=${RESULTS_DIR:-$root/perf/results/gpu-$device-$stamp}
 mkdir -p "$out"
 summary="$out/summary.md"
 failed=0
+stages=" ${STAGES:-build kernels ctest check bench torch nccl-tests} "
+want() { [[ "$stages" == *" $1 "* ]]; }
 
 log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
 # run NAME CMD...: runs, logs to $out/NAME.log, records pass/fail in the summary.
@@ -58,39 +65,48 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
   echo "NCCL: $(ls -l "$cuda_home"/lib64/libnccl.so* 2>/dev/null | head -n 3)"
   echo "nvcc: $("$cuda_home"/bin/nvcc --version 2>/dev/null | tail -n 1)"
 } > "$out/device.txt"
-{
-  echo "# GPU check: $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo
-  echo "Commands: commands.txt. Device: device.txt."
-  echo
-  echo "| check | result | time |"
-  echo "|---|---|---|"
-} > "$summary"
+if [ ! -f "$summary" ]; then
+  {
+    echo "# GPU check: $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "Commands: commands.txt. Device: device.txt."
+    echo
+    echo "| check | result | time |"
+    echo "|---|---|---|"
+  } > "$summary"
+fi
 
 # --- 1. build ---------------------------------------------------------------------------
-if [ ! -f "$build/CMakeCache.txt" ]; then
+if want build && [ ! -f "$build/CMakeCache.txt" ]; then
   run configure cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
       -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || { echo "configure failed: $out"; exit 1; }
 fi
-run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
-    interposer_forwarding interposer_init_exchange interposer_nccl_backend interposer_config \
-    interposer_agreement interposer_group_queue \
-    interposer_symbols interposer_forwarding_bench || { echo "build failed: $out"; exit 1; }
+if want build; then
+  run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
+      interposer_forwarding interposer_init_exchange interposer_nccl_backend interposer_config \
+      interposer_agreement interposer_group_queue \
+      interposer_symbols interposer_forwarding_bench || { echo "build failed: $out"; exit 1; }
+fi
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
+[ -n "$plugin" ] && [ -n "$check" ] || { echo "no build in $build: run with STAGES including build"; exit 1; }
 echo "plugin: $plugin" >> "$out/device.txt"
 
 # --- 2. kernels ---------------------------------------------------------------------------
-if [ -f "$root/perf/kernels/run_gpu.sh" ]; then
+if ! want kernels; then :
+elif [ -f "$root/perf/kernels/run_gpu.sh" ]; then
   run kernels bash "$root/perf/kernels/run_gpu.sh" "$build"
 else
   skip kernels "perf/kernels/run_gpu.sh not present"
 fi
 
 # --- 3. ctest -----------------------------------------------------------------------------
-run ctest-gpu ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200
+if want ctest; then
+# The kernels' GPU tests ran in stage kernels.
+run ctest-gpu ctest --test-dir "$build" -L gpu -E '^Kernels' --output-on-failure --timeout 600
 run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|InterposerSymbols|InitExchange|NcclBackend)' -LE gpu --output-on-failure
 run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
+fi
 
 # --- 4./5. multi-process through the interposer ----------------------------------------------
 # ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check.
@@ -104,7 +120,7 @@ ranks() {
   for ((r = 0; r < n; r++)); do
     local cmd=(env NCCL_HOSTID=s$r NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
                NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
-               TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout 900
+               TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout 300
                "$check" "$mode" --rank $r --nranks "$n" --id-file "$dir/id" "$@")
     [ $r -eq 0 ] && log_cmd "(x$n, rank r: NCCL_HOSTID=s<r> --rank <r>) ${cmd[*]}"
     "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
@@ -119,13 +135,14 @@ ranks() {
   return $rc
 }
 
-for n in 2 4 8; do
+want check && for n in 2 4 8; do
   for algo in auto hd ring nccl-topo-ring; do
     run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
   done
 done
-for n in 2 4 8; do
-  for algo in auto hd nccl-topo-ring; do
+# auto: topocoll's choice; hd: the EFLOPS schedule forced; both beside NCCL's own numbers.
+want bench && for n in 2 4 8; do
+  for algo in auto hd; do
     if run "bench-n$n-$algo" ranks "bench-n$n-$algo" "$n" bench "$algo" --json "$out/bench-n$n-$algo.json"; then
       grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-$algo/rank0.log" > "$out/bench-n$n-$algo.txt"
     fi
@@ -133,7 +150,8 @@ for n in 2 4 8; do
 done
 
 # --- 6. PyTorch ---------------------------------------------------------------------------
-if python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
+if ! want torch; then :
+elif python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
   nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), 'lib'))" 2>/dev/null || true)
   for n in 2 4; do
     "$check" topology --nranks "$n" --out "$out/torch-topology-n$n.json" > /dev/null
@@ -147,7 +165,8 @@ else
 fi
 
 # --- 7. nccl-tests ------------------------------------------------------------------------
-if [ -n "${NCCL_TESTS_SRC:-}" ] && [ -d "$NCCL_TESTS_SRC" ]; then
+if ! want nccl-tests; then :
+elif [ -n "${NCCL_TESTS_SRC:-}" ] && [ -d "$NCCL_TESTS_SRC" ]; then
   nt_build="$build/nccl-tests"
   mpi=0
   command -v mpirun > /dev/null && mpi=1
@@ -183,7 +202,7 @@ else
   skip nccl-tests "NCCL_TESTS_SRC not set"
 fi
 
-{
+want bench && {
   echo
   echo "Per-process logs and the decisions topocoll logged (NCCL_DEBUG=INFO): check-*/, bench-*/."
   echo "Benchmarks (path topocoll = through the interposer, nccl = NCCL's own pnccl* in the same run):"
