@@ -180,6 +180,12 @@ void finish_inits(std::vector<PendingInit>& inits) {
   }
 }
 
+bool stream_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+         status != cudaStreamCaptureStatusNone;
+}
+
 bool op_supported(ncclRedOp_t op) { return int(op) >= 0 && int(op) < int(ncclNumOps); }
 bool type_supported(ncclDataType_t t) { return int(t) >= 0 && int(t) < int(ncclNumTypes); }
 
@@ -268,8 +274,15 @@ void create_ring_comms(const std::vector<CommState*>& states) {
 
 ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
+  // Creating a communicator is not allowed while a stream is being captured (NCCL allocates
+  // device memory): such calls use the user's communicator until one is created outside a
+  // capture. Capture is the same on every rank of an SPMD program, so all decide alike.
   std::vector<CommState*> states;
-  for (const auto& c : calls) states.push_back(c.state);
+  for (const auto& c : calls)
+    if (!stream_capturing(c.call.stream)) states.push_back(c.state);
+    else if (!c.state->ring_comm)
+      TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
+                                 "capture; captured calls use the user's communicator"));
   create_ring_comms(states);
   ncclResult_t r = pncclGroupStart();
   for (const auto& c : calls) {
