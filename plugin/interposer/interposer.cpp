@@ -478,6 +478,11 @@ ncclResult_t comm_finalize(ncclComm_t comm) {
 }
 
 void comm_release(ncclComm_t comm, bool abort) {
+  // Calls still queued in this thread's open group (an abort during error recovery) go
+  // with the communicator.
+  ThreadGroup& g = thread_group();
+  std::erase_if(g.collectives, [&](const PendingCollective& p) { return p.call.comm == comm; });
+  std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
   std::unique_ptr<CommState> st = CommRegistry::instance().remove(comm);
   if (!st) return;
   CurrentDeviceGuard device_guard;
