@@ -138,6 +138,44 @@ TEST_F(Forwarding, GroupsForwardWithNestingAndUnservedCallsStayInside) {
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
 }
 
+TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirCommunicator) {
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
+  {  // Make it served, with a cached plan that routes this call to a schedule.
+    topo::BiGraphShape shape;
+    shape.switches_per_group = 2;
+    shape.endpoints_per_switch = 2;
+    auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+    auto st = std::make_unique<CommState>();
+    st->comm = comm;
+    st->nranks = 8;
+    st->rank = 3;
+    st->topology = topology;
+    st->placement = sched::first_endpoints(*topology, 8);
+    st->served = true;
+    auto plan = std::make_shared<Plan>();
+    plan->route = Route::Schedule;
+    plan->algo = "hd";
+    st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+    CommRegistry::instance().insert(std::move(st));
+  }
+  stub_nccl::reset();
+  alignas(16) char in[64] = {}, out[64] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  // Queued: NCCL saw only the group start.
+  EXPECT_EQ(stub_nccl::calls().size(), 1u);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);  // error recovery inside the group
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);       // nothing left to run
+  const auto all = stub_nccl::calls();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].fn, "pncclGroupStart");
+  EXPECT_EQ(all[1].fn, "pncclCommAbort");
+  EXPECT_EQ(all[2].fn, "pncclGroupEnd");
+  EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
+}
+
 // A served communicator (state inserted by hand, as the init exchange would on a GPU):
 // calls topocoll does not take still reach NCCL exactly once with the user's buffers.
 class ServedForwarding : public Forwarding {
