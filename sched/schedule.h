@@ -34,11 +34,15 @@ std::string_view to_string(Collective);
 std::string_view to_string(Buf);
 std::string_view to_string(OpKind);
 
+// Packed into 8 bytes: a 65,536-rank plan holds millions of ops, each with up to nine refs.
 struct BufRef {
-  Buf buf = Buf::Output;
-  int64_t offset = 0;  // elements
-  friend bool operator==(const BufRef&, const BufRef&) = default;
+  Buf buf : 8 = Buf::Output;
+  int64_t offset : 56 = 0;  // elements
+  friend bool operator==(const BufRef& a, const BufRef& b) {
+    return a.buf == b.buf && a.offset == b.offset;
+  }
 };
+static_assert(sizeof(BufRef) == 8);
 
 inline constexpr int kMaxReduceInputs = 8;
 
