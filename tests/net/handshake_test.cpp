@@ -153,6 +153,7 @@ TEST(Handshake, PeerDyingMidMessageIsPeerClosed) {
   NetStatus s = wait_request(*recv, r, nullptr);
   EXPECT_EQ(s.code, NetCode::PeerClosed) << s.message;
   EXPECT_NE(s.message.find("mid-message (100 of 1000"), std::string::npos) << s.message;
+  recv.reset();  // before `out`, which its thread wrote into
 }
 
 TEST(Handshake, TwoPeersConnectBeforeEitherAccepts) {

@@ -123,9 +123,9 @@ TEST(Transport, GroupedReceiveMatchesByTag) {
 }
 
 TEST(Transport, SendLargerThanPostedReceiveIsTruncationError) {
+  std::vector<uint8_t> in(1000), out(999);  // outlive the comms: their threads use them
   auto p = make_pair(fast_options());
   ASSERT_TRUE(p.recv);
-  std::vector<uint8_t> in(1000), out(999);
   Request *rs, *rr;
   ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 1, &rr).ok());
   ASSERT_TRUE(p.send->isend(in.data(), in.size(), 1, &rs).ok());
@@ -139,9 +139,9 @@ TEST(Transport, SendLargerThanPostedReceiveIsTruncationError) {
 }
 
 TEST(Transport, UnpostedTagIsAnError) {
+  std::vector<uint8_t> buf(64);
   auto p = make_pair(fast_options());
   ASSERT_TRUE(p.recv);
-  std::vector<uint8_t> buf(64);
   Request *rs, *rr;
   ASSERT_TRUE(p.recv->irecv(buf.data(), buf.size(), 5, &rr).ok());
   ASSERT_TRUE(p.send->isend(buf.data(), 10, 6, &rs).ok());
@@ -151,10 +151,10 @@ TEST(Transport, UnpostedTagIsAnError) {
 }
 
 TEST(Transport, ReceiverClosedWhileSendingFailsTheSend) {
-  auto p = make_pair(fast_options(2, 2));
-  ASSERT_TRUE(p.recv);
   const size_t size = 64 << 20;  // far more than the socket buffers hold
   std::vector<uint8_t> in(size, 1);
+  auto p = make_pair(fast_options(2, 2));
+  ASSERT_TRUE(p.recv);
   Request* rs;
   ASSERT_TRUE(p.send->isend(in.data(), size, 0, &rs).ok());
   p.recv.reset();  // the receiving side vanishes without reading
@@ -163,9 +163,9 @@ TEST(Transport, ReceiverClosedWhileSendingFailsTheSend) {
 }
 
 TEST(Transport, SenderClosedBeforeMessageIsPeerClosed) {
+  std::vector<uint8_t> out(16);
   auto p = make_pair(fast_options(2, 2));
   ASSERT_TRUE(p.recv);
-  std::vector<uint8_t> out(16);
   Request* rr;
   ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 0, &rr).ok());
   p.send.reset();
@@ -193,9 +193,9 @@ int open_descriptors() {
 TEST(Transport, ClosingReleasesEverySocketAndThread) {
   const int before = open_descriptors();
   {
+    std::vector<uint8_t> data(1 << 20, 3);
     auto p = make_pair(fast_options(4, 3));
     ASSERT_TRUE(p.recv);
-    std::vector<uint8_t> data(1 << 20, 3);
     Request *rs, *rr;
     ASSERT_TRUE(p.recv->irecv(data.data(), data.size(), 0, &rr).ok());
     ASSERT_TRUE(p.send->isend(data.data(), data.size(), 0, &rs).ok());
