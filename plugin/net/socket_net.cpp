@@ -247,10 +247,12 @@ ncclResult_t accept(void* listen_comm, void** recv_comm) {
       TC_WARN("NET/topocoll: accept: %p is not a topocoll listen comm", listen_comm);
       return ncclInvalidArgument;
     }
-    auto comm = std::make_unique<Comm>();
-    net::NetStatus s = l->listener->accept(&comm->recv, 0);
+    std::unique_ptr<net::RecvComm> recv;
+    net::NetStatus s = l->listener->accept(&recv, 0);
     if (!s.ok()) return report("accept", s);
-    if (!comm->recv) return ncclSuccess;  // not yet; NCCL calls again
+    if (!recv) return ncclSuccess;  // not yet; NCCL calls again
+    auto comm = std::make_unique<Comm>();
+    comm->recv = std::move(recv);
     const NetDevice& d = catalog().devices.devices[l->dev];
     TC_INFO(NCCL_NET, "NET/topocoll: accepted connection on %s (%s) from %s", d.name.c_str(),
             l->listener->address().to_string().c_str(), comm->recv->peer_address().to_string().c_str());
