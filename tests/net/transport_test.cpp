@@ -193,16 +193,16 @@ int open_descriptors() {
 TEST(Transport, ClosingReleasesEverySocketAndThread) {
   const int before = open_descriptors();
   {
-    std::vector<uint8_t> data(1 << 20, 3);
+    std::vector<uint8_t> data(1 << 20, 3), received(1 << 20);
     auto p = make_pair(fast_options(4, 3));
     ASSERT_TRUE(p.recv);
     Request *rs, *rr;
-    ASSERT_TRUE(p.recv->irecv(data.data(), data.size(), 0, &rr).ok());
+    ASSERT_TRUE(p.recv->irecv(received.data(), received.size(), 0, &rr).ok());
     ASSERT_TRUE(p.send->isend(data.data(), data.size(), 0, &rs).ok());
     ASSERT_TRUE(wait_request(*p.send, rs, nullptr).ok());
     ASSERT_TRUE(wait_request(*p.recv, rr, nullptr).ok());
     // A request left pending at close is freed with its comm.
-    ASSERT_TRUE(p.recv->irecv(data.data(), data.size(), 0, &rr).ok());
+    ASSERT_TRUE(p.recv->irecv(received.data(), received.size(), 0, &rr).ok());
   }
   EXPECT_EQ(open_descriptors(), before);
 }
