@@ -3,6 +3,7 @@
 // 127.0.0.x, so the accepting side sees which plane a connection took.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -176,6 +177,47 @@ TEST(PlaneRouter, BiGraphAlwaysTakesTheDirectInterGroupPath) {
       }
     }
   }
+}
+
+// NAP with two nodes per host: a connection leaves through the local node with the shortest
+// route to the peer (the one whose torus ring reaches it), and keeps NCCL's node on a tie.
+TEST(PlaneRouter, NapPicksTheShortestLocalNodeAndKeepsNcclsChoiceOnATie) {
+  topo::NapShape shape;
+  shape.packages = 4;
+  shape.nodes_per_package = 4;
+  shape.local_switches = 2;
+  shape.torus = {2, 2};
+  shape.gpus_per_host = 2;
+  topo::Topology t = topo::generate_nap(shape);
+  int rerouted = 0, kept = 0;
+  for (const auto& host : t.hosts()) {
+    std::vector<plugin::NetDevice> devices;
+    for (int e : host.endpoints) {
+      plugin::NetDevice d;
+      d.name = t.endpoints()[e].nic;
+      d.endpoint = e;
+      devices.push_back(d);
+    }
+    for (int peer = 0; peer < int(t.endpoints().size()); ++peer) {
+      if (t.endpoints()[peer].host == host.name) continue;
+      std::vector<size_t> links;
+      for (const auto& d : devices) links.push_back(t.route(d.endpoint, peer).front().links.size());
+      const size_t best = *std::min_element(links.begin(), links.end());
+      for (int requested = 0; requested < int(devices.size()); ++requested) {
+        plugin::PlaneChoice c = plugin::choose_plane(t, devices, requested, peer);
+        ASSERT_GE(c.device, 0);
+        EXPECT_EQ(size_t(c.links), best) << c.why;
+        if (links[requested] == best) {
+          EXPECT_EQ(c.device, requested) << c.why;
+          ++kept;
+        } else {
+          ++rerouted;
+        }
+      }
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(rerouted, 0);  // the shape has peers only one of a host's nodes reaches directly
 }
 
 }  // namespace
