@@ -29,6 +29,11 @@ namespace topocoll::exec {
 
 enum class CheckData { Exact, Random };
 
+// memcpy that accepts the null data() of empty vectors (count 0 is a normal case).
+inline void copy_bytes(void* dst, const void* src, std::size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
 // Largest integer magnitude M such that every integer in [-M, M] is exact in the type.
 inline int64_t exact_integer_limit(kernels::DataType t) {
   switch (t) {
@@ -158,11 +163,11 @@ struct CollectiveCase {
       case sched::Collective::ReduceScatter: out = reduce_block(int64_t(r) * count); break;
       case sched::Collective::AllGather:
         for (int k = 0; k < nranks; ++k)
-          std::memcpy(out.data() + std::size_t(k) * count * e, ins[k].data(), std::size_t(count) * e);
+          copy_bytes(out.data() + std::size_t(k) * count * e, ins[k].data(), std::size_t(count) * e);
         break;
       case sched::Collective::AllToAll:
         for (int k = 0; k < nranks; ++k)
-          std::memcpy(out.data() + std::size_t(k) * count * e,
+          copy_bytes(out.data() + std::size_t(k) * count * e,
                       ins[k].data() + std::size_t(r) * count * e, std::size_t(count) * e);
         break;
     }
@@ -185,7 +190,7 @@ inline std::vector<unsigned char> expected_output(const CollectiveCase& c, int r
       const auto in = c.input(k);
       const std::size_t from =
           c.collective == sched::Collective::AllToAll ? std::size_t(r) * c.count * e : 0;
-      std::memcpy(out.data() + std::size_t(k) * c.count * e, in.data() + from,
+      copy_bytes(out.data() + std::size_t(k) * c.count * e, in.data() + from,
                   std::size_t(c.count) * e);
     }
     return out;
@@ -242,7 +247,7 @@ struct RankMemory {
         break;
       case sched::Collective::AllGather:  // Input = Output + rank*count
         recv.assign(out_bytes + 1, 0xA5);
-        std::memcpy(recv.data() + std::size_t(r) * c.count * e, input.data(), input.size());
+        copy_bytes(recv.data() + std::size_t(r) * c.count * e, input.data(), input.size());
         buffers = {recv.data() + std::size_t(r) * c.count * e, recv.data(), scratch.data()};
         break;
     }
