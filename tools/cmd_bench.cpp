@@ -34,13 +34,15 @@ constexpr const char* kUsage =
     "                      [--coll allreduce|reduce_scatter|allgather|alltoall]\n"
     "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
     "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
-    "                      [--endpoints E0,E1,...]\n"
+    "                      [--endpoints E0,E1,...] [--rank R --bootstrap HOST:PORT]\n"
     "Runs verified collectives across processes over the socket transport and prints\n"
     "nccl-tests' columns (time = median iteration time of the slowest rank).\n"
     "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
     "                from the environment (TOPOCOLL_RANK/TOPOCOLL_NRANKS/TOPOCOLL_BOOTSTRAP,\n"
     "                OMPI_COMM_WORLD_*, PMI_*, SLURM_*, RANK/WORLD_SIZE+MASTER_ADDR) this\n"
     "                process is one rank of that group instead\n"
+    "  --rank R      be rank R of --ranks N, meeting at --bootstrap HOST:PORT (rank 0\n"
+    "                serves it there); overrides the environment\n"
     "  --topo FILE   placement and rank orders from the planner for the first N endpoints,\n"
     "                and the predicted time next to the measured one\n"
     "  --endpoints L rank r runs as topology endpoint L[r] (indices or ids) instead\n"
@@ -63,6 +65,8 @@ struct BenchArgs {
   std::string bind;
   std::string json;
   std::vector<std::string> endpoints;  // explicit placement (indices or endpoint ids)
+  int rank = -1;                       // from --rank: this process is one rank of --ranks
+  std::string bootstrap;               // --bootstrap HOST:PORT
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -134,6 +138,8 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();
     else if (f == "--endpoints") a.endpoints = split(value(), ',');
+    else if (f == "--rank") a.rank = parse_int(f, value(), 0);
+    else if (f == "--bootstrap") a.bootstrap = value();
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
@@ -319,7 +325,25 @@ int run_bench(std::span<const std::string> args) {
       return 0;
     }
   const BenchArgs a = parse_args(args);
-  if (const auto env = exec::rank_environment_from_env()) return run_rank(a, *env);
+  if (a.rank >= 0) {  // rank given on the command line
+    if (a.ranks < 1 || a.rank >= a.ranks)
+      throw std::invalid_argument("--rank " + std::to_string(a.rank) + " needs --ranks N > " +
+                                  std::to_string(a.rank));
+    exec::RankEnvironment env;
+    env.rank = a.rank;
+    env.nranks = a.ranks;
+    env.rank_variable = "--rank";
+    env.size_variable = "--ranks";
+    env.bootstrap = a.bootstrap;
+    if (env.bootstrap.empty())
+      if (const auto from_env = exec::rank_environment_from_env()) env.bootstrap = from_env->bootstrap;
+    return run_rank(a, env);
+  }
+  if (const auto env = exec::rank_environment_from_env()) {
+    auto e = *env;
+    if (!a.bootstrap.empty()) e.bootstrap = a.bootstrap;
+    return run_rank(a, e);
+  }
   // No launcher around us: become one.
   const int ranks = a.ranks > 0 ? a.ranks : 8;
   std::vector<std::string> child_args = {"bench"};

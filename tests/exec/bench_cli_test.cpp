@@ -57,6 +57,20 @@ TEST(BenchCli, RunsVerifiedCollectivesAcrossProcessesAndWritesJsonRows) {
   EXPECT_EQ(rows[2]["count"], 50000);
 }
 
+TEST(BenchCli, RanksGivenOnTheCommandLineMeetAtTheBootstrapAddress) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  // As under a launcher that passes rank flags: rank 0 serves the rendezvous at the address.
+  const std::string address = "127.0.0.1:" + std::to_string(20000 + ::getpid() % 20000);
+  const std::string common = " bench --ranks 2 --sizes 1K --iters 2 --bootstrap " + address;
+  std::string out;
+  const int rc = run("(" + kTopocoll + common + " --rank 1 > /dev/null &) ; " + kTopocoll +
+                         common + " --rank 0",
+                     &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("# topocoll bench: 2 ranks"), std::string::npos) << out;
+  EXPECT_NE(out.find("Out of bounds values : 0 OK"), std::string::npos) << out;
+}
+
 TEST(BenchCli, BadArgumentsAreNamed) {
   if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
   std::string out;
@@ -69,6 +83,9 @@ TEST(BenchCli, BadArgumentsAreNamed) {
   // Launched as a rank of a group without a bootstrap address.
   EXPECT_NE(run("TOPOCOLL_RANK=0 TOPOCOLL_NRANKS=2 " + kTopocoll + " bench --sizes 1K", &out), 0);
   EXPECT_NE(out.find("TOPOCOLL_BOOTSTRAP"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(run(kTopocoll + " bench --rank 2 --ranks 2 --sizes 1K", &out), 0);
+  EXPECT_NE(out.find("--rank 2 needs --ranks N > 2"), std::string::npos) << out;
 }
 
 }  // namespace
