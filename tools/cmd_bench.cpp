@@ -318,6 +318,19 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   return wrong ? 1 : 0;
 }
 
+// What every rank would check, done once in the launcher so a mistake is one message.
+void check_before_launch(const BenchArgs& a, int nranks) {
+  std::unique_ptr<topo::Topology> topology;
+  if (!a.topo.empty()) {
+    topology = std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+    if (int(topology->endpoints().size()) < nranks)
+      throw std::invalid_argument("--topo " + a.topo + " has " +
+                                  std::to_string(topology->endpoints().size()) +
+                                  " endpoints, fewer than " + std::to_string(nranks) + " ranks");
+  }
+  for (const auto& algo : a.algos) plan_case(a, topology.get(), algo, a.sizes.front(), nranks);
+}
+
 int run_bench(std::span<const std::string> args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
@@ -344,8 +357,9 @@ int run_bench(std::span<const std::string> args) {
     if (!a.bootstrap.empty()) e.bootstrap = a.bootstrap;
     return run_rank(a, e);
   }
-  // No launcher around us: become one.
+  // No launcher around us: become one. Arguments every rank would reject fail here, once.
   const int ranks = a.ranks > 0 ? a.ranks : 8;
+  check_before_launch(a, ranks);
   std::vector<std::string> child_args = {"bench"};
   child_args.insert(child_args.end(), args.begin(), args.end());
   const int rc = exec::launch_local_group(exec::current_executable(), child_args, ranks);
