@@ -2,6 +2,7 @@
 // and the errors a receive can hit (truncation, unknown tag, peer gone).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -34,7 +35,7 @@ TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
     ASSERT_TRUE(s2.ok()) << s2.message;
     EXPECT_EQ(sent, sizes[i]);
     EXPECT_EQ(got, sizes[i]);
-    EXPECT_EQ(0, std::memcmp(in.data(), out.data(), sizes[i])) << "size " << sizes[i];
+    EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin())) << "size " << sizes[i];
     EXPECT_EQ(out[sizes[i]], 0xee) << "wrote past the message";
   }
 }
@@ -117,7 +118,7 @@ TEST(Transport, GroupedReceiveMatchesByTag) {
   ASSERT_TRUE(s.ok()) << s.message;
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(got[i], sizes[i]);
-    EXPECT_EQ(0, std::memcmp(in[i].data(), out[i].data(), sizes[i]));
+    EXPECT_TRUE(std::equal(in[i].begin(), in[i].end(), out[i].begin())) << "message " << i;
   }
   for (auto* r : rs) ASSERT_TRUE(wait_request(*p.send, r, nullptr).ok());
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -202,7 +203,7 @@ void fill_pattern(std::vector<uint8_t>& buffer, int from, int to, int k) {
 bool check_pattern(const std::vector<uint8_t>& buffer, size_t size, int from, int to, int k) {
   std::vector<uint8_t> expected(size);
   fill_pattern(expected, from, to, k);
-  return size <= buffer.size() && std::memcmp(buffer.data(), expected.data(), size) == 0;
+  return size <= buffer.size() && std::equal(expected.begin(), expected.end(), buffer.begin());
 }
 
 bool connect_all(const ncclNet_v11_t* net, int rank, RankMesh& mesh, int dev, PeerComms* comms, int timeout_ms) {
