@@ -9,6 +9,7 @@
 #include <map>
 
 #include "net/interface_list.h"
+#include "net/nic_resolver.h"
 #include "plugin/log.h"
 #include "plugin/net/net_params.h"
 #include "topo/topology_json.h"
@@ -65,12 +66,13 @@ std::vector<NetDevice> interface_devices() {
 }
 
 // One device per distinct NIC of this host's endpoints, addressed by TOPOCOLL_NET_PLANE_ADDRS,
-// else by the interface of the same name, else by the first usable interface.
+// else by the interface of the same name, else by the interface of the RDMA device of that
+// name (net/nic_resolver.h), else by the first usable interface.
 std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Host& host) {
   std::vector<std::string> errors;
   auto addresses = parse_plane_addresses(net_plane_addrs(), &errors);
   for (const auto& e : errors) TC_WARN("NET: TOPOCOLL_NET_PLANE_ADDRS: %s", e.c_str());
-  auto interfaces = net::list_interfaces();
+  const net::NicResolver resolver(std::move(addresses), net::list_interfaces());
   std::vector<NetDevice> fallback;
   std::vector<NetDevice> devices;
   for (int e : host.endpoints) {
@@ -90,21 +92,28 @@ std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Hos
     }
     d.speed_mbps = int(std::min<double>(gbps * 1000.0, INT_MAX));
     d.latency_us = float(latency);
-    auto mapped = std::find_if(addresses.begin(), addresses.end(), [&](const auto& a) { return a.first == ep.nic; });
-    auto same_name = std::find_if(interfaces.begin(), interfaces.end(),
-                                  [&](const net::NetworkInterface& i) { return i.name == ep.nic; });
-    if (mapped != addresses.end()) {
-      d.address = mapped->second;
-    } else if (same_name != interfaces.end()) {
-      d.address = same_name->address;
-      d.pci_path = pci_path_of(same_name->name);
+    net::NicAddress resolved = resolver.resolve(ep.nic);
+    if (resolved.ok()) {
+      d.address = resolved.address;
+      if (!resolved.interface_name.empty()) d.pci_path = pci_path_of(resolved.interface_name);
+      if (resolved.port_down)
+        TC_WARN("NET: topology NIC %s resolves to %s through %s, but its port is not ACTIVE: "
+                "connections through it will fail", ep.nic.c_str(), d.address.ip_string().c_str(),
+                resolved.source.c_str());
+      else
+        TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NIC %s is %s (%s)", ep.nic.c_str(),
+                d.address.ip_string().c_str(), resolved.source.c_str());
     } else {
       if (fallback.empty()) fallback = interface_devices();
-      if (fallback.empty()) continue;
+      if (fallback.empty()) {
+        TC_WARN("NET: %s; no interface to fall back on, so host %s offers no device for it",
+                resolved.error.c_str(), host.name.c_str());
+        continue;
+      }
       d.address = fallback.front().address;
-      TC_WARN("NET: topology NIC %s of host %s has no address (set TOPOCOLL_NET_PLANE_ADDRS=%s=<ip>); "
+      TC_WARN("NET: %s (host %s; set TOPOCOLL_NET_PLANE_ADDRS=%s=<ip>); "
               "using %s (%s), so its plane is not separated on the wire",
-              ep.nic.c_str(), host.name.c_str(), ep.nic.c_str(), fallback.front().name.c_str(),
+              resolved.error.c_str(), host.name.c_str(), ep.nic.c_str(), fallback.front().name.c_str(),
               fallback.front().address.ip_string().c_str());
     }
     devices.push_back(std::move(d));
