@@ -101,7 +101,7 @@ std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Hos
                 "connections through it will fail", ep.nic.c_str(), d.address.ip_string().c_str(),
                 resolved.source.c_str());
       else
-        TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NIC %s is %s (%s)", ep.nic.c_str(),
+        TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NIC %s is %s, from %s", ep.nic.c_str(),
                 d.address.ip_string().c_str(), resolved.source.c_str());
     } else {
       if (fallback.empty()) fallback = interface_devices();
