@@ -17,6 +17,7 @@
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer_params.h"
 #include "plugin/interposer/rank_exchange.h"
@@ -51,21 +52,6 @@ ThreadGroup& thread_group() {
   thread_local ThreadGroup group;
   return group;
 }
-
-// Restores the caller's current CUDA device (the interposer switches to each
-// communicator's device for allocations and kernel launches).
-class CurrentDeviceGuard {
- public:
-  CurrentDeviceGuard() { cudaGetDevice(&device_); }
-  ~CurrentDeviceGuard() {
-    if (device_ >= 0) cudaSetDevice(device_);
-  }
-  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
-  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
-
- private:
-  int device_ = -1;
-};
 
 const char* collective_name(Collective c) {
   switch (c) {
@@ -311,7 +297,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   std::vector<char*> bases;
   for (auto& [st, total] : totals) {
     if (!st->scratch) throw std::logic_error("served communicator without scratch");
-    cudaSetDevice(st->device);
+    device_guard.use(st->device);
     void* base = st->scratch->reserve(total);
     if (!base && total > 0) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
@@ -326,7 +312,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     CommState* st = c.state;
     std::size_t which = 0;
     while (totals[which].first != st) ++which;
-    cudaSetDevice(st->device);
+    device_guard.use(st->device);
     st->scratch->order_after_previous(c.call.stream);
     QueuedCollective q;
     q.schedule = c.plan->schedule;

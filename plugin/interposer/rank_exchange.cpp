@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "plugin/interposer/device_guard.h"
+
 namespace topocoll::plugin::interposer {
 namespace {
 
@@ -17,20 +19,26 @@ struct DeviceSlot {
 
 void exchange_identities(std::span<IdentityExchange> batch) {
   if (batch.empty()) return;
-  int previous = -1;
-  cudaGetDevice(&previous);
+  CurrentDeviceGuard device_guard;
   std::vector<DeviceSlot> slots(batch.size());
   const std::size_t rec = sizeof(RankIdentity);
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
-    cudaError_t e = cudaSetDevice(x.device);
+    device_guard.use(x.device);
+    int current = -1;
+    cudaError_t e = cudaGetDevice(&current);
+    if (e == cudaSuccess && current != x.device) e = cudaErrorInvalidDevice;
     if (e == cudaSuccess) e = cudaMalloc(&s.buffer, rec * std::size_t(x.nranks));
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking);
+    // On the exchange's own stream: a cudaMemcpy from pageable memory runs on the legacy
+    // stream and may return before its DMA lands, with no order against the non-blocking
+    // stream the allgather uses, so the allgather could send stale bytes. `x.mine` lives
+    // until the stream is synchronised below.
     if (e == cudaSuccess)
-      e = cudaMemcpy(static_cast<char*>(s.buffer) + rec * std::size_t(x.rank), &x.mine, rec,
-                     cudaMemcpyHostToDevice);
+      e = cudaMemcpyAsync(static_cast<char*>(s.buffer) + rec * std::size_t(x.rank), &x.mine, rec,
+                          cudaMemcpyHostToDevice, s.stream);
     if (e != cudaSuccess) {
       x.error = std::string("CUDA error preparing the topocoll identity exchange: ") +
                 cudaGetErrorString(e);
@@ -56,11 +64,15 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
-    cudaSetDevice(x.device);
+    device_guard.use(x.device);
     if (s.joined && er == ncclSuccess && x.error.empty()) {
       x.all.resize(std::size_t(x.nranks));
       cudaError_t e = cudaStreamSynchronize(s.stream);
-      if (e == cudaSuccess) e = cudaMemcpy(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost);
+      // Same stream again, then wait: never behind the user's work on the legacy stream.
+      if (e == cudaSuccess)
+        e = cudaMemcpyAsync(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost,
+                            s.stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s.stream);
       if (e != cudaSuccess) {
         x.error = std::string("CUDA error in the identity exchange: ") + cudaGetErrorString(e);
         x.all.clear();
@@ -72,7 +84,6 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     if (s.stream) cudaStreamDestroy(s.stream);
     if (s.buffer) cudaFree(s.buffer);
   }
-  if (previous >= 0) cudaSetDevice(previous);
 }
 
 }  // namespace topocoll::plugin::interposer
