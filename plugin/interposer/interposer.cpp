@@ -463,22 +463,35 @@ ncclResult_t comm_finalize(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-void comm_release(ncclComm_t comm, bool abort) {
-  // Calls still queued in this thread's open group (an abort during error recovery) go
-  // with the communicator.
-  ThreadGroup& g = thread_group();
-  std::erase_if(g.collectives, [&](const PendingCollective& p) { return p.call.comm == comm; });
-  std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
-  std::unique_ptr<CommState> st = CommRegistry::instance().remove(comm);
-  if (!st) return;
-  CurrentDeviceGuard device_guard;
-  if (st->device >= 0) cudaSetDevice(st->device);
-  if (st->ring_comm) {
-    if (abort) pncclCommAbort(st->ring_comm);
-    else pncclCommDestroy(st->ring_comm);
-    st->ring_comm = nullptr;
+ncclResult_t comm_release(ncclComm_t comm, bool abort,
+                          ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
+  std::unique_ptr<CommState> st;
+  try {
+    // Calls still queued in this thread's open group (an abort during error recovery) go
+    // with the communicator.
+    ThreadGroup& g = thread_group();
+    std::erase_if(g.collectives, [&](const PendingCollective& p) { return p.call.comm == comm; });
+    std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
+    st = CommRegistry::instance().remove(comm);
+    if (st && st->ring_comm) {
+      CurrentDeviceGuard device_guard;
+      device_guard.use(st->device);
+      if (abort) pncclCommAbort(st->ring_comm);
+      else pncclCommDestroy(st->ring_comm);
+      st->ring_comm = nullptr;
+    }
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
   }
-  st.reset();  // frees the scratch on the communicator's device
+  // NCCL's own destroy/abort first: an abort ends the user's communicator's kernels, so the
+  // scratch below is freed only when nothing can still be waiting on the device for it.
+  const ncclResult_t r = nccl_release(comm);
+  if (st) {
+    CurrentDeviceGuard device_guard;
+    device_guard.use(st->device);
+    st.reset();  // frees the scratch on the communicator's device
+  }
+  return r;
 }
 
 }  // namespace topocoll::plugin::interposer

@@ -51,7 +51,14 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
 // Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's
 // state for it (topology-ring communicator, scratch, plans).
 ncclResult_t comm_finalize(ncclComm_t comm);
-void comm_release(ncclComm_t comm, bool abort);
+// Destroy/abort in the order that cannot hang: topocoll's state leaves the registry and its
+// topology-ring communicator is destroyed/aborted, then `nccl_release` (pncclCommDestroy or
+// pncclCommAbort of the user's communicator) runs, and only then is the device scratch
+// freed. cudaFree synchronises the device, so freeing before an abort would wait forever
+// for the hung NCCL kernels the abort is meant to kill (PyTorch's watchdog path).
+// Returns nccl_release's result; topocoll's own failures are logged, never returned.
+ncclResult_t comm_release(ncclComm_t comm, bool abort,
+                          ncclResult_t (*nccl_release)(ncclComm_t)) noexcept;
 
 bool interposer_enabled();
 

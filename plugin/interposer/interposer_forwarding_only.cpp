@@ -32,6 +32,8 @@ void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t) {
 }
 void comms_created_locally(const ncclComm_t*, int, const int*) {}
 ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
-void comm_release(ncclComm_t, bool) {}
+ncclResult_t comm_release(ncclComm_t comm, bool, ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
+  return nccl_release(comm);
+}
 
 }  // namespace topocoll::plugin::interposer

@@ -152,19 +152,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  if (ti::interposer_enabled())
-    guarded("topocoll release", [&] {
-      ti::comm_release(comm, false);
-      return ncclSuccess;
-    });
-  return pncclCommDestroy(comm);
+  if (!ti::interposer_enabled()) return pncclCommDestroy(comm);
+  return ti::comm_release(comm, false, pncclCommDestroy);  // never throws
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  if (ti::interposer_enabled())
-    guarded("topocoll release", [&] {
-      ti::comm_release(comm, true);
-      return ncclSuccess;
-    });
-  return pncclCommAbort(comm);
+  if (!ti::interposer_enabled()) return pncclCommAbort(comm);
+  return ti::comm_release(comm, true, pncclCommAbort);  // never throws
 }

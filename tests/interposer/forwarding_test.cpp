@@ -176,6 +176,35 @@ TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirC
   EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
 }
 
+// Abort order: the topology-ring communicator, then NCCL's abort of the user's communicator,
+// and only after that topocoll's state (whose scratch free synchronises the device and would
+// wait forever on kernels only the abort can end). NCCL's result reaches the caller.
+TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult) {
+  ncclComm_t comm = nullptr, ring = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
+  ASSERT_EQ(pncclCommInitRank(&ring, 8, id, 3), ncclSuccess);
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->nranks = 8;
+  st->rank = 3;
+  st->ring_comm = ring;
+  CommRegistry::instance().insert(std::move(st));
+  stub_nccl::reset();
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  const auto all = stub_nccl::calls();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].fn, "pncclCommAbort");
+  EXPECT_EQ(all[0].comm, ring);
+  EXPECT_EQ(all[1].fn, "pncclCommAbort");
+  EXPECT_EQ(all[1].comm, comm);
+  EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
+  // A communicator topocoll never saw is NCCL's alone, result included.
+  ncclComm_t other = nullptr;
+  ASSERT_EQ(pncclCommInitRank(&other, 2, id, 0), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+}
+
 // A served communicator (state inserted by hand, as the init exchange would on a GPU):
 // calls topocoll does not take still reach NCCL exactly once with the user's buffers.
 class ServedForwarding : public Forwarding {
