@@ -1,5 +1,9 @@
 #include "plugin/interposer/device_scratch.h"
 
+#include <algorithm>
+
+#include "plugin/interposer/device_guard.h"
+
 namespace topocoll::plugin::interposer {
 namespace {
 
@@ -12,14 +16,13 @@ bool capturing(cudaStream_t stream) {
 }  // namespace
 
 DeviceScratch::~DeviceScratch() {
-  int previous = -1;
-  cudaGetDevice(&previous);
-  if (device_ >= 0) cudaSetDevice(device_);
+  CurrentDeviceGuard device_guard;
+  device_guard.use(device_);
   // cudaFree waits for work still using the memory (implicit device synchronisation).
   if (buffer_) cudaFree(buffer_);
   for (void* p : retired_) cudaFree(p);
-  if (last_use_) cudaEventDestroy(last_use_);
-  if (previous >= 0) cudaSetDevice(previous);
+  for (const Use& u : last_uses_) cudaEventDestroy(u.event);
+  for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
 }
 
 void* DeviceScratch::reserve(std::size_t bytes) {
@@ -42,22 +45,39 @@ void* DeviceScratch::reserve(std::size_t bytes) {
 }
 
 void DeviceScratch::order_after_previous(cudaStream_t stream) {
-  if (!has_last_ || last_stream_ == stream || capturing(stream) || capturing(last_stream_)) return;
-  cudaStreamWaitEvent(stream, last_use_, 0);
+  if (last_uses_.empty() || capturing(stream)) return;
+  for (const Use& u : last_uses_)
+    if (u.stream != stream) cudaStreamWaitEvent(stream, u.event, 0);
 }
 
-void DeviceScratch::mark_used(cudaStream_t stream) {
-  if (capturing(stream)) {
-    has_last_ = false;
-    return;
+void DeviceScratch::mark_used(const std::vector<cudaStream_t>& streams) {
+  std::vector<cudaStream_t> eager;
+  for (cudaStream_t s : streams)
+    if (!capturing(s) && std::find(eager.begin(), eager.end(), s) == eager.end()) eager.push_back(s);
+  // A batch wholly inside a capture has not run yet: the earlier eager uses stay the ones to
+  // wait for. Otherwise every eager call of this batch waited for them (order_after_previous),
+  // so this batch's events imply them and replace them.
+  if (eager.empty()) return;
+  for (const Use& u : last_uses_) spare_events_.push_back(u.event);
+  last_uses_.clear();
+  for (cudaStream_t s : eager) {
+    cudaEvent_t e = nullptr;
+    if (!spare_events_.empty()) {
+      e = spare_events_.back();
+      spare_events_.pop_back();
+    } else if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      cudaStreamSynchronize(s);  // untracked use: wait it out rather than race (not captured)
+      continue;
+    }
+    if (cudaEventRecord(e, s) != cudaSuccess) {
+      cudaGetLastError();
+      spare_events_.push_back(e);
+      cudaStreamSynchronize(s);
+      continue;
+    }
+    last_uses_.push_back({s, e});
   }
-  if (!last_use_ && cudaEventCreateWithFlags(&last_use_, cudaEventDisableTiming) != cudaSuccess) {
-    last_use_ = nullptr;
-    return;
-  }
-  cudaEventRecord(last_use_, stream);
-  last_stream_ = stream;
-  has_last_ = true;
 }
 
 }  // namespace topocoll::plugin::interposer

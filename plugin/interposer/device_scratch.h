@@ -24,19 +24,28 @@ class DeviceScratch {
   void* reserve(std::size_t bytes);
   std::size_t capacity() const { return capacity_; }
 
-  // Orders a call on `stream` after the previous call's use of the scratch when that was
-  // on another stream (skipped while capturing: use one stream per communicator in a graph).
+  // Orders a call on `stream` after every use of the scratch by the previous batch (the
+  // calls of one run) on other streams. Skipped while `stream` is being captured (an event
+  // recorded outside the capture cannot be waited on inside it): use one stream per
+  // communicator in a graph.
   void order_after_previous(cudaStream_t stream);
-  void mark_used(cudaStream_t stream);
+  // After a batch: the streams its calls on this communicator ran on. One event per stream,
+  // not one for the last stream only: a group may run calls of one communicator on streams
+  // A and B, and the next call on stream C must wait for both before reusing their regions.
+  void mark_used(const std::vector<cudaStream_t>& streams);
 
  private:
+  struct Use {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t event = nullptr;
+  };
+
   int device_;
   void* buffer_ = nullptr;
   std::size_t capacity_ = 0;
   std::vector<void*> retired_;
-  cudaEvent_t last_use_ = nullptr;
-  cudaStream_t last_stream_ = nullptr;
-  bool has_last_ = false;
+  std::vector<Use> last_uses_;        // the previous batch's streams, each with its event
+  std::vector<cudaEvent_t> spare_events_;
 };
 
 }  // namespace topocoll::plugin::interposer

@@ -333,9 +333,12 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     for (auto it = backends.rbegin(); it != backends.rend(); ++it) (*it)->close_open_batches();
     throw;
   }
-  for (const PendingCollective& c : calls) {
-    cudaSetDevice(c.state->device);
-    c.state->scratch->mark_used(c.call.stream);
+  for (auto& [st, total] : totals) {
+    std::vector<cudaStream_t> streams;
+    for (const PendingCollective& c : calls)
+      if (c.state == st) streams.push_back(c.call.stream);
+    device_guard.use(st->device);
+    st->scratch->mark_used(streams);
   }
   return ncclSuccess;
 }
