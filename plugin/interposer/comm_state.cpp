@@ -29,6 +29,7 @@ void CommRegistry::insert(std::unique_ptr<CommState> state) {
   if (slot && slot->served) served_count_.fetch_sub(1, std::memory_order_relaxed);
   slot = std::move(state);
   if (served) served_count_.fetch_add(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 CommState* CommRegistry::find(ncclComm_t comm) const {
@@ -44,6 +45,7 @@ std::unique_ptr<CommState> CommRegistry::remove(ncclComm_t comm) {
   std::unique_ptr<CommState> state = std::move(it->second);
   states_.erase(it);
   if (state->served) served_count_.fetch_sub(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   return state;
 }
 

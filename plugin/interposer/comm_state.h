@@ -4,7 +4,9 @@
 // Every communicator created through the interposer gets an entry (served or not: a split
 // of an unserved non-blocking parent must know it was non-blocking). The hot path first
 // reads one relaxed atomic (any communicator served at all?), so with no topology the
-// forwarding cost is a load and a branch; otherwise a shared-lock hash lookup.
+// forwarding cost is a load and a branch; otherwise a per-thread cache of recent lookups,
+// valid while the registry's generation is unchanged (a shared lock on every call would make
+// every thread that issues collectives write one shared cache line).
 #pragma once
 
 #include <nccl.h>
@@ -67,19 +69,45 @@ class CommRegistry {
   // True when at least one registered communicator is served (hot-path gate).
   bool any_served() const { return served_count_.load(std::memory_order_relaxed) > 0; }
   std::size_t size() const;
+  // Changes with every insert and remove: a lookup made at an unchanged generation is valid.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
  private:
   mutable std::shared_mutex mutex_;
   std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> states_;
   std::atomic<int> served_count_{0};
+  std::atomic<uint64_t> generation_{1};
 };
 
 // The state of a served communicator, or null (not ours, not served): the hot-path check.
+// A thread usually drives a few communicators (PyTorch: the default group and subgroups),
+// so it remembers its last few answers; any insert/remove invalidates them all. As with
+// NCCL itself, a communicator must not be destroyed while another thread still uses it.
 inline CommState* served_state(ncclComm_t comm) {
   CommRegistry& registry = CommRegistry::instance();
   if (!registry.any_served()) return nullptr;
+  struct Entry {
+    ncclComm_t comm = nullptr;
+    CommState* state = nullptr;
+  };
+  struct Cache {
+    uint64_t generation = 0;  // 0: nothing cached (the registry starts at 1)
+    std::array<Entry, 4> entries{};
+    unsigned next = 0;
+  };
+  thread_local Cache cache;
+  const uint64_t generation = registry.generation();
+  if (cache.generation != generation) {
+    cache = Cache{};
+    cache.generation = generation;
+  } else {
+    for (const Entry& e : cache.entries)
+      if (e.comm == comm && comm) return e.state;
+  }
   CommState* state = registry.find(comm);
-  return (state && state->served) ? state : nullptr;
+  if (state && !state->served) state = nullptr;
+  cache.entries[cache.next++ % cache.entries.size()] = {comm, state};
+  return state;
 }
 
 }  // namespace topocoll::plugin::interposer

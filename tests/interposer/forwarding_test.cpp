@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/plan_cache.h"
@@ -228,6 +229,31 @@ class ServedForwarding : public Forwarding {
   void TearDown() override { CommRegistry::instance().remove(comm_); }
   ncclComm_t comm_ = fake_comm(0x1000);
 };
+
+// The hot-path lookup caches per thread; every insert/remove must invalidate it, also when
+// NCCL hands out a freed communicator's address again.
+TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
+  const ncclComm_t other = fake_comm(0x2000);
+  CommState* first = served_state(comm_);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(served_state(other), nullptr);
+  EXPECT_EQ(served_state(comm_), first);  // cached answer
+  std::unique_ptr<CommState> taken = CommRegistry::instance().remove(comm_);
+  ASSERT_EQ(taken.get(), first);
+  EXPECT_EQ(served_state(comm_), nullptr);
+  auto unserved = std::make_unique<CommState>();
+  unserved->comm = comm_;
+  CommRegistry::instance().insert(std::move(unserved));
+  // An unserved entry keeps no communicator served: the fast gate answers alone.
+  EXPECT_EQ(served_state(comm_), nullptr);
+  taken->comm = comm_;
+  CommRegistry::instance().insert(std::move(taken));
+  EXPECT_EQ(served_state(comm_), first);
+  // Another thread sees the same registry through its own cache.
+  CommState* seen = nullptr;
+  std::thread([&] { seen = served_state(comm_); }).join();
+  EXPECT_EQ(seen, first);
+}
 
 TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   ASSERT_NE(served_state(comm_), nullptr);
