@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exec/nccl_backend.h"
+#include "kernels/datatype.h"
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_state.h"
@@ -173,7 +174,11 @@ bool stream_capturing(cudaStream_t stream) {
 }
 
 bool op_supported(ncclRedOp_t op) { return int(op) >= 0 && int(op) < int(ncclNumOps); }
-bool type_supported(ncclDataType_t t) { return int(t) >= 0 && int(t) < int(ncclNumTypes); }
+// Both NCCL's header and topocoll's kernels must know the type: a newer nccl.h may number
+// types the kernels have no size or reduction for (elem would be 0).
+bool type_supported(ncclDataType_t t) {
+  return int(t) >= 0 && int(t) < int(ncclNumTypes) && kernels::is_valid(kernels::DataType(int(t)));
+}
 
 // Logs the decision for (collective, power-of-two size) once per communicator.
 void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, const Plan& plan) {
@@ -452,6 +457,13 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     all[std::size_t(i)] = make_identity(host, host_gpu_index(devlist ? devlist[i] : i), topo, true);
   for (int i = 0; i < ndev; ++i) {
     auto st = describe_comm(comms[i], default_blocking());
+    if (!st->blocking) {
+      // ncclCommInitAll takes NCCL's default config: NCCL_COMM_BLOCKING=0 makes it
+      // non-blocking, which topocoll does not serve (same rule as finish_inits).
+      TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+      register_unserved(std::move(st), "non-blocking communicator");
+      continue;
+    }
     if (ndev < 2) {
       register_unserved(std::move(st), "single-rank communicator");
       continue;
