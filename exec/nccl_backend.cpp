@@ -14,12 +14,13 @@ void check_nccl(ncclResult_t r, const char* what, int peer = -1) {
   std::string msg = std::string("NCCL backend: ") + what;
   if (peer >= 0) msg += " (peer " + std::to_string(peer) + ")";
   msg += " failed: " + std::string(pncclGetErrorString(r));
-  throw BackendError(msg);
+  throw NcclCallError(msg, r);
 }
 
 void check_cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  throw BackendError(std::string("NCCL backend: ") + what + " failed: " + cudaGetErrorString(e));
+  throw NcclCallError(std::string("NCCL backend: ") + what + " failed: " + cudaGetErrorString(e),
+                      ncclUnhandledCudaError);
 }
 
 }  // namespace

@@ -15,9 +15,24 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <string>
+
 #include "exec/backend.h"
 
 namespace topocoll::exec {
+
+// A failed NCCL or CUDA call, with the ncclResult_t the interposed entry point must return
+// (ncclRemoteError, ncclSystemError, ... from NCCL; ncclUnhandledCudaError for CUDA), so a
+// caller such as PyTorch sees NCCL's own error class, not a generic internal error.
+class NcclCallError : public BackendError {
+ public:
+  NcclCallError(const std::string& what, ncclResult_t result)
+      : BackendError(what), result_(result) {}
+  ncclResult_t result() const { return result_; }
+
+ private:
+  ncclResult_t result_;
+};
 
 class NcclBackend final : public Backend {
  public:

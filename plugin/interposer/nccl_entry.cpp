@@ -6,6 +6,9 @@
 
 #include <exception>
 
+#if TOPOCOLL_INTERPOSER_CUDA
+#include "exec/nccl_backend.h"
+#endif
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/log.h"
@@ -21,6 +24,12 @@ template <class Fn>
 ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
   try {
     return fn();
+#if TOPOCOLL_INTERPOSER_CUDA
+  } catch (const topocoll::exec::NcclCallError& e) {
+    // NCCL's (or CUDA's) own error class reaches the caller.
+    TC_WARN("%s failed: %s", what, e.what());
+    return e.result();
+#endif
   } catch (const std::exception& e) {
     TC_WARN("%s failed: %s", what, e.what());
   } catch (...) {

@@ -5,6 +5,7 @@
 // (perf/gpu/run_all.sh).
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "exec/engine.h"
@@ -55,6 +56,26 @@ TEST(NcclBackend, NestedBatchesNestGroupsAndFailuresCloseThem) {
   EXPECT_THROW(a.end_transfers(), BackendError);  // nothing open
   a.close_open_batches();                         // and nothing to close
   EXPECT_EQ(stub_nccl::group_depth(), 0);
+}
+
+// A failed NCCL call keeps NCCL's result class, so the interposed entry point can return it
+// (a peer's failure is ncclRemoteError to the caller, not a generic internal error).
+TEST(NcclBackend, FailedNcclCallsCarryNcclsResult) {
+  stub_nccl::reset();
+  stub_nccl::set_failure("pncclSend", ncclRemoteError);
+  NcclBackend b(fake_comm(), fake_stream(), 0);
+  char buf[8] = {};
+  b.begin_transfers();
+  try {
+    b.post_send(1, buf, sizeof buf);
+    ADD_FAILURE() << "post_send did not throw";
+  } catch (const NcclCallError& e) {
+    EXPECT_EQ(e.result(), ncclRemoteError);
+    EXPECT_NE(std::string(e.what()).find("peer 1"), std::string::npos) << e.what();
+  }
+  b.close_open_batches();
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  stub_nccl::reset();
 }
 
 // A whole in-place ring allgather (no reductions; the ring forwards in place) through the

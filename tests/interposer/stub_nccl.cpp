@@ -18,12 +18,18 @@ struct FakeComm {
   int nranks, rank, device;
 };
 
+std::string g_fail_fn;
+ncclResult_t g_fail_result = ncclSuccess;
+std::atomic<bool> g_failing{false};
+
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
   if (!g_recording.load(std::memory_order_relaxed)) return ncclSuccess;
   std::lock_guard lock(g_mutex);
+  const ncclResult_t r =
+      g_failing.load(std::memory_order_relaxed) && c.fn == g_fail_fn ? g_fail_result : ncclSuccess;
   g_calls.push_back(std::move(c));
-  return ncclSuccess;
+  return r;
 }
 
 ncclComm_t make_comm() {
@@ -43,6 +49,14 @@ void reset() {
   std::lock_guard lock(g_mutex);
   g_calls.clear();
   g_count = 0;
+  g_failing = false;
+  g_fail_fn.clear();
+}
+void set_failure(const std::string& fn, ncclResult_t result) {
+  std::lock_guard lock(g_mutex);
+  g_fail_fn = fn;
+  g_fail_result = result;
+  g_failing = true;
 }
 void set_recording(bool on) { g_recording = on; }
 long long call_count() { return g_count.load(); }

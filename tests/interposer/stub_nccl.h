@@ -33,6 +33,9 @@ STUB_NCCL_API void set_recording(bool on);
 STUB_NCCL_API long long call_count();
 // NCCL's group nesting as the stub sees it.
 STUB_NCCL_API int group_depth();
+// From now on, calls of the pnccl* function `fn` return `result` (still recorded);
+// reset() clears it.
+STUB_NCCL_API void set_failure(const std::string& fn, ncclResult_t result);
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
 
