@@ -431,6 +431,20 @@ ncclResult_t group_end() {
   return nccl != ncclSuccess ? nccl : ours;
 }
 
+ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
+  ThreadGroup& g = thread_group();
+  if (!g.depth.leave()) return pncclGroupSimulateEnd(info);
+  const ncclResult_t nccl = pncclGroupSimulateEnd(info);
+  if (g.depth.inside()) return nccl;
+  if (!g.collectives.empty() || !g.inits.empty())
+    TC_ONCE(TC_WARN("ncclGroupSimulateEnd: topocoll collectives queued in the group are not run "
+                    "(NCCL runs none of the group's operations); communicators created in it "
+                    "are left to NCCL"));
+  g.collectives.clear();
+  g.inits.clear();
+  return nccl;
+}
+
 void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
   if (!comm || !interposer_enabled()) return;
   const bool blocking = config_blocking(config, parent);

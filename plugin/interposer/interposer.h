@@ -42,6 +42,10 @@ ncclResult_t serve_collective(const CollectiveCall& call);
 
 ncclResult_t group_start();
 ncclResult_t group_end();
+// ncclGroupSimulateEnd closes NCCL's group and launches nothing: the thread's depth must
+// follow it (otherwise every later served call on the thread would be queued forever), and
+// the calls queued in the group are dropped as NCCL drops its own.
+ncclResult_t group_simulate_end(ncclSimInfo_t* info);
 
 // After NCCL created `comm` (InitRank*, Split, Shrink). `config` may be null; `parent` is
 // the communicator it was split from (null for InitRank*).

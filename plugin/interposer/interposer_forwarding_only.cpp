@@ -25,6 +25,7 @@ ncclResult_t forward_collective(const CollectiveCall& c, ncclComm_t comm) {
 ncclResult_t serve_collective(const CollectiveCall& call) { return forward_collective(call, call.comm); }
 ncclResult_t group_start() { return pncclGroupStart(); }
 ncclResult_t group_end() { return pncclGroupEnd(); }
+ncclResult_t group_simulate_end(ncclSimInfo_t* info) { return pncclGroupSimulateEnd(info); }
 
 void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t) {
   if (!interposer_config().topo_file.empty())

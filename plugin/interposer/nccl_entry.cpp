@@ -102,6 +102,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclGroupEnd() {
   return guarded("ncclGroupEnd", [] { return ti::group_end(); });
 }
 
+TOPOCOLL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (!ti::interposer_enabled()) return pncclGroupSimulateEnd(simInfo);
+  return guarded("ncclGroupSimulateEnd", [&] { return ti::group_simulate_end(simInfo); });
+}
+
 // --- communicator lifecycle ----------------------------------------------------------------
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,

@@ -255,6 +255,29 @@ TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   EXPECT_EQ(seen, first);
 }
 
+// ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
+// call is dropped with the group (NCCL launches nothing), and the next call is not queued.
+TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
+  auto plan = std::make_shared<Plan>();
+  plan->route = Route::NcclTopoRing;  // runs through the stub alone: split, then NCCL
+  plan->algo = "nccl-topo-ring";
+  served_state(comm_)->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+  alignas(16) char in[64] = {}, out[64] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(calls_named("pncclCommSplit").size(), 1u);
+  const auto reduces = calls_named("pncclAllReduce");
+  ASSERT_EQ(reduces.size(), 1u);
+  EXPECT_EQ(reduces[0].sendbuff, in);
+  EXPECT_NE(reduces[0].comm, comm_);  // the topology-ordered split
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+}
+
 TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   ASSERT_NE(served_state(comm_), nullptr);
   alignas(16) char buf[4096];

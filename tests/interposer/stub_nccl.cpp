@@ -108,6 +108,11 @@ STUB_EXPORT ncclResult_t pncclGroupEnd() {
   --stub_nccl::g_depth;
   return record({"pncclGroupEnd"});
 }
+STUB_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t*) {
+  if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
+  --stub_nccl::g_depth;
+  return record({"pncclGroupSimulateEnd"});
+}
 STUB_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
   *comm = stub_nccl::make_comm();
   return record({"pncclCommInitRank", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});

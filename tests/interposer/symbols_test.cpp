@@ -1,4 +1,4 @@
-// The exported symbol set of libnccl-topocoll.so (nm -D): the interposer's 15 NCCL entry
+// The exported symbol set of libnccl-topocoll.so (nm -D): the interposer's 16 NCCL entry
 // points with default visibility, NCCL reached only through its pnccl* symbols, and no C++
 // names leaking out.
 #include <gtest/gtest.h>
@@ -31,7 +31,7 @@ std::map<std::string, char> dynamic_symbols(const std::string& library) {
 
 const char* const kInterposed[] = {
     "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclAlltoAll",
-    "ncclGroupStart", "ncclGroupEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
+    "ncclGroupStart", "ncclGroupEnd", "ncclGroupSimulateEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
     "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit", "ncclCommShrink",
     "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort"};
 
