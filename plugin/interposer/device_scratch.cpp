@@ -18,11 +18,17 @@ bool capturing(cudaStream_t stream) {
 DeviceScratch::~DeviceScratch() {
   CurrentDeviceGuard device_guard;
   device_guard.use(device_);
+  // Relaxed: another thread may be capturing a graph in global mode (PyTorch destroys
+  // process groups while other threads run); cudaFree would then fail and invalidate that
+  // capture. NCCL's own destroy does the same.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   // cudaFree waits for work still using the memory (implicit device synchronisation).
   if (buffer_) cudaFree(buffer_);
   for (void* p : retired_) cudaFree(p);
   for (const Use& u : last_uses_) cudaEventDestroy(u.event);
   for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
+  cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 void* DeviceScratch::reserve(std::size_t bytes) {

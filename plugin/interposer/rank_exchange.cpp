@@ -20,6 +20,10 @@ struct DeviceSlot {
 void exchange_identities(std::span<IdentityExchange> batch) {
   if (batch.empty()) return;
   CurrentDeviceGuard device_guard;
+  // Relaxed for this thread: a graph being captured in global mode by another thread would
+  // otherwise make the allocations below fail (and invalidate that capture).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   std::vector<DeviceSlot> slots(batch.size());
   const std::size_t rec = sizeof(RankIdentity);
 
@@ -84,6 +88,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     if (s.stream) cudaStreamDestroy(s.stream);
     if (s.buffer) cudaFree(s.buffer);
   }
+  cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 }  // namespace topocoll::plugin::interposer
