@@ -127,8 +127,12 @@ void register_agreed(std::unique_ptr<CommState> st, const std::vector<RankIdenti
 }
 
 // Runs the init exchange for communicators NCCL has finished creating.
-void finish_inits(std::vector<PendingInit>& inits) {
-  if (inits.empty()) return;
+void finish_inits(std::vector<PendingInit>& pending) {
+  if (pending.empty()) return;
+  // Taken out first: if anything below throws, no communicator is left pending to be
+  // exchanged later, at a point its peers would not match (a hang or a mismatched call).
+  std::vector<PendingInit> inits;
+  inits.swap(pending);
   std::vector<std::unique_ptr<CommState>> states;
   std::vector<IdentityExchange> batch;
   const ConfiguredTopology& topo = configured_topology();
@@ -154,7 +158,6 @@ void finish_inits(std::vector<PendingInit>& inits) {
     batch.push_back(x);
     states.push_back(std::move(st));
   }
-  inits.clear();
   exchange_identities(batch);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (!batch[i].error.empty()) {
@@ -424,9 +427,15 @@ ncclResult_t group_end() {
   const ncclResult_t nccl = pncclGroupEnd();
   if (g.depth.inside()) return nccl;
   // Outermost end: NCCL's group is closed; finish inits, then the queued collectives.
-  finish_inits(g.inits);
   std::vector<PendingCollective> queued;
-  queued.swap(g.collectives);  // empty afterwards even if a collective throws
+  queued.swap(g.collectives);  // empty afterwards even if an init or a collective throws
+  try {
+    finish_inits(g.inits);
+  } catch (const std::exception& e) {
+    // As outside a group: a failed topocoll init leaves the communicator to NCCL and never
+    // fails the user's call, nor keeps the queued collectives from running.
+    TC_WARN("topocoll communicator init failed: %s", e.what());
+  }
   const ncclResult_t ours = run_pending(queued);
   return nccl != ncclSuccess ? nccl : ours;
 }
