@@ -188,6 +188,8 @@ void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, 
   const int bucket = bytes <= 1 ? 0 : std::min(63, int(std::bit_width(bytes - 1)));
   const uint64_t bit = uint64_t(1) << bucket;
   auto& word = st.logged_buckets[std::size_t(call.collective)];
+  // A plain load first: the read-modify-write (a locked instruction) only the first time.
+  if (word.load(std::memory_order_relaxed) & bit) return;
   if (word.fetch_or(bit, std::memory_order_relaxed) & bit) return;
   TC_INFO(NCCL_COLL | NCCL_TUNING, "comm %p rank %d/%d %s up to %llu B -> %s (%s)",
           static_cast<void*>(st.comm), st.rank, st.nranks, collective_name(call.collective),
