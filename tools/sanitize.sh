@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Sanitizer check, kept out of tools/test.sh for time: AddressSanitizer + UndefinedBehavior-
+# Sanitizer over the whole CPU suite, ThreadSanitizer over the suites that run threads (net
+# transport, net plugin, exec backends, interposer group queue). Any report fails its test:
+# UBSan is built with -fno-sanitize-recover, ASan and TSan exit non-zero on a report.
+#
+#   tools/sanitize.sh [asan|tsan|all]     (default all; JOBS=2 to limit the build)
+#
+# Build directories: build-asan and build-tsan (ASAN_BUILD_DIR / TSAN_BUILD_DIR override).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+which=${1:-all}
+case "$which" in asan | tsan | all) ;; *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;; esac
+jobs=${JOBS:-$(nproc)}
+asan_dir=${ASAN_BUILD_DIR:-build-asan}
+tsan_dir=${TSAN_BUILD_DIR:-build-tsan}
+common=(-DTOPOCOLL_ENABLE_CUDA=OFF -DTOPOCOLL_BUILD_PERF=OFF -DCMAKE_BUILD_TYPE=Debug)
+
+# Leaks are findings too; stacks make reports actionable. A forked rank that reports exits
+# non-zero, which its test checks.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1}
+
+status=0
+if [ "$which" != tsan ]; then
+  echo "sanitize: AddressSanitizer + UndefinedBehaviorSanitizer, whole CPU suite ($asan_dir)"
+  cmake -S . -B "$asan_dir" "${common[@]}" -DTOPOCOLL_SANITIZE=address,undefined >/dev/null
+  cmake --build "$asan_dir" -j"$jobs"
+  ctest --test-dir "$asan_dir" -j"$jobs" --output-on-failure -LE gpu || status=1
+fi
+
+if [ "$which" != asan ]; then
+  echo "sanitize: ThreadSanitizer, threaded suites ($tsan_dir)"
+  cmake -S . -B "$tsan_dir" "${common[@]}" -DTOPOCOLL_SANITIZE=thread >/dev/null
+  # Only the threaded suites are built; ctest lists the others as *_NOT_BUILT, skipped below.
+  targets=(net_transport_test interposer_group_queue)
+  for src in tests/exec/*_test.cpp tests/plugin/net_*_test.cpp; do
+    name=$(basename "$src" .cpp)
+    case "$src" in tests/exec/*) targets+=("exec_$name") ;; *) targets+=("plugin_$name") ;; esac
+  done
+  cmake --build "$tsan_dir" -j"$jobs" --target "${targets[@]}"
+  # The multi-process socket group tests fork eight ranks each under a wall-clock deadline;
+  # ThreadSanitizer slows every process ~5-15x, so they run alone, the rest in parallel.
+  alone='^SocketGroup\.'
+  ctest --test-dir "$tsan_dir" -j"$jobs" --output-on-failure -LE gpu -E "_NOT_BUILT\$|$alone" || status=1
+  ctest --test-dir "$tsan_dir" --output-on-failure -LE gpu -R "$alone" || status=1
+fi
+
+if [ "$status" -ne 0 ]; then
+  echo "sanitize: FAILED (see the reports above)" >&2
+else
+  echo "sanitize: clean"
+fi
+exit "$status"
