@@ -54,8 +54,9 @@ TEST(InterposerSymbols, ExactlyTheInterposedNcclNamesAreDefined) {
     // Other NCCL-facing definitions belong to the net and tuner plugin faces.
     const bool plugin_face = name.rfind("ncclNet", 0) == 0 || name.rfind("ncclCollNet", 0) == 0 ||
                              name.rfind("ncclTuner", 0) == 0;
-    if (name.rfind("nccl", 0) == 0 && !plugin_face)
+    if (name.rfind("nccl", 0) == 0 && !plugin_face) {
       EXPECT_TRUE(expected.count(name)) << name << " is defined but must stay NCCL's";
+    }
     EXPECT_NE(name.rfind("pnccl", 0), 0u) << name << ": the library must not define pnccl*";
     EXPECT_NE(name.rfind("_Z", 0), 0u) << name << ": a C++ symbol leaks out";
   }
