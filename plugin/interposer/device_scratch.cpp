@@ -24,16 +24,18 @@ DeviceScratch::~DeviceScratch() {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   // cudaFree waits for work still using the memory (implicit device synchronisation).
-  if (buffer_) cudaFree(buffer_);
+  if (eager_.buffer) cudaFree(eager_.buffer);
+  if (captured_.buffer) cudaFree(captured_.buffer);
   for (void* p : retired_) cudaFree(p);
   for (const Use& u : last_uses_) cudaEventDestroy(u.event);
   for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
   cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
-void* DeviceScratch::reserve(std::size_t bytes) {
-  if (bytes <= capacity_) return buffer_;
-  std::size_t grown = capacity_ ? capacity_ : std::size_t(1) << 20;
+void* DeviceScratch::reserve(std::size_t bytes, bool captured) {
+  Region& region = captured ? captured_ : eager_;
+  if (bytes <= region.capacity) return region.buffer;
+  std::size_t grown = region.capacity ? region.capacity : std::size_t(1) << 20;
   while (grown < bytes) grown *= 2;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
@@ -44,10 +46,12 @@ void* DeviceScratch::reserve(std::size_t bytes) {
     cudaGetLastError();  // clear the sticky-free error so the user's next call is unaffected
     return nullptr;
   }
-  if (buffer_) retired_.push_back(buffer_);
-  buffer_ = fresh;
-  capacity_ = grown;
-  return buffer_;
+  // The old buffer may still be used by enqueued work or a captured graph: kept until
+  // the communicator goes.
+  if (region.buffer) retired_.push_back(region.buffer);
+  region.buffer = fresh;
+  region.capacity = grown;
+  return region.buffer;
 }
 
 void DeviceScratch::order_after_previous(cudaStream_t stream) {

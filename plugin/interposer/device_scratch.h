@@ -21,8 +21,13 @@ class DeviceScratch {
   // At least `bytes` of device memory on the communicator's device (the caller has made it
   // current). Allocation is allowed while a stream is being captured (relaxed capture mode
   // for the one cudaMalloc, as CUDA graph-aware allocators do). Null on allocation failure.
-  void* reserve(std::size_t bytes);
-  std::size_t capacity() const { return capacity_; }
+  // Calls being captured into a CUDA graph (`captured`) get a region of their own, never
+  // handed to eager calls: no event can order a graph replayed later against eager calls
+  // (an event recorded outside a capture cannot be waited on inside it), so sharing one
+  // buffer would let a replay and an eager call on another stream race on it. Graphs
+  // replayed concurrently on one communicator still share the captured region.
+  void* reserve(std::size_t bytes, bool captured = false);
+  std::size_t capacity() const { return eager_.capacity; }
 
   // Orders a call on `stream` after every use of the scratch by the previous batch (the
   // calls of one run) on other streams. Skipped while `stream` is being captured (an event
@@ -40,9 +45,14 @@ class DeviceScratch {
     cudaEvent_t event = nullptr;
   };
 
+  struct Region {
+    void* buffer = nullptr;
+    std::size_t capacity = 0;
+  };
+
   int device_;
-  void* buffer_ = nullptr;
-  std::size_t capacity_ = 0;
+  Region eager_;
+  Region captured_;
   std::vector<void*> retired_;
   std::vector<Use> last_uses_;        // the previous batch's streams, each with its event
   std::vector<cudaEvent_t> spare_events_;

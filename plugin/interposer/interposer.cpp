@@ -308,7 +308,10 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   for (auto& [st, total] : totals) {
     if (!st->scratch) throw std::logic_error("served communicator without scratch");
     device_guard.use(st->device);
-    void* base = st->scratch->reserve(total);
+    bool captured = false;
+    for (const PendingCollective& c : calls)
+      if (c.state == st && stream_capturing(c.call.stream)) captured = true;
+    void* base = st->scratch->reserve(total, captured);
     if (!base && total > 0) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
       return ncclSystemError;
