@@ -126,7 +126,21 @@ void register_agreed(std::unique_ptr<CommState> st, const std::vector<RankIdenti
   CommRegistry::instance().insert(std::move(st));
 }
 
-// Runs the init exchange for communicators NCCL has finished creating.
+// cudaDeviceGetPCIBusId's form, "" when CUDA cannot say (host_gpu_index then keeps the
+// ordinal).
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (device < 0 || cudaDeviceGetPCIBusId(id, int(sizeof id), device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
+// Runs the init exchange for communicators NCCL has finished creating. Every blocking,
+// multi-rank communicator here joins the exchange on every rank whatever fails on this one
+// before it (its peers would otherwise wait in NCCL forever): a failure only turns its
+// record into a "cannot serve" one (mark_unserved).
 void finish_inits(std::vector<PendingInit>& pending) {
   if (pending.empty()) return;
   // Taken out first: if anything below throws, no communicator is left pending to be
@@ -135,38 +149,70 @@ void finish_inits(std::vector<PendingInit>& pending) {
   inits.swap(pending);
   std::vector<std::unique_ptr<CommState>> states;
   std::vector<IdentityExchange> batch;
+  // Reserved up front so that adding an entry below cannot throw.
+  states.reserve(inits.size());
+  batch.reserve(inits.size());
   const ConfiguredTopology& topo = configured_topology();
   if (!topo.error.empty()) TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", topo.error.c_str()));
   for (const PendingInit& p : inits) {
-    auto st = describe_comm(p.comm, p.blocking);
-    if (!p.blocking) {
-      // Decided identically on every rank (same config), so no exchange: nobody waits.
-      TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-      register_unserved(std::move(st), "non-blocking communicator");
-      continue;
-    }
-    if (st->nranks < 2) {
-      register_unserved(std::move(st), "single-rank communicator");
-      continue;
-    }
     IdentityExchange x;
-    x.comm = st->comm;
-    x.nranks = st->nranks;
-    x.rank = st->rank;
-    x.device = st->device;
-    x.mine = make_identity(local_host_name(), host_gpu_index(st->device), topo, true);
-    batch.push_back(x);
+    x.comm = p.comm;
+    std::unique_ptr<CommState> st;
+    try {
+      st = describe_comm(p.comm, p.blocking);
+      if (!p.blocking) {
+        // Decided identically on every rank (same config), so no exchange: nobody waits.
+        TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+        register_unserved(std::move(st), "non-blocking communicator");
+        continue;
+      }
+      if (st->nranks < 2) {
+        register_unserved(std::move(st), "single-rank communicator");
+        continue;
+      }
+      x.nranks = st->nranks;
+      x.rank = st->rank;
+      x.device = st->device;
+      x.mine = make_identity(local_host_name(), host_gpu_index(st->device, pci_bus_id(st->device)),
+                             topo, true);
+    } catch (...) {
+      // Same skip rules as above, from NCCL's own answers (no allocation).
+      if (!p.blocking) continue;
+      x.nranks = 0;
+      pncclCommCount(p.comm, &x.nranks);
+      pncclCommUserRank(p.comm, &x.rank);
+      pncclCommCuDevice(p.comm, &x.device);
+      if (x.nranks < 2) continue;
+      x.mine = RankIdentity{};
+      mark_unserved(x.mine, "host error in topocoll init");
+      st.reset();
+      TC_WARN("communicator %p: topocoll init failed before the init exchange; it joins the "
+              "exchange as unable to serve and every rank falls back to NCCL",
+              static_cast<void*>(p.comm));
+    }
+    batch.push_back(std::move(x));
     states.push_back(std::move(st));
   }
   exchange_identities(batch);
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (!batch[i].error.empty()) {
-      TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(batch[i].comm),
-              batch[i].error.c_str());
-      register_unserved(std::move(states[i]), batch[i].error);
-      continue;
+    const IdentityExchange& x = batch[i];
+    try {
+      if (!states[i]) states[i] = describe_comm(x.comm, true);
+      if (!x.error.empty()) {
+        TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm), x.error.c_str());
+        register_unserved(std::move(states[i]), x.error);
+        continue;
+      }
+      if (!x.prepare_error.empty())
+        TC_WARN("communicator %p rank %d: %s; joined the init exchange as unable to serve, so "
+                "every rank falls back to NCCL", static_cast<void*>(x.comm), x.rank,
+                x.prepare_error.c_str());
+      // A record marked by mark_unserved makes the agreement fall back on every rank.
+      register_agreed(std::move(states[i]), x.all);
+    } catch (const std::exception& e) {
+      TC_WARN("topocoll init of communicator %p failed after the init exchange: %s",
+              static_cast<void*>(x.comm), e.what());
     }
-    register_agreed(std::move(states[i]), batch[i].all);
   }
 }
 
@@ -472,6 +518,18 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
   if (!g.depth.inside()) finish_inits(g.inits);
 }
 
+void comm_created_in_progress(ncclComm_t comm) {
+  if (!comm || !interposer_enabled()) return;
+  // Only a non-blocking init returns ncclInProgress, and NCCL may not answer queries on the
+  // communicator yet: registered as is, so a split of it with no config inherits
+  // non-blocking (config_blocking) and falls back like it, never NCCL_COMM_BLOCKING.
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->blocking = false;
+  TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+  register_unserved(std::move(st), "non-blocking communicator");
+}
+
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {
   if (!interposer_enabled() || ndev < 1) return;
   if (!exchange_wanted()) {
@@ -481,8 +539,10 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
   const ConfiguredTopology& topo = configured_topology();
   std::vector<RankIdentity> all(static_cast<std::size_t>(ndev));
   const std::string host = local_host_name();
-  for (int i = 0; i < ndev; ++i)
-    all[std::size_t(i)] = make_identity(host, host_gpu_index(devlist ? devlist[i] : i), topo, true);
+  for (int i = 0; i < ndev; ++i) {
+    const int device = devlist ? devlist[i] : i;
+    all[std::size_t(i)] = make_identity(host, host_gpu_index(device, pci_bus_id(device)), topo, true);
+  }
   for (int i = 0; i < ndev; ++i) {
     auto st = describe_comm(comms[i], default_blocking());
     if (!st->blocking) {

@@ -50,6 +50,9 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info);
 // After NCCL created `comm` (InitRank*, Split, Shrink). `config` may be null; `parent` is
 // the communicator it was split from (null for InitRank*).
 void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent);
+// After a non-blocking create returned ncclInProgress: registers `comm` as non-blocking
+// and unserved, so its children fall back too.
+void comm_created_in_progress(ncclComm_t comm);
 // ncclCommInitAll: every rank lives in this process, so no exchange is needed.
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist);
 // Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's

@@ -31,6 +31,7 @@ void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t) {
   if (!interposer_config().topo_file.empty())
     TC_ONCE(TC_WARN("this libnccl-topocoll.so was built without CUDA; all calls go to NCCL"));
 }
+void comm_created_in_progress(ncclComm_t) {}
 void comms_created_locally(const ncclComm_t*, int, const int*) {}
 ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
 ncclResult_t comm_release(ncclComm_t comm, bool, ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {

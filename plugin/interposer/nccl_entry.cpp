@@ -41,6 +41,14 @@ ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
 // After a successful create: topocoll's per-communicator init. Its failures never fail the
 // user's call (the communicator then simply is not served).
 void after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+  if (r == ncclInProgress && comm) {
+    // A non-blocking init still running: known as non-blocking from now on.
+    guarded("topocoll communicator init", [&] {
+      ti::comm_created_in_progress(comm);
+      return ncclSuccess;
+    });
+    return;
+  }
   if (r != ncclSuccess) return;
   guarded("topocoll communicator init", [&] {
     ti::comm_created(comm, config, parent);

@@ -17,6 +17,13 @@ struct DeviceSlot {
 
 }  // namespace
 
+ExchangeCudaCalls& exchange_cuda_calls() {
+  static ExchangeCudaCalls calls{cudaGetDevice, cudaMalloc, cudaFree, cudaStreamCreateWithFlags,
+                                 cudaStreamDestroy, cudaStreamSynchronize, cudaMemcpyAsync,
+                                 cudaMemsetAsync};
+  return calls;
+}
+
 void exchange_identities(std::span<IdentityExchange> batch) {
   if (batch.empty()) return;
   CurrentDeviceGuard device_guard;
@@ -26,27 +33,55 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   cudaThreadExchangeStreamCaptureMode(&mode);
   std::vector<DeviceSlot> slots(batch.size());
   const std::size_t rec = sizeof(RankIdentity);
+  const ExchangeCudaCalls& cuda = exchange_cuda_calls();
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(x.device);
     int current = -1;
-    cudaError_t e = cudaGetDevice(&current);
+    cudaError_t e = cuda.get_device(&current);
     if (e == cudaSuccess && current != x.device) e = cudaErrorInvalidDevice;
-    if (e == cudaSuccess) e = cudaMalloc(&s.buffer, rec * std::size_t(x.nranks));
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cuda.malloc(&s.buffer, rec * std::size_t(x.nranks));
+    if (e != cudaSuccess) {
+      // The one failure that keeps this rank out: no device memory to gather into.
+      s.buffer = nullptr;
+      x.error = std::string("CUDA error preparing the topocoll identity exchange (") +
+                cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
+                "in NCCL's allgather";
+      cudaGetLastError();
+      continue;
+    }
+    // From here on this rank always joins: a later failure only turns its record into a
+    // "cannot serve" one, so every rank falls back together instead of its peers waiting.
+    const char* failed = nullptr;
+    e = cuda.stream_create(&s.stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      failed = "cudaStreamCreate";
+      s.stream = nullptr;  // the legacy default stream still carries the allgather
+      cudaGetLastError();
+    }
     // On the exchange's own stream: a cudaMemcpy from pageable memory runs on the legacy
     // stream and may return before its DMA lands, with no order against the non-blocking
     // stream the allgather uses, so the allgather could send stale bytes. `x.mine` lives
     // until the stream is synchronised below.
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(static_cast<char*>(s.buffer) + rec * std::size_t(x.rank), &x.mine, rec,
-                          cudaMemcpyHostToDevice, s.stream);
-    if (e != cudaSuccess) {
-      x.error = std::string("CUDA error preparing the topocoll identity exchange: ") +
-                cudaGetErrorString(e);
-      cudaGetLastError();
+    char* slot = static_cast<char*>(s.buffer) + rec * std::size_t(x.rank);
+    if (!failed) {
+      e = cuda.memcpy_async(slot, &x.mine, rec, cudaMemcpyHostToDevice, s.stream);
+      if (e != cudaSuccess) {
+        failed = "cudaMemcpyAsync";
+        cudaGetLastError();
+      }
+    }
+    if (failed) {
+      x.prepare_error = std::string(failed) + ": " + cudaGetErrorString(e);
+      mark_unserved(x.mine, x.prepare_error.c_str());
+      // If even this copy fails, a zeroed slot (wrong magic) still makes every rank fall back.
+      if (cuda.memcpy_async(slot, &x.mine, rec, cudaMemcpyHostToDevice, s.stream) != cudaSuccess) {
+        cudaGetLastError();
+        cuda.memset_async(slot, 0, rec, s.stream);
+        cudaGetLastError();
+      }
     }
   }
 
@@ -54,9 +89,10 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
-    // Cannot join without device memory. The peers then wait in NCCL (which has no
-    // timeout): only possible when CUDA fails on a device that holds a live communicator.
-    if (!s.buffer || !s.stream) continue;
+    // Cannot join without device memory (x.error says so; the caller WARNs). The peers then
+    // wait in NCCL, which has no timeout: only when CUDA fails on a device that holds a
+    // communicator NCCL just created.
+    if (!s.buffer) continue;
     char* base = static_cast<char*>(s.buffer);
     const ncclResult_t ar = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8,
                                            x.comm, s.stream);
@@ -71,12 +107,12 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     device_guard.use(x.device);
     if (s.joined && er == ncclSuccess && x.error.empty()) {
       x.all.resize(std::size_t(x.nranks));
-      cudaError_t e = cudaStreamSynchronize(s.stream);
+      cudaError_t e = cuda.stream_synchronize(s.stream);
       // Same stream again, then wait: never behind the user's work on the legacy stream.
       if (e == cudaSuccess)
-        e = cudaMemcpyAsync(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost,
+        e = cuda.memcpy_async(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost,
                             s.stream);
-      if (e == cudaSuccess) e = cudaStreamSynchronize(s.stream);
+      if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);
       if (e != cudaSuccess) {
         x.error = std::string("CUDA error in the identity exchange: ") + cudaGetErrorString(e);
         x.all.clear();
@@ -85,8 +121,8 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     } else if (x.error.empty()) {
       x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
-    if (s.stream) cudaStreamDestroy(s.stream);
-    if (s.buffer) cudaFree(s.buffer);
+    if (s.stream) cuda.stream_destroy(s.stream);
+    if (s.buffer) cuda.free(s.buffer);
   }
   cudaThreadExchangeStreamCaptureMode(&mode);
 }

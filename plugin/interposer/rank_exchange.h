@@ -6,6 +6,7 @@
 // driving several of them cannot deadlock. GPU-only: NCCL collectives need device memory.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <span>
@@ -23,13 +24,33 @@ struct IdentityExchange {
   int device = -1;
   RankIdentity mine;
   std::vector<RankIdentity> all;  // filled on success, indexed by rank
-  std::string error;              // set on failure
+  std::string error;              // set when the exchange failed or this rank did not join
+  // Set when this rank could not prepare its record but joined with a "cannot serve" one
+  // (mark_unserved): `all` is still filled, and the agreement falls back on every rank.
+  std::string prepare_error;
 };
 
-// Every entry takes part: a rank must never skip a collective its peers run. The only way
-// one can is a CUDA failure (no memory for 128 x nranks bytes) on the device of a
-// communicator NCCL just created; the entry then reports the error and its peers wait in
-// NCCL. Every other failure is agreed on after the exchange (rank_identity.h).
+// Every entry takes part: a rank must never skip a collective its peers run. A failure to
+// create the stream or to copy the record still joins, with a "cannot serve" record (on
+// the legacy stream if need be), so all ranks fall back together. The only way one can
+// stay out is having no device memory at all (cudaMalloc of 128 x nranks bytes fails, or
+// the device cannot be selected) on the device of a communicator NCCL just created; the
+// entry's `error` then says its peers may block, and they wait in NCCL. Every other
+// failure is agreed on after the exchange (rank_identity.h).
 void exchange_identities(std::span<IdentityExchange> batch);
+
+// The CUDA calls the exchange makes, replaceable so that tests on a machine without a GPU
+// can reach every failure path. Defaults: the CUDA runtime's functions.
+struct ExchangeCudaCalls {
+  cudaError_t (*get_device)(int*);
+  cudaError_t (*malloc)(void**, std::size_t);
+  cudaError_t (*free)(void*);
+  cudaError_t (*stream_create)(cudaStream_t*, unsigned int);
+  cudaError_t (*stream_destroy)(cudaStream_t);
+  cudaError_t (*stream_synchronize)(cudaStream_t);
+  cudaError_t (*memcpy_async)(void*, const void*, std::size_t, cudaMemcpyKind, cudaStream_t);
+  cudaError_t (*memset_async)(void*, int, std::size_t, cudaStream_t);
+};
+ExchangeCudaCalls& exchange_cuda_calls();
 
 }  // namespace topocoll::plugin::interposer

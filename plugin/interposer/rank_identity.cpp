@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -26,6 +30,29 @@ uint64_t fnv1a(const std::string& bytes) {
 
 std::string identity_host(const RankIdentity& id) {
   return std::string(id.host, strnlen(id.host, sizeof id.host));
+}
+
+// domain:bus:device.function, compared as numbers: CUDA and the driver differ in case and
+// in the domain's width ("0000:1A:00.0" vs "00000000:1a:00.0").
+using PciAddress = std::array<unsigned, 4>;
+bool parse_pci_address(const std::string& text, PciAddress& out) {
+  char tail = 0;
+  return std::sscanf(text.c_str(), "%x:%x:%x.%x%c", &out[0], &out[1], &out[2], &out[3], &tail) == 4;
+}
+
+// Position of `bus_id` among the GPUs listed in `dir`, sorted by address; -1 if not found.
+int index_by_pci_address(const std::string& bus_id, const std::string& dir) {
+  PciAddress mine{};
+  if (!parse_pci_address(bus_id, mine)) return -1;
+  std::vector<PciAddress> all;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    PciAddress a{};
+    if (parse_pci_address(it->path().filename().string(), a)) all.push_back(a);
+  }
+  std::sort(all.begin(), all.end());
+  const auto at = std::find(all.begin(), all.end(), mine);
+  return at == all.end() ? -1 : int(at - all.begin());
 }
 
 }  // namespace
@@ -62,7 +89,8 @@ std::string local_host_name() {
   return host;
 }
 
-int host_gpu_index(int cuda_ordinal) {
+int host_gpu_index(int cuda_ordinal, const std::string& pci_bus_id,
+                   const std::string& driver_gpus_dir) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (!visible || !*visible || cuda_ordinal < 0) return cuda_ordinal;
   std::vector<int> indices;
@@ -70,7 +98,13 @@ int host_gpu_index(int cuda_ordinal) {
   for (std::string item; std::getline(list, item, ',');) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0) return cuda_ordinal;  // UUIDs, MIG names: as is
+    if (item.empty() || *end != '\0' || v < 0) {
+      // UUIDs, MIG names: the ordinal would be 0 in every process given one GPU, so ranks on
+      // one host would collide. The bus id places the GPU among the host's. Two MIG
+      // instances of one GPU share it and still collide (docs/usage.md).
+      const int by_bus = index_by_pci_address(pci_bus_id, driver_gpus_dir);
+      return by_bus >= 0 ? by_bus : cuda_ordinal;
+    }
     indices.push_back(int(v));
   }
   return cuda_ordinal < int(indices.size()) ? indices[cuda_ordinal] : cuda_ordinal;
@@ -87,6 +121,12 @@ RankIdentity make_identity(const std::string& host, int gpu, const ConfiguredTop
   }
   if (can_serve) id.flags |= RankIdentity::kCanServe;
   return id;
+}
+
+void mark_unserved(RankIdentity& id, const char* reason) noexcept {
+  id.flags &= ~uint32_t(RankIdentity::kCanServe);
+  std::memset(id.unserved_reason, 0, sizeof id.unserved_reason);
+  if (reason) std::strncpy(id.unserved_reason, reason, sizeof id.unserved_reason - 1);
 }
 
 ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
@@ -110,7 +150,10 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
       return a;
     }
     if (!(id.flags & RankIdentity::kCanServe)) {
-      a.reason = where + " cannot run topocoll schedules (no CUDA or a non-blocking communicator)";
+      const std::string why(id.unserved_reason, strnlen(id.unserved_reason, sizeof id.unserved_reason));
+      a.reason = where + (why.empty() ? std::string(" cannot run topocoll schedules (no CUDA or a "
+                                                    "non-blocking communicator)")
+                                      : " could not prepare topocoll's init: " + why);
       return a;
     }
   }

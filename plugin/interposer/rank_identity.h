@@ -20,7 +20,7 @@ namespace topocoll::plugin::interposer {
 
 struct RankIdentity {
   static constexpr uint32_t kMagic = 0x54435249;  // "TCRI"
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;
   enum Flags : uint32_t {
     kTopologyLoaded = 1u << 0,  // TOPOCOLL_TOPO_FILE set and valid on this rank
     kCanServe = 1u << 1,        // this rank can run topocoll schedules (CUDA, blocking comm)
@@ -30,7 +30,11 @@ struct RankIdentity {
   int32_t gpu = -1;         // device index on the host as the topology numbers it
   uint32_t flags = 0;
   uint64_t topology_hash = 0;  // FNV-1a of the topology file's bytes
-  char host[104] = {};      // NUL-terminated, truncated
+  char host[72] = {};       // NUL-terminated, truncated
+  // Why this rank cannot serve when it failed to prepare its part of the init (a CUDA or
+  // host error): it still joins the exchange with this record so every rank falls back
+  // together. NUL-terminated, truncated; empty otherwise.
+  char unserved_reason[32] = {};
 };
 static_assert(sizeof(RankIdentity) == 128, "RankIdentity is exchanged as raw bytes");
 
@@ -48,11 +52,18 @@ ConfiguredTopology load_configured_topology(const std::string& path);
 // to the first dot.
 std::string local_host_name();
 // CUDA_VISIBLE_DEVICES maps the process's device ordinal to the host's index when it is a
-// list of integers; otherwise the ordinal itself.
-int host_gpu_index(int cuda_ordinal);
+// list of integers. When it names GPUs by UUID (GPU-..., MIG-...), the index is the
+// position of the device's PCI bus id (`pci_bus_id`, cudaDeviceGetPCIBusId's form) among
+// the host's NVIDIA GPUs sorted by bus id (nvidia-smi's default order), read from
+// `driver_gpus_dir` (one entry per GPU, named by bus id). Otherwise the ordinal itself.
+int host_gpu_index(int cuda_ordinal, const std::string& pci_bus_id = "",
+                   const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
 RankIdentity make_identity(const std::string& host, int gpu, const ConfiguredTopology& topology,
                            bool can_serve);
+// `id` turned into the record of a rank that cannot serve because of `reason`: kCanServe
+// cleared, the reason carried (truncated) so rank 0 can name it. Never throws.
+void mark_unserved(RankIdentity& id, const char* reason) noexcept;
 
 struct ServiceAgreement {
   bool served = false;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <nccl.h>
@@ -96,6 +97,27 @@ TEST(Agreement, EachReasonNamesTheRank) {
   }
 }
 
+TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
+  const topo::Topology t = bigraph(2, 2);
+  auto ids = identities_of(t, 8);
+  mark_unserved(ids[5], "cudaStreamCreate: out of memory and a much longer tail");
+  EXPECT_FALSE(ids[5].flags & RankIdentity::kCanServe);
+  EXPECT_EQ(ids[5].unserved_reason[sizeof ids[5].unserved_reason - 1], '\0');
+  auto a = agree_on_service(ids, &t);
+  EXPECT_FALSE(a.served);
+  EXPECT_NE(a.reason.find("rank 5"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("could not prepare topocoll's init: cudaStreamCreate: out of"),
+            std::string::npos) << a.reason;
+  // A default record marked the same way (the host-error path) is still a valid record.
+  RankIdentity bare;
+  mark_unserved(bare, "host error in topocoll init");
+  ids = identities_of(t, 8);
+  ids[2] = bare;
+  a = agree_on_service(ids, &t);
+  EXPECT_FALSE(a.served);
+  EXPECT_NE(a.reason.find("rank 2"), std::string::npos) << a.reason;
+}
+
 TEST(Agreement, TopologyFileErrorsNameTheFile) {
   auto missing = load_configured_topology("/nonexistent/topocoll.json");
   EXPECT_EQ(missing.topology, nullptr);
@@ -124,6 +146,23 @@ TEST(Identity, HostAndGpuAsTheTopologyNamesThem) {
   EXPECT_EQ(host_gpu_index(1), 5);
   setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
   EXPECT_EQ(host_gpu_index(0), 0);
+  // UUIDs: the device's place among the host's GPUs by PCI address, as the driver lists
+  // them (lower case, 8-digit domain) while CUDA writes upper case with a 4-digit domain.
+  const std::string dir = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_driver_gpus";
+  std::filesystem::remove_all(dir);
+  for (const char* g : {"00000000:b1:00.0", "00000000:1a:00.0", "00000000:3d:00.0", "not-a-gpu"})
+    std::filesystem::create_directories(dir + "/" + g);
+  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
+  EXPECT_EQ(host_gpu_index(0, "0000:3D:00.0", dir), 1);
+  EXPECT_EQ(host_gpu_index(0, "0000:B1:00.0", dir), 2);
+  setenv("CUDA_VISIBLE_DEVICES", "MIG-5678,GPU-9abc", 1);
+  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 0);
+  EXPECT_EQ(host_gpu_index(0, "0000:99:00.0", dir), 0);  // not listed: the ordinal
+  EXPECT_EQ(host_gpu_index(1, "", dir), 1);
+  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir + "/missing"), 1);
+  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 5);  // integer lists are not affected
+  std::filesystem::remove_all(dir);
   unsetenv("CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(host_gpu_index(2), 2);
 }

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/rank_exchange.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
@@ -118,6 +120,111 @@ TEST(InitExchange, NonBlockingCommunicatorsSkipTheExchange) {
   ASSERT_EQ(ncclCommSplit(comm, 0, 1, &child, nullptr), ncclSuccess);
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(names(), std::vector<std::string>{"pncclCommSplit"});
+  ASSERT_NE(CommRegistry::instance().find(child), nullptr);
+  EXPECT_FALSE(CommRegistry::instance().find(child)->blocking);
+  ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// Host memory in place of the device's, so the exchange runs without a GPU; the stream
+// cannot be created, which must still let the rank join the allgather.
+class InitExchangeFakeCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = exchange_cuda_calls();
+    ExchangeCudaCalls& c = exchange_cuda_calls();
+    c.get_device = [](int* d) { *d = 0; return cudaSuccess; };
+    c.malloc = [](void** p, std::size_t n) {
+      *p = std::calloc(1, n);
+      return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    };
+    c.free = [](void* p) { std::free(p); return cudaSuccess; };
+    c.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorMemoryAllocation; };
+    c.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
+    c.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+    c.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+      std::memcpy(d, s, n);
+      return cudaSuccess;
+    };
+    c.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
+      std::memset(d, v, n);
+      return cudaSuccess;
+    };
+    stub_nccl::reset();
+    stub_nccl::set_capture_payload(true);
+  }
+  void TearDown() override {
+    exchange_cuda_calls() = saved_;
+    stub_nccl::reset();
+  }
+  ExchangeCudaCalls saved_{};
+};
+
+TEST_F(InitExchangeFakeCuda, ARankThatCannotPrepareStillJoinsWithACannotServeRecord) {
+  stub_nccl::set_comm_shape(2, 0, 0);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, 2, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const auto calls = stub_nccl::calls();
+  const auto gather = std::find_if(calls.begin(), calls.end(),
+                                   [](const stub_nccl::Call& c) { return c.fn == "pncclAllGather"; });
+  ASSERT_NE(gather, calls.end()) << "the rank must join the exchange";
+  EXPECT_EQ(gather->stream, nullptr);  // the legacy stream in place of the missing one
+  const auto payloads = stub_nccl::allgather_payloads();
+  ASSERT_EQ(payloads.size(), 1u);
+  ASSERT_EQ(payloads[0].size(), sizeof(RankIdentity));
+  RankIdentity sent;
+  std::memcpy(&sent, payloads[0].data(), sizeof sent);
+  EXPECT_EQ(sent.magic, RankIdentity::kMagic);
+  EXPECT_FALSE(sent.flags & RankIdentity::kCanServe);
+  EXPECT_EQ(std::string(sent.unserved_reason).rfind("cudaStreamCreate", 0), 0u) << sent.unserved_reason;
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  // Rank 0 names the rank and why (its own record: slot 0 of the gathered bytes).
+  EXPECT_NE(st->fallback_reason.find("rank 0"), std::string::npos) << st->fallback_reason;
+  EXPECT_NE(st->fallback_reason.find("could not prepare"), std::string::npos) << st->fallback_reason;
+  EXPECT_NE(err.find("joined the init exchange as unable to serve"), std::string::npos) << err;
+  EXPECT_NE(err.find("falls back to NCCL"), std::string::npos) << err;
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMayBlock) {
+  exchange_cuda_calls().malloc = [](void**, std::size_t) { return cudaErrorMemoryAllocation; };
+  stub_nccl::set_comm_shape(2, 1, 0);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, 2, id, 1), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclAllGather");
+  EXPECT_NE(err.find("peers may block"), std::string::npos) << err;
+  ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
+  EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(InitExchange, AnInitStillInProgressIsNonBlockingForItsChildren) {
+  unsetenv("NCCL_COMM_BLOCKING");  // a child judged by NCCL's default would be blocking
+  stub_nccl::reset();
+  stub_nccl::set_failure("pncclCommInitRankConfig", ncclInProgress);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclInProgress);
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_FALSE(st->blocking);
+  stub_nccl::reset();
+  ncclComm_t child = nullptr;
+  ASSERT_EQ(ncclCommSplit(comm, 0, 1, &child, nullptr), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(names(), std::vector<std::string>{"pncclCommSplit"});  // no exchange
   ASSERT_NE(CommRegistry::instance().find(child), nullptr);
   EXPECT_FALSE(CommRegistry::instance().find(child)->blocking);
   ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);

@@ -21,6 +21,8 @@ struct FakeComm {
 std::string g_fail_fn;
 ncclResult_t g_fail_result = ncclSuccess;
 std::atomic<bool> g_failing{false};
+std::atomic<bool> g_capture{false};
+std::vector<std::vector<unsigned char>> g_payloads;
 
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
@@ -51,6 +53,13 @@ void reset() {
   g_count = 0;
   g_failing = false;
   g_fail_fn.clear();
+  g_capture = false;
+  g_payloads.clear();
+}
+void set_capture_payload(bool on) { g_capture = on; }
+std::vector<std::vector<unsigned char>> allgather_payloads() {
+  std::lock_guard lock(g_mutex);
+  return g_payloads;
 }
 void set_failure(const std::string& fn, ncclResult_t result) {
   std::lock_guard lock(g_mutex);
@@ -85,6 +94,11 @@ STUB_EXPORT ncclResult_t pncclReduceScatter(const void* s, void* r, size_t n, nc
 }
 STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDataType_t t,
                                         ncclComm_t c, cudaStream_t st) {
+  if (stub_nccl::g_capture && s && t == ncclUint8) {
+    const auto* bytes = static_cast<const unsigned char*>(s);
+    std::lock_guard lock(stub_nccl::g_mutex);
+    stub_nccl::g_payloads.emplace_back(bytes, bytes + n);
+  }
   return record({"pncclAllGather", s, r, n, int(t), -1, -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclAlltoAll(const void* s, void* r, size_t n, ncclDataType_t t,

@@ -36,6 +36,11 @@ STUB_NCCL_API int group_depth();
 // From now on, calls of the pnccl* function `fn` return `result` (still recorded);
 // reset() clears it.
 STUB_NCCL_API void set_failure(const std::string& fn, ncclResult_t result);
+// On: each pncclAllGather of ncclUint8 also records its `count` send bytes (host memory
+// only: the test must have made the buffer), in call order. reset() turns it off and
+// clears them.
+STUB_NCCL_API void set_capture_payload(bool on);
+STUB_NCCL_API std::vector<std::vector<unsigned char>> allgather_payloads();
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
 
