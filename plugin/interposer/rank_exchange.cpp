@@ -58,7 +58,9 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     e = cuda.stream_create(&s.stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
       failed = "cudaStreamCreate";
-      s.stream = nullptr;  // the legacy default stream still carries the allgather
+      // The per-thread default stream still carries the allgather (it waits for the legacy
+      // stream's work only, not for every blocking stream as the legacy one would).
+      s.stream = cudaStreamPerThread;
       cudaGetLastError();
     }
     // On the exchange's own stream: a cudaMemcpy from pageable memory runs on the legacy
@@ -121,7 +123,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     } else if (x.error.empty()) {
       x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
-    if (s.stream) cuda.stream_destroy(s.stream);
+    if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
     if (s.buffer) cuda.free(s.buffer);
   }
   cudaThreadExchangeStreamCaptureMode(&mode);

@@ -32,11 +32,11 @@ struct IdentityExchange {
 
 // Every entry takes part: a rank must never skip a collective its peers run. A failure to
 // create the stream or to copy the record still joins, with a "cannot serve" record (on
-// the legacy stream if need be), so all ranks fall back together. The only way one can
-// stay out is having no device memory at all (cudaMalloc of 128 x nranks bytes fails, or
-// the device cannot be selected) on the device of a communicator NCCL just created; the
-// entry's `error` then says its peers may block, and they wait in NCCL. Every other
-// failure is agreed on after the exchange (rank_identity.h).
+// the per-thread default stream if need be), so all ranks fall back together. The only
+// way one can stay out is having no device memory at all (cudaMalloc of 128 x nranks
+// bytes fails, or the device cannot be selected) on the device of a communicator NCCL just
+// created; the entry's `error` then says its peers may block, and they wait in NCCL.
+// Every other failure is agreed on after the exchange (rank_identity.h).
 void exchange_identities(std::span<IdentityExchange> batch);
 
 // The CUDA calls the exchange makes, replaceable so that tests on a machine without a GPU

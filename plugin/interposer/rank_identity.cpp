@@ -141,6 +141,12 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
       a.reason = where + " runs a different topocoll version or none";
       return a;
     }
+    // First: a rank that failed to prepare may not have filled in the rest of its record.
+    if (id.unserved_reason[0] != '\0') {
+      a.reason = where + " could not prepare topocoll's init: " +
+                 std::string(id.unserved_reason, strnlen(id.unserved_reason, sizeof id.unserved_reason));
+      return a;
+    }
     if (!(id.flags & RankIdentity::kTopologyLoaded)) {
       a.reason = where + " has no valid topology (TOPOCOLL_TOPO_FILE unset or not loadable)";
       return a;
@@ -150,10 +156,7 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
       return a;
     }
     if (!(id.flags & RankIdentity::kCanServe)) {
-      const std::string why(id.unserved_reason, strnlen(id.unserved_reason, sizeof id.unserved_reason));
-      a.reason = where + (why.empty() ? std::string(" cannot run topocoll schedules (no CUDA or a "
-                                                    "non-blocking communicator)")
-                                      : " could not prepare topocoll's init: " + why);
+      a.reason = where + " cannot run topocoll schedules (no CUDA or a non-blocking communicator)";
       return a;
     }
   }

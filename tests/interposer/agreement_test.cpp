@@ -116,6 +116,8 @@ TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
   a = agree_on_service(ids, &t);
   EXPECT_FALSE(a.served);
   EXPECT_NE(a.reason.find("rank 2"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("could not prepare topocoll's init: host error"), std::string::npos)
+      << a.reason;
 }
 
 TEST(Agreement, TopologyFileErrorsNameTheFile) {

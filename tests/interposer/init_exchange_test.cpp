@@ -171,7 +171,7 @@ TEST_F(InitExchangeFakeCuda, ARankThatCannotPrepareStillJoinsWithACannotServeRec
   const auto gather = std::find_if(calls.begin(), calls.end(),
                                    [](const stub_nccl::Call& c) { return c.fn == "pncclAllGather"; });
   ASSERT_NE(gather, calls.end()) << "the rank must join the exchange";
-  EXPECT_EQ(gather->stream, nullptr);  // the legacy stream in place of the missing one
+  EXPECT_EQ(gather->stream, cudaStreamPerThread);  // in place of the missing one
   const auto payloads = stub_nccl::allgather_payloads();
   ASSERT_EQ(payloads.size(), 1u);
   ASSERT_EQ(payloads[0].size(), sizeof(RankIdentity));
