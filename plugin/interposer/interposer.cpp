@@ -106,19 +106,23 @@ void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
   CommRegistry::instance().insert(std::move(st));
 }
 
-void register_agreed(std::unique_ptr<CommState> st, const std::vector<RankIdentity>& all) {
-  const ConfiguredTopology& topo = configured_topology();
-  ServiceAgreement a = agree_on_service(all, topo.topology.get());
-  if (!a.served) {
-    // Every rank reaches the same verdict; rank 0 says why once per communicator.
-    if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
-                               static_cast<void*>(st->comm), st->nranks, a.reason.c_str());
-    register_unserved(std::move(st), a.reason);
-    return;
-  }
-  st->topology = topo.topology;
-  st->placement = std::move(a.placement);
-  st->scratch = std::make_unique<DeviceScratch>(st->device);
+// The state a served communicator needs on this rank (topology, placement, scratch);
+// throws on a local failure (an allocation), which the ready vote then shares.
+void prepare_service(CommState& st, ServiceAgreement& a) {
+  st.topology = configured_topology().topology;
+  st.placement = std::move(a.placement);
+  st.scratch = std::make_unique<DeviceScratch>(st.device);
+  if (LocalServiceCheck check = local_service_check()) check(st);
+}
+
+// Frees what prepare_service set up: the communicator goes to NCCL.
+void unprepare_service(CommState& st) noexcept {
+  st.scratch.reset();
+  st.placement = sched::Placement{};
+  st.topology.reset();
+}
+
+void register_served(std::unique_ptr<CommState> st) {
   st->served = true;
   TC_INFO(NCCL_INIT, "communicator %p rank %d/%d served on topology '%s' (endpoint %d)",
           static_cast<void*>(st->comm), st->rank, st->nranks, st->topology->name().c_str(),
@@ -193,14 +197,27 @@ void finish_inits(std::vector<PendingInit>& pending) {
     batch.push_back(std::move(x));
     states.push_back(std::move(st));
   }
+  // Sized before the exchange: nothing between it and the ready vote allocates outside a
+  // try, so a rank that joined the one always joins the other.
+  std::vector<ServiceAgreement> agreed(batch.size());
+  std::vector<ReadyVote> votes(batch.size());
+  std::vector<std::string> local_errors(batch.size());
+  std::vector<ReadyVote> voting;
+  std::vector<std::size_t> voter_of;
+  voting.reserve(batch.size());
+  voter_of.reserve(batch.size());
   exchange_identities(batch);
+
+  // Decided from the same records on every rank; then prepared locally, which may fail on
+  // one rank only, so every rank that joined the exchange votes on it (agree_ready).
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const IdentityExchange& x = batch[i];
+    votes[i].comm = x.comm;
+    votes[i].device = x.device;
     try {
       if (!states[i]) states[i] = describe_comm(x.comm, true);
       if (!x.error.empty()) {
-        TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm), x.error.c_str());
-        register_unserved(std::move(states[i]), x.error);
+        local_errors[i] = x.error;
         continue;
       }
       if (!x.prepare_error.empty())
@@ -208,11 +225,61 @@ void finish_inits(std::vector<PendingInit>& pending) {
                 "every rank falls back to NCCL", static_cast<void*>(x.comm), x.rank,
                 x.prepare_error.c_str());
       // A record marked by mark_unserved makes the agreement fall back on every rank.
-      register_agreed(std::move(states[i]), x.all);
+      agreed[i] = agree_on_service(x.all, topo.topology.get());
+      if (!agreed[i].served) continue;
+      prepare_service(*states[i], agreed[i]);
+      votes[i].ready = 1;
     } catch (const std::exception& e) {
-      TC_WARN("topocoll init of communicator %p failed after the init exchange: %s",
-              static_cast<void*>(x.comm), e.what());
+      local_errors[i] = std::string("topocoll init failed after the init exchange: ") + e.what();
+      if (states[i]) unprepare_service(*states[i]);
     }
+  }
+  // Only communicators whose rank joined the allgather vote: its peers joined it too, and a
+  // rank that could not read the records back cannot know whether they agreed to serve, so
+  // the vote runs whatever the agreement said (one more 4-byte collective per init).
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (batch[i].joined) {
+      voting.push_back(std::move(votes[i]));
+      voter_of.push_back(i);
+    }
+  agree_ready(voting);
+  for (std::size_t k = 0; k < voting.size(); ++k) votes[voter_of[k]] = std::move(voting[k]);
+
+  for (std::size_t i = 0; i < batch.size(); ++i) try {
+    const IdentityExchange& x = batch[i];
+    std::unique_ptr<CommState>& st = states[i];
+    if (!st) {  // describe_comm threw: NCCL keeps the communicator, unregistered
+      TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm),
+              local_errors[i].c_str());
+      continue;
+    }
+    if (!local_errors[i].empty() || (x.joined && !votes[i].error.empty())) {
+      const std::string& why = local_errors[i].empty() ? votes[i].error : local_errors[i];
+      TC_WARN("communicator %p rank %d: %s; falls back to NCCL", static_cast<void*>(x.comm),
+              x.rank, why.c_str());
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
+      continue;
+    }
+    if (!agreed[i].served) {
+      // Every rank reaches the same verdict; rank 0 says why once per communicator.
+      if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                                 static_cast<void*>(st->comm), st->nranks, agreed[i].reason.c_str());
+      register_unserved(std::move(st), agreed[i].reason);
+      continue;
+    }
+    if (!votes[i].all_ready) {
+      const char* why = "a rank could not complete topocoll init after the agreement";
+      if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                                 static_cast<void*>(st->comm), st->nranks, why);
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
+      continue;
+    }
+    register_served(std::move(st));
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
+            static_cast<void*>(batch[i].comm), e.what());
   }
 }
 
@@ -413,6 +480,11 @@ ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
 
 }  // namespace
 
+LocalServiceCheck& local_service_check() {
+  static LocalServiceCheck check = nullptr;
+  return check;
+}
+
 bool interposer_enabled() { return interposer_config().enable; }
 
 ncclResult_t forward_collective(const CollectiveCall& c, ncclComm_t comm) {
@@ -543,20 +615,44 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     const int device = devlist ? devlist[i] : i;
     all[std::size_t(i)] = make_identity(host, host_gpu_index(device, pci_bus_id(device)), topo, true);
   }
-  for (int i = 0; i < ndev; ++i) {
-    auto st = describe_comm(comms[i], default_blocking());
-    if (!st->blocking) {
-      // ncclCommInitAll takes NCCL's default config: NCCL_COMM_BLOCKING=0 makes it
-      // non-blocking, which topocoll does not serve (same rule as finish_inits).
-      TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-      register_unserved(std::move(st), "non-blocking communicator");
-      continue;
+  // All ranks are in this process: no exchange, and a local failure of one is known to
+  // all, so every communicator of the clique falls back together.
+  std::vector<std::unique_ptr<CommState>> states;
+  for (int i = 0; i < ndev; ++i) states.push_back(describe_comm(comms[i], default_blocking()));
+  std::string why;
+  if (!states[0]->blocking) {
+    // ncclCommInitAll takes NCCL's default config: NCCL_COMM_BLOCKING=0 makes it
+    // non-blocking, which topocoll does not serve (same rule as finish_inits).
+    TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+    why = "non-blocking communicator";
+  } else if (ndev < 2) {
+    why = "single-rank communicator";
+  } else {
+    for (auto& st : states) {
+      ServiceAgreement a = agree_on_service(all, topo.topology.get());
+      if (!a.served) {
+        TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                static_cast<void*>(st->comm), st->nranks, a.reason.c_str());
+        why = a.reason;
+        break;
+      }
+      try {
+        prepare_service(*st, a);
+      } catch (const std::exception& e) {
+        why = std::string("topocoll init of a rank failed: ") + e.what();
+        TC_WARN("ncclCommInitAll communicator %p: %s; every rank falls back to NCCL",
+                static_cast<void*>(st->comm), why.c_str());
+        break;
+      }
     }
-    if (ndev < 2) {
-      register_unserved(std::move(st), "single-rank communicator");
-      continue;
+  }
+  for (auto& st : states) {
+    if (why.empty()) {
+      register_served(std::move(st));
+    } else {
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
     }
-    register_agreed(std::move(st), all);
   }
 }
 

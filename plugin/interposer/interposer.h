@@ -69,4 +69,11 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
 
 bool interposer_enabled();
 
+struct CommState;
+// Called at the end of preparing a served communicator on this rank (null by default);
+// a throw there is a local init failure, which the ready vote shares with every rank. Lets
+// tests reach that path without a failing allocation.
+using LocalServiceCheck = void (*)(const CommState&);
+LocalServiceCheck& local_service_check();
+
 }  // namespace topocoll::plugin::interposer

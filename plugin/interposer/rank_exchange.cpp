@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "plugin/interposer/device_guard.h"
@@ -108,6 +109,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     DeviceSlot& s = slots[i];
     device_guard.use(x.device);
     if (s.joined && er == ncclSuccess && x.error.empty()) {
+      x.joined = true;
       x.all.resize(std::size_t(x.nranks));
       cudaError_t e = cuda.stream_synchronize(s.stream);
       // Same stream again, then wait: never behind the user's work on the legacy stream.
@@ -122,6 +124,82 @@ void exchange_identities(std::span<IdentityExchange> batch) {
       }
     } else if (x.error.empty()) {
       x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
+    }
+    if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
+    if (s.buffer) cuda.free(s.buffer);
+  }
+  cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
+void agree_ready(std::span<ReadyVote> batch) {
+  if (batch.empty()) return;
+  CurrentDeviceGuard device_guard;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  std::vector<DeviceSlot> slots(batch.size());
+  const ExchangeCudaCalls& cuda = exchange_cuda_calls();
+
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ReadyVote& v = batch[i];
+    DeviceSlot& s = slots[i];
+    device_guard.use(v.device);
+    int current = -1;
+    cudaError_t e = cuda.get_device(&current);
+    if (e == cudaSuccess && current != v.device) e = cudaErrorInvalidDevice;
+    if (e == cudaSuccess) e = cuda.malloc(&s.buffer, sizeof(int32_t));
+    if (e != cudaSuccess) {
+      s.buffer = nullptr;
+      v.error = std::string("CUDA error preparing the topocoll ready vote (") +
+                cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
+                "in NCCL's allreduce";
+      cudaGetLastError();
+      continue;
+    }
+    if (cuda.stream_create(&s.stream, cudaStreamNonBlocking) != cudaSuccess) {
+      s.stream = cudaStreamPerThread;  // as in the exchange: the vote still goes out
+      cudaGetLastError();
+    }
+    const int32_t vote = v.ready ? 1 : 0;
+    // `vote` is pageable and short-lived: waited for before it goes out of scope.
+    e = cuda.memcpy_async(s.buffer, &vote, sizeof vote, cudaMemcpyHostToDevice, s.stream);
+    if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);
+    if (e != cudaSuccess) {
+      // A zero vote (any bytes of it zero make the minimum 0 or less): every rank falls back.
+      cudaGetLastError();
+      cuda.memset_async(s.buffer, 0, sizeof vote, s.stream);
+      cudaGetLastError();
+      v.ready = 0;
+      if (v.error.empty()) v.error = std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e);
+    }
+  }
+
+  ncclResult_t r = pncclGroupStart();
+  for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
+    if (!slots[i].buffer) continue;
+    const ncclResult_t ar = pncclAllReduce(slots[i].buffer, slots[i].buffer, 1, ncclInt32, ncclMin,
+                                           batch[i].comm, slots[i].stream);
+    if (ar != ncclSuccess) batch[i].error = std::string("ncclAllReduce: ") + pncclGetErrorString(ar);
+    else slots[i].joined = true;
+  }
+  const ncclResult_t er = pncclGroupEnd();
+
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ReadyVote& v = batch[i];
+    DeviceSlot& s = slots[i];
+    device_guard.use(v.device);
+    if (s.joined && er == ncclSuccess) {
+      int32_t min = 0;
+      cudaError_t e = cuda.stream_synchronize(s.stream);
+      if (e == cudaSuccess)
+        e = cuda.memcpy_async(&min, s.buffer, sizeof min, cudaMemcpyDeviceToHost, s.stream);
+      if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);
+      if (e != cudaSuccess) {
+        if (v.error.empty()) v.error = std::string("CUDA error in the ready vote: ") + cudaGetErrorString(e);
+        cudaGetLastError();
+      }
+      v.all_ready = e == cudaSuccess && min == 1 && v.ready;
+    } else if (v.error.empty() && s.buffer) {
+      v.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
     if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
     if (s.buffer) cuda.free(s.buffer);

@@ -28,6 +28,9 @@ struct IdentityExchange {
   // Set when this rank could not prepare its record but joined with a "cannot serve" one
   // (mark_unserved): `all` is still filled, and the agreement falls back on every rank.
   std::string prepare_error;
+  // Set when this rank's allgather was enqueued in a group NCCL completed: its peers may
+  // then be waiting for it in the ready vote below, whatever it could read back.
+  bool joined = false;
 };
 
 // Every entry takes part: a rank must never skip a collective its peers run. A failure to
@@ -52,5 +55,22 @@ struct ExchangeCudaCalls {
   cudaError_t (*memset_async)(void*, int, std::size_t, cudaStream_t);
 };
 ExchangeCudaCalls& exchange_cuda_calls();
+
+// The second, 4-byte agreement after each rank registered the agreed state locally: a
+// failure there (the gathered records not read back, an allocation) is local to one rank,
+// and a rank left unserved would run NCCL's collectives while its peers run topocoll's
+// schedules. Every rank that joined the exchange votes `ready` (0 on any local failure);
+// one pncclAllReduce(ncclInt32, ncclMin) per communicator, all in one NCCL group; served
+// only when the minimum is 1. Same joining rule as the exchange: a rank that fails to
+// prepare its vote still joins with 0; only a rank with no device memory at all stays
+// out (its `error` says its peers may block).
+struct ReadyVote {
+  ncclComm_t comm = nullptr;
+  int device = -1;
+  int ready = 0;           // this rank's vote
+  bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
+  std::string error;       // out: why this rank could not vote or read the result
+};
+void agree_ready(std::span<ReadyVote> batch);
 
 }  // namespace topocoll::plugin::interposer

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
@@ -204,6 +208,176 @@ TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMay
   ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
   EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// The gathered records of a communicator whose rank r runs on endpoint r of the configured
+// topology: an agreement to serve.
+std::vector<unsigned char> serving_records(int n) {
+  const ConfiguredTopology& topo = configured_topology();
+  std::vector<unsigned char> bytes(sizeof(RankIdentity) * std::size_t(n));
+  for (int r = 0; r < n; ++r) {
+    const topo::Endpoint& e = topo.topology->endpoints()[std::size_t(r)];
+    const RankIdentity id = make_identity(e.host, e.gpu, topo, true);
+    std::memcpy(bytes.data() + sizeof id * std::size_t(r), &id, sizeof id);
+  }
+  return bytes;
+}
+
+// The exchange with a stream that can be created, agreeing to serve.
+class InitReadyVote : public InitExchangeFakeCuda {
+ protected:
+  void SetUp() override {
+    InitExchangeFakeCuda::SetUp();
+    exchange_cuda_calls().stream_create = [](cudaStream_t* s, unsigned int) {
+      *s = reinterpret_cast<cudaStream_t>(std::uintptr_t(0x10));
+      return cudaSuccess;
+    };
+    ASSERT_NE(configured_topology().topology, nullptr) << configured_topology().error;
+    n_ = int(configured_topology().topology->endpoints().size());
+    stub_nccl::set_comm_shape(n_, 0, 0);
+    stub_nccl::set_allgather_result(serving_records(n_));
+  }
+  void TearDown() override {
+    local_service_check() = nullptr;
+    InitExchangeFakeCuda::TearDown();
+  }
+  // The calls after the exchange's allgather.
+  static std::vector<stub_nccl::Call> after_allgather() {
+    const auto calls = stub_nccl::calls();
+    auto it = std::find_if(calls.begin(), calls.end(),
+                           [](const stub_nccl::Call& c) { return c.fn == "pncclAllGather"; });
+    return it == calls.end() ? std::vector<stub_nccl::Call>{}
+                             : std::vector<stub_nccl::Call>(it + 1, calls.end());
+  }
+  int n_ = 0;
+};
+
+TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const auto after = after_allgather();
+  // The exchange's group end, then the vote in its own group.
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_EQ(after[0].fn, "pncclGroupEnd");
+  EXPECT_EQ(after[1].fn, "pncclGroupStart");
+  EXPECT_EQ(after[2].fn, "pncclAllReduce");
+  EXPECT_EQ(after[2].datatype, int(ncclInt32));
+  EXPECT_EQ(after[2].op, int(ncclMin));
+  EXPECT_EQ(after[2].count, 1u);
+  EXPECT_EQ(after[2].comm, comm);
+  EXPECT_EQ(after[3].fn, "pncclGroupEnd");
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(st->served) << st->fallback_reason << err;
+  EXPECT_NE(st->scratch, nullptr);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsScratch) {
+  stub_nccl::set_allreduce_min_peers(0);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});  // ready itself
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_EQ(st->scratch, nullptr);
+  EXPECT_EQ(st->topology, nullptr);
+  EXPECT_NE(st->fallback_reason.find("could not complete topocoll init"), std::string::npos)
+      << st->fallback_reason;
+  // Rank 0 says so once.
+  EXPECT_NE(err.find("could not complete topocoll init"), std::string::npos) << err;
+  // Calls keep reaching NCCL unchanged.
+  stub_nccl::reset();
+  char buf[64] = {};
+  ASSERT_EQ(ncclAllReduce(buf, buf + 32, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(names(), std::vector<std::string>{"pncclAllReduce"});
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitReadyVote, ARankWhoseLocalRegistrationFailsVotesZeroAndStaysUnserved) {
+  stub_nccl::set_allreduce_min_peers(1);  // its peers were ready
+  local_service_check() = [](const CommState&) { throw std::runtime_error("no memory for the plan"); };
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0});
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_EQ(st->scratch, nullptr);
+  EXPECT_NE(err.find("no memory for the plan"), std::string::npos) << err;  // its own reason
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitReadyVote, ARankThatCannotReadTheRecordsBackStillVotesZero) {
+  // It cannot know whether its peers agreed to serve, so it joins the vote with 0.
+  stub_nccl::set_allreduce_min_peers(1);
+  exchange_cuda_calls().memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind k,
+                                          cudaStream_t) {
+    if (k == cudaMemcpyDeviceToHost && n > sizeof(int32_t)) return cudaErrorLaunchFailure;
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  };
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0});
+  ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
+  EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitReadyVote, AFallbackAgreementVotesZeroAndNeverServes) {
+  // Peers that would vote 1 cannot make it serve: the records already said fall back.
+  stub_nccl::set_allreduce_min_peers(1);
+  std::vector<unsigned char> records = serving_records(n_);
+  RankIdentity last;
+  std::memcpy(&last, records.data() + sizeof last * std::size_t(n_ - 1), sizeof last);
+  mark_unserved(last, "test");
+  std::memcpy(records.data() + sizeof last * std::size_t(n_ - 1), &last, sizeof last);
+  stub_nccl::set_allgather_result(records);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0});
+  ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
+  EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
+  EXPECT_EQ(CommRegistry::instance().find(comm)->scratch, nullptr);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(InitReadyVote, CreationInsideAGroupVotesAfterTheExchangeAtTheOutermostEnd) {
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t a = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&a, n_, id, 0), ncclSuccess);
+  EXPECT_TRUE(stub_nccl::allreduce_min_votes().empty());
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  const auto after = after_allgather();
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_EQ(after[2].fn, "pncclAllReduce");
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  ASSERT_NE(CommRegistry::instance().find(a), nullptr);
+  EXPECT_TRUE(CommRegistry::instance().find(a)->served);
+  ASSERT_EQ(ncclCommDestroy(a), ncclSuccess);
 }
 
 TEST(InitExchange, AnInitStillInProgressIsNonBlockingForItsChildren) {

@@ -1,7 +1,10 @@
 // Test-only libnccl stand-in (stub_nccl.h). Thread-safe; communicators are heap tokens.
 #include "tests/interposer/stub_nccl.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 
 namespace stub_nccl {
@@ -23,6 +26,10 @@ ncclResult_t g_fail_result = ncclSuccess;
 std::atomic<bool> g_failing{false};
 std::atomic<bool> g_capture{false};
 std::vector<std::vector<unsigned char>> g_payloads;
+std::vector<unsigned char> g_allgather_result;
+bool g_have_peers_min = false;
+int g_peers_min = 1;
+std::vector<int> g_votes;
 
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
@@ -55,6 +62,22 @@ void reset() {
   g_fail_fn.clear();
   g_capture = false;
   g_payloads.clear();
+  g_allgather_result.clear();
+  g_have_peers_min = false;
+  g_votes.clear();
+}
+void set_allgather_result(std::vector<unsigned char> bytes) {
+  std::lock_guard lock(g_mutex);
+  g_allgather_result = std::move(bytes);
+}
+void set_allreduce_min_peers(int peers_min) {
+  std::lock_guard lock(g_mutex);
+  g_have_peers_min = true;
+  g_peers_min = peers_min;
+}
+std::vector<int> allreduce_min_votes() {
+  std::lock_guard lock(g_mutex);
+  return g_votes;
 }
 void set_capture_payload(bool on) { g_capture = on; }
 std::vector<std::vector<unsigned char>> allgather_payloads() {
@@ -86,6 +109,16 @@ using stub_nccl::record;
 
 STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t,
                                         ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
+  if (t == ncclInt32 && op == ncclMin && n == 1 && s && r) {
+    std::lock_guard lock(stub_nccl::g_mutex);
+    int32_t sent = 0;
+    std::memcpy(&sent, s, sizeof sent);
+    stub_nccl::g_votes.push_back(sent);
+    if (stub_nccl::g_have_peers_min) {
+      const int32_t min = std::min(sent, int32_t(stub_nccl::g_peers_min));
+      std::memcpy(r, &min, sizeof min);
+    }
+  }
   return record({"pncclAllReduce", s, r, n, int(t), int(op), -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclReduceScatter(const void* s, void* r, size_t n, ncclDataType_t t,
@@ -98,6 +131,11 @@ STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDa
     const auto* bytes = static_cast<const unsigned char*>(s);
     std::lock_guard lock(stub_nccl::g_mutex);
     stub_nccl::g_payloads.emplace_back(bytes, bytes + n);
+  }
+  if (t == ncclUint8 && r) {
+    std::lock_guard lock(stub_nccl::g_mutex);
+    const auto& all = stub_nccl::g_allgather_result;
+    if (!all.empty()) std::memcpy(r, all.data(), all.size());
   }
   return record({"pncclAllGather", s, r, n, int(t), -1, -1, -1, c, st});
 }

@@ -41,6 +41,15 @@ STUB_NCCL_API void set_failure(const std::string& fn, ncclResult_t result);
 // clears them.
 STUB_NCCL_API void set_capture_payload(bool on);
 STUB_NCCL_API std::vector<std::vector<unsigned char>> allgather_payloads();
+// When set, each pncclAllGather of ncclUint8 then overwrites its receive buffer (host
+// memory only) with these bytes, as if every rank had sent its part: lets the init exchange
+// reach an agreement. reset() clears it.
+STUB_NCCL_API void set_allgather_result(std::vector<unsigned char> bytes);
+// A pncclAllReduce(ncclInt32, ncclMin) of one element (the init ready vote, host memory
+// only) records the value this rank sent and, once set, writes min(sent, `peers_min`) to
+// its receive buffer, as if the other ranks had voted `peers_min`. reset() clears both.
+STUB_NCCL_API void set_allreduce_min_peers(int peers_min);
+STUB_NCCL_API std::vector<int> allreduce_min_votes();
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
 
