@@ -1,5 +1,7 @@
 #include "net/connection.h"
 
+#include "net/socket_calls.h"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -11,15 +13,6 @@
 #include <string>
 
 namespace topocoll::net {
-
-namespace {
-std::string hex32(uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08x", v);
-  return text;
-}
-std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
-}  // namespace
 
 Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
                        size_t chunk_bytes, int threads, SocketAddress local, SocketAddress peer)

@@ -17,13 +17,6 @@
 
 namespace topocoll::net {
 
-namespace {
-std::string hex32(uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08x", v);
-  return text;
-}
-}  // namespace
 
 struct Listener::State {
   // A socket whose hello has not fully arrived.

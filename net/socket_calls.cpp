@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -14,6 +15,12 @@ namespace topocoll::net {
 
 std::string errno_text(int e) {
   return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")";
+}
+
+std::string hex32(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
 }
 
 uint64_t random_u64() {

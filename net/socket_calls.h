@@ -15,6 +15,8 @@ namespace topocoll::net {
 using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int error_number);
+// "0x%08x": how magic numbers and ids appear in error messages.
+std::string hex32(uint32_t value);
 uint64_t random_u64();
 int remaining_ms(Clock::time_point deadline);
 

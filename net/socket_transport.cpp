@@ -16,12 +16,6 @@
 namespace topocoll::net {
 
 namespace {
-std::string hex32(uint32_t v) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08x", v);
-  return text;
-}
-
 NetStatus check_handle(const Handle& h) {
   if (h.magic != kHandleMagic)
     return NetStatus::error(NetCode::BadHandle, "foreign or corrupt connection handle: magic " +
