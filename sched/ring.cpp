@@ -12,10 +12,7 @@ int append_ring_reduce_scatter(ScheduleBuilder& b, int first_step, std::span<con
                                int64_t scratch_base) {
   const int P = int(members.size());
   if (P == 1) {
-    const int r = members[0];
-    if (first_src != Buf::Output) b.copy(first_step, r, {Buf::Output, base}, {first_src, base}, n);
-    if (finalize) b.finalize(first_step, r, {Buf::Output, base}, n);
-    b.touch(first_step);
+    b.single_rank_result(first_step, members[0], first_src, base, n, finalize);
     return 1;
   }
   const BlockSplit split{n, P};
@@ -85,9 +82,7 @@ Schedule ring_reduce_scatter(int nranks, int64_t count, std::span<const int> ord
   ScheduleBuilder b(Collective::ReduceScatter, "ring", P, count, count * P, count, 4 * P);
   const BufRef out{Buf::Output, 0};
   if (P == 1) {
-    b.copy(0, members[0], out, {Buf::Input, 0}, count);
-    b.finalize(0, members[0], out, count);
-    b.touch(0);
+    b.single_rank_result(0, members[0], Buf::Input, 0, count, /*finalize=*/true);
     return b.finish();
   }
   // Ring block j travels p = j, j+1, ..., and is complete at position j-1, so it is the

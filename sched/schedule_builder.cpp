@@ -52,6 +52,13 @@ void ScheduleBuilder::touch(int step) {
   if (step + 1 > steps_) steps_ = step + 1;
 }
 
+void ScheduleBuilder::single_rank_result(int step, int rank, Buf src, int64_t base, int64_t n,
+                                         bool finalize) {
+  if (src != Buf::Output) copy(step, rank, {Buf::Output, base}, {src, base}, n);
+  if (finalize) this->finalize(step, rank, {Buf::Output, base}, n);
+  touch(step);
+}
+
 void ScheduleBuilder::push(int step, int rank, const Op& op) {
   RankProgram& p = schedule_.programs[size_t(rank)];
   int have = int(p.step_begin.size()) - 1;

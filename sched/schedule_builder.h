@@ -53,6 +53,9 @@ class ScheduleBuilder {
   void finalize(int step, int rank, BufRef dst, int64_t n);
   // Makes sure `step` exists (for ranks whose only work there has zero elements).
   void touch(int step);
+  // A reduction over one rank: its own values from `src` at `base` are the result, moved
+  // into Output at `base` unless already there and finalized once when asked. One step.
+  void single_rank_result(int step, int rank, Buf src, int64_t base, int64_t n, bool finalize);
   // Scratch of `rank` grows to at least `elems`.
   void need_scratch(int rank, int64_t elems);
 
