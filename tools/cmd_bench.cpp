@@ -24,6 +24,7 @@
 #include "sched/generator.h"
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/flag_value.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -111,10 +112,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
   std::string sizes = "1K:64M";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& f = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw std::invalid_argument(f + " needs a value");
-      return args[++i];
-    };
+    auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (f == "--topo") a.topo = value();
     else if (f == "--ranks" || f == "-n") a.ranks = parse_int(f, value(), 1);
     else if (f == "--algos" || f == "--algo") a.algos = split(value(), ',');

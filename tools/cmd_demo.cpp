@@ -17,6 +17,7 @@
 
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/flag_value.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -149,10 +150,7 @@ int run_demo(std::span<const std::string> args) {
   DemoArgs a;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& f = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(f + " needs a value");
-      return args[++i];
-    };
+    auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (f == "--help" || f == "-h") {
       std::printf("%s", kUsage);
       return 0;

@@ -16,6 +16,7 @@
 
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/flag_value.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -233,10 +234,7 @@ int run_simulate(std::span<const std::string> args) {
   bool as_json = false, as_csv = false, have_coll = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + ": missing value");
-      return args[++i];
-    };
+    auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
