@@ -1,0 +1,538 @@
+// libnccl_emu.so: NCCL's API (2.28, nccl.h) for host-only tests. Ranks are processes of
+// this machine (or, with ncclCommInitAll, ranks of this one process) that exchange eager
+// messages over Unix sockets; buffers are host memory (cudart_emu's cudaMalloc). Like the
+// real library it defines the strong pnccl* symbols and makes each nccl* a weak alias, so an
+// interposer can define nccl* and call pnccl*.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/emu/nccl_emu_collectives.h"
+#include "tests/emu/nccl_emu_comm.h"
+#include "tests/emu/nccl_emu_failure.h"
+#include "tests/emu/nccl_emu_group.h"
+#include "tests/emu/nccl_emu_transport.h"
+
+#define NCCL_EMU_EXPORT __attribute__((visibility("default")))
+
+namespace emu = topocoll::emu;
+using emu::Failure;
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& what) {
+  throw Failure(ncclInvalidArgument, what);
+}
+
+// No exception crosses the C ABI: a Failure becomes its code and a WARN line.
+template <class Body>
+ncclResult_t guarded(Body&& body) {
+  try {
+    return body();
+  } catch (const Failure& f) {
+    return emu::report(f.code, f.what());
+  } catch (const std::exception& e) {
+    return emu::report(ncclInternalError, e.what());
+  } catch (...) {
+    return emu::report(ncclInternalError, "unknown exception");
+  }
+}
+
+void check_comm(const ncclComm* comm, const char* call) {
+  if (!comm) invalid(std::string(call) + ": comm is NULL");
+}
+
+void check_config(const ncclConfig_t* config, const char* call) {
+  // NCCL refuses a config not made from NCCL_CONFIG_INITIALIZER.
+  if (config && config->magic != 0xcafebeef)
+    invalid(std::string(call) + ": config was not initialized with NCCL_CONFIG_INITIALIZER");
+}
+
+std::size_t element_size(ncclDataType_t type, const char* call) {
+  if (int(type) < 0 || int(type) >= int(ncclNumTypes))
+    invalid(std::string(call) + ": invalid datatype " + std::to_string(int(type)));
+  static constexpr std::size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return kSizes[int(type)];
+}
+
+void check_op(ncclRedOp_t op, const char* call) {
+  if (int(op) < 0 || int(op) >= int(ncclNumOps))
+    invalid(std::string(call) + ": invalid or unsupported reduction op " +
+            std::to_string(int(op)) + " (only the built-in ops are emulated)");
+}
+
+void check_rank(const ncclComm* comm, int rank, const char* what, const char* call) {
+  if (rank < 0 || rank >= comm->nranks)
+    invalid(std::string(call) + ": " + what + " " + std::to_string(rank) + " is not a rank of a " +
+            std::to_string(comm->nranks) + "-rank communicator");
+}
+
+// `count` elements of `type`, `blocks` times over, must fit in memory addresses, and a
+// buffer that holds any of them must not be NULL.
+void check_buffer(const void* buffer, std::size_t count, std::size_t size, int blocks,
+                  const char* name, const char* call) {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes) ||
+      __builtin_mul_overflow(bytes, std::size_t(blocks), &bytes))
+    invalid(std::string(call) + ": count " + std::to_string(count) + " overflows the " + name +
+            " size");
+  if (bytes > 0 && !buffer) invalid(std::string(call) + ": " + name + " is NULL");
+}
+
+ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, int rank,
+                       const char* call) {
+  return guarded([&] {
+    if (!newcomm) invalid(std::string(call) + ": newcomm is NULL");
+    if (nranks < 1) invalid(std::string(call) + ": nranks " + std::to_string(nranks) + " < 1");
+    if (rank < 0 || rank >= nranks)
+      invalid(std::string(call) + ": rank " + std::to_string(rank) + " is outside 0.." +
+              std::to_string(nranks - 1));
+    auto comm = std::make_unique<ncclComm>();
+    comm->key = emu::key_of(id);
+    comm->rank = rank;
+    comm->nranks = nranks;
+    if (cudaGetDevice(&comm->cuda_device) != cudaSuccess) comm->cuda_device = 0;
+    comm->addresses.resize(std::size_t(nranks));
+    for (int p = 0; p < nranks; ++p)
+      if (p != rank) comm->addresses[std::size_t(p)] = emu::socket_name(comm->key, p);
+    if (nranks > 1) emu::listen_at(emu::socket_name(comm->key, rank));
+    *newcomm = comm.release();
+    return ncclSuccess;
+  });
+}
+
+// A child communicator holding `members` (parent ranks, in child rank order).
+std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey& key,
+                                     const std::vector<int>& members) {
+  auto child = std::make_unique<ncclComm>();
+  child->key = key;
+  child->nranks = int(members.size());
+  child->cuda_device = parent.cuda_device;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == parent.rank) child->rank = int(i);
+    // Child messages reuse the parent's process addresses.
+    child->addresses.push_back(parent.addresses[std::size_t(members[i])]);
+  }
+  return child;
+}
+
+// Keys of children: a split's salt is its color (>= 0), a shrink's has the top bit set.
+constexpr std::uint64_t kShrinkSalt = std::uint64_t(1) << 63;
+
+ncclResult_t run_collective(std::shared_ptr<emu::Exchange> op, cudaStream_t stream) {
+  return emu::submit(std::move(op), stream);
+}
+
+}  // namespace
+
+extern "C" {
+
+// --- versions, ids, errors ------------------------------------------------------------------
+
+NCCL_EMU_EXPORT ncclResult_t pncclGetVersion(int* version) {
+  if (!version) return emu::report(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (!uniqueId) return emu::report(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  return guarded([&] {
+    *uniqueId = emu::make_unique_id();
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT const char* pncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_EMU_EXPORT const char* pncclGetLastError(ncclComm_t) { return emu::last_error(); }
+
+// --- communicators --------------------------------------------------------------------------
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                               int rank) {
+  return init_rank(comm, nranks, commId, rank, "ncclCommInitRank");
+}
+
+// Blocking or not, initialization completes before the call returns.
+NCCL_EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                     ncclUniqueId commId, int rank,
+                                                     ncclConfig_t* config) {
+  const ncclResult_t checked = guarded([&] {
+    check_config(config, "ncclCommInitRankConfig");
+    return ncclSuccess;
+  });
+  if (checked != ncclSuccess) return checked;
+  return init_rank(comm, nranks, commId, rank, "ncclCommInitRankConfig");
+}
+
+// Several ids only spread NCCL's bootstrap load; one is enough here.
+NCCL_EMU_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
+                                                       int nId, ncclUniqueId* commIds,
+                                                       ncclConfig_t* config) {
+  const ncclResult_t checked = guarded([&] {
+    check_config(config, "ncclCommInitRankScalable");
+    if (nId < 1 || !commIds) invalid("ncclCommInitRankScalable: no ncclUniqueId given");
+    return ncclSuccess;
+  });
+  if (checked != ncclSuccess) return checked;
+  return init_rank(newcomm, nranks, commIds[0], myrank, "ncclCommInitRankScalable");
+}
+
+// All ranks in this process: their messages go straight to the mailbox.
+NCCL_EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  return guarded([&] {
+    if (!comms) invalid("ncclCommInitAll: comms is NULL");
+    if (ndev < 1) invalid("ncclCommInitAll: ndev " + std::to_string(ndev) + " < 1");
+    const emu::CommKey key = emu::key_of(emu::make_unique_id());
+    for (int i = 0; i < ndev; ++i) {
+      auto* comm = new ncclComm;
+      comm->key = key;
+      comm->rank = i;
+      comm->nranks = ndev;
+      comm->cuda_device = devlist ? devlist[i] : i;
+      comm->addresses.assign(std::size_t(ndev), std::string());
+      comms[i] = comm;
+    }
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                            ncclConfig_t* config) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommSplit");
+    check_config(config, "ncclCommSplit");
+    if (!newcomm) invalid("ncclCommSplit: newcomm is NULL");
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+      invalid("ncclCommSplit: color " + std::to_string(color) + " is negative");
+    *newcomm = nullptr;
+    const std::uint64_t sequence = comm->children_made++;
+    auto x = std::make_shared<emu::Exchange>(
+        "CommSplit rank " + std::to_string(comm->rank) + "/" + std::to_string(comm->nranks) +
+            " color " + std::to_string(color) + " key " + std::to_string(key),
+        comm, emu::Channel::Collective);
+    // Every rank learns every rank's (color, key).
+    const std::int32_t mine[2] = {color, key};
+    std::byte* own = x->scratch(sizeof mine);
+    std::memcpy(own, mine, sizeof mine);
+    std::vector<const std::byte*> all;
+    for (int p = 0; p < comm->nranks; ++p) {
+      x->send(p, own, sizeof mine);
+      std::byte* theirs = x->scratch(sizeof mine);
+      x->receive(p, theirs, sizeof mine);
+      all.push_back(theirs);
+    }
+    x->then([comm, newcomm, color, sequence, all] {
+      if (color == NCCL_SPLIT_NOCOLOR) return;
+      struct Member {
+        std::int32_t key;
+        int parent_rank;
+      };
+      std::vector<Member> members;
+      for (int p = 0; p < comm->nranks; ++p) {
+        std::int32_t theirs[2];
+        std::memcpy(theirs, all[std::size_t(p)], sizeof theirs);
+        if (theirs[0] == color) members.push_back({theirs[1], p});
+      }
+      // NCCL orders the child's ranks by key, ties by parent rank.
+      std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+        return a.key != b.key ? a.key < b.key : a.parent_rank < b.parent_rank;
+      });
+      std::vector<int> ranks;
+      for (const Member& m : members) ranks.push_back(m.parent_rank);
+      *newcomm = make_child(*comm, emu::child_key(comm->key, sequence, std::uint64_t(color)), ranks)
+                     .release();
+    });
+    return emu::submit(std::move(x), std::nullopt);
+  });
+}
+
+// The remaining ranks agree on the child without the excluded ones: its members and key
+// follow from the parent and the exclusion list, which they check they share.
+NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                             int excludeRanksCount, ncclComm_t* newcomm,
+                                             ncclConfig_t* config, int /*shrinkFlags*/) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommShrink");
+    check_config(config, "ncclCommShrink");
+    if (!newcomm) invalid("ncclCommShrink: newcomm is NULL");
+    if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
+      invalid("ncclCommShrink: bad exclusion list (count " + std::to_string(excludeRanksCount) + ")");
+    std::set<int> excluded;
+    for (int i = 0; i < excludeRanksCount; ++i) {
+      check_rank(comm, excludeRanksList[i], "excluded rank", "ncclCommShrink");
+      excluded.insert(excludeRanksList[i]);
+    }
+    if (excluded.count(comm->rank))
+      invalid("ncclCommShrink: rank " + std::to_string(comm->rank) + " excludes itself");
+    *newcomm = nullptr;
+    std::vector<int> members;
+    for (int p = 0; p < comm->nranks; ++p)
+      if (!excluded.count(p)) members.push_back(p);
+    std::uint64_t list_hash = 0xcbf29ce484222325ull;  // FNV-1a over the sorted list
+    for (int r : excluded) list_hash = (list_hash ^ std::uint64_t(r)) * 0x100000001b3ull;
+
+    std::shared_ptr<ncclComm> child = make_child(
+        *comm, emu::child_key(comm->key, comm->children_made++, kShrinkSalt), members);
+    auto x = std::make_shared<emu::Exchange>(
+        "CommShrink rank " + std::to_string(comm->rank) + "/" + std::to_string(comm->nranks) +
+            " excluding " + std::to_string(excluded.size()),
+        child.get(), emu::Channel::Collective);
+    std::byte* own = x->scratch(sizeof list_hash);
+    std::memcpy(own, &list_hash, sizeof list_hash);
+    std::vector<const std::byte*> all;
+    for (int p = 0; p < child->nranks; ++p) {
+      x->send(p, own, sizeof list_hash);
+      std::byte* theirs = x->scratch(sizeof list_hash);
+      x->receive(p, theirs, sizeof list_hash);
+      all.push_back(theirs);
+    }
+    x->then([child, newcomm, list_hash, all] {
+      for (int p = 0; p < child->nranks; ++p)
+        if (std::memcmp(all[std::size_t(p)], &list_hash, sizeof list_hash) != 0)
+          throw Failure(ncclInvalidArgument,
+                        "ncclCommShrink: the remaining ranks passed different "
+                        "exclusion lists (child rank " + std::to_string(p) + " differs)");
+      *newcomm = new ncclComm(*child);
+    });
+    return emu::submit(std::move(x), std::nullopt);
+  });
+}
+
+// Operations complete synchronously, so there is nothing left to flush.
+NCCL_EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommFinalize");
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;  // as NCCL
+  emu::Mailbox::process().discard(comm->key, comm->rank);
+  delete comm;
+  return ncclSuccess;
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return pncclCommDestroy(comm); }
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommGetAsyncError");
+    if (!asyncError) invalid("ncclCommGetAsyncError: asyncError is NULL");
+    *asyncError = ncclSuccess;
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommCount");
+    if (!count) invalid("ncclCommCount: count is NULL");
+    *count = comm->nranks;
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommCuDevice");
+    if (!device) invalid("ncclCommCuDevice: device is NULL");
+    *device = comm->cuda_device;
+    return ncclSuccess;
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return guarded([&] {
+    check_comm(comm, "ncclCommUserRank");
+    if (!rank) invalid("ncclCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return ncclSuccess;
+  });
+}
+
+// --- groups ---------------------------------------------------------------------------------
+
+NCCL_EMU_EXPORT ncclResult_t pncclGroupStart() { return emu::group_start(); }
+NCCL_EMU_EXPORT ncclResult_t pncclGroupEnd() { return guarded([] { return emu::group_end(); }); }
+
+// Like NCCL: the group's operations are not run; there is no cost model to estimate with.
+NCCL_EMU_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (simInfo) simInfo->estimatedTime = 0.0f;
+  return emu::group_discard();
+}
+
+// --- collectives and point-to-point ---------------------------------------------------------
+
+NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, ncclRedOp_t op,
+                                            ncclComm_t comm, cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclAllReduce";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_op(op, call);
+    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
+    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    return run_collective(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                                size_t recvcount, ncclDataType_t datatype,
+                                                ncclRedOp_t op, ncclComm_t comm,
+                                                cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclReduceScatter";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_op(op, call);
+    check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
+    check_buffer(recvbuff, recvcount, size, 1, "recvbuff", call);
+    return run_collective(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
+                          stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                            ncclDataType_t datatype, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclAllGather";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
+    check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
+    return run_collective(emu::all_gather(comm, sendbuff, recvbuff, sendcount, datatype), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclAlltoAll";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
+    check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
+    return run_collective(emu::all_to_all(comm, sendbuff, recvbuff, count, datatype), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, int root, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclBroadcast";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_rank(comm, root, "root", call);
+    if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
+    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    return run_collective(emu::broadcast(comm, sendbuff, recvbuff, count, datatype, root), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  return pncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclReduce";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_op(op, call);
+    check_rank(comm, root, "root", call);
+    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
+    if (comm->rank == root) check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    return run_collective(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclSend";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_rank(comm, peer, "peer", call);
+    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
+    return run_collective(emu::send(comm, sendbuff, count, datatype, peer), stream);
+  });
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  return guarded([&] {
+    const char* call = "ncclRecv";
+    check_comm(comm, call);
+    const std::size_t size = element_size(datatype, call);
+    check_rank(comm, peer, "peer", call);
+    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    return run_collective(emu::recv(comm, recvbuff, count, datatype, peer), stream);
+  });
+}
+
+}  // extern "C"
+
+// As in the real library, every nccl* is a weak alias of its pnccl*: an interposer's strong
+// nccl* wins, and its calls to pnccl* still reach the emulation.
+#define NCCL_EMU_WEAK_ALIAS(name) \
+  extern "C" NCCL_EMU_EXPORT __attribute__((weak, alias("p" #name))) decltype(p##name) name;
+
+NCCL_EMU_WEAK_ALIAS(ncclGetVersion)
+NCCL_EMU_WEAK_ALIAS(ncclGetUniqueId)
+NCCL_EMU_WEAK_ALIAS(ncclGetErrorString)
+NCCL_EMU_WEAK_ALIAS(ncclGetLastError)
+NCCL_EMU_WEAK_ALIAS(ncclCommInitRank)
+NCCL_EMU_WEAK_ALIAS(ncclCommInitRankConfig)
+NCCL_EMU_WEAK_ALIAS(ncclCommInitRankScalable)
+NCCL_EMU_WEAK_ALIAS(ncclCommInitAll)
+NCCL_EMU_WEAK_ALIAS(ncclCommSplit)
+NCCL_EMU_WEAK_ALIAS(ncclCommShrink)
+NCCL_EMU_WEAK_ALIAS(ncclCommFinalize)
+NCCL_EMU_WEAK_ALIAS(ncclCommDestroy)
+NCCL_EMU_WEAK_ALIAS(ncclCommAbort)
+NCCL_EMU_WEAK_ALIAS(ncclCommGetAsyncError)
+NCCL_EMU_WEAK_ALIAS(ncclCommCount)
+NCCL_EMU_WEAK_ALIAS(ncclCommCuDevice)
+NCCL_EMU_WEAK_ALIAS(ncclCommUserRank)
+NCCL_EMU_WEAK_ALIAS(ncclGroupStart)
+NCCL_EMU_WEAK_ALIAS(ncclGroupEnd)
+NCCL_EMU_WEAK_ALIAS(ncclGroupSimulateEnd)
+NCCL_EMU_WEAK_ALIAS(ncclAllReduce)
+NCCL_EMU_WEAK_ALIAS(ncclReduceScatter)
+NCCL_EMU_WEAK_ALIAS(ncclAllGather)
+NCCL_EMU_WEAK_ALIAS(ncclAlltoAll)
+NCCL_EMU_WEAK_ALIAS(ncclBroadcast)
+NCCL_EMU_WEAK_ALIAS(ncclBcast)
+NCCL_EMU_WEAK_ALIAS(ncclReduce)
+NCCL_EMU_WEAK_ALIAS(ncclSend)
+NCCL_EMU_WEAK_ALIAS(ncclRecv)

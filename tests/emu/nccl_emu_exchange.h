@@ -1,0 +1,58 @@
+// One NCCL operation as the emulation runs it: the messages it sends, the messages it
+// receives, and what it does once all have arrived. post() never waits on a peer (sends are
+// eager), so running every op's post() before any op's complete() cannot deadlock for any
+// set of ops whose sends and receives match: that is how a group runs.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/emu/nccl_emu_comm.h"
+
+namespace topocoll::emu {
+
+class Exchange {
+ public:
+  Exchange(std::string what, const ncclComm* comm, Channel channel)
+      : what_(std::move(what)), comm_(comm), channel_(channel) {}
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  const std::string& what() const { return what_; }
+
+  // `data` is read when the op posts (at each replay under graph capture), not now.
+  void send(int peer, const void* data, std::size_t bytes) {
+    sends_.push_back({peer, const_cast<void*>(data), bytes});
+  }
+  void receive(int peer, void* into, std::size_t bytes) { receives_.push_back({peer, into, bytes}); }
+  // Storage the op owns for as long as it exists (across graph replays).
+  std::byte* scratch(std::size_t bytes) { return scratch_.emplace_back(bytes).data(); }
+  // Runs after every receive has arrived: local reductions, publishing a new communicator.
+  void then(std::function<void()> finish) { finish_ = std::move(finish); }
+
+  void post() const {
+    for (const Transfer& t : sends_) send_to(*comm_, t.peer, channel_, t.buffer, t.bytes);
+  }
+  void complete() const {
+    for (const Transfer& t : receives_) receive_from(*comm_, t.peer, channel_, t.buffer, t.bytes);
+    if (finish_) finish_();
+  }
+
+ private:
+  struct Transfer {
+    int peer;
+    void* buffer;
+    std::size_t bytes;
+  };
+  std::string what_;
+  const ncclComm* comm_;
+  Channel channel_;
+  std::vector<Transfer> sends_, receives_;
+  std::deque<std::vector<std::byte>> scratch_;
+  std::function<void()> finish_;
+};
+
+}  // namespace topocoll::emu

@@ -1,0 +1,117 @@
+#include "tests/emu/nccl_emu_group.h"
+
+#include <cstdio>
+#include <exception>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/emu/emu_runtime.h"
+#include "tests/emu/nccl_emu_failure.h"
+
+namespace topocoll::emu {
+namespace {
+
+struct QueuedOp {
+  std::shared_ptr<Exchange> op;
+  std::optional<cudaStream_t> stream;
+};
+
+struct ThreadGroup {
+  int depth = 0;
+  std::vector<QueuedOp> queue;
+};
+thread_local ThreadGroup group;
+
+// Sends first, for every op, then receives: no op waits on a message that a later op of
+// the same group would send.
+void run(const std::vector<QueuedOp>& ops) {
+  try {
+    for (const QueuedOp& q : ops) q.op->post();
+    for (const QueuedOp& q : ops) q.op->complete();
+  } catch (const Failure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Failure(ncclInternalError, e.what());
+  }
+}
+
+ncclResult_t launch(std::vector<QueuedOp> ops) {
+  if (ops.empty()) return ncclSuccess;
+  std::set<cudaStream_t> streams, capturing;
+  bool streamless = false;
+  for (const QueuedOp& q : ops) {
+    if (!q.stream) {
+      streamless = true;
+      continue;
+    }
+    streams.insert(*q.stream);
+    if (is_capturing(*q.stream)) capturing.insert(*q.stream);
+  }
+
+  if (!capturing.empty()) {
+    if (capturing.size() > 1 || streams.size() > 1 || streamless)
+      return report(ncclInvalidUsage,
+                    "a group under graph capture must put all its operations on one "
+                    "capturing stream (found " + std::to_string(streams.size()) +
+                        " streams, " + std::to_string(capturing.size()) + " capturing" +
+                        (streamless ? ", and a communicator split/shrink)" : ")"));
+    // At replay there is no caller to return an error to.
+    enqueue(*capturing.begin(), [ops = std::move(ops)] {
+      try {
+        run(ops);
+      } catch (const Failure& f) {
+        fail(f.what());
+      }
+    });
+    return ncclSuccess;
+  }
+
+  auto result = std::make_shared<ncclResult_t>(ncclSuccess);
+  auto work = [ops = std::move(ops), result] {
+    try {
+      run(ops);
+    } catch (const Failure& f) {
+      *result = report(f.code, f.what());
+    }
+  };
+  // Not capturing: enqueue runs the work now, in this stream's order.
+  if (streams.size() == 1 && !streamless) enqueue(*streams.begin(), std::move(work));
+  else work();
+  return *result;
+}
+
+}  // namespace
+
+ncclResult_t submit(std::shared_ptr<Exchange> op, std::optional<cudaStream_t> stream) {
+  if (tracing())
+    std::fprintf(stderr, "nccl_emu TRACE %s%s\n", op->what().c_str(),
+                 group.depth > 0 ? " (grouped)" : "");
+  if (group.depth > 0) {
+    group.queue.push_back({std::move(op), stream});
+    return ncclSuccess;
+  }
+  return launch({{std::move(op), stream}});
+}
+
+ncclResult_t group_start() {
+  ++group.depth;
+  return ncclSuccess;
+}
+
+ncclResult_t group_end() {
+  if (group.depth == 0)
+    return report(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+  if (--group.depth > 0) return ncclSuccess;
+  return launch(std::exchange(group.queue, {}));
+}
+
+ncclResult_t group_discard() {
+  if (group.depth == 0)
+    return report(ncclInvalidUsage, "ncclGroupSimulateEnd without ncclGroupStart");
+  if (--group.depth == 0) group.queue.clear();
+  return ncclSuccess;
+}
+
+}  // namespace topocoll::emu
