@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/datatype.h"
 #include "tests/emu/nccl_emu_collectives.h"
 #include "tests/emu/nccl_emu_comm.h"
 #include "tests/emu/nccl_emu_failure.h"
@@ -57,10 +58,10 @@ void check_config(const ncclConfig_t* config, const char* call) {
 }
 
 std::size_t element_size(ncclDataType_t type, const char* call) {
-  if (int(type) < 0 || int(type) >= int(ncclNumTypes))
-    invalid(std::string(call) + ": invalid datatype " + std::to_string(int(type)));
-  static constexpr std::size_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return kSizes[int(type)];
+  // kernels::DataType is numbered like ncclDataType_t.
+  const std::size_t size = topocoll::kernels::datatype_size(topocoll::kernels::DataType(type));
+  if (size == 0) invalid(std::string(call) + ": invalid datatype " + std::to_string(int(type)));
+  return size;
 }
 
 void check_op(ncclRedOp_t op, const char* call) {
@@ -126,10 +127,6 @@ std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey&
 
 // Keys of children: a split's salt is its color (>= 0), a shrink's has the top bit set.
 constexpr std::uint64_t kShrinkSalt = std::uint64_t(1) << 63;
-
-ncclResult_t run_collective(std::shared_ptr<emu::Exchange> op, cudaStream_t stream) {
-  return emu::submit(std::move(op), stream);
-}
 
 }  // namespace
 
@@ -396,7 +393,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
     check_op(op, call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
-    return run_collective(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
+    return emu::submit(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
   });
 }
 
@@ -411,7 +408,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
     check_op(op, call);
     check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, recvcount, size, 1, "recvbuff", call);
-    return run_collective(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
+    return emu::submit(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
                           stream);
   });
 }
@@ -425,7 +422,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
     check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
-    return run_collective(emu::all_gather(comm, sendbuff, recvbuff, sendcount, datatype), stream);
+    return emu::submit(emu::all_gather(comm, sendbuff, recvbuff, sendcount, datatype), stream);
   });
 }
 
@@ -438,7 +435,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
-    return run_collective(emu::all_to_all(comm, sendbuff, recvbuff, count, datatype), stream);
+    return emu::submit(emu::all_to_all(comm, sendbuff, recvbuff, count, datatype), stream);
   });
 }
 
@@ -452,7 +449,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff
     check_rank(comm, root, "root", call);
     if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
-    return run_collective(emu::broadcast(comm, sendbuff, recvbuff, count, datatype, root), stream);
+    return emu::submit(emu::broadcast(comm, sendbuff, recvbuff, count, datatype, root), stream);
   });
 }
 
@@ -472,7 +469,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
     check_rank(comm, root, "root", call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     if (comm->rank == root) check_buffer(recvbuff, count, size, 1, "recvbuff", call);
-    return run_collective(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
+    return emu::submit(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
   });
 }
 
@@ -484,7 +481,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclD
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
-    return run_collective(emu::send(comm, sendbuff, count, datatype, peer), stream);
+    return emu::submit(emu::send(comm, sendbuff, count, datatype, peer), stream);
   });
 }
 
@@ -496,7 +493,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataTyp
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
-    return run_collective(emu::recv(comm, recvbuff, count, datatype, peer), stream);
+    return emu::submit(emu::recv(comm, recvbuff, count, datatype, peer), stream);
   });
 }
 

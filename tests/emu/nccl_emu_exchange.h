@@ -24,9 +24,7 @@ class Exchange {
   const std::string& what() const { return what_; }
 
   // `data` is read when the op posts (at each replay under graph capture), not now.
-  void send(int peer, const void* data, std::size_t bytes) {
-    sends_.push_back({peer, const_cast<void*>(data), bytes});
-  }
+  void send(int peer, const void* data, std::size_t bytes) { sends_.push_back({peer, data, bytes}); }
   void receive(int peer, void* into, std::size_t bytes) { receives_.push_back({peer, into, bytes}); }
   // Storage the op owns for as long as it exists (across graph replays).
   std::byte* scratch(std::size_t bytes) { return scratch_.emplace_back(bytes).data(); }
@@ -34,23 +32,29 @@ class Exchange {
   void then(std::function<void()> finish) { finish_ = std::move(finish); }
 
   void post() const {
-    for (const Transfer& t : sends_) send_to(*comm_, t.peer, channel_, t.buffer, t.bytes);
+    for (const Outgoing& m : sends_) send_to(*comm_, m.peer, channel_, m.data, m.bytes);
   }
   void complete() const {
-    for (const Transfer& t : receives_) receive_from(*comm_, t.peer, channel_, t.buffer, t.bytes);
+    for (const Incoming& m : receives_) receive_from(*comm_, m.peer, channel_, m.into, m.bytes);
     if (finish_) finish_();
   }
 
  private:
-  struct Transfer {
+  struct Outgoing {
     int peer;
-    void* buffer;
+    const void* data;
+    std::size_t bytes;
+  };
+  struct Incoming {
+    int peer;
+    void* into;
     std::size_t bytes;
   };
   std::string what_;
   const ncclComm* comm_;
   Channel channel_;
-  std::vector<Transfer> sends_, receives_;
+  std::vector<Outgoing> sends_;
+  std::vector<Incoming> receives_;
   std::deque<std::vector<std::byte>> scratch_;
   std::function<void()> finish_;
 };
