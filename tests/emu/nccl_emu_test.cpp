@@ -472,4 +472,27 @@ TEST(NcclEmu, CapturedAllReduceRunsAtEachLaunch) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+// A replayed receive that times out has no caller to return to: the process ends with
+// the message (topocoll::emu::fail), it does not hang.
+TEST(NcclEmuDeathTest, FailureDuringGraphReplayEndsTheProcess) {
+  EXPECT_DEATH(
+      {
+        setenv("TOPOCOLL_EMU_TIMEOUT_S", "1", 1);
+        ncclComm_t comms[2];
+        if (ncclCommInitAll(comms, 2, nullptr) != ncclSuccess) std::exit(0);
+        cudaStream_t stream;
+        cudaStreamCreate(&stream);
+        std::uint8_t byte = 0;
+        cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+        if (ncclRecv(&byte, 1, ncclUint8, 1, comms[0], stream) != ncclSuccess) std::exit(0);
+        cudaGraph_t graph;
+        cudaStreamEndCapture(stream, &graph);
+        cudaGraphExec_t exec;
+        cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphLaunch(exec, stream);  // rank 1 never sends
+        std::exit(0);
+      },
+      "timed out after 1 s");
+}
+
 }  // namespace
