@@ -7,7 +7,8 @@
 //       the interposer when preloaded) against an exact CPU reference: several types and
 //       ops, uneven counts, in and out of place, inside and outside a user group, under CUDA
 //       graph capture, and on a split sub-communicator. Exit 0 only if every case matches
-//       bit for bit.
+//       bit for bit. --max-count C leaves out the larger counts (the host emulation,
+//       tests/emu, where every byte crosses a socket).
 //   interposer_gpu_check bench --rank R --nranks N --id-file F [--json OUT]
 //       allreduce / reduce-scatter / allgather times through the API (topocoll's decision)
 //       and through pnccl* directly (NCCL itself), side by side; rank 0 prints the table.
@@ -39,6 +40,7 @@ namespace {
 struct Args {
   std::string mode;
   int rank = 0, nranks = 1, device = 0;
+  int64_t max_count = INT64_MAX;
   std::string id_file, json, out;
 };
 
@@ -72,6 +74,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--nranks") a.nranks = std::atoi(next().c_str());
     else if (k == "--device") a.device = std::atoi(next().c_str());
     else if (k == "--id-file") a.id_file = next();
+    else if (k == "--max-count") a.max_count = std::atoll(next().c_str());
     else if (k == "--json") a.json = next();
     else if (k == "--out") a.out = next();
     else die("unknown option " + k);
@@ -184,6 +187,7 @@ struct Buffers {
   void* send = nullptr;
   void* recv = nullptr;
   void* base = nullptr;  // allocation
+  std::vector<char> input;  // what `send` was filled with
   std::vector<char> expected;
   std::size_t recv_bytes = 0;
 };
@@ -228,6 +232,7 @@ struct Checker {
       for (std::size_t i = 0; i < in_n; ++i)
         encode(c.type->type, double((rank * 3 + int64_t(i)) % 100), &host[i * es]);
     CUDA_OK(cudaMemcpy(b.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+    b.input = std::move(host);
     b.recv_bytes = out_n * es;
     b.expected.resize(b.recv_bytes);
     for (std::size_t i = 0; i < out_n; ++i) {
@@ -294,7 +299,14 @@ struct Checker {
     for (std::size_t k = 0; k < cases.size(); ++k) verify("group", cases[k], bufs[k]);
   }
 
-  // Captured once, replayed twice with fresh inputs in between.
+  // Before a replay: the output cleared, then the input restored (in place, the output
+  // overlaps the input, which the previous run overwrote).
+  void reset(const Buffers& b) {
+    CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
+    CUDA_OK(cudaMemcpy(b.send, b.input.data(), b.input.size(), cudaMemcpyHostToDevice));
+  }
+
+  // Captured once, replayed twice, the buffers reset before each replay.
   void graph(const Case& c) {
     Buffers b = prepare(c, 0);
     cudaGraph_t graph;
@@ -303,7 +315,7 @@ struct Checker {
     NCCL_OK(issue(c, b, comm));
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
+    reset(b);
     CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     std::vector<char> first(b.recv_bytes);
@@ -312,7 +324,7 @@ struct Checker {
       ++failures;
       std::printf("FAIL rank %d graph %s first replay\n", rank, coll_name(c.coll));
     }
-    CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
+    reset(b);
     CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaGraphExecDestroy(exec));
@@ -330,7 +342,11 @@ int run_check(const Args& a) {
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   Checker ck{a.rank, a.nranks, comm, stream};
 
-  const int64_t counts[] = {1, 7, 1031, 65536 + 13, (1 << 20) + 5};
+  std::vector<int64_t> counts;
+  for (int64_t c : {int64_t(1), int64_t(7), int64_t(1031), int64_t(65536 + 13), int64_t((1 << 20) + 5)})
+    if (c <= a.max_count) counts.push_back(c);
+  // The fixed-size cases below, scaled down the same way.
+  const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
   for (const TypeInfo& t : kTypes)
     for (ncclRedOp_t op : ops)
@@ -348,16 +364,16 @@ int run_check(const Args& a) {
     for (int64_t count : counts) ck.single({Coll::AllToAll, t, ncclSum, count, false});
 
   // User groups: three collectives (different types, ops, in/out of place) queued together.
-  ck.grouped({{Coll::AllReduce, &kTypes[0], ncclSum, 1 << 20, false},
+  ck.grouped({{Coll::AllReduce, &kTypes[0], ncclSum, at_most(1 << 20), false},
               {Coll::ReduceScatter, &kTypes[1], ncclMax, 4099, true},
               {Coll::AllGather, &kTypes[4], ncclSum, 777, false}});
-  ck.grouped({{Coll::AllReduce, &kTypes[2], ncclAvg, 33333, true},
+  ck.grouped({{Coll::AllReduce, &kTypes[2], ncclAvg, at_most(33333), true},
               {Coll::AllReduce, &kTypes[5], ncclMin, 5, false},
               {Coll::AllToAll, &kTypes[0], ncclSum, 1000, false}});
 
   // CUDA graph capture.
-  ck.graph({Coll::AllReduce, &kTypes[0], ncclSum, (1 << 20) + 5, false});
-  ck.graph({Coll::ReduceScatter, &kTypes[1], ncclAvg, 65536 + 13, true});
+  ck.graph({Coll::AllReduce, &kTypes[0], ncclSum, at_most((1 << 20) + 5), false});
+  ck.graph({Coll::ReduceScatter, &kTypes[1], ncclAvg, at_most(65536 + 13), true});
   ck.graph({Coll::AllGather, &kTypes[2], ncclSum, 1031, false});
 
   // Split sub-communicators get their own placement.
@@ -368,7 +384,7 @@ int run_check(const Args& a) {
     NCCL_OK(ncclCommUserRank(half, &hr));
     NCCL_OK(ncclCommCount(half, &hn));
     Checker sub{hr, hn, half, stream};
-    sub.single({Coll::AllReduce, &kTypes[0], ncclSum, (1 << 18) + 3, false});
+    sub.single({Coll::AllReduce, &kTypes[0], ncclSum, at_most((1 << 18) + 3), false});
     sub.single({Coll::AllGather, &kTypes[0], ncclSum, 999, true});
     ck.failures += sub.failures;
     ck.passed += sub.passed;
