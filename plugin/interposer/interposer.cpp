@@ -360,10 +360,10 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];
-    const std::vector<int> ring = sched::topology_aware_ring(*st->topology, st->placement);
+    st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
     int key = 0;
-    for (std::size_t pos = 0; pos < ring.size(); ++pos)
-      if (ring[pos] == st->rank) key = int(pos);
+    for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
+      if (st->ring_order[pos] == st->rank) key = int(pos);
     results[i] = pncclCommSplit(st->comm, 0, key, &made[i], nullptr);
   }
   const ncclResult_t end = pncclGroupEnd();
@@ -381,6 +381,87 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   }
 }
 
+// Scratch for one batch of calls: call i gets needs[i] bytes (none when 0), a region of
+// its communicator's scratch of its own (calls of one communicator in one batch run at the
+// same time, so they cannot share), ordered after the previous batch's uses. Null regions
+// and false when an allocation fails (WARNed).
+bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
+                           const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,
+                           std::vector<char*>& regions) {
+  regions.assign(calls.size(), nullptr);
+  std::vector<std::pair<CommState*, std::size_t>> totals;
+  std::vector<std::size_t> offsets(calls.size(), 0);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (needs[i] == 0) continue;
+    CommState* st = calls[i].state;
+    auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.first == st; });
+    if (it == totals.end()) it = totals.insert(totals.end(), {st, 0});
+    offsets[i] = it->second;
+    it->second += (needs[i] + 255) / 256 * 256;
+  }
+  for (auto& [st, total] : totals) {
+    if (!st->scratch) throw std::logic_error("served communicator without scratch");
+    device_guard.use(st->device);
+    bool captured = false;
+    for (const PendingCollective& c : calls)
+      if (c.state == st && stream_capturing(c.call.stream)) captured = true;
+    char* base = static_cast<char*>(st->scratch->reserve(total, captured));
+    if (!base) {
+      TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
+      return false;
+    }
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (needs[i] > 0 && calls[i].state == st) regions[i] = base + offsets[i];
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (needs[i] == 0) continue;
+    device_guard.use(calls[i].state->device);
+    calls[i].state->scratch->order_after_previous(calls[i].call.stream);
+  }
+  return true;
+}
+
+// After a batch: every communicator whose scratch a call used records the calls' streams.
+void mark_batch_scratch_used(const std::vector<PendingCollective>& calls,
+                             const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard) {
+  std::vector<CommState*> done;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CommState* st = calls[i].state;
+    if (needs[i] == 0 || std::find(done.begin(), done.end(), st) != done.end()) continue;
+    done.push_back(st);
+    std::vector<cudaStream_t> streams;
+    for (std::size_t k = 0; k < calls.size(); ++k)
+      if (needs[k] > 0 && calls[k].state == st) streams.push_back(calls[k].call.stream);
+    device_guard.use(st->device);
+    st->scratch->mark_used(streams);
+  }
+}
+
+// Moves `nranks` blocks of `block` bytes between the user's rank order and ring_comm's:
+// to_ring: ring block j = user block ring_order[j] (before a reduce-scatter);
+// otherwise: user block ring_order[j] = ring block j (after an allgather). Runs of
+// consecutive ranks are one copy each.
+cudaError_t permute_blocks(const std::vector<int>& ring_order, bool to_ring, char* user, char* ring,
+                           std::size_t block, cudaStream_t stream) {
+  const std::size_t n = ring_order.size();
+  for (std::size_t j = 0; j < n;) {
+    std::size_t run = 1;
+    while (j + run < n && ring_order[j + run] == ring_order[j] + int(run)) ++run;
+    char* u = user + std::size_t(ring_order[j]) * block;
+    char* r = ring + j * block;
+    const cudaError_t e = cudaMemcpyAsync(to_ring ? r : u, to_ring ? u : r, run * block,
+                                          cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess) return e;
+    j += run;
+  }
+  return cudaSuccess;
+}
+
+// NCCL's collective on the topology-ordered communicator. Allreduce runs there as called;
+// reduce-scatter and allgather number their blocks by ring_comm's ranks, so unless that
+// order is the user's, reduce-scatter reads its input permuted into scratch and allgather
+// writes scratch that is then permuted into the user's buffer: results land as NCCL's
+// would on the user's communicator.
 ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
   // Creating a communicator is not allowed while a stream is being captured (NCCL allocates
@@ -393,53 +474,68 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
   create_ring_comms(states);
-  ncclResult_t r = pncclGroupStart();
-  for (const auto& c : calls) {
-    if (r != ncclSuccess) break;
-    r = forward_collective(c.call, c.state->ring_comm ? c.state->ring_comm : c.call.comm);
+
+  CurrentDeviceGuard device_guard;
+  std::vector<std::size_t> needs(calls.size(), 0);
+  std::vector<std::size_t> blocks(calls.size(), 0);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const PendingCollective& c = calls[i];
+    if (!c.state->ring_comm || c.call.collective == Collective::AllReduce ||
+        c.state->ring_order_is_identity())
+      continue;
+    blocks[i] = c.call.count * kernels::datatype_size(kernels::DataType(int(c.call.datatype)));
+    needs[i] = blocks[i] * std::size_t(c.state->nranks);
+  }
+  std::vector<char*> regions;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions)) return ncclSystemError;
+  auto permute = [&](std::size_t i, bool to_ring) {
+    const CollectiveCall& call = calls[i].call;
+    char* user = static_cast<char*>(to_ring ? const_cast<void*>(call.sendbuff) : call.recvbuff);
+    device_guard.use(calls[i].state->device);
+    const cudaError_t e =
+        permute_blocks(calls[i].state->ring_order, to_ring, user, regions[i], blocks[i], call.stream);
+    if (e != cudaSuccess)
+      TC_WARN("comm %p: permuting blocks for the topology-ordered communicator failed: %s",
+              static_cast<void*>(calls[i].state->comm), cudaGetErrorString(e));
+    return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+  };
+
+  // Stream order: reduce-scatter inputs are permuted before NCCL's group is enqueued (at
+  // its end), allgather outputs after.
+  ncclResult_t r = ncclSuccess;
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
+    if (needs[i] > 0 && calls[i].call.collective == Collective::ReduceScatter) r = permute(i, true);
+  if (r != ncclSuccess) return r;
+  r = pncclGroupStart();
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
+    CollectiveCall call = calls[i].call;
+    const ncclComm_t comm = calls[i].state->ring_comm ? calls[i].state->ring_comm : call.comm;
+    if (needs[i] > 0 && call.collective == Collective::ReduceScatter) call.sendbuff = regions[i];
+    if (needs[i] > 0 && call.collective == Collective::AllGather) call.recvbuff = regions[i];
+    r = forward_collective(call, comm);
   }
   const ncclResult_t end = pncclGroupEnd();
-  return r != ncclSuccess ? r : end;
+  if (r == ncclSuccess) r = end;
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
+    if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
+  mark_batch_scratch_used(calls, needs, device_guard);
+  return r;
 }
 
 // Runs schedule-routed collectives on the NCCL/CUDA backend, step by step across them.
 ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
   CurrentDeviceGuard device_guard;
-  // Scratch: one region per call, carved out of its communicator's scratch (calls on the
-  // same communicator in one group run at the same time, so they cannot share).
-  std::vector<std::size_t> offsets(calls.size(), 0);
-  std::vector<std::pair<CommState*, std::size_t>> totals;
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    CommState* st = calls[i].state;
-    auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.first == st; });
-    if (it == totals.end()) it = totals.insert(totals.end(), {st, 0});
-    offsets[i] = it->second;
-    it->second += (calls[i].plan->scratch_bytes + 255) / 256 * 256;
-  }
-  std::vector<char*> bases;
-  for (auto& [st, total] : totals) {
-    if (!st->scratch) throw std::logic_error("served communicator without scratch");
-    device_guard.use(st->device);
-    bool captured = false;
-    for (const PendingCollective& c : calls)
-      if (c.state == st && stream_capturing(c.call.stream)) captured = true;
-    void* base = st->scratch->reserve(total, captured);
-    if (!base && total > 0) {
-      TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
-      return ncclSystemError;
-    }
-    bases.push_back(static_cast<char*>(base));
-  }
+  std::vector<std::size_t> needs;
+  for (const PendingCollective& c : calls) needs.push_back(c.plan->scratch_bytes);
+  std::vector<char*> regions;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions)) return ncclSystemError;
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const PendingCollective& c = calls[i];
     CommState* st = c.state;
-    std::size_t which = 0;
-    while (totals[which].first != st) ++which;
     device_guard.use(st->device);
-    st->scratch->order_after_previous(c.call.stream);
     QueuedCollective q;
     q.schedule = c.plan->schedule;
     q.rank = st->rank;
@@ -447,7 +543,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     q.op = c.call.collective == Collective::AllReduce || c.call.collective == Collective::ReduceScatter
                ? kernels::ReduceOp(int(c.call.op))
                : kernels::ReduceOp::Sum;
-    q.buffers = {c.call.sendbuff, c.call.recvbuff, bases[which] ? bases[which] + offsets[i] : nullptr};
+    q.buffers = {c.call.sendbuff, c.call.recvbuff, regions[i]};
     backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device));
     q.backend = backends.back();
     queue.push(std::move(q));
@@ -459,13 +555,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     for (auto it = backends.rbegin(); it != backends.rend(); ++it) (*it)->close_open_batches();
     throw;
   }
-  for (auto& [st, total] : totals) {
-    std::vector<cudaStream_t> streams;
-    for (const PendingCollective& c : calls)
-      if (c.state == st) streams.push_back(c.call.stream);
-    device_guard.use(st->device);
-    st->scratch->mark_used(streams);
-  }
+  mark_batch_scratch_used(calls, needs, device_guard);
   return ncclSuccess;
 }
 
@@ -524,8 +614,10 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     case Route::Nccl:
       return forward_collective(call, call.comm);
     case Route::NcclTopoRing:
-      if (st->ring_comm) return forward_collective(call, st->ring_comm);
       if (st->ring_comm_failed) return forward_collective(call, call.comm);
+      // Straight through when no block needs permuting; else after NCCL's group (queued).
+      if (st->ring_comm && (call.collective == Collective::AllReduce || st->ring_order_is_identity()))
+        return forward_collective(call, st->ring_comm);
       break;
     case Route::Schedule:
       break;
