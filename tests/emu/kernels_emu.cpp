@@ -1,0 +1,40 @@
+// The CUDA kernels the NCCL backend launches (kernels/reduce_cuda.h), for the host
+// emulation (emu_runtime.h): the same arguments checked the same way, then the CPU
+// reference (kernels/reduce_cpu.h, bitwise the kernels' semantics) runs as stream work, so
+// it lands in stream order and inside graph captures exactly where the launch would.
+#include <array>
+#include <string>
+
+#include "kernels/reduce_cpu.h"
+#include "kernels/reduce_cuda.h"
+#include "tests/emu/emu_runtime.h"
+
+namespace topocoll::kernels {
+
+cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const* srcs, int nsrc,
+                        std::size_t count, cudaStream_t stream) {
+  if (!is_valid(type) || !is_valid(op) || nsrc < 1 || nsrc > kMaxReduceInputs || !dst || !srcs)
+    return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  const std::size_t bytes = count * datatype_size(type);
+  std::array<const void*, kMaxReduceInputs> inputs{};  // by value, as a kernel launch takes them
+  for (int i = 0; i < nsrc; ++i) {
+    if (!srcs[i]) return cudaErrorInvalidValue;
+    emu::check_device_range(srcs[i], bytes, "reduce kernel source");
+    inputs[std::size_t(i)] = srcs[i];
+  }
+  emu::check_device_range(dst, bytes, "reduce kernel destination");
+  emu::enqueue(stream, [=] { reduce_cpu(type, op, dst, inputs.data(), nsrc, count); });
+  return cudaSuccess;
+}
+
+cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t count, int nranks,
+                          cudaStream_t stream) {
+  if (!is_valid(type) || !is_valid(op) || !dst || nranks < 1) return cudaErrorInvalidValue;
+  if (count == 0 || op != ReduceOp::Avg) return cudaSuccess;
+  emu::check_device_range(dst, count * datatype_size(type), "finalize kernel destination");
+  emu::enqueue(stream, [=] { finalize_cpu(type, op, dst, count, nranks); });
+  return cudaSuccess;
+}
+
+}  // namespace topocoll::kernels
