@@ -109,29 +109,13 @@ run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json
 fi
 
 # --- 4./5. multi-process through the interposer ----------------------------------------------
-# ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check.
+# ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check
+# (tests/interposer/run_ranks.sh, shared with the host emulation's tests).
 ranks() {
   local name=$1 n=$2 mode=$3 algo=$4; shift 4
-  local dir="$out/$name"
-  mkdir -p "$dir"
-  "$check" topology --nranks "$n" --out "$dir/topology.json" > "$dir/hosts.txt"
-  rm -f "$dir/id"
-  local pids=() r
-  for ((r = 0; r < n; r++)); do
-    local cmd=(env NCCL_HOSTID=s$r NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
-               NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
-               TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout 300
-               "$check" "$mode" --rank $r --nranks "$n" --id-file "$dir/id" "$@")
-    [ $r -eq 0 ] && log_cmd "(x$n, rank r: NCCL_HOSTID=s<r> --rank <r>) ${cmd[*]}"
-    "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
-    pids+=($!)
-  done
-  local rc=0 p
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  grep -h "topocoll:" "$dir"/rank0.log > "$dir/decisions.txt" 2>/dev/null
-  if ! grep -q "served on topology" "$dir/rank0.log"; then
-    echo "communicator not served (see rank0.log)" >> "$dir/decisions.txt"; rc=1
-  fi
+  local rc=0
+  bash "$root/tests/interposer/run_ranks.sh" "$out/$name" "$plugin" "$check" "$n" "$mode" "$algo" "$@" || rc=1
+  log_cmd "$(cat "$out/$name/command.txt" 2>/dev/null)"
   return $rc
 }
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Starts NRANKS processes of the interposer check program, each its own NCCL "host"
+# (NCCL_HOSTID=s<rank>), under LD_PRELOAD=PLUGIN, on a BiGraph topology with one GPU per
+# host written by the program itself, and waits for all of them.
+#
+#   run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [CHECK's options...]
+#
+# DIR gets topology.json, hosts.txt, rank<r>.log and decisions.txt (topocoll's log lines of
+# rank 0). Exit 0 only if every rank exited 0 and rank 0 logged that topocoll served the
+# communicator (a check that silently fell back to NCCL proves nothing). Used by
+# perf/gpu/run_all.sh on the GPU machine and by the host emulation's tests (tests/emu).
+# RANK_TIMEOUT_S (default 300) bounds each process; extra environment passes through.
+set -uo pipefail
+if [ $# -lt 6 ]; then
+  echo "usage: run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [options...]" >&2
+  exit 2
+fi
+dir=$1 plugin=$2 check=$3 n=$4 mode=$5 algo=$6
+shift 6
+mkdir -p "$dir"
+"$check" topology --nranks "$n" --out "$dir/topology.json" > "$dir/hosts.txt" || exit 1
+rm -f "$dir/id"
+pids=()
+for ((r = 0; r < n; r++)); do
+  cmd=(env NCCL_HOSTID="s$r" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
+       NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
+       TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout "${RANK_TIMEOUT_S:-300}"
+       "$check" "$mode" --rank "$r" --nranks "$n" --id-file "$dir/id" "$@")
+  [ "$r" -eq 0 ] && echo "(x$n, rank r: NCCL_HOSTID=s<r> --rank <r>) ${cmd[*]}" > "$dir/command.txt"
+  "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
+  pids+=($!)
+done
+rc=0
+for ((r = 0; r < n; r++)); do
+  wait "${pids[$r]}" || { echo "rank $r failed: $dir/rank$r.log" >&2; rc=1; }
+done
+grep -h "topocoll:" "$dir/rank0.log" > "$dir/decisions.txt" 2>/dev/null
+if ! grep -q "served on topology" "$dir/rank0.log"; then
+  echo "communicator not served (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2
+  rc=1
+fi
+if [ $rc -ne 0 ]; then
+  for ((r = 0; r < n; r++)); do
+    echo "--- rank $r (last lines) ---" >&2
+    tail -n 15 "$dir/rank$r.log" >&2
+  done
+fi
+exit $rc
