@@ -6,14 +6,26 @@
 //       allreduce / reduce-scatter / allgather / all-to-all through the NCCL API (so through
 //       the interposer when preloaded) against an exact CPU reference: several types and
 //       ops, uneven counts, in and out of place, inside and outside a user group, under CUDA
-//       graph capture, and on a split sub-communicator. Exit 0 only if every case matches
-//       bit for bit. --max-count C leaves out the larger counts (the host emulation,
-//       tests/emu, where every byte crosses a socket).
+//       graph capture, and on a split sub-communicator. Then the communicator lifecycle:
+//       ncclCommShrink without the last rank (N >= 3), a second communicator from
+//       ncclCommInitRankScalable (id in F.scalable) finalized then destroyed, and a
+//       non-blocking communicator (config.blocking = 0, id in F.nonblocking), which topocoll
+//       leaves to NCCL. Exit 0 only if every case matches bit for bit. --max-count C leaves
+//       out the larger counts (the host emulation, tests/emu, where every byte crosses a
+//       socket).
+//   interposer_gpu_check check-all --ndev N [--max-count C]
+//       one process, N communicators from ncclCommInitAll (GPUs 0..N-1) driven from one
+//       thread as nccl-tests -g N does: every case is one ncclGroupStart/End around the
+//       collective on every communicator, then every rank's output is checked. For the host
+//       emulation and multi-GPU machines only: on a single GPU NCCL refuses two ranks of one
+//       communicator on one device. tests/interposer/run_all_in_one.sh runs it.
 //   interposer_gpu_check bench --rank R --nranks N --id-file F [--json OUT]
 //       allreduce / reduce-scatter / allgather times through the API (topocoll's decision)
 //       and through pnccl* directly (NCCL itself), side by side; rank 0 prints the table.
-//   interposer_gpu_check topology --nranks N --out FILE
-//       writes a BiGraph topology with one GPU per host named s0..s{N-1}, GPU 0.
+//   interposer_gpu_check topology --nranks N --out FILE [--gpus-per-host G]
+//       writes a BiGraph topology of at least N GPUs on servers s0, s1, ... of G GPUs each
+//       (default 1: one process per host, GPU 0) and prints every endpoint's "host gpu", the
+//       (NCCL_HOSTID, CUDA ordinal) the interposer identifies a rank by.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -40,6 +52,7 @@ namespace {
 struct Args {
   std::string mode;
   int rank = 0, nranks = 1, device = 0;
+  int ndev = 0, gpus_per_host = 1;
   int64_t max_count = INT64_MAX;
   std::string id_file, json, out;
 };
@@ -62,7 +75,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  if (argc < 2) die("usage: interposer_gpu_check check|bench|topology [options]");
+  if (argc < 2) die("usage: interposer_gpu_check check|check-all|bench|topology [options]");
   a.mode = argv[1];
   for (int i = 2; i < argc; ++i) {
     std::string k = argv[i];
@@ -73,6 +86,8 @@ Args parse(int argc, char** argv) {
     if (k == "--rank") a.rank = std::atoi(next().c_str());
     else if (k == "--nranks") a.nranks = std::atoi(next().c_str());
     else if (k == "--device") a.device = std::atoi(next().c_str());
+    else if (k == "--ndev") a.ndev = std::atoi(next().c_str());
+    else if (k == "--gpus-per-host") a.gpus_per_host = std::atoi(next().c_str());
     else if (k == "--id-file") a.id_file = next();
     else if (k == "--max-count") a.max_count = std::atoll(next().c_str());
     else if (k == "--json") a.json = next();
@@ -82,21 +97,48 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-ncclUniqueId bootstrap_id(const Args& a) {
+// Files of the ids of the communicators the lifecycle cases create after the first one.
+std::string scalable_id_file(const Args& a) { return a.id_file + ".scalable"; }
+std::string nonblocking_id_file(const Args& a) { return a.id_file + ".nonblocking"; }
+
+// Rank 0 creates an id and publishes it at `path` (written aside, then renamed, so nobody
+// reads half of it); the others wait for it.
+ncclUniqueId shared_id(const Args& a, const std::string& path) {
   ncclUniqueId id;
   if (a.rank == 0) {
     NCCL_OK(ncclGetUniqueId(&id));
-    const std::string tmp = a.id_file + ".tmp";
+    const std::string tmp = path + ".tmp";
     std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-    std::rename(tmp.c_str(), a.id_file.c_str());
+    std::rename(tmp.c_str(), path.c_str());
     return id;
   }
   for (int waited_ms = 0; waited_ms < 120000; waited_ms += 50) {
-    std::ifstream in(a.id_file, std::ios::binary);
+    std::ifstream in(path, std::ios::binary);
     if (in && in.read(id.internal, sizeof id.internal)) return id;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  die("no unique id in " + a.id_file + " after 120 s");
+  die("no unique id in " + path + " after 120 s");
+}
+
+ncclUniqueId bootstrap_id(const Args& a) {
+  // The later ids of a previous run in the same place must not be read as this run's: they
+  // go before the first id appears, and no other rank gets past the first id without rank 0.
+  if (a.rank == 0) {
+    std::remove(scalable_id_file(a).c_str());
+    std::remove(nonblocking_id_file(a).c_str());
+  }
+  return shared_id(a, a.id_file);
+}
+
+// NCCL's non-blocking protocol: a call on a non-blocking communicator may return
+// ncclInProgress; ncclCommGetAsyncError then says when it is done and how it ended.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t r) {
+  while (r == ncclInProgress) {
+    const ncclResult_t q = ncclCommGetAsyncError(comm, &r);
+    if (q != ncclSuccess) return q;
+    if (r == ncclInProgress) std::this_thread::yield();
+  }
+  return r;
 }
 
 // ---- element types: host encode/decode of exact small values ----------------------------
@@ -197,6 +239,7 @@ struct Checker {
   ncclComm_t comm;
   cudaStream_t stream;
   int failures = 0, passed = 0;
+  bool nonblocking = false;  // `comm` follows NCCL's non-blocking protocol (settle)
 
   std::size_t in_elems(const Case& c) const {
     return c.coll == Coll::AllReduce || c.coll == Coll::AllGather ? c.count : c.count * nranks;
@@ -284,9 +327,10 @@ struct Checker {
 
   void single(const Case& c) {
     Buffers b = prepare(c, 0);
-    NCCL_OK(issue(c, b, comm));
+    if (nonblocking) NCCL_OK(settle(comm, issue(c, b, comm)));
+    else NCCL_OK(issue(c, b, comm));
     CUDA_OK(cudaStreamSynchronize(stream));
-    verify("single", c, b);
+    verify(nonblocking ? "non-blocking" : "single", c, b);
   }
 
   void grouped(const std::vector<Case>& cases) {
@@ -332,6 +376,76 @@ struct Checker {
     verify("graph", c, b);
   }
 };
+
+// Adds `sub`'s counts to `total`.
+void merge(Checker& total, const Checker& sub) {
+  total.failures += sub.failures;
+  total.passed += sub.passed;
+}
+
+// Communicators made and ended the other ways NCCL offers, each checked like the first.
+void lifecycle_cases(const Args& a, ncclComm_t comm, cudaStream_t stream, Checker& ck) {
+  const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
+
+  // ncclCommShrink without the last rank. NCCL's rule: only the remaining ranks call it
+  // (the excluded one does not), and with NCCL_SHRINK_DEFAULT none of the parent's
+  // operations may be outstanding.
+  if (a.nranks >= 3) {
+    CUDA_OK(cudaStreamSynchronize(stream));
+    if (a.rank != a.nranks - 1) {
+      int excluded = a.nranks - 1;
+      ncclComm_t shrunk;
+      NCCL_OK(ncclCommShrink(comm, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT));
+      int sr = -1, sn = 0;
+      NCCL_OK(ncclCommUserRank(shrunk, &sr));
+      NCCL_OK(ncclCommCount(shrunk, &sn));
+      if (sr != a.rank || sn != a.nranks - 1) {  // the ranks before the gap keep their numbers
+        ++ck.failures;
+        std::printf("FAIL rank %d shrink: rank %d of %d in the shrunk communicator, expected %d of %d\n",
+                    a.rank, sr, sn, a.rank, a.nranks - 1);
+      } else {
+        Checker sub{sr, sn, shrunk, stream};
+        sub.single({Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false});
+        sub.single({Coll::AllGather, &kTypes[4], ncclSum, 1031, true});
+        merge(ck, sub);
+      }
+      NCCL_OK(ncclCommDestroy(shrunk));
+    }
+  }
+
+  // A second communicator of the same ranks from ncclCommInitRankScalable (its own id),
+  // finalized then destroyed.
+  {
+    ncclUniqueId id = shared_id(a, scalable_id_file(a));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    ncclComm_t second;
+    NCCL_OK(ncclCommInitRankScalable(&second, a.nranks, a.rank, 1, &id, &config));
+    Checker sub{a.rank, a.nranks, second, stream};
+    sub.single({Coll::AllReduce, &kTypes[4], ncclMax, 1031, true});
+    sub.single({Coll::ReduceScatter, &kTypes[0], ncclSum, at_most(65536 + 13), false});
+    merge(ck, sub);
+    NCCL_OK(ncclCommFinalize(second));
+    NCCL_OK(ncclCommDestroy(second));
+  }
+
+  // A non-blocking communicator: topocoll does not serve it, so this checks the fallback
+  // to NCCL. Every call may return ncclInProgress (settle).
+  {
+    ncclUniqueId id = shared_id(a, nonblocking_id_file(a));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t nb = nullptr;
+    const ncclResult_t init = ncclCommInitRankConfig(&nb, a.nranks, id, a.rank, &config);
+    NCCL_OK(settle(nb, init));  // nb is set before the init completes
+    Checker sub{a.rank, a.nranks, nb, stream};
+    sub.nonblocking = true;
+    sub.single({Coll::AllReduce, &kTypes[1], ncclSum, at_most(65536 + 13), false});
+    sub.single({Coll::AllReduce, &kTypes[7], ncclMin, 7, true});
+    merge(ck, sub);
+    NCCL_OK(settle(nb, ncclCommFinalize(nb)));
+    NCCL_OK(ncclCommDestroy(nb));
+  }
+}
 
 int run_check(const Args& a) {
   CUDA_OK(cudaSetDevice(a.device));
@@ -386,15 +500,113 @@ int run_check(const Args& a) {
     Checker sub{hr, hn, half, stream};
     sub.single({Coll::AllReduce, &kTypes[0], ncclSum, at_most((1 << 18) + 3), false});
     sub.single({Coll::AllGather, &kTypes[0], ncclSum, 999, true});
-    ck.failures += sub.failures;
-    ck.passed += sub.passed;
+    merge(ck, sub);
     NCCL_OK(ncclCommDestroy(half));
   }
+
+  lifecycle_cases(a, comm, stream, ck);
 
   CUDA_OK(cudaStreamDestroy(stream));
   NCCL_OK(ncclCommDestroy(comm));
   std::printf("rank %d/%d: %d cases passed, %d failed\n", a.rank, a.nranks, ck.passed, ck.failures);
   return ck.failures == 0 ? 0 : 1;
+}
+
+// ---- one process, N communicators (ncclCommInitAll) ---------------------------------------
+
+// The N ranks of one ncclCommInitAll clique, driven from this thread.
+struct Clique {
+  std::vector<Checker> ranks;  // rank i: communicator i, its own stream, on GPU i
+
+  // One group: every case on every communicator, then every rank's outputs checked. Each
+  // rank's buffers are allocated and filled on its own GPU.
+  void run(const std::vector<Case>& cases) {
+    const int n = int(ranks.size());
+    std::vector<std::vector<Buffers>> bufs(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      CUDA_OK(cudaSetDevice(i));
+      for (std::size_t k = 0; k < cases.size(); ++k)
+        bufs[std::size_t(i)].push_back(ranks[std::size_t(i)].prepare(cases[k], cases.size() > 1 ? int(k) + 1 : 0));
+    }
+    NCCL_OK(ncclGroupStart());
+    for (int i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < cases.size(); ++k) {
+        Checker& r = ranks[std::size_t(i)];
+        NCCL_OK(r.issue(cases[k], bufs[std::size_t(i)][k], r.comm));
+      }
+    NCCL_OK(ncclGroupEnd());
+    for (int i = 0; i < n; ++i) {
+      CUDA_OK(cudaSetDevice(i));
+      CUDA_OK(cudaStreamSynchronize(ranks[std::size_t(i)].stream));
+    }
+    for (int i = 0; i < n; ++i) {
+      CUDA_OK(cudaSetDevice(i));
+      for (std::size_t k = 0; k < cases.size(); ++k)
+        ranks[std::size_t(i)].verify(cases.size() > 1 ? "all-in-one group" : "all-in-one", cases[k],
+                                     bufs[std::size_t(i)][k]);
+    }
+  }
+};
+
+int run_check_all(const Args& a) {
+  const int n = a.ndev;
+  int devices = 0;
+  CUDA_OK(cudaGetDeviceCount(&devices));
+  if (n < 1 || n > devices)
+    die("check-all: --ndev " + std::to_string(n) + " must be in 1.." + std::to_string(devices) +
+        " (the GPUs CUDA sees)");
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
+  std::vector<int> devlist(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) devlist[std::size_t(i)] = i;
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devlist.data()));
+  Clique clique;
+  for (int i = 0; i < n; ++i) {
+    CUDA_OK(cudaSetDevice(i));
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    clique.ranks.push_back({i, n, comms[std::size_t(i)], stream});
+  }
+
+  std::vector<int64_t> counts;
+  for (int64_t c : {int64_t(1), int64_t(7), int64_t(1031), int64_t(65536 + 13), int64_t((1 << 20) + 5)})
+    if (c <= a.max_count) counts.push_back(c);
+  const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (const TypeInfo& t : kTypes) {
+    for (ncclRedOp_t op : ops)
+      for (int64_t count : {int64_t(7), int64_t(1031)})
+        for (bool in_place : {false, true}) clique.run({{Coll::AllReduce, &t, op, count, in_place}});
+    for (int64_t count : counts)
+      for (bool in_place : {false, true}) clique.run({{Coll::AllReduce, &t, ncclSum, count, in_place}});
+  }
+  for (const TypeInfo* t : {&kTypes[0], &kTypes[2], &kTypes[4], &kTypes[6]})
+    for (ncclRedOp_t op : ops)
+      for (int64_t count : {int64_t(1), int64_t(7), int64_t(1031)})
+        for (bool in_place : {false, true}) clique.run({{Coll::ReduceScatter, t, op, count, in_place}});
+  for (const TypeInfo* t : {&kTypes[0], &kTypes[1], &kTypes[3], &kTypes[7]})
+    for (int64_t count : counts)
+      for (bool in_place : {false, true}) clique.run({{Coll::AllGather, t, ncclSum, count, in_place}});
+  for (const TypeInfo* t : {&kTypes[0], &kTypes[1], &kTypes[6]})
+    for (int64_t count : counts) clique.run({{Coll::AllToAll, t, ncclSum, count, false}});
+  // Two different collectives per communicator in one group.
+  clique.run({{Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false},
+              {Coll::AllGather, &kTypes[4], ncclSum, 777, true}});
+  clique.run({{Coll::ReduceScatter, &kTypes[1], ncclMax, 1031, true},
+              {Coll::AllToAll, &kTypes[0], ncclSum, 1000, false}});
+  clique.run({{Coll::AllReduce, &kTypes[2], ncclAvg, at_most(33333), true},
+              {Coll::AllReduce, &kTypes[5], ncclMin, 5, false}});
+
+  int passed = 0, failed = 0;
+  for (int i = 0; i < n; ++i) {
+    Checker& r = clique.ranks[std::size_t(i)];
+    passed += r.passed;
+    failed += r.failures;
+    CUDA_OK(cudaSetDevice(i));
+    CUDA_OK(cudaStreamDestroy(r.stream));
+    NCCL_OK(ncclCommDestroy(r.comm));
+  }
+  std::printf("check-all %d ranks in one process: %d cases passed, %d failed\n", n, passed, failed);
+  return failed == 0 ? 0 : 1;
 }
 
 // ---- benchmark ---------------------------------------------------------------------------
@@ -474,12 +686,19 @@ int run_bench(const Args& a) {
 }
 
 int write_topology(const Args& a) {
-  // One GPU per server so every process (its own NCCL_HOSTID) is one endpoint.
+  // Servers of --gpus-per-host GPUs: one GPU each when every process is its own host
+  // (run_ranks.sh), all GPUs of one server for a one-process clique (run_all_in_one.sh).
+  if (a.nranks < 1) die("topology: --nranks must be at least 1");
   topocoll::topo::BiGraphShape shape;
-  shape.gpus_per_server = 1;
+  shape.gpus_per_server = a.gpus_per_host;
   if (a.nranks <= 2) { shape.switches_per_group = 1; shape.endpoints_per_switch = 1; }
   else if (a.nranks <= 4) { shape.switches_per_group = 1; shape.endpoints_per_switch = 2; }
   else { shape.switches_per_group = 2; shape.endpoints_per_switch = a.nranks <= 8 ? 2 : 4; }
+  const int endpoints = 2 * shape.switches_per_group * shape.endpoints_per_switch;
+  if (a.nranks > endpoints) die("topology: at most 16 ranks");
+  if (a.gpus_per_host < 1 || endpoints % a.gpus_per_host != 0)
+    die("topology: --gpus-per-host " + std::to_string(a.gpus_per_host) + " must divide the " +
+        std::to_string(endpoints) + " endpoints of the BiGraph for " + std::to_string(a.nranks) + " ranks");
   const auto topology = topocoll::topo::generate_bigraph(shape);
   std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
   for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
@@ -492,6 +711,7 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (a.mode == "topology") return write_topology(a);
   if (a.mode == "check") return run_check(a);
+  if (a.mode == "check-all") return run_check_all(a);
   if (a.mode == "bench") return run_bench(a);
   die("unknown mode " + a.mode);
 }
