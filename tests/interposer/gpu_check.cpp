@@ -694,11 +694,12 @@ int write_topology(const Args& a) {
   if (a.nranks <= 2) { shape.switches_per_group = 1; shape.endpoints_per_switch = 1; }
   else if (a.nranks <= 4) { shape.switches_per_group = 1; shape.endpoints_per_switch = 2; }
   else { shape.switches_per_group = 2; shape.endpoints_per_switch = a.nranks <= 8 ? 2 : 4; }
-  const int endpoints = 2 * shape.switches_per_group * shape.endpoints_per_switch;
-  if (a.nranks > endpoints) die("topology: at most 16 ranks");
-  if (a.gpus_per_host < 1 || endpoints % a.gpus_per_host != 0)
-    die("topology: --gpus-per-host " + std::to_string(a.gpus_per_host) + " must divide the " +
-        std::to_string(endpoints) + " endpoints of the BiGraph for " + std::to_string(a.nranks) + " ranks");
+  if (a.nranks > 2 * shape.switches_per_group * shape.endpoints_per_switch) die("topology: at most 16 ranks");
+  if (a.gpus_per_host < 1 || a.gpus_per_host > 16) die("topology: --gpus-per-host must be in 1..16");
+  // Whole servers: more endpoints per switch until the servers fill the BiGraph exactly
+  // (3 GPUs per host: 6 endpoints).
+  while (2 * shape.switches_per_group * shape.endpoints_per_switch % a.gpus_per_host != 0)
+    ++shape.endpoints_per_switch;
   const auto topology = topocoll::topo::generate_bigraph(shape);
   std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
   for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
