@@ -7,6 +7,7 @@
 
 #include "exec/engine.h"
 #include "sched/cost_model.h"
+#include "sched/placement.h"
 #include "sched/plan.h"
 
 namespace topocoll::plugin::interposer {
@@ -35,6 +36,12 @@ sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, dou
   r.verify = verify;
   r.keep_link_detail = false;
   return r;
+}
+
+bool is_identity(const std::vector<int>& order) {
+  for (std::size_t j = 0; j < order.size(); ++j)
+    if (order[j] != int(j)) return false;
+  return true;
 }
 
 std::string format_us(double us) {
@@ -102,8 +109,15 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     const std::string nccl_algo = c == Collective::AllToAll ? "direct" : "ring";
     const double nccl_us =
         sched::make_plan(*in.topology, request_for(in, nccl_algo, kNcclStepUs, false)).predicted_us;
+    // Reduce-scatter and allgather on the topology-ordered split permute their blocks
+    // through scratch unless its order is the rank order (interposer.cpp): one local copy
+    // of the whole buffer, read and written.
     auto topo_ring_us = [&] {
-      return sched::make_plan(*in.topology, request_for(in, "ring-topo", kNcclStepUs, false)).predicted_us;
+      double us =
+          sched::make_plan(*in.topology, request_for(in, "ring-topo", kNcclStepUs, false)).predicted_us;
+      if (c != Collective::AllReduce && !is_identity(sched::topology_aware_ring(*in.topology, *in.placement)))
+        us += 2.0 * bytes * sched::CostParams{}.gamma_us_per_byte;
+      return us;
     };
     // A topocoll schedule: the host work and launches of each step on the NCCL/CUDA
     // backend come on top of the model's per-step alpha.

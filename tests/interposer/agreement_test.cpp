@@ -11,6 +11,8 @@
 
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/rank_identity.h"
+#include "sched/placement.h"
+#include "sched/plan.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
 
@@ -211,6 +213,35 @@ TEST_F(Planner, OverridesDecide) {
   cfg.algo = AlgoChoice::NcclTopoRing;
   EXPECT_EQ(make_plan(input(sched::Collective::ReduceScatter, 4096), cfg)->route, Route::NcclTopoRing);
   EXPECT_EQ(make_plan(input(sched::Collective::AllToAll, 4096), cfg)->route, Route::Nccl);
+}
+
+// Reduce-scatter and allgather on the topology-ordered split pay for permuting their
+// blocks (one copy of the whole buffer, read and written); allreduce needs none.
+TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
+  const std::vector<int> ring = sched::topology_aware_ring(topology_, placement_);
+  bool identity = true;
+  for (std::size_t j = 0; j < ring.size(); ++j) identity = identity && ring[j] == int(j);
+  ASSERT_FALSE(identity) << "this topology's ring must differ from the rank order";
+  InterposerConfig cfg;
+  cfg.algo = AlgoChoice::NcclTopoRing;
+  const int64_t count = 1 << 16;
+  for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
+                 sched::Collective::AllGather}) {
+    const PlanInput in = input(c, count);
+    sched::PlanRequest r;
+    r.collective = c;
+    r.algo = "ring-topo";
+    r.bytes = int64_t(call_bytes(c, std::size_t(count), 4, 8));
+    r.elem_size = 4;
+    r.endpoints = placement_.endpoint_of_rank;
+    r.cost.alpha_us = 1.0;  // NCCL's in-kernel step, as the planner charges it
+    r.verify = false;
+    const double ring_us = sched::make_plan(topology_, r).predicted_us;
+    const double copy_us = c == sched::Collective::AllReduce
+                               ? 0.0
+                               : 2.0 * double(r.bytes) * sched::CostParams{}.gamma_us_per_byte;
+    EXPECT_NEAR(make_plan(in, cfg)->predicted_us, ring_us + copy_us, 1e-9) << int(c);
+  }
 }
 
 TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
