@@ -519,8 +519,10 @@ struct Clique {
   std::vector<Checker> ranks;  // rank i: communicator i, its own stream, on GPU i
 
   // One group: every case on every communicator, then every rank's outputs checked. Each
-  // rank's buffers are allocated and filled on its own GPU.
-  void run(const std::vector<Case>& cases) {
+  // rank's buffers are allocated and filled on its own GPU. Issued communicator by
+  // communicator (as nccl-tests), or with `case_major` case by case across communicators:
+  // NCCL accepts both orders in a group.
+  void run(const std::vector<Case>& cases, bool case_major = false) {
     const int n = int(ranks.size());
     std::vector<std::vector<Buffers>> bufs(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -529,11 +531,12 @@ struct Clique {
         bufs[std::size_t(i)].push_back(ranks[std::size_t(i)].prepare(cases[k], cases.size() > 1 ? int(k) + 1 : 0));
     }
     NCCL_OK(ncclGroupStart());
-    for (int i = 0; i < n; ++i)
-      for (std::size_t k = 0; k < cases.size(); ++k) {
-        Checker& r = ranks[std::size_t(i)];
-        NCCL_OK(r.issue(cases[k], bufs[std::size_t(i)][k], r.comm));
-      }
+    const std::size_t calls = std::size_t(n) * cases.size();
+    for (std::size_t c = 0; c < calls; ++c) {
+      const std::size_t i = case_major ? c % std::size_t(n) : c / cases.size();
+      const std::size_t k = case_major ? c / std::size_t(n) : c % cases.size();
+      NCCL_OK(ranks[i].issue(cases[k], bufs[i][k], ranks[i].comm));
+    }
     NCCL_OK(ncclGroupEnd());
     for (int i = 0; i < n; ++i) {
       CUDA_OK(cudaSetDevice(i));
@@ -588,13 +591,15 @@ int run_check_all(const Args& a) {
       for (bool in_place : {false, true}) clique.run({{Coll::AllGather, t, ncclSum, count, in_place}});
   for (const TypeInfo* t : {&kTypes[0], &kTypes[1], &kTypes[6]})
     for (int64_t count : counts) clique.run({{Coll::AllToAll, t, ncclSum, count, false}});
-  // Two different collectives per communicator in one group.
-  clique.run({{Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false},
-              {Coll::AllGather, &kTypes[4], ncclSum, 777, true}});
-  clique.run({{Coll::ReduceScatter, &kTypes[1], ncclMax, 1031, true},
-              {Coll::AllToAll, &kTypes[0], ncclSum, 1000, false}});
-  clique.run({{Coll::AllReduce, &kTypes[2], ncclAvg, at_most(33333), true},
-              {Coll::AllReduce, &kTypes[5], ncclMin, 5, false}});
+  // Two different collectives per communicator in one group, in both issue orders.
+  for (bool case_major : {false, true}) {
+    clique.run({{Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false},
+                {Coll::AllGather, &kTypes[4], ncclSum, 777, true}}, case_major);
+    clique.run({{Coll::ReduceScatter, &kTypes[1], ncclMax, 1031, true},
+                {Coll::AllToAll, &kTypes[0], ncclSum, 1000, false}}, case_major);
+    clique.run({{Coll::AllReduce, &kTypes[2], ncclAvg, at_most(33333), true},
+                {Coll::AllReduce, &kTypes[5], ncclMin, 5, false}}, case_major);
+  }
 
   int passed = 0, failed = 0;
   for (int i = 0; i < n; ++i) {
