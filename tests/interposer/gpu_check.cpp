@@ -22,10 +22,12 @@
 //   interposer_gpu_check bench --rank R --nranks N --id-file F [--json OUT]
 //       allreduce / reduce-scatter / allgather times through the API (topocoll's decision)
 //       and through pnccl* directly (NCCL itself), side by side; rank 0 prints the table.
-//   interposer_gpu_check topology --nranks N --out FILE [--gpus-per-host G]
+//   interposer_gpu_check topology --nranks N --out FILE [--gpus-per-host G] [--kind bigraph|nap]
 //       writes a BiGraph topology of at least N GPUs on servers s0, s1, ... of G GPUs each
-//       (default 1: one process per host, GPU 0) and prints every endpoint's "host gpu", the
-//       (NCCL_HOSTID, CUDA ordinal) the interposer identifies a rank by.
+//       (default 1: one process per host, GPU 0), or (--kind nap) a NAP network of N nodes,
+//       one GPU per host, in packages of two nodes on a torus (N = 2, 4, 6, 8, 12, 16), and
+//       prints every endpoint's "host gpu", the (NCCL_HOSTID, CUDA ordinal) the interposer
+//       identifies a rank by.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -53,6 +55,7 @@ struct Args {
   std::string mode;
   int rank = 0, nranks = 1, device = 0;
   int ndev = 0, gpus_per_host = 1;
+  std::string kind = "bigraph";
   int64_t max_count = INT64_MAX;
   std::string id_file, json, out;
 };
@@ -88,6 +91,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--device") a.device = std::atoi(next().c_str());
     else if (k == "--ndev") a.ndev = std::atoi(next().c_str());
     else if (k == "--gpus-per-host") a.gpus_per_host = std::atoi(next().c_str());
+    else if (k == "--kind") a.kind = next();
     else if (k == "--id-file") a.id_file = next();
     else if (k == "--max-count") a.max_count = std::atoll(next().c_str());
     else if (k == "--json") a.json = next();
@@ -690,7 +694,29 @@ int run_bench(const Args& a) {
   return 0;
 }
 
+// NAP: packages of two nodes (two local switches) on a 2-D torus, one GPU per host, so
+// every process is one node: the package-local log-step and fully connected schedules and
+// the rings across packages all have more than one package and more than one node to span.
+topocoll::topo::Topology nap_topology(int nranks) {
+  if (nranks < 2 || nranks % 2 != 0 || nranks > 16) die("topology: --kind nap needs an even --nranks in 2..16");
+  topocoll::topo::NapShape shape;
+  shape.nodes_per_package = 2;
+  shape.local_switches = 2;
+  shape.packages = nranks / 2;
+  const int p = shape.packages;
+  shape.torus = p == 1 ? std::vector<int>{1, 1} : p % 2 == 0 && p > 2 ? std::vector<int>{2, p / 2}
+                                                                      : std::vector<int>{p, 1};
+  return topocoll::topo::generate_nap(shape);
+}
+
 int write_topology(const Args& a) {
+  if (a.kind == "nap") {
+    const auto topology = nap_topology(a.nranks);
+    std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
+    for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
+    return 0;
+  }
+  if (a.kind != "bigraph") die("topology: --kind must be bigraph or nap, not " + a.kind);
   // Servers of --gpus-per-host GPUs: one GPU each when every process is its own host
   // (run_ranks.sh), all GPUs of one server for a one-process clique (run_all_in_one.sh).
   if (a.nranks < 1) die("topology: --nranks must be at least 1");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Starts NRANKS processes of the interposer check program, each its own NCCL "host"
-# (NCCL_HOSTID=s<rank>), under LD_PRELOAD=PLUGIN, on a BiGraph topology with one GPU per
-# host written by the program itself, and waits for all of them.
+# Starts NRANKS processes of the interposer check program, each its own NCCL "host", under
+# LD_PRELOAD=PLUGIN, on a topology with one GPU per host written by the program itself
+# (BiGraph; TOPOLOGY_ARGS="--kind nap" for NAP), and waits for all of them. Rank r runs as
+# the r-th host the topology lists (NCCL_HOSTID=s<r> on BiGraph).
 #
 #   run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [CHECK's options...]
 #
@@ -18,15 +19,21 @@ fi
 dir=$1 plugin=$2 check=$3 n=$4 mode=$5 algo=$6
 shift 6
 mkdir -p "$dir"
-"$check" topology --nranks "$n" --out "$dir/topology.json" > "$dir/hosts.txt" || exit 1
+# shellcheck disable=SC2086  # TOPOLOGY_ARGS is a word list
+"$check" topology --nranks "$n" --out "$dir/topology.json" ${TOPOLOGY_ARGS:-} > "$dir/hosts.txt" || exit 1
+mapfile -t hosts < <(cut -d' ' -f1 "$dir/hosts.txt")
+if [ "${#hosts[@]}" -lt "$n" ]; then
+  echo "run_ranks.sh: the topology has ${#hosts[@]} GPUs, fewer than $n ranks" >&2
+  exit 1
+fi
 rm -f "$dir/id"
 pids=()
 for ((r = 0; r < n; r++)); do
-  cmd=(env NCCL_HOSTID="s$r" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
+  cmd=(env NCCL_HOSTID="${hosts[$r]}" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
        NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
        TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout "${RANK_TIMEOUT_S:-300}"
        "$check" "$mode" --rank "$r" --nranks "$n" --id-file "$dir/id" "$@")
-  [ "$r" -eq 0 ] && echo "(x$n, rank r: NCCL_HOSTID=s<r> --rank <r>) ${cmd[*]}" > "$dir/command.txt"
+  [ "$r" -eq 0 ] && echo "(x$n, rank r: NCCL_HOSTID=<host r of hosts.txt> --rank <r>) ${TOPOLOGY_ARGS:+TOPOLOGY_ARGS=\"$TOPOLOGY_ARGS\" }${cmd[*]}" > "$dir/command.txt"
   "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
   pids+=($!)
 done
