@@ -6,7 +6,8 @@
 //       allreduce / reduce-scatter / allgather / all-to-all through the NCCL API (so through
 //       the interposer when preloaded) against an exact CPU reference: several types and
 //       ops, uneven counts, in and out of place, inside and outside a user group, under CUDA
-//       graph capture, and on a split sub-communicator. Then the communicator lifecycle:
+//       graph capture, and on split sub-communicators (one of them leaving a rank out
+//       with NCCL_SPLIT_NOCOLOR). Then the communicator lifecycle:
 //       ncclCommShrink without the last rank (N >= 3), a second communicator from
 //       ncclCommInitRankScalable (id in F.scalable) finalized then destroyed, and a
 //       non-blocking communicator (config.blocking = 0, id in F.nonblocking), which topocoll
@@ -506,6 +507,32 @@ int run_check(const Args& a) {
     sub.single({Coll::AllGather, &kTypes[0], ncclSum, 999, true});
     merge(ck, sub);
     NCCL_OK(ncclCommDestroy(half));
+  }
+  // A split that leaves one rank out (NCCL_SPLIT_NOCOLOR: it gets no communicator, as
+  // PyTorch's new_group does for non-members), keys reversing the order.
+  if (a.nranks >= 3) {
+    const bool member = a.rank != a.nranks - 1;
+    ncclComm_t part = nullptr;
+    NCCL_OK(ncclCommSplit(comm, member ? 0 : NCCL_SPLIT_NOCOLOR, a.nranks - a.rank, &part, nullptr));
+    if (member != (part != nullptr)) {
+      ++ck.failures;
+      std::printf("FAIL rank %d split with NCCL_SPLIT_NOCOLOR: %s\n", a.rank,
+                  member ? "a member got no communicator" : "a non-member got one");
+    } else if (part) {
+      int pr = 0, pn = 0;
+      NCCL_OK(ncclCommUserRank(part, &pr));
+      NCCL_OK(ncclCommCount(part, &pn));
+      if (pn != a.nranks - 1 || pr != a.nranks - 2 - a.rank) {
+        ++ck.failures;
+        std::printf("FAIL rank %d split with NCCL_SPLIT_NOCOLOR: rank %d of %d\n", a.rank, pr, pn);
+      } else {
+        Checker sub{pr, pn, part, stream};
+        sub.single({Coll::AllReduce, &kTypes[4], ncclMax, 1031, false});
+        sub.single({Coll::ReduceScatter, &kTypes[0], ncclSum, at_most(65536 + 13), true});
+        merge(ck, sub);
+      }
+      NCCL_OK(ncclCommDestroy(part));
+    }
   }
 
   lifecycle_cases(a, comm, stream, ck);
