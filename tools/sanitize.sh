@@ -59,11 +59,11 @@ if [ "$which" = emu ] || [ "$which" = all ]; then
   emu_targets=(nccl-topocoll-emu interposer_emu_check nccl_emu_test)
   for san in asan tsan; do
     dir=${emu_prefix}$san-emu
-    flags=address,undefined
-    [ $san = tsan ] && flags=thread
+    flags=address,undefined scale=4
+    [ $san = tsan ] && flags=thread scale=12
     echo "sanitize: $flags, host emulation ($dir)"
     cmake -S . -B "$dir" -DTOPOCOLL_ENABLE_CUDA=ON -DTOPOCOLL_BUILD_PERF=OFF -DCMAKE_BUILD_TYPE=Debug \
-        -DTOPOCOLL_SANITIZE=$flags >/dev/null
+        -DTOPOCOLL_SANITIZE=$flags -DTOPOCOLL_EMU_TIME_SCALE=$scale >/dev/null
     cmake --build "$dir" -j"$jobs" --target "${emu_targets[@]}"
     ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 \
         ctest --test-dir "$dir" -j"$jobs" --output-on-failure -R '^(InterposerEmulated|NcclEmu)' || status=1
