@@ -11,7 +11,8 @@
 #      NCCL_SOCKET_IFNAME=lo), allreduce / reduce-scatter / allgather / all-to-all through
 #      LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops, uneven
 #      counts, in/out of place, user groups, CUDA graph capture, split communicators), with
-#      TOPOCOLL_ALGO=auto, hd, ring and nccl-topo-ring;
+#      TOPOCOLL_ALGO=auto, hd, ring and nccl-topo-ring; then NAP (4 and 8 processes) with
+#      fc, fc-direct and hier;
 #   5. the same process counts benchmarked: topocoll's entry points beside NCCL's own
 #      (pnccl*) in the same run;
 #   6. perf/gpu/torch_check.py under torchrun with LD_PRELOAD, when PyTorch is installed;
@@ -122,6 +123,12 @@ ranks() {
 want check && for n in 2 4 8; do
   for algo in auto hd ring nccl-topo-ring; do
     run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
+  done
+done
+# NAP (packages of two nodes on a torus) with its own schedules.
+want check && for n in 4 8; do
+  for algo in fc fc-direct hier; do
+    TOPOLOGY_ARGS="--kind nap" run "check-nap$n-$algo" ranks "check-nap$n-$algo" "$n" check "$algo"
   done
 done
 # auto: topocoll's choice; hd: the EFLOPS schedule forced; both beside NCCL's own numbers.
