@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sched/cost_model.h"
+#include "sched/halving_doubling.h"
 #include "sched/link_load.h"
 
 namespace topocoll::sched {
@@ -412,7 +414,46 @@ class OrderSearch {
     }
   }
 
+  // Host-structured swaps for orders whose virtual ranks [h*G, h*G+G) all sit on one host
+  // (G = 2^lg): either two GPUs of one host trade local indices, or two whole hosts trade
+  // their blocks. Both keep every pair of the first lg steps inside a host, so only the
+  // host-level steps are searched; kept when the surrogate does not get worse.
+  // `max_swaps` counts pair swaps: a host exchange costs G of them.
+  void improve_host_blocks(std::vector<int>& order, int64_t max_swaps, int lg, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> pick(0, n_ - 1);
+    const int g = 1 << lg;
+    for (int64_t done = 0; done < max_swaps;) {
+      int v = pick(rng), u = pick(rng);
+      int hv = v >> lg, hu = u >> lg;
+      ++done;
+      if (v == u) continue;
+      done += hv == hu ? 0 : g - 1;
+      if (hv == hu) {
+        if (swap(v, u) > 1e-9) swap(v, u);
+        else std::swap(order[v], order[u]);
+        continue;
+      }
+      double d = 0;
+      for (int i = 0; i < g; ++i) d += swap((hv << lg) | i, (hu << lg) | i);
+      if (d > 1e-9) {
+        for (int i = g - 1; i >= 0; --i) swap((hv << lg) | i, (hu << lg) | i);
+      } else {
+        for (int i = 0; i < g; ++i) std::swap(order[(hv << lg) | i], order[(hu << lg) | i]);
+      }
+    }
+  }
+
  private:
+  // Swaps the endpoints of virtual ranks v and u with their flows; returns the surrogate
+  // change. Swapping again undoes it.
+  double swap(int v, int u) {
+    double d = flows_of(v, u, -1) + flows_of(u, v, -1) + flows_between(v, u, -1);
+    std::swap(ep_[v], ep_[u]);
+    d += flows_of(v, u, +1) + flows_of(u, v, +1) + flows_between(v, u, +1);
+    return d;
+  }
+
   static double pow4(double x) {
     double x2 = x * x;
     return x2 * x2;
@@ -479,8 +520,11 @@ RankOrder search_order(const Topology& t, const Placement& p, const Pattern& pat
 // Multi-GPU hosts: virtual rank v = (host bits, local bits), so the first (largest) halving
 // steps pair GPUs of one host over the free host fabric. The local index is flipped on
 // hosts of odd popcount, so at every cross-host step the partner is the neighbouring GPU
-// of the other host, whose NIC sits in the other group when NICs alternate.
-static std::vector<int> host_major_order(const Topology& t, const Placement& p) {
+// of the other host, whose NIC sits in the other group when NICs alternate (the EFLOPS
+// parity rule, applied to hosts). Empty unless every host holds the same power-of-two
+// number G > 1 of ranks and the host count is a power of two; `log2_g` gets log2(G).
+static std::vector<int> host_major_order(const Topology& t, const Placement& p, int* log2_g = nullptr,
+                                         bool parity_flip = true) {
   int n = p.nranks();
   std::map<int, std::vector<std::pair<int, int>>> by_host;  // host -> (endpoint, rank)
   for (int r = 0; r < n; ++r) by_host[t.endpoints()[p.endpoint_of_rank[r]].host_index].emplace_back(p.endpoint_of_rank[r], r);
@@ -498,12 +542,78 @@ static std::vector<int> host_major_order(const Topology& t, const Placement& p) 
   std::vector<int> order(n);
   for (int v = 0; v < n; ++v) {
     int h = v >> lg, l = v & (g - 1);
-    order[v] = host_list[h][l ^ (std::popcount(unsigned(h)) & 1)].second;
+    order[v] = host_list[h][l ^ (parity_flip ? std::popcount(unsigned(h)) & 1 : 0)].second;
   }
+  if (log2_g) *log2_g = lg;
   return order;
 }
 
-RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes) {
+// Host-aware HD order: the host-major order, then a search that only moves whole hosts or
+// GPUs within a host, so steps 0..log2(G)-1 (bytes/2, bytes/4, ...: the largest halving
+// steps) stay on the host fabric and the host-level steps, where each GPU index runs its
+// own HD among the hosts, get spread over distinct inter-group links where the shape
+// allows. Empty when the hosts are not uniform powers of two (see host_major_order).
+std::optional<RankOrder> host_aware_hd_order(const Topology& t, const Placement& p, double bytes,
+                                             RouteCache* routes, Collective collective) {
+  // The search's size limit (search_from); fewer than two ranks have no order to choose.
+  // Reduce-scatter and allgather alone: their schedules hold P^2 ops under a scrambling
+  // order (sched/halving_doubling.h), too many to build twice for ranking above 1024.
+  if (p.nranks() < 2 || p.nranks() > (collective == Collective::AllReduce ? 8192 : 1024))
+    return std::nullopt;
+  Pattern pattern = halving_doubling_pattern(p.nranks(), bytes);
+  int lg = 0;
+  if (host_major_order(t, p, &lg).empty()) return std::nullopt;
+  int n = p.nranks();
+  // Up to 1024 ranks: two seeds (with and without the parity flip) and two swap sequences
+  // each, since the structured moves are few and one start often settles above the load a
+  // second one finds; larger counts: one start. The starts share the search's swap budget
+  // (search_from; at least 4096 pair swaps each, which is instant), so plan time stays of
+  // the order of the search's. Best by worst load, then hops.
+  const int starts = n <= 1024 ? 4 : 1;
+  const int64_t budget = std::max<int64_t>(std::min<int64_t>(int64_t(n) * 64, 400000) / starts, 4096);
+  std::optional<RankOrder> best;
+  for (int start = 0; start < starts; ++start) {
+    std::vector<int> order = host_major_order(t, p, nullptr, /*parity_flip=*/start < 2);
+    if (n > (1 << lg)) {
+      OrderSearch search(t, p, pattern);
+      search.load(order);
+      search.improve_host_blocks(order, budget, lg, start % 2 ? 54321u : 12345u);
+    }
+    RankOrder r = evaluate_order(t, p, pattern, std::move(order), routes);
+    if (!best || better(r, *best)) best = std::move(r);
+    if (n == (1 << lg)) break;  // one host: nothing to search
+  }
+  if (collective != Collective::AllReduce) {
+    // Reduce-scatter and allgather alone run distance q/2 first (halving_doubling.h), so the
+    // heavy steps pair v with v ^ 2^(k-1), ...: bit-reversing the virtual rank moves the
+    // host-local pairs there. Per-step pairings, hence the loads, are the same set.
+    int k = std::countr_zero(unsigned(n));
+    std::vector<int> reversed(n);
+    for (int v = 0; v < n; ++v) {
+      unsigned r = 0;
+      for (int b = 0; b < k; ++b) r |= ((unsigned(v) >> b) & 1u) << (k - 1 - b);
+      reversed[v] = best->rank_of_virtual[r];
+    }
+    best->rank_of_virtual = std::move(reversed);
+  }
+  return best;
+}
+
+// The cost model's time for the HD allreduce of `bytes` (4-byte elements) under an order:
+// the ranking the planner applies between algorithms, applied between orders.
+double predicted_hd_us(const Placement& p, std::span<const int> order, double bytes,
+                       RouteCache& routes, Collective collective) {
+  int n = p.nranks();
+  int64_t elems = std::max<int64_t>(1, int64_t(bytes / 4));
+  // As the planner counts: allreduce the vector, the halves the whole P-rank buffer.
+  int64_t per_rank = std::max<int64_t>(1, elems / std::max(n, 1));
+  Schedule s = collective == Collective::ReduceScatter ? hd_reduce_scatter(n, per_rank, order)
+               : collective == Collective::AllGather   ? hd_allgather(n, per_rank, order)
+                                                       : hd_allreduce(n, elems, order);
+  return estimate_cost(s, p, 4, routes).total_us;
+}
+
+RankOrder hd_search_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes) {
   std::vector<int> order;
   double bound = 0;
   bool fits = closed_form_order(t, p, order, bound);
@@ -528,6 +638,24 @@ RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCac
     if (!host_major.empty()) seeds.push_back(std::move(host_major));
   }
   return search_from(t, p, pattern, 0, std::move(seeds));
+}
+
+RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes,
+                   Collective collective) {
+  if (collective == Collective::AllToAll)
+    throw std::invalid_argument("hd_order: there is no halving-doubling all-to-all");
+  RankOrder found = hd_search_order(t, p, bytes, routes);
+  // The search ranks by worst link load over all steps alike, so on multi-GPU hosts it
+  // keeps the network on the heavy first steps whenever a host-local order has a higher
+  // worst load on some later, lighter step. The host-aware order is kept when the cost
+  // model, which weighs each step by its bytes, predicts it faster (ties: the search's).
+  std::optional<RankOrder> host_aware = host_aware_hd_order(t, p, bytes, routes, collective);
+  if (!host_aware || host_aware->rank_of_virtual == found.rank_of_virtual) return found;
+  std::optional<RouteCache> own;
+  RouteCache& cache = routes ? *routes : own.emplace(t);
+  double found_us = predicted_hd_us(p, found.rank_of_virtual, bytes, cache, collective);
+  double host_us = predicted_hd_us(p, host_aware->rank_of_virtual, bytes, cache, collective);
+  return host_us < found_us * (1 - 1e-9) ? std::move(*host_aware) : found;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sched/schedule.h"
 #include "topo/topology.h"
 
 namespace topocoll::sched {
@@ -64,11 +66,35 @@ struct RankOrder {
   bool closed_form = false;  // the EFLOPS closed form, not the search
 };
 
-// HD order for the placement: closed form on a full power-of-two BiGraph, search otherwise.
-// `bytes` only weights the steps in the search (largest-data steps get the host-fabric pairs).
-// `routes` (optional) shares the route cache with the link-load analysis that follows.
+// HD order for the placement: closed form on a full power-of-two BiGraph, search otherwise;
+// on multi-GPU hosts also the host-aware order, kept when the cost model predicts the HD
+// `collective` of `bytes` (nccl-tests size) faster with it (ties: the search's). `bytes`
+// also weights the steps in the search. `routes` (optional) shares the route cache with
+// the analysis that follows. Throws std::invalid_argument for AllToAll.
 RankOrder hd_order(const topo::Topology& topology, const Placement& placement,
-                   double bytes = 1 << 20, RouteCache* routes = nullptr);
+                   double bytes = 1 << 20, RouteCache* routes = nullptr,
+                   Collective collective = Collective::AllReduce);
+
+// The two candidates hd_order ranks. The closed form or the search alone (worst link load
+// over all steps, then byte-weighted loads, then hops):
+RankOrder hd_search_order(const topo::Topology& topology, const Placement& placement,
+                          double bytes = 1 << 20, RouteCache* routes = nullptr);
+// Host-aware (every host holds the same power-of-two number G > 1 of ranks, the host count
+// is a power of two, at most 8192 ranks; nullopt otherwise): the GPU's index within its
+// host in the low log2(G) bits of the virtual rank, so the first and largest halving steps
+// stay on the host fabric; the host-level bits, and which GPU takes which index, from a
+// search that keeps that structure (EFLOPS parity rule as the seed: partners cross groups).
+// Reduce-scatter and allgather alone run distance q/2 first, so for them the virtual rank
+// is bit-reversed (GPU index in the high bits; at most 1024 ranks, see the .cpp).
+std::optional<RankOrder> host_aware_hd_order(const topo::Topology& topology,
+                                             const Placement& placement, double bytes = 1 << 20,
+                                             RouteCache* routes = nullptr,
+                                             Collective collective = Collective::AllReduce);
+// The cost model's time (us) for the HD `collective` of `bytes` (4-byte elements, nccl-tests
+// size) under an order: the ranking hd_order applies between its candidates.
+double predicted_hd_us(const Placement& placement, std::span<const int> rank_of_virtual,
+                       double bytes, RouteCache& routes,
+                       Collective collective = Collective::AllReduce);
 
 // The search alone (greedy construction, then pairwise swaps evaluated incrementally),
 // minimising the worst per-step link load, then the byte-weighted per-step loads, then hops.

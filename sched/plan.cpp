@@ -152,7 +152,7 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
     if (algo == "hd-naive" || n < 2) {
       g.order = rank_order_ring(n);
     } else if (std::has_single_bit(unsigned(n))) {
-      g.quality = hd_order(t, p, bytes, &routes);
+      g.quality = hd_order(t, p, bytes, &routes, c);
       g.order = g.quality.rank_of_virtual;
     } else {
       // Non-power-of-two: the MPICH pre/post steps belong to the pattern too.
