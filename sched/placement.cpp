@@ -523,8 +523,8 @@ RankOrder search_order(const Topology& t, const Placement& p, const Pattern& pat
 // of the other host, whose NIC sits in the other group when NICs alternate (the EFLOPS
 // parity rule, applied to hosts). Empty unless every host holds the same power-of-two
 // number G > 1 of ranks and the host count is a power of two; `log2_g` gets log2(G).
-static std::vector<int> host_major_order(const Topology& t, const Placement& p, int* log2_g = nullptr,
-                                         bool parity_flip = true) {
+static std::vector<int> host_major_order(const Topology& t, const Placement& p,
+                                         int* log2_g = nullptr, bool parity_flip = true) {
   int n = p.nranks();
   std::map<int, std::vector<std::pair<int, int>>> by_host;  // host -> (endpoint, rank)
   for (int r = 0; r < n; ++r) by_host[t.endpoints()[p.endpoint_of_rank[r]].host_index].emplace_back(p.endpoint_of_rank[r], r);
@@ -566,11 +566,12 @@ std::optional<RankOrder> host_aware_hd_order(const Topology& t, const Placement&
   int n = p.nranks();
   // Up to 1024 ranks: two seeds (with and without the parity flip) and two swap sequences
   // each, since the structured moves are few and one start often settles above the load a
-  // second one finds; larger counts: one start. The starts share the search's swap budget
-  // (search_from; at least 4096 pair swaps each, which is instant), so plan time stays of
-  // the order of the search's. Best by worst load, then hops.
+  // second one finds; larger counts: one start. The starts together get the search's swap
+  // budget (search_from; at least 4096 pair swaps each, which is instant), so plan time
+  // stays of the order of the search's. Best by worst load, then hops.
   const int starts = n <= 1024 ? 4 : 1;
-  const int64_t budget = std::max<int64_t>(std::min<int64_t>(int64_t(n) * 64, 400000) / starts, 4096);
+  const int64_t budget =
+      std::max<int64_t>(std::min<int64_t>(int64_t(n) * 64, 400000) / starts, 4096);
   std::optional<RankOrder> best;
   for (int start = 0; start < starts; ++start) {
     std::vector<int> order = host_major_order(t, p, nullptr, /*parity_flip=*/start < 2);
