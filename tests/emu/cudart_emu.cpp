@@ -4,13 +4,21 @@
 //   memory   cudaMalloc is host memory filled with 0xCD (device memory is never zeroed),
 //            tracked so copies and kernels into freed or foreign memory abort the test;
 //   streams  execute in issue order on the calling thread, so "asynchronous" work is done
-//            when the call returns and every synchronisation is a no-op;
+//            when the call returns;
+//   ordering each stream, and the host, carries a vector clock (Lamport/Mattern) that
+//            follows CUDA's ordering rules, and each allocation keeps its recent accesses
+//            stamped with them: an access that overlaps an earlier one on another stream,
+//            one of them a write, with no happens-before between them, is a race and
+//            aborts the process (see RaceDetector below);
 //   capture  cudaStreamBeginCapture makes the stream record its work instead of running it;
-//            cudaGraphLaunch runs the recording, in order, on the launching thread;
-//   events   record a host timestamp, so cudaEventElapsedTime measures host time.
+//            cudaGraphLaunch runs the recording, in order, on the launching thread and
+//            stream (accesses are stamped then, on the launching stream);
+//   events   record a host timestamp and the recording stream's clock.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +31,24 @@
 
 #include "tests/emu/emu_runtime.h"
 
+namespace topocoll::emu {
+namespace {
+
+// Vector clock: component i counts the pieces of work stream i has been given. Work W on
+// stream i stamped c happens before whatever runs on stream j once j's clock has
+// component i >= c.
+using Clock = std::vector<std::uint64_t>;
+
+void merge_into(Clock& into, const Clock& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (std::size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
+}
+
+std::uint64_t component(const Clock& c, std::size_t i) { return i < c.size() ? c[i] : 0; }
+
+}  // namespace
+}  // namespace topocoll::emu
+
 struct CUgraph_st {
   std::vector<std::function<void()>> work;
 };
@@ -30,10 +56,19 @@ struct CUgraphExec_st {
   std::vector<std::function<void()>> work;
 };
 struct CUstream_st {
+  explicit CUstream_st(bool legacy_default = false, bool blocking_stream = true);
+  ~CUstream_st();
+  CUstream_st(const CUstream_st&) = delete;
+  CUstream_st& operator=(const CUstream_st&) = delete;
   CUgraph_st* capture = nullptr;  // non-null while capturing
+  std::size_t id = 0;             // component in the vector clocks
+  bool legacy = false;            // the legacy default stream (handles 0 and cudaStreamLegacy)
+  bool blocking = true;           // not cudaStreamNonBlocking: ordered with the legacy stream
+  topocoll::emu::Clock clock;     // guarded by the race detector's mutex
 };
 struct CUevent_st {
   std::chrono::steady_clock::time_point when{};
+  topocoll::emu::Clock clock;  // of the stream at the last record; guarded like the streams'
 };
 
 namespace topocoll::emu {
@@ -42,10 +77,12 @@ namespace {
 thread_local int current_device = 0;
 thread_local cudaError_t last_error = cudaSuccess;
 thread_local cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+// The stream whose work is running on this thread now (inside enqueue), or null.
+thread_local CUstream_st* running_on = nullptr;
 
 // The legacy and per-thread default streams are the same stream here: each thread's own.
 CUstream_st* resolve(cudaStream_t stream) {
-  thread_local CUstream_st default_stream;
+  thread_local CUstream_st default_stream(/*legacy_default=*/true);
   const auto handle = reinterpret_cast<std::uintptr_t>(stream);
   if (handle <= 2) return &default_stream;
   return stream;
@@ -56,23 +93,156 @@ cudaError_t fail_with(cudaError_t e) {
   return e;
 }
 
-struct Allocations {
-  std::mutex mu;
-  std::map<const char*, std::size_t> live;  // base -> bytes
+// One access of device memory by a piece of stream work.
+struct Access {
+  std::size_t stream;     // stream id
+  std::uint64_t tick;     // that stream's own clock component at the access
+  std::size_t begin, end; // byte offsets in the allocation
+  bool write;
+  std::string what;
 };
-Allocations& allocations() {
-  static Allocations* a = new Allocations;  // outlives static destructors of callers
-  return *a;
+
+struct Allocation {
+  std::size_t bytes = 0;
+  // Accesses not yet known to happen before everything that can follow; pruned as the host
+  // synchronises and as later accesses on ordered streams cover them.
+  std::vector<Access> recent;
+};
+
+// The process's streams, clocks and allocations, under one mutex.
+//
+// Ordering rules, as CUDA defines them (CUDA Programming Guide, "Streams" and "Events";
+// Runtime API "Stream synchronization behavior"):
+//   - work on one stream runs in issue order: a stream ticks its own component per work;
+//   - work enqueued after the host saw X complete runs after X: enqueue merges the host's
+//     clock (cudaStreamSynchronize, cudaEventSynchronize, a successful cudaStreamQuery or
+//     cudaEventQuery, cudaDeviceSynchronize and cudaFree advance the host's clock);
+//   - cudaEventRecord(e, S) takes S's clock, cudaStreamWaitEvent(T, e) merges it into T;
+//   - the legacy default stream waits for all blocking streams and they wait for it
+//     (not for cudaStreamNonBlocking streams);
+//   - cudaMalloc orders nothing (fresh memory has no history to race with);
+//   - synchronous cudaMemcpy and cudaMemset are taken as host operations ordered after and
+//     before everything (a device-wide synchronisation). CUDA is weaker: they run on the
+//     legacy stream, which non-blocking streams do not wait for, and host-to-device,
+//     device-to-device copies and memsets may return before the copy is done. Callers that
+//     fill a buffer with cudaMemcpy and then use it on a non-blocking stream rely on that
+//     in practice (the pageable copy is staged before the call returns); the detector does
+//     not report it.
+struct RaceDetector {
+  std::mutex mu;
+  std::map<const char*, Allocation> live;  // base -> allocation
+  std::vector<CUstream_st*> streams;        // live streams
+  std::size_t next_id = 0;
+  Clock host;     // what the host has seen complete
+  Clock retired;  // the merged clocks of destroyed streams (device synchronisation waits for
+                  // their work too)
+
+  // Before a stream's next work: the host's and (legacy rules) other streams' orderings,
+  // then one tick.
+  void tick(CUstream_st& s) {
+    merge_into(s.clock, host);
+    if (s.legacy) {
+      for (CUstream_st* t : streams)
+        if (t != &s && (t->blocking || t->legacy)) merge_into(s.clock, t->clock);
+    } else if (s.blocking) {
+      for (CUstream_st* t : streams)
+        if (t->legacy) merge_into(s.clock, t->clock);
+    }
+    if (s.clock.size() <= s.id) s.clock.resize(s.id + 1, 0);
+    ++s.clock[s.id];
+  }
+
+  void synchronize_device() {
+    merge_into(host, retired);
+    for (CUstream_st* t : streams) merge_into(host, t->clock);
+  }
+
+  Allocation* find(const void* p, const char** base) {
+    const char* c = static_cast<const char*>(p);
+    auto it = live.upper_bound(c);
+    if (it == live.begin()) return nullptr;
+    --it;
+    if (c >= it->first + it->second.bytes) return nullptr;
+    *base = it->first;
+    return &it->second;
+  }
+
+  [[noreturn]] void report(const char* base, const Allocation& a, const Access& earlier,
+                           const Access& now, const CUstream_st& s) {
+    char msg[1024];
+    std::snprintf(msg, sizeof msg,
+                  "stream-ordering race on device allocation [%p, +%zu):\n"
+                  "  %s %s bytes [%zu, %zu) on stream #%zu (its work #%llu)\n"
+                  "  %s %s bytes [%zu, %zu) on stream #%zu (its work #%llu)\n"
+                  "  and nothing orders the second after the first (stream #%zu has seen "
+                  "stream #%zu's work up to #%llu only): missing cudaEventRecord + "
+                  "cudaStreamWaitEvent or a synchronisation",
+                  static_cast<const void*>(base), a.bytes, earlier.what.c_str(),
+                  earlier.write ? "wrote" : "read", earlier.begin, earlier.end, earlier.stream,
+                  (unsigned long long)earlier.tick, now.what.c_str(),
+                  now.write ? "writes" : "reads", now.begin, now.end, now.stream,
+                  (unsigned long long)now.tick, s.id, earlier.stream,
+                  (unsigned long long)component(s.clock, earlier.stream));
+    fail(msg);
+  }
+
+  void access(const void* p, std::size_t bytes, bool write, CUstream_st& s, const char* what) {
+    const char* base = nullptr;
+    Allocation* a = find(p, &base);
+    if (!a) return;
+    const std::size_t begin = std::size_t(static_cast<const char*>(p) - base);
+    Access now{s.id, component(s.clock, s.id), begin, std::min(a->bytes, begin + bytes), write,
+               what};
+    std::vector<Access>& recent = a->recent;
+    for (std::size_t i = 0; i < recent.size();) {
+      const Access& e = recent[i];
+      const bool host_saw = component(host, e.stream) >= e.tick;
+      const bool ordered = host_saw || component(s.clock, e.stream) >= e.tick;
+      const bool overlap = e.begin < now.end && now.begin < e.end;
+      if (!ordered && overlap && (e.write || write)) report(base, *a, e, now, s);
+      // Dropped when everything later is ordered after it: the host has seen it (every
+      // stream merges the host's clock), or `now` follows it and covers it, so any later
+      // access racing with it races with `now` too (a read covers only reads).
+      const bool covered = now.begin <= e.begin && e.end <= now.end && (write || !e.write);
+      if (host_saw || (ordered && covered)) {
+        recent[i] = std::move(recent.back());
+        recent.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    recent.push_back(std::move(now));
+  }
+};
+
+RaceDetector& detector() {
+  static RaceDetector* d = new RaceDetector;  // outlives static destructors of callers
+  return *d;
 }
 
 bool inside_allocation(const void* p, std::size_t bytes) {
-  Allocations& a = allocations();
-  std::lock_guard<std::mutex> lock(a.mu);
+  RaceDetector& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  const char* base = nullptr;
+  const Allocation* a = d.find(p, &base);
+  if (!a) return false;
   const char* c = static_cast<const char*>(p);
-  auto it = a.live.upper_bound(c);
-  if (it == a.live.begin()) return false;
-  --it;
-  return c >= it->first && bytes <= it->second && std::size_t(c - it->first) <= it->second - bytes;
+  return bytes <= a->bytes && std::size_t(c - base) <= a->bytes - bytes;
+}
+
+// Runs `work` as work of `s` on this thread: accesses it declares are stamped on `s`.
+void run_on(CUstream_st* s, const std::function<void()>& work) {
+  {
+    RaceDetector& d = detector();
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.tick(*s);
+  }
+  struct Restore {
+    CUstream_st* saved;
+    ~Restore() { running_on = saved; }
+  } restore{running_on};
+  running_on = s;
+  work();
 }
 
 }  // namespace
@@ -80,10 +250,30 @@ bool inside_allocation(const void* p, std::size_t bytes) {
 void enqueue(cudaStream_t stream, std::function<void()> work) {
   CUstream_st* s = resolve(stream);
   if (s->capture) s->capture->work.push_back(std::move(work));
-  else work();
+  else run_on(s, work);
 }
 
 bool is_capturing(cudaStream_t stream) { return resolve(stream)->capture != nullptr; }
+
+void access(const void* p, std::size_t bytes, bool write, cudaStream_t stream, const char* what) {
+  if (bytes == 0 || !p) return;
+  CUstream_st* s = running_on ? running_on : resolve(stream);
+  RaceDetector& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.access(p, bytes, write, *s, what);
+}
+
+void join_streams(const cudaStream_t* streams, std::size_t n) {
+  RaceDetector& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  Clock joined;
+  for (std::size_t i = 0; i < n; ++i) merge_into(joined, resolve(streams[i])->clock);
+  for (std::size_t i = 0; i < n; ++i) {
+    CUstream_st* s = resolve(streams[i]);
+    merge_into(s->clock, joined);
+    d.tick(*s);
+  }
+}
 
 void fail(const char* what) {
   std::fprintf(stderr, "cudart_emu: %s\n", what);
@@ -101,10 +291,50 @@ void check_device_range(const void* p, std::size_t bytes, const char* what) {
 
 }  // namespace topocoll::emu
 
+CUstream_st::CUstream_st(bool legacy_default, bool blocking_stream)
+    : legacy(legacy_default), blocking(blocking_stream) {
+  auto& d = topocoll::emu::detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  id = d.next_id++;
+  d.streams.push_back(this);
+}
+
+CUstream_st::~CUstream_st() {
+  auto& d = topocoll::emu::detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  topocoll::emu::merge_into(d.retired, clock);
+  d.streams.erase(std::find(d.streams.begin(), d.streams.end(), this));
+}
+
 using topocoll::emu::check_device_range;
+using topocoll::emu::detector;
 using topocoll::emu::enqueue;
 using topocoll::emu::fail_with;
 using topocoll::emu::resolve;
+
+namespace {
+
+// The host has seen every stream's work complete.
+void synchronize_device() {
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.synchronize_device();
+}
+
+// The host has seen everything of `clock` complete.
+void host_saw(const topocoll::emu::Clock& clock) {
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  topocoll::emu::merge_into(d.host, clock);
+}
+
+void host_saw_stream(cudaStream_t stream) {
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  topocoll::emu::merge_into(d.host, resolve(stream)->clock);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -154,7 +384,10 @@ cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+  synchronize_device();
+  return cudaSuccess;
+}
 
 // ---- memory ---------------------------------------------------------------------------------
 
@@ -165,23 +398,24 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   void* p = std::aligned_alloc(256, (size + 255) / 256 * 256);
   if (!p) return fail_with(cudaErrorMemoryAllocation);
   std::memset(p, 0xCD, size);
-  auto& a = topocoll::emu::allocations();
-  std::lock_guard<std::mutex> lock(a.mu);
-  a.live[static_cast<const char*>(p)] = size;
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.live[static_cast<const char*>(p)].bytes = size;
   *ptr = p;
   return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
-  auto& a = topocoll::emu::allocations();
+  auto& d = detector();
   std::size_t bytes = 0;
   {
-    std::lock_guard<std::mutex> lock(a.mu);
-    auto it = a.live.find(static_cast<const char*>(ptr));
-    if (it == a.live.end()) return fail_with(cudaErrorInvalidValue);
-    bytes = it->second;
-    a.live.erase(it);
+    std::lock_guard<std::mutex> lock(d.mu);
+    auto it = d.live.find(static_cast<const char*>(ptr));
+    if (it == d.live.end()) return fail_with(cudaErrorInvalidValue);
+    bytes = it->second.bytes;
+    d.live.erase(it);  // and its history: cudaFree synchronises the device
+    d.synchronize_device();
   }
   std::memset(ptr, 0xDD, bytes);  // a use after free reads garbage even before reuse
   std::free(ptr);
@@ -196,8 +430,10 @@ static void check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind 
     check_device_range(src, count, "cudaMemcpy source");
 }
 
+// Synchronous copies and memsets synchronise with everything (see RaceDetector).
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   check_copy(dst, src, count, kind);
+  synchronize_device();
   if (count) std::memmove(dst, src, count);
   return cudaSuccess;
 }
@@ -205,36 +441,46 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   check_copy(dst, src, count, kind);
-  if (count) enqueue(stream, [=] { std::memmove(dst, src, count); });
+  if (count)
+    enqueue(stream, [=] {
+      topocoll::emu::access(src, count, false, stream, "cudaMemcpyAsync source");
+      topocoll::emu::access(dst, count, true, stream, "cudaMemcpyAsync destination");
+      std::memmove(dst, src, count);
+    });
   return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
   if (count) check_device_range(dst, count, "cudaMemset");
+  synchronize_device();
   if (count) std::memset(dst, value, count);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
   if (count) check_device_range(dst, count, "cudaMemsetAsync");
-  if (count) enqueue(stream, [=] { std::memset(dst, value, count); });
+  if (count)
+    enqueue(stream, [=] {
+      topocoll::emu::access(dst, count, true, stream, "cudaMemsetAsync");
+      std::memset(dst, value, count);
+    });
   return cudaSuccess;
 }
 
 // ---- streams --------------------------------------------------------------------------------
 
-cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   if (!stream) return fail_with(cudaErrorInvalidValue);
-  *stream = new CUstream_st;
+  *stream = new CUstream_st(false, (flags & cudaStreamNonBlocking) == 0);
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
-  return cudaStreamCreate(stream);
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
 }
 
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int, int) {
-  return cudaStreamCreate(stream);
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int) {
+  return cudaStreamCreateWithFlags(stream, flags);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
@@ -246,13 +492,28 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   // Synchronising a capturing stream is illegal in CUDA, and it is a bug to do it here too.
-  return resolve(stream)->capture ? fail_with(cudaErrorIllegalState) : cudaSuccess;
+  if (resolve(stream)->capture) return fail_with(cudaErrorIllegalState);
+  host_saw_stream(stream);
+  return cudaSuccess;
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+// Always done here: the caller that sees cudaSuccess has seen the stream's work complete.
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (resolve(stream)->capture) return fail_with(cudaErrorIllegalState);
+  host_saw_stream(stream);
+  return cudaSuccess;
+}
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned int) {
-  return event ? cudaSuccess : fail_with(cudaErrorInvalidValue);
+// The wait is stream work: under capture it takes effect at each launch, on the launching
+// stream, with the event's clock as it is then.
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+  if (!event) return fail_with(cudaErrorInvalidValue);
+  enqueue(stream, [event] {
+    auto& d = detector();
+    std::lock_guard<std::mutex> lock(d.mu);
+    topocoll::emu::merge_into(topocoll::emu::running_on->clock, event->clock);
+  });
+  return cudaSuccess;
 }
 
 // ---- capture and graphs ---------------------------------------------------------------------
@@ -325,16 +586,25 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return fail_with(cudaErrorInvalidValue);
-  enqueue(stream, [event] { event->when = std::chrono::steady_clock::now(); });
+  enqueue(stream, [event] {
+    event->when = std::chrono::steady_clock::now();
+    auto& d = detector();
+    std::lock_guard<std::mutex> lock(d.mu);
+    event->clock = topocoll::emu::running_on->clock;
+  });
   return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return event ? cudaSuccess : fail_with(cudaErrorInvalidValue);
+  if (!event) return fail_with(cudaErrorInvalidValue);
+  host_saw(event->clock);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return event ? cudaSuccess : fail_with(cudaErrorInvalidValue);
+  if (!event) return fail_with(cudaErrorInvalidValue);
+  host_saw(event->clock);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {

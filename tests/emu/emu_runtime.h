@@ -6,9 +6,17 @@
 // kernels) run the very same multi-process check as the GPU machine does
 // (tests/interposer/gpu_check.cpp) on a machine without a GPU.
 //
-// What it checks: the interposer's logic and every byte it moves or reduces. What it
-// cannot: CUDA's own rules (capture legality, stream concurrency), device kernels, and
-// NCCL's real transports. Those need the GPU run (perf/gpu/run_all.sh).
+// What it checks: the interposer's logic and every byte it moves or reduces, and (with
+// vector clocks, below) that no two streams touch the same device bytes without an event or
+// a synchronisation ordering them. What it cannot: other CUDA rules (capture legality),
+// device kernels, and NCCL's real transports. Those need the GPU run (perf/gpu/run_all.sh).
+//
+// Stream-ordering races: streams run synchronously here, so a missing event never corrupts
+// a result; instead every stream (and the host) carries a vector clock that follows CUDA's
+// ordering rules (stream order, cudaEventRecord/cudaStreamWaitEvent, the synchronisations),
+// and every piece of device work declares the device bytes it reads and writes (access()).
+// Two accesses to overlapping bytes of one cudaMalloc allocation, at least one a write, on
+// different streams, neither ordered before the other, abort the process with both named.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +34,21 @@ namespace topocoll::emu {
 // cudaGraphLaunch of the instantiated graph, in capture order. The legacy and per-thread
 // default streams (0, cudaStreamLegacy, cudaStreamPerThread) are one stream per thread.
 TOPOCOLL_EMU_API void enqueue(cudaStream_t stream, std::function<void()> work);
+
+// Declares that the work now running reads (or writes) [p, p + bytes) of device memory.
+// Call it from inside the work passed to enqueue(), so that it is stamped when the work runs
+// (at each graph launch, on the launching stream, for captured work); outside of any
+// enqueued work it is stamped on `stream`'s current clock. Bytes outside every cudaMalloc
+// allocation are not tracked. A race with an earlier access aborts the process (fail).
+// `what` names the work in the report.
+TOPOCOLL_EMU_API void access(const void* p, std::size_t bytes, bool write, cudaStream_t stream,
+                             const char* what);
+
+// Work that NCCL runs as one launch joined to several streams (a group whose operations are
+// on different streams): every stream's later work is ordered after the prior work of all
+// of them (NCCL makes the launch wait for every stream, and every stream wait for the
+// launch). Called before and after such work.
+TOPOCOLL_EMU_API void join_streams(const cudaStream_t* streams, std::size_t n);
 
 // Whether `stream` is being captured now.
 TOPOCOLL_EMU_API bool is_capturing(cudaStream_t stream);
