@@ -24,7 +24,14 @@ cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const
     inputs[std::size_t(i)] = srcs[i];
   }
   emu::check_device_range(dst, bytes, "reduce kernel destination");
-  emu::enqueue(stream, [=] { reduce_cpu(type, op, dst, inputs.data(), nsrc, count); });
+  // Declared when the work runs (at each launch of a captured graph): sources read, the
+  // destination written (dst == srcs[0] is both, on one stream: no race with itself).
+  emu::enqueue(stream, [=] {
+    for (int i = 0; i < nsrc; ++i)
+      emu::access(inputs[std::size_t(i)], bytes, false, stream, "reduce kernel source");
+    emu::access(dst, bytes, true, stream, "reduce kernel destination");
+    reduce_cpu(type, op, dst, inputs.data(), nsrc, count);
+  });
   return cudaSuccess;
 }
 
@@ -32,8 +39,12 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
                           cudaStream_t stream) {
   if (!is_valid(type) || !is_valid(op) || !dst || nranks < 1) return cudaErrorInvalidValue;
   if (count == 0 || op != ReduceOp::Avg) return cudaSuccess;
-  emu::check_device_range(dst, count * datatype_size(type), "finalize kernel destination");
-  emu::enqueue(stream, [=] { finalize_cpu(type, op, dst, count, nranks); });
+  const std::size_t bytes = count * datatype_size(type);
+  emu::check_device_range(dst, bytes, "finalize kernel destination");
+  emu::enqueue(stream, [=] {
+    emu::access(dst, bytes, true, stream, "finalize kernel destination");
+    finalize_cpu(type, op, dst, count, nranks);
+  });
   return cudaSuccess;
 }
 

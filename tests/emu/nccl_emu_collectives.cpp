@@ -57,6 +57,7 @@ void receive_and_reduce(Exchange& x, const ncclComm* comm, void* dst, std::size_
     x.receive(p, block, bytes);
     contributions.push_back(block);
   }
+  x.writes(dst, bytes);
   x.then([=] { reduce_in_rank_order(type, op, dst, contributions, count); });
 }
 

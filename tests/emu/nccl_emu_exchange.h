@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/emu/emu_runtime.h"
 #include "tests/emu/nccl_emu_comm.h"
 
 namespace topocoll::emu {
@@ -28,6 +29,16 @@ class Exchange {
   void receive(int peer, void* into, std::size_t bytes) { receives_.push_back({peer, into, bytes}); }
   // Storage the op owns for as long as it exists (across graph replays).
   std::byte* scratch(std::size_t bytes) { return scratch_.emplace_back(bytes).data(); }
+  // Device bytes the op writes other than through receive() (a reduction's destination):
+  // declared to the stream-ordering race detector with the op's buffers (declare_accesses).
+  void writes(void* into, std::size_t bytes) { writes_.push_back({-1, into, bytes}); }
+  // Declares every device byte the op reads (sends) and writes (receives, writes()) as work
+  // of `stream` (see topocoll::emu::access). Called when the op runs.
+  void declare_accesses(cudaStream_t stream) const {
+    for (const Outgoing& m : sends_) access(m.data, m.bytes, false, stream, what_.c_str());
+    for (const Incoming& m : receives_) access(m.into, m.bytes, true, stream, what_.c_str());
+    for (const Incoming& m : writes_) access(m.into, m.bytes, true, stream, what_.c_str());
+  }
   // Runs after every receive has arrived: local reductions, publishing a new communicator.
   void then(std::function<void()> finish) { finish_ = std::move(finish); }
 
@@ -55,6 +66,7 @@ class Exchange {
   Channel channel_;
   std::vector<Outgoing> sends_;
   std::vector<Incoming> receives_;
+  std::vector<Incoming> writes_;
   std::deque<std::vector<std::byte>> scratch_;
   std::function<void()> finish_;
 };

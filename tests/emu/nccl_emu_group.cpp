@@ -27,6 +27,8 @@ thread_local ThreadGroup group;
 // Sends first, for every op, then receives: no op waits on a message that a later op of
 // the same group would send.
 void run(const std::vector<QueuedOp>& ops) {
+  for (const QueuedOp& q : ops)
+    if (q.stream) q.op->declare_accesses(*q.stream);
   try {
     for (const QueuedOp& q : ops) q.op->post();
     for (const QueuedOp& q : ops) q.op->complete();
@@ -77,8 +79,15 @@ ncclResult_t launch(std::vector<QueuedOp> ops) {
     }
   };
   // Not capturing: enqueue runs the work now, in this stream's order.
-  if (streams.size() == 1 && !streamless) enqueue(*streams.begin(), std::move(work));
-  else work();
+  if (streams.size() == 1 && !streamless) {
+    enqueue(*streams.begin(), std::move(work));
+  } else {
+    // One launch joined to all the group's streams, as NCCL does: before and after.
+    const std::vector<cudaStream_t> joined(streams.begin(), streams.end());
+    join_streams(joined.data(), joined.size());
+    work();
+    join_streams(joined.data(), joined.size());
+  }
   return *result;
 }
 
