@@ -388,6 +388,37 @@ void merge(Checker& total, const Checker& sub) {
   total.passed += sub.passed;
 }
 
+// Served collectives on one communicator, issued round-robin on three streams with no
+// synchronisation between them, each call with buffers of its own. Legal for a user: NCCL
+// orders nothing across streams, so whatever the calls share inside topocoll (the
+// communicator's device scratch) must be ordered by topocoll itself. On the emulation, the
+// stream-ordering race detector fails the process if it is not.
+void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
+  const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
+  const std::vector<Case> cases = {
+      {Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false},
+      {Coll::ReduceScatter, &kTypes[1], ncclMax, at_most(4099), false},
+      {Coll::AllReduce, &kTypes[4], ncclMin, at_most(1031), true},
+      {Coll::AllGather, &kTypes[0], ncclSum, at_most(777), false},
+      {Coll::AllReduce, &kTypes[3], ncclAvg, at_most(65536 + 13), false},
+      {Coll::ReduceScatter, &kTypes[0], ncclSum, at_most(65536 + 13), true},
+  };
+  std::vector<cudaStream_t> streams(3);
+  for (cudaStream_t& s : streams) CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<Checker> on;
+  for (std::size_t k = 0; k < cases.size(); ++k)
+    on.push_back(Checker{ck.rank, ck.nranks, comm, streams[k % streams.size()]});
+  std::vector<Buffers> bufs;
+  for (std::size_t k = 0; k < cases.size(); ++k) bufs.push_back(on[k].prepare(cases[k], int(k) + 1));
+  for (std::size_t k = 0; k < cases.size(); ++k) NCCL_OK(on[k].issue(cases[k], bufs[k], comm));
+  for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    on[k].verify("multi-stream", cases[k], bufs[k]);
+    merge(ck, on[k]);
+  }
+  for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
+}
+
 // Communicators made and ended the other ways NCCL offers, each checked like the first.
 void lifecycle_cases(const Args& a, ncclComm_t comm, cudaStream_t stream, Checker& ck) {
   const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
@@ -535,6 +566,7 @@ int run_check(const Args& a) {
     }
   }
 
+  multi_stream_cases(a, comm, ck);
   lifecycle_cases(a, comm, stream, ck);
 
   CUDA_OK(cudaStreamDestroy(stream));
