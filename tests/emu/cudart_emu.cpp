@@ -264,12 +264,14 @@ void access(const void* p, std::size_t bytes, bool write, cudaStream_t stream, c
 }
 
 void join_streams(const cudaStream_t* streams, std::size_t n) {
+  std::vector<CUstream_st*> joined_streams;  // resolved before locking: a thread's default
+  for (std::size_t i = 0; i < n; ++i)        // stream registers itself on first use
+    joined_streams.push_back(resolve(streams[i]));
   RaceDetector& d = detector();
   std::lock_guard<std::mutex> lock(d.mu);
   Clock joined;
-  for (std::size_t i = 0; i < n; ++i) merge_into(joined, resolve(streams[i])->clock);
-  for (std::size_t i = 0; i < n; ++i) {
-    CUstream_st* s = resolve(streams[i]);
+  for (CUstream_st* s : joined_streams) merge_into(joined, s->clock);
+  for (CUstream_st* s : joined_streams) {
     merge_into(s->clock, joined);
     d.tick(*s);
   }
@@ -329,9 +331,10 @@ void host_saw(const topocoll::emu::Clock& clock) {
 }
 
 void host_saw_stream(cudaStream_t stream) {
+  CUstream_st* s = resolve(stream);  // before locking (see join_streams)
   auto& d = detector();
   std::lock_guard<std::mutex> lock(d.mu);
-  topocoll::emu::merge_into(d.host, resolve(stream)->clock);
+  topocoll::emu::merge_into(d.host, s->clock);
 }
 
 }  // namespace

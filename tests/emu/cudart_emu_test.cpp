@@ -213,6 +213,25 @@ TEST_F(CudartEmu, TheLegacyStreamOrdersBlockingStreamsOnly) {
   cudaStreamDestroy(blocking);
 }
 
+// A launch joined to several streams (an NCCL group over streams a and b) runs after the
+// prior work of both, and the later work of both runs after it; its own accesses on a and
+// b are one launch's, unordered among themselves.
+TEST_F(CudartEmu, JoinedStreamsAreOrderedWithTheLaunch) {
+  const cudaStream_t both[] = {a_, b_};
+  cudaMemsetAsync(at(0), 1, 256, a_);
+  topocoll::emu::join_streams(both, 2);
+  topocoll::emu::access(at(0), 256, true, b_, "joined write on b");
+  topocoll::emu::join_streams(both, 2);
+  cudaMemsetAsync(at(0), 2, 256, a_);
+  EXPECT_DEATH(
+      {
+        topocoll::emu::join_streams(both, 2);
+        topocoll::emu::access(at(0), 256, true, a_, "joined write on a");
+        topocoll::emu::access(at(0), 256, true, b_, "joined write on b");
+      },
+      "joined write on a wrote(.|\n)*joined write on b writes");
+}
+
 // Freeing synchronises the device and drops the allocation's history.
 TEST_F(CudartEmu, FreeForgetsTheHistory) {
   void* p = nullptr;
