@@ -411,11 +411,18 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
   std::vector<Buffers> bufs;
   for (std::size_t k = 0; k < cases.size(); ++k) bufs.push_back(on[k].prepare(cases[k], int(k) + 1));
   for (std::size_t k = 0; k < cases.size(); ++k) NCCL_OK(on[k].issue(cases[k], bufs[k], comm));
+  // Then a user group whose calls are on two streams (NCCL joins them), followed at once by
+  // a call on the third.
+  std::vector<Buffers> more;
+  for (std::size_t k = 0; k < 3; ++k) more.push_back(on[k].prepare(cases[k], int(k) + 11));
+  NCCL_OK(ncclGroupStart());
+  for (std::size_t k = 0; k < 2; ++k) NCCL_OK(on[k].issue(cases[k], more[k], comm));
+  NCCL_OK(ncclGroupEnd());
+  NCCL_OK(on[2].issue(cases[2], more[2], comm));
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    on[k].verify("multi-stream", cases[k], bufs[k]);
-    merge(ck, on[k]);
-  }
+  for (std::size_t k = 0; k < cases.size(); ++k) on[k].verify("multi-stream", cases[k], bufs[k]);
+  for (std::size_t k = 0; k < 3; ++k) on[k].verify("multi-stream group", cases[k], more[k]);
+  for (const Checker& c : on) merge(ck, c);
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
 }
 
