@@ -121,13 +121,11 @@ struct Allocation {
 //   - the legacy default stream waits for all blocking streams and they wait for it
 //     (not for cudaStreamNonBlocking streams);
 //   - cudaMalloc orders nothing (fresh memory has no history to race with);
-//   - synchronous cudaMemcpy and cudaMemset are taken as host operations ordered after and
-//     before everything (a device-wide synchronisation). CUDA is weaker: they run on the
-//     legacy stream, which non-blocking streams do not wait for, and host-to-device,
-//     device-to-device copies and memsets may return before the copy is done. Callers that
-//     fill a buffer with cudaMemcpy and then use it on a non-blocking stream rely on that
-//     in practice (the pageable copy is staged before the call returns); the detector does
-//     not report it.
+//   - synchronous cudaMemcpy and cudaMemset are work of the legacy stream, which
+//     non-blocking streams do not wait for; only a copy into host memory is complete when
+//     the call returns (host-to-device copies from pageable memory return once staged,
+//     device-to-device copies and memsets are asynchronous). So a buffer filled with
+//     cudaMemcpy and then used on a non-blocking stream needs a synchronisation between.
 struct RaceDetector {
   std::mutex mu;
   std::map<const char*, Allocation> live;  // base -> allocation
@@ -433,11 +431,18 @@ static void check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind 
     check_device_range(src, count, "cudaMemcpy source");
 }
 
-// Synchronous copies and memsets synchronise with everything (see RaceDetector).
+// Synchronous copies and memsets are work of the legacy default stream (see RaceDetector).
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   check_copy(dst, src, count, kind);
-  synchronize_device();
-  if (count) std::memmove(dst, src, count);
+  if (count)
+    enqueue(cudaStreamLegacy, [=] {
+      topocoll::emu::access(src, count, false, cudaStreamLegacy, "cudaMemcpy source");
+      topocoll::emu::access(dst, count, true, cudaStreamLegacy, "cudaMemcpy destination");
+      std::memmove(dst, src, count);
+    });
+  // Only a copy into host memory is complete when the call returns.
+  if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost || kind == cudaMemcpyDefault)
+    host_saw_stream(cudaStreamLegacy);
   return cudaSuccess;
 }
 
@@ -455,8 +460,11 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
   if (count) check_device_range(dst, count, "cudaMemset");
-  synchronize_device();
-  if (count) std::memset(dst, value, count);
+  if (count)
+    enqueue(cudaStreamLegacy, [=] {
+      topocoll::emu::access(dst, count, true, cudaStreamLegacy, "cudaMemset");
+      std::memset(dst, value, count);
+    });
   return cudaSuccess;
 }
 

@@ -115,13 +115,46 @@ TEST_F(CudartEmu, HostSynchronisationOrdersTheStreams) {
   cudaMemsetAsync(at(0), 3, 256, a_);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaMemsetAsync(at(0), 4, 256, b_);
-  // A synchronous copy out synchronises with everything (see cudart_emu.cpp).
+  ASSERT_EQ(cudaStreamSynchronize(b_), cudaSuccess);
+  // A synchronous copy to the host is complete when it returns.
   char host[256];
   ASSERT_EQ(cudaMemcpy(host, at(0), sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaMemsetAsync(at(0), 5, 256, a_);
   ASSERT_EQ(cudaStreamSynchronize(a_), cudaSuccess);
   EXPECT_EQ(host[0], 4);
   EXPECT_EQ(*at(0), 5);
+}
+
+// cudaMemcpy and cudaMemset run on the legacy stream, which a non-blocking stream neither
+// waits for nor is waited for by (CUDA Runtime API, "API synchronization behavior").
+TEST_F(CudartEmu, SynchronousCopiesDoNotOrderNonBlockingStreams) {
+  char host[256] = {};
+  EXPECT_DEATH(
+      {
+        cudaMemsetAsync(at(0), 1, 256, a_);
+        cudaMemcpy(host, at(0), sizeof host, cudaMemcpyDeviceToHost);
+      },
+      "cudaMemsetAsync wrote(.|\n)*cudaMemcpy source reads");
+  EXPECT_DEATH(
+      {
+        cudaMemcpy(at(0), host, sizeof host, cudaMemcpyHostToDevice);
+        cudaMemsetAsync(at(0), 1, 256, a_);
+      },
+      "cudaMemcpy destination wrote");
+  EXPECT_DEATH(
+      {
+        cudaMemset(at(0), 0, 256);
+        cudaMemsetAsync(at(0), 1, 256, a_);
+      },
+      "cudaMemset wrote");
+  // Ordered by a synchronisation in between.
+  cudaMemset(at(0), 0, 256);
+  cudaMemcpy(at(0), host, sizeof host, cudaMemcpyHostToDevice);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemsetAsync(at(0), 1, 256, a_);
+  ASSERT_EQ(cudaStreamSynchronize(a_), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host, at(0), sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0], 1);
 }
 
 TEST_F(CudartEmu, SynchronisingTheOtherStreamDoesNotOrder) {

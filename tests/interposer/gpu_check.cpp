@@ -280,6 +280,9 @@ struct Checker {
       for (std::size_t i = 0; i < in_n; ++i)
         encode(c.type->type, double((rank * 3 + int64_t(i)) % 100), &host[i * es]);
     CUDA_OK(cudaMemcpy(b.send, host.data(), host.size(), cudaMemcpyHostToDevice));
+    // cudaMemset and cudaMemcpy run on the legacy stream, which the non-blocking streams
+    // the calls use do not wait for, and may return before they are done.
+    CUDA_OK(cudaDeviceSynchronize());
     b.input = std::move(host);
     b.recv_bytes = out_n * es;
     b.expected.resize(b.recv_bytes);
@@ -353,6 +356,7 @@ struct Checker {
   void reset(const Buffers& b) {
     CUDA_OK(cudaMemset(b.recv, 0, b.recv_bytes));
     CUDA_OK(cudaMemcpy(b.send, b.input.data(), b.input.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());  // as in prepare()
   }
 
   // Captured once, replayed twice, the buffers reset before each replay.
@@ -698,6 +702,7 @@ int run_bench(const Args& a) {
   CUDA_OK(cudaMalloc(&send, max_bytes * std::size_t(a.nranks)));
   CUDA_OK(cudaMalloc(&recv, max_bytes * std::size_t(a.nranks)));
   CUDA_OK(cudaMemset(send, 0, max_bytes * std::size_t(a.nranks)));
+  CUDA_OK(cudaDeviceSynchronize());  // the memset is on the legacy stream
   cudaEvent_t t0, t1;
   CUDA_OK(cudaEventCreate(&t0));
   CUDA_OK(cudaEventCreate(&t1));
