@@ -25,6 +25,7 @@
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
+#include "tools/split_list.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -70,15 +71,6 @@ struct BenchArgs {
   std::string bootstrap;               // --bootstrap HOST:PORT
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   std::vector<int64_t> sizes;
   if (const auto colon = text.find(':'); colon != std::string::npos) {
@@ -88,7 +80,7 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
     if (factor <= 1) throw std::invalid_argument("--factor must be > 1");
     for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor) sizes.push_back(int64_t(s));
   } else {
-    for (const auto& part : split(text, ',')) sizes.push_back(sched::parse_size(part));
+    for (const auto& part : split_list(text, ',')) sizes.push_back(sched::parse_size(part));
   }
   if (sizes.empty()) throw std::invalid_argument("--sizes '" + text + "' names no size");
   return sizes;
@@ -115,7 +107,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (f == "--topo") a.topo = value();
     else if (f == "--ranks" || f == "-n") a.ranks = parse_int(f, value(), 1);
-    else if (f == "--algos" || f == "--algo") a.algos = split(value(), ',');
+    else if (f == "--algos" || f == "--algo") a.algos = split_list(value(), ',');
     else if (f == "--sizes") sizes = value();
     else if (f == "--factor" || f == "-f") a.factor = std::stod(value());
     else if (f == "--coll") {
@@ -135,7 +127,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--seconds") a.settings.target_seconds = std::stod(value());
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();
-    else if (f == "--endpoints") a.endpoints = split(value(), ',');
+    else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
     else if (f == "--rank") a.rank = parse_int(f, value(), 0);
     else if (f == "--bootstrap") a.bootstrap = value();
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);

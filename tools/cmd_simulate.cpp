@@ -17,6 +17,7 @@
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
+#include "tools/split_list.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -56,15 +57,6 @@ std::string human(int64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f%s" : "%.1f%s", v, units[u]);
   return buf;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 // --- SVG plot ------------------------------------------------------------------------------
@@ -267,7 +259,7 @@ int run_simulate(std::span<const std::string> args) {
     std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", kUsage);
     return 2;
   }
-  auto bounds = split(sizes, ':');
+  auto bounds = split_list(sizes, ':');
   if (bounds.size() != 2) throw std::invalid_argument("--sizes: expected MIN:MAX, got \"" + sizes + "\"");
   int64_t lo = sched::parse_size(bounds[0]), hi = sched::parse_size(bounds[1]);
   if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes: need 1 <= MIN <= MAX");
@@ -278,7 +270,7 @@ int run_simulate(std::span<const std::string> args) {
   topo::Topology t = topo::load_topology_file(topo_file);
   base.verify = false;
   base.keep_link_detail = false;
-  std::vector<std::string> algos = split(algos_arg, ',');
+  std::vector<std::string> algos = split_list(algos_arg, ',');
   std::vector<Row> rows;
   int nranks = 0;
   for (int64_t bytes : list) {
