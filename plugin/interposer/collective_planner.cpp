@@ -1,5 +1,6 @@
 #include "plugin/interposer/collective_planner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -36,12 +37,6 @@ sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, dou
   r.verify = verify;
   r.keep_link_detail = false;
   return r;
-}
-
-bool is_identity(const std::vector<int>& order) {
-  for (std::size_t j = 0; j < order.size(); ++j)
-    if (order[j] != int(j)) return false;
-  return true;
 }
 
 std::string format_us(double us) {
@@ -115,8 +110,11 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     auto topo_ring_us = [&] {
       double us =
           sched::make_plan(*in.topology, request_for(in, "ring-topo", kNcclStepUs, false)).predicted_us;
-      if (c != Collective::AllReduce && !is_identity(sched::topology_aware_ring(*in.topology, *in.placement)))
-        us += 2.0 * bytes * sched::CostParams{}.gamma_us_per_byte;
+      if (c != Collective::AllReduce) {
+        const std::vector<int> ring = sched::topology_aware_ring(*in.topology, *in.placement);
+        if (!std::is_sorted(ring.begin(), ring.end()))  // not the identity permutation
+          us += 2.0 * bytes * sched::CostParams{}.gamma_us_per_byte;
+      }
       return us;
     };
     // A topocoll schedule: the host work and launches of each step on the NCCL/CUDA

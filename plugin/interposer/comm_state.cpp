@@ -16,12 +16,6 @@ CommState::CommState() = default;
 CommState::~CommState() = default;
 #endif
 
-bool CommState::ring_order_is_identity() const {
-  for (std::size_t j = 0; j < ring_order.size(); ++j)
-    if (ring_order[j] != int(j)) return false;
-  return true;
-}
-
 CommRegistry& CommRegistry::instance() {
   // Never destroyed: exported NCCL calls may arrive from other libraries' destructors.
   static CommRegistry* registry = new CommRegistry;

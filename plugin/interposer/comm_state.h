@@ -49,10 +49,11 @@ struct CommState {
   ncclComm_t ring_comm = nullptr;
   bool ring_comm_failed = false;
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
-  // allgather deliver blocks in ring_comm's rank order, so unless this is the identity
-  // their blocks are permuted through scratch (interposer.cpp, run_ring_calls).
+  // allgather deliver blocks in ring_comm's rank order, so when it is not the identity
+  // (ring_permutes, set with it) their blocks are permuted through scratch (interposer.cpp,
+  // run_ring_calls).
   std::vector<int> ring_order;
-  bool ring_order_is_identity() const;
+  bool ring_permutes = false;
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};

@@ -361,6 +361,8 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];
     st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
+    // A permutation of 0..n-1 is the identity exactly when it is sorted.
+    st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
     int key = 0;
     for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
       if (st->ring_order[pos] == st->rank) key = int(pos);
@@ -481,7 +483,7 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const PendingCollective& c = calls[i];
     if (!c.state->ring_comm || c.call.collective == Collective::AllReduce ||
-        c.state->ring_order_is_identity())
+        !c.state->ring_permutes)
       continue;
     blocks[i] = c.call.count * kernels::datatype_size(kernels::DataType(int(c.call.datatype)));
     needs[i] = blocks[i] * std::size_t(c.state->nranks);
@@ -616,7 +618,7 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     case Route::NcclTopoRing:
       if (st->ring_comm_failed) return forward_collective(call, call.comm);
       // Straight through when no block needs permuting; else after NCCL's group (queued).
-      if (st->ring_comm && (call.collective == Collective::AllReduce || st->ring_order_is_identity()))
+      if (st->ring_comm && (call.collective == Collective::AllReduce || !st->ring_permutes))
         return forward_collective(call, st->ring_comm);
       break;
     case Route::Schedule:
