@@ -16,6 +16,17 @@ struct DeviceSlot {
   bool joined = false;
 };
 
+// `bytes` of device memory on `device`, which the caller made current (checked: a device
+// that cannot be selected is an error like a failed allocation).
+cudaError_t allocate_on_device(const ExchangeCudaCalls& cuda, int device, std::size_t bytes,
+                               void** buffer) {
+  int current = -1;
+  cudaError_t e = cuda.get_device(&current);
+  if (e == cudaSuccess && current != device) e = cudaErrorInvalidDevice;
+  if (e == cudaSuccess) e = cuda.malloc(buffer, bytes);
+  return e;
+}
+
 }  // namespace
 
 ExchangeCudaCalls& exchange_cuda_calls() {
@@ -40,10 +51,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(x.device);
-    int current = -1;
-    cudaError_t e = cuda.get_device(&current);
-    if (e == cudaSuccess && current != x.device) e = cudaErrorInvalidDevice;
-    if (e == cudaSuccess) e = cuda.malloc(&s.buffer, rec * std::size_t(x.nranks));
+    cudaError_t e = allocate_on_device(cuda, x.device, rec * std::size_t(x.nranks), &s.buffer);
     if (e != cudaSuccess) {
       // The one failure that keeps this rank out: no device memory to gather into.
       s.buffer = nullptr;
@@ -143,10 +151,7 @@ void agree_ready(std::span<ReadyVote> batch) {
     ReadyVote& v = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(v.device);
-    int current = -1;
-    cudaError_t e = cuda.get_device(&current);
-    if (e == cudaSuccess && current != v.device) e = cudaErrorInvalidDevice;
-    if (e == cudaSuccess) e = cuda.malloc(&s.buffer, sizeof(int32_t));
+    cudaError_t e = allocate_on_device(cuda, v.device, sizeof(int32_t), &s.buffer);
     if (e != cudaSuccess) {
       s.buffer = nullptr;
       v.error = std::string("CUDA error preparing the topocoll ready vote (") +
