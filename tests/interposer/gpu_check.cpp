@@ -45,6 +45,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "topo/generators.h"
@@ -494,13 +495,20 @@ void lifecycle_cases(const Args& a, ncclComm_t comm, cudaStream_t stream, Checke
   }
 }
 
-int run_check(const Args& a) {
+// This rank's communicator (unique id through the id file) and a non-blocking stream on
+// its device.
+std::pair<ncclComm_t, cudaStream_t> join_communicator(const Args& a) {
   CUDA_OK(cudaSetDevice(a.device));
-  ncclUniqueId id = bootstrap_id(a);
+  const ncclUniqueId id = bootstrap_id(a);
   ncclComm_t comm;
   NCCL_OK(ncclCommInitRank(&comm, a.nranks, id, a.rank));
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return {comm, stream};
+}
+
+int run_check(const Args& a) {
+  const auto [comm, stream] = join_communicator(a);
   Checker ck{a.rank, a.nranks, comm, stream};
 
   std::vector<int64_t> counts;
@@ -691,12 +699,7 @@ int run_check_all(const Args& a) {
 // ---- benchmark ---------------------------------------------------------------------------
 
 int run_bench(const Args& a) {
-  CUDA_OK(cudaSetDevice(a.device));
-  ncclUniqueId id = bootstrap_id(a);
-  ncclComm_t comm;
-  NCCL_OK(ncclCommInitRank(&comm, a.nranks, id, a.rank));
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const auto [comm, stream] = join_communicator(a);
   const std::size_t max_bytes = std::size_t(64) << 20;
   void *send, *recv;
   CUDA_OK(cudaMalloc(&send, max_bytes * std::size_t(a.nranks)));
