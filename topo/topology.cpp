@@ -1,6 +1,7 @@
 #include "topo/topology.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <stdexcept>
 
@@ -174,6 +175,21 @@ std::vector<int> Topology::shortest_links(NodeRef from, NodeRef to) const {
     path.push_back(via[node]);
   std::reverse(path.begin(), path.end());
   return path;
+}
+
+void Topology::scale_rates(double factor) {
+  if (!(factor > 0) || !std::isfinite(factor))
+    throw std::invalid_argument("rate scale " + std::to_string(factor) + " is not positive");
+  for (auto& l : links_) l.gbps *= factor;
+  for (auto& h : hosts_) h.fabric_gbps *= factor;
+}
+
+void Topology::set_link_gbps(int link, double gbps) {
+  if (link < 0 || link >= int(links_.size()))
+    throw std::out_of_range("set_link_gbps: link " + std::to_string(link) + " out of range");
+  if (!(gbps > 0) || !std::isfinite(gbps))
+    throw std::invalid_argument("rate " + std::to_string(gbps) + " Gb/s is not positive");
+  links_[link].gbps = gbps;
 }
 
 std::vector<Path> Topology::route(int from, int to, RouteHint hint) const {

@@ -186,6 +186,13 @@ class Topology {
   std::vector<int> torus_coord(int package) const;
   int package_at(const std::vector<int>& coord) const;
 
+  // Rates as an emulation or a measurement sees them: every rate (cables and host fabrics)
+  // times `factor` (a fabric emulated at a fraction of the real speed), or one direction of
+  // one cable set to `gbps` (a degraded cable). Both throw std::invalid_argument for a
+  // rate that is not positive and finite.
+  void scale_rates(double factor);
+  void set_link_gbps(int link, double gbps);
+
   // Construction (used by the JSON loader and the generators); finalize() derives indices,
   // reverse links and host fabrics and checks connectivity.
   friend class TopologyBuilder;
