@@ -1,0 +1,138 @@
+// Fabric plan: everything `topocoll fabric up` builds for a topology, computed from the
+// topology alone (no system calls), so it can be checked in tests, written to the fabric's
+// state file and undone exactly (docs/fabric.md).
+//
+//  - a network namespace per host: one interface per NIC cable (NAP nodes: one per local
+//    switch and per torus neighbour), endpoints of one host reach each other through the
+//    namespace itself (the host fabric);
+//  - a router namespace per switch; NAP hosts forward torus traffic themselves;
+//  - every cable a veth pair, each end shaped with tbf at the cable's emulated rate, so each
+//    direction has its own rate as in the model;
+//  - routes compiled from Topology::route (fabric/route_compiler.h): the emulation and the
+//    cost model cannot disagree about which cables a flow uses;
+//  - a management network (one unshaped bridge to every host namespace) for the bootstrap
+//    rendezvous, as a cluster's front-end network carries it, so that faults on the data
+//    fabric never cut a rank off from its group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topo/topology.h"
+
+namespace topocoll::fabric {
+
+struct FabricOptions {
+  std::string name = "tf";  // [a-z0-9_], 1..12 characters: namespaces are "tf-<name>-<node>"
+  // Emulated rates: either the fastest cable class runs at rate_mbit (the others keep their
+  // ratio to it), or every rate is the topology's times `scale`. Neither: rate_mbit 20.
+  double rate_mbit = 0;
+  double scale = 0;
+  int mtu = 9000;  // jumbo frames: fewer packets per byte, so the CPU is not the bottleneck
+};
+
+// One route of a table: destination "default" or "a.b.c.d/32", one or more next hops
+// (several = multipath, weighted by the fraction of the flow each path carries).
+struct NextHop {
+  std::string via;     // the next node's address (unnumbered: reached "onlink")
+  std::string device;  // the cable's interface on this side
+  int weight = 1;
+};
+struct Route {
+  std::string destination;
+  std::vector<NextHop> hops;
+  std::string source;  // preferred source address for locally made packets ("" = none)
+};
+inline constexpr int kMainTable = 254;
+struct RouteTable {
+  int id = kMainTable;
+  std::string purpose;  // "origin s3.g0", "transit U0", "stripe 2 of p0.n1", ...
+  std::vector<Route> routes;
+};
+// An `ip rule`: packets matching every set field use `table`.
+struct Rule {
+  int priority = 0;
+  std::string from;     // source address/32, "" = any
+  std::string iif;      // input interface, "" = any
+  uint32_t fwmark = 0;  // 0 = any
+  int table = kMainTable;
+};
+
+enum class NamespaceRole { Host, Switch, Management };
+
+struct Namespace {
+  std::string name;  // tf-<fabric>-<node>
+  NamespaceRole role = NamespaceRole::Host;
+  std::string node;  // host name, switch id, or "management"
+  int host = -1;     // host index (Host role)
+  int switch_index = -1;
+  std::vector<std::string> interfaces;  // every fabric interface, in creation order
+  // (interface, address/32): endpoint addresses on their NIC (or on lo when a node has
+  // several ports), router addresses on lo.
+  std::vector<std::pair<std::string, std::string>> addresses;
+  bool forwards = false;  // routers and NAP nodes forward; hosts of a BiGraph do not
+  std::vector<RouteTable> tables;
+  std::vector<Rule> rules;
+  std::string management_interface;  // "" for the management namespace itself
+  std::string management_address;    // address/prefix on the management network
+};
+
+struct VethEnd {
+  int ns = -1;  // index into FabricPlan::namespaces
+  std::string interface;
+};
+
+struct Cable {
+  std::string name;  // topo::cable_name
+  int link = -1;     // the topology's first direction, a -> b; link + its reverse = b -> a
+  int reverse = -1;
+  VethEnd a, b;
+  double mbit_ab = 0, mbit_ba = 0;  // emulated rate of each direction
+};
+
+struct FabricEndpoint {
+  int endpoint = -1;
+  std::string id;       // topology endpoint id
+  std::string host;     // topology host name (the rank's hostname inside the fabric)
+  int ns = -1;
+  std::string address;  // where its rank binds (no prefix)
+  std::string interface;  // its NIC interface (single-port endpoints), or "lo"
+};
+
+struct FabricPlan {
+  std::string name;
+  double rate_scale = 0;  // emulated Gb/s = topology Gb/s x rate_scale
+  int mtu = 9000;
+  std::vector<Namespace> namespaces;  // management first, then hosts, then switches
+  std::vector<Cable> cables;
+  std::vector<FabricEndpoint> endpoints;  // indexed like the topology's endpoints
+  // Socket marks a connection's lanes carry so that they take different paths where a flow
+  // stripes (NAP: one per local switch); empty when no route stripes.
+  std::vector<uint32_t> lane_marks;
+  int management_ns = 0;
+  std::string management_address;  // the bootstrap root's address (no prefix)
+  std::vector<std::string> notes;   // routes the kernel can only approximate (multipath hashing)
+
+  const Namespace& ns_of(const FabricEndpoint& e) const { return namespaces[e.ns]; }
+};
+
+// What a fabric of this topology needs from the machine, and whether it fits.
+struct FabricSize {
+  int namespaces = 0, veth_pairs = 0, routes = 0, qdiscs = 0;
+  double memory_mib = 0;  // kernel memory estimate (measured per namespace, veth and route)
+};
+FabricSize estimate_fabric_size(const topo::Topology& topology);
+
+// Throws std::invalid_argument naming the option or the part of the topology that cannot be
+// emulated (bad name, rates, a topology too large for routes to be compiled per pair).
+FabricPlan plan_fabric(const topo::Topology& topology, const FabricOptions& options);
+
+// The checks of plan_fabric's options alone (name, rates, MTU).
+void check_fabric_options(const FabricOptions& options);
+
+// The topology as the fabric runs it: every rate times the plan's rate_scale. Predictions
+// for a run on the fabric come from this one.
+topo::Topology emulated_topology(const topo::Topology& topology, const FabricPlan& plan);
+
+}  // namespace topocoll::fabric
