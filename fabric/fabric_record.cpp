@@ -1,0 +1,135 @@
+#include "fabric/fabric_record.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "fabric/system_command.h"
+
+namespace topocoll::fabric {
+namespace {
+
+void make_dirs(const std::string& path) {
+  std::string partial;
+  std::stringstream in(path);
+  std::string piece;
+  while (std::getline(in, piece, '/')) {
+    if (piece.empty()) continue;
+    partial += "/" + piece;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      throw FabricError("cannot create " + partial + ": " + std::strerror(errno));
+  }
+}
+
+Fault::Kind parse_kind(const std::string& s) {
+  if (s == "degrade") return Fault::Kind::Degrade;
+  if (s == "cut") return Fault::Kind::Cut;
+  if (s == "swap") return Fault::Kind::Swap;
+  throw FabricError("unknown fault kind '" + s + "'");
+}
+
+}  // namespace
+
+std::string to_string(Fault::Kind kind) {
+  switch (kind) {
+    case Fault::Kind::Degrade: return "degrade";
+    case Fault::Kind::Cut: return "cut";
+    case Fault::Kind::Swap: return "swap";
+  }
+  return "?";
+}
+
+nlohmann::json fault_json(const Fault& f) {
+  nlohmann::json j = {{"kind", to_string(f.kind)}, {"cables", f.cables}};
+  if (f.kind == Fault::Kind::Degrade) j["rate_mbit"] = f.rate_mbit;
+  return j;
+}
+
+std::string fabric_state_dir() {
+  const char* dir = std::getenv("TOPOCOLL_FABRIC_STATE_DIR");
+  return dir && *dir ? dir : "/run/topocoll/fabric";
+}
+
+std::string fabric_record_path(const std::string& name) { return fabric_state_dir() + "/" + name + ".json"; }
+
+std::optional<FabricRecord> load_record(const std::string& name) {
+  std::ifstream in(fabric_record_path(name));
+  if (!in) return std::nullopt;
+  nlohmann::json j;
+  try {
+    in >> j;
+    FabricRecord r;
+    r.name = j.at("name").get<std::string>();
+    r.status = j.at("status").get<std::string>();
+    r.topology_file = j.value("topology_file", "");
+    r.topology = j.at("topology");
+    const auto& o = j.at("options");
+    r.options.name = r.name;
+    r.options.rate_mbit = o.value("rate_mbit", 0.0);
+    r.options.scale = o.value("scale", 0.0);
+    r.options.mtu = o.value("mtu", 9000);
+    r.namespaces = j.at("namespaces").get<std::vector<std::string>>();
+    for (const auto& f : j.value("faults", nlohmann::json::array())) {
+      Fault fault;
+      fault.kind = parse_kind(f.at("kind").get<std::string>());
+      fault.cables = f.at("cables").get<std::vector<std::string>>();
+      fault.rate_mbit = f.value("rate_mbit", 0.0);
+      r.faults.push_back(fault);
+    }
+    r.created_unix = j.value("created_unix", int64_t(0));
+    r.creator_pid = j.value("creator_pid", 0);
+    return r;
+  } catch (const std::exception& e) {
+    throw FabricError("fabric record " + fabric_record_path(name) + " is corrupt (" + e.what() +
+                      "); `topocoll fabric down --name " + name + "` still removes its namespaces");
+  }
+}
+
+void save_record(const FabricRecord& r) {
+  make_dirs(fabric_state_dir());
+  nlohmann::json faults = nlohmann::json::array();
+  for (const auto& f : r.faults) faults.push_back(fault_json(f));
+  const nlohmann::json j = {
+      {"name", r.name},
+      {"status", r.status},
+      {"topology_file", r.topology_file},
+      {"topology", r.topology},
+      {"options", {{"rate_mbit", r.options.rate_mbit}, {"scale", r.options.scale}, {"mtu", r.options.mtu}}},
+      {"namespaces", r.namespaces},
+      {"faults", faults},
+      {"created_unix", r.created_unix},
+      {"creator_pid", r.creator_pid}};
+  const std::string path = fabric_record_path(r.name);
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << j.dump(1) << "\n";
+    if (!out) throw FabricError("cannot write " + temporary);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0)
+    throw FabricError("cannot write " + path + ": " + std::strerror(errno));
+}
+
+void remove_record(const std::string& name) { ::unlink(fabric_record_path(name).c_str()); }
+
+std::vector<std::string> recorded_fabrics() {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(fabric_state_dir().c_str());
+  if (!d) return out;
+  while (const dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) out.push_back(n.substr(0, n.size() - 5));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace topocoll::fabric

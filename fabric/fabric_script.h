@@ -1,0 +1,38 @@
+// A fabric plan as iproute2 commands: one batch for the root namespace (the namespaces and
+// every veth pair, created directly inside their namespaces), and per namespace the sysctls,
+// an `ip -batch` (links, addresses, rules, routes) and a `tc -batch` (a tbf shaper on every
+// cable end: each end shapes the direction that leaves it). Pure text, tested as such.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fabric/fabric_plan.h"
+
+namespace topocoll::fabric {
+
+struct Sysctl {
+  std::string path;  // below /proc/sys, e.g. "net/ipv4/ip_forward"
+  std::string value;
+  bool optional = false;  // absent on some kernels: skipped, not an error
+};
+
+struct NamespaceScript {
+  std::vector<Sysctl> sysctls;
+  std::string links;   // ip batch: links up, MTU, addresses, bridge ports
+  std::string rules;   // ip batch: policy rules
+  std::string routes;  // ip batch: every table's routes ("replace", so re-runnable)
+  std::string shapers; // tc batch
+};
+
+std::string root_batch(const FabricPlan& plan);
+NamespaceScript namespace_script(const FabricPlan& plan, int ns);
+
+// tc arguments (after "tc -n NS") that shape one cable end to `mbit`: "qdisc replace dev X
+// root tbf rate ... burst ... limit ...". The bucket holds two frames or 2 ms of data; the
+// queue 1 s: contending flows share the rate instead of losing packets (a lossless fabric, as
+// the model assumes; real switches would use PFC or ECN for that).
+std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu);
+
+}  // namespace topocoll::fabric

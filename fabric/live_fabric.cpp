@@ -1,0 +1,371 @@
+#include "fabric/live_fabric.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "fabric/fabric_script.h"
+#include "fabric/system_command.h"
+#include "topo/cable_names.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::fabric {
+namespace {
+
+std::string prefix_of(const std::string& name) { return "tf-" + name + "-"; }
+
+double available_memory_mib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long long kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return double(kib) / 1024.0;
+  return 0;
+}
+
+std::string fixed(double x, int digits = 0) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(digits);
+  o << x;
+  return o.str();
+}
+
+// Writes the sysctls inside namespace `ns`; names the first one that failed.
+void apply_sysctls(const std::string& ns, const std::vector<Sysctl>& sysctls) {
+  const int code = run_in_netns(ns, [&] {
+    for (size_t i = 0; i < sysctls.size(); ++i) {
+      const std::string path = "/proc/sys/" + sysctls[i].path;
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      bool ok = fd >= 0;
+      if (ok) {
+        ok = ::write(fd, sysctls[i].value.data(), sysctls[i].value.size()) ==
+             ssize_t(sysctls[i].value.size());
+        ::close(fd);
+      }
+      if (!ok && !sysctls[i].optional) return int(std::min<size_t>(i + 1, 120));
+    }
+    return 0;
+  });
+  if (code != 0)
+    throw FabricError("namespace " + ns + ": cannot set " +
+                      (code <= int(sysctls.size()) ? "/proc/sys/" + sysctls[code - 1].path + " = " +
+                                                         sysctls[code - 1].value
+                                                   : std::string("its sysctls")));
+}
+
+void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
+  const NamespaceScript s = namespace_script(plan, index);
+  const std::string& name = plan.namespaces[index].name;
+  apply_sysctls(name, s.sysctls);
+  run_checked({"ip", "-n", name, "-batch", "-"}, "configuring " + name,
+              s.links + (with_rules ? s.rules : "") + s.routes);
+  if (!s.shapers.empty())
+    run_checked({"tc", "-n", name, "-batch", "-"}, "shaping the cables of " + name, s.shapers);
+}
+
+// Removes namespaces, first ending the processes inside them (a crashed run's ranks).
+void remove_namespaces(const std::vector<std::string>& names) {
+  std::string batch;
+  for (const auto& n : names) {
+    if (!netns_exists(n)) continue;
+    const CommandResult pids = run_command({"ip", "netns", "pids", n});
+    std::istringstream in(pids.output);
+    long pid = 0;
+    while (in >> pid)
+      if (pid > 1 && pid != ::getpid()) ::kill(pid_t(pid), SIGKILL);
+    batch += "netns del " + n + "\n";
+  }
+  if (!batch.empty()) run_command({"ip", "-force", "-batch", "-"}, batch);
+}
+
+// Which end of a cable named `text` the user named second (the end that moves in a swap).
+bool named_reversed(const topo::Topology& t, const std::string& text, int link) {
+  const std::string first = t.node_id(t.links()[link].from) + "-";
+  return text.rfind(first, 0) != 0;
+}
+
+}  // namespace
+
+std::string machine_cannot_run(const FabricSize& size, const std::string& probe) {
+  if (::geteuid() != 0)
+    return "a fabric needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to make namespaces and "
+           "shape links): run it as root or with sudo";
+  for (const char* tool : {"ip", "tc"})
+    if (find_program(tool).empty())
+      return std::string("`") + tool + "` (iproute2) is not installed: apt-get install iproute2";
+  const double available = available_memory_mib();
+  if (available > 0 && size.memory_mib > available / 2)
+    return "the fabric needs about " + fixed(size.memory_mib) + " MiB of kernel memory (" +
+           std::to_string(size.namespaces) + " namespaces, " + std::to_string(size.veth_pairs) +
+           " veth pairs, ~" + std::to_string(size.routes) + " routes) and this machine has " +
+           fixed(available) + " MiB available; a fabric may use at most half";
+  if (netns_exists(probe)) remove_namespaces({probe});
+  if (auto r = run_command({"ip", "netns", "add", probe}); r.status != 0)
+    return "cannot create network namespaces here (" + r.output.substr(0, r.output.find('\n')) + ")";
+  std::string reason;
+  if (auto r = run_command({"ip", "-n", probe, "link", "add", "tfprobe0", "type", "veth", "peer",
+                            "name", "tfprobe1"});
+      r.status != 0) {
+    reason = "cannot create veth pairs here (" + r.output.substr(0, r.output.find('\n')) + ")";
+  } else if (auto q = run_command({"tc", "-n", probe, "qdisc", "add", "dev", "tfprobe0", "root",
+                                   "tbf", "rate", "1mbit", "burst", "20000", "limit", "80000"});
+             q.status != 0) {
+    reason = "the kernel cannot shape links with tbf (sch_tbf: " +
+             q.output.substr(0, q.output.find('\n')) + ")";
+  }
+  remove_namespaces({probe});
+  return reason;
+}
+
+FabricRecord fabric_up(const topo::Topology& topology, const std::string& topology_file,
+                       const FabricOptions& options, const Progress& progress) {
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  const FabricPlan plan = plan_fabric(topology, options);
+  if (load_record(options.name) || !netns_with_prefix(prefix_of(options.name)).empty())
+    throw FabricError("a fabric named " + options.name + " is already up: `topocoll fabric down --name " +
+                      options.name + "` first, or choose another --name");
+  const FabricSize size = estimate_fabric_size(topology);
+  if (const std::string reason = machine_cannot_run(size, prefix_of(options.name) + "probe");
+      !reason.empty())
+    throw FabricError(reason);
+
+  FabricRecord record;
+  record.name = options.name;
+  record.status = "building";
+  record.topology_file = topology_file;
+  record.topology = topo::topology_to_json(topology);
+  record.options = options;
+  for (const auto& ns : plan.namespaces) record.namespaces.push_back(ns.name);
+  record.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  record.creator_pid = ::getpid();
+  save_record(record);
+  try {
+    say("creating " + std::to_string(plan.namespaces.size()) + " namespaces and " +
+        std::to_string(plan.cables.size()) + " cables");
+    run_checked({"ip", "-batch", "-"}, "creating namespaces and cables", root_batch(plan));
+    say("configuring addresses, routes and shapers");
+    for (int i = 0; i < int(plan.namespaces.size()); ++i) configure_namespace(plan, i, true);
+  } catch (...) {
+    remove_namespaces(record.namespaces);
+    remove_record(record.name);
+    throw;
+  }
+  record.status = "up";
+  save_record(record);
+  return record;
+}
+
+std::vector<std::string> fabric_down(const std::string& name) {
+  std::set<std::string> names;
+  const auto record = load_record(name);
+  if (record) names.insert(record->namespaces.begin(), record->namespaces.end());
+  for (const auto& n : netns_with_prefix(prefix_of(name))) names.insert(n);
+  std::vector<std::string> present;
+  for (const auto& n : names)
+    if (netns_exists(n)) present.push_back(n);
+  if (!record && present.empty())
+    throw FabricError("no fabric named " + name + " is up (`topocoll fabric status` lists them)");
+  remove_namespaces(present);
+  remove_record(name);
+  return present;
+}
+
+LiveFabric LiveFabric::open(const std::string& requested) {
+  std::string name = requested;
+  if (name.empty()) {
+    const auto all = recorded_fabrics();
+    if (all.empty()) throw FabricError("no fabric is up: `topocoll fabric up TOPO.json` makes one");
+    if (all.size() > 1) {
+      std::string list;
+      for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
+      throw FabricError("several fabrics are up (" + list + "): name one with --name");
+    }
+    name = all.front();
+  }
+  auto record = load_record(name);
+  if (!record)
+    throw FabricError("no fabric named " + name + " is up (`topocoll fabric status` lists them)");
+  if (record->status != "up")
+    throw FabricError("fabric " + name + " is incomplete (its `up` did not finish): `topocoll fabric down --name " +
+                      name + "` removes what it made");
+  LiveFabric f;
+  f.record_ = std::move(*record);
+  f.topology_ = topo::topology_from_json(f.record_.topology);
+  f.plan_ = plan_fabric(f.topology_, f.record_.options);
+  return f;
+}
+
+topo::Topology LiveFabric::modelled_topology() const {
+  topo::Topology t = emulated_topology(topology_, plan_);
+  for (const auto& f : record_.faults) {
+    if (f.kind != Fault::Kind::Degrade) continue;
+    const auto sel = topo::find_cable(topology_, f.cables.at(0));
+    t.set_link_gbps(sel.link, f.rate_mbit / 1000.0);
+    if (sel.both_directions) t.set_link_gbps(topology_.links()[sel.link].reverse, f.rate_mbit / 1000.0);
+  }
+  return t;
+}
+
+int LiveFabric::endpoint(const std::string& name) const {
+  if (auto e = topology_.find_endpoint_by_id(name)) return *e;
+  for (const auto& h : topology_.hosts())
+    if (h.name == name && !h.endpoints.empty()) return h.endpoints.front();
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && name.size() < 9) {
+    const int index = std::stoi(name);
+    if (index < int(topology_.endpoints().size())) return index;
+  }
+  throw std::invalid_argument("'" + name + "' is no endpoint id, host or endpoint index of " +
+                              topology_.name());
+}
+
+const Cable& LiveFabric::cable_of(int link) const {
+  for (const auto& c : plan_.cables)
+    if (c.link == link || c.reverse == link) return c;
+  throw FabricError("link " + std::to_string(link) + " is no cable of fabric " + name());
+}
+
+void LiveFabric::set_rate(int link, double mbit) const {
+  const Cable& c = cable_of(link);
+  const VethEnd& end = link == c.link ? c.a : c.b;
+  std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
+  for (auto& a : shaper_arguments(end.interface, mbit, plan_.mtu)) argv.push_back(a);
+  run_checked(argv, "shaping " + topo::link_name(topology_, link));
+}
+
+void LiveFabric::set_link_state(const Cable& c, bool up) const {
+  for (const VethEnd* end : {&c.a, &c.b})
+    run_checked({"ip", "-n", plan_.namespaces[end->ns].name, "link", "set", end->interface, up ? "up" : "down"},
+                (up ? "restoring " : "cutting ") + c.name);
+}
+
+void LiveFabric::save() const { save_record(record_); }
+
+void LiveFabric::degrade(const std::string& cable, double mbit) {
+  if (!(mbit >= 0.01 && mbit <= 10000))
+    throw std::invalid_argument("--rate-mbit " + std::to_string(mbit) + ": expected 0.01 to 10000");
+  const auto sel = topo::find_cable(topology_, cable);
+  set_rate(sel.link, mbit);
+  if (sel.both_directions) set_rate(topology_.links()[sel.link].reverse, mbit);
+  record_.faults.push_back({Fault::Kind::Degrade,
+                            {sel.both_directions ? topo::cable_name(topology_, sel.link)
+                                                 : topo::link_name(topology_, sel.link)},
+                            mbit});
+  save();
+}
+
+void LiveFabric::cut(const std::string& cable) {
+  const auto sel = topo::find_cable(topology_, cable);
+  if (!sel.both_directions)
+    throw std::invalid_argument("cut takes a cable ('A-B'), not one direction ('" + cable + "')");
+  set_link_state(cable_of(sel.link), false);
+  record_.faults.push_back({Fault::Kind::Cut, {topo::cable_name(topology_, sel.link)}, 0});
+  save();
+}
+
+void LiveFabric::rewire(const std::string& first, const std::string& second) const {
+  // Current pairs: near1-far1 and near2-far2 (as planned) or, once swapped, near1-far2 and
+  // near2-far1: deleting the near ends removes whichever pairs they are in.
+  const auto s1 = topo::find_cable(topology_, first), s2 = topo::find_cable(topology_, second);
+  const Cable& c1 = cable_of(s1.link);
+  const Cable& c2 = cable_of(s2.link);
+  const bool r1 = named_reversed(topology_, first, c1.link), r2 = named_reversed(topology_, second, c2.link);
+  const VethEnd near1 = r1 ? c1.b : c1.a, far1 = r1 ? c1.a : c1.b;
+  const VethEnd near2 = r2 ? c2.b : c2.a, far2 = r2 ? c2.a : c2.b;
+  auto ns = [&](const VethEnd& e) { return plan_.namespaces[e.ns].name; };
+  const bool swapped_now = [&] {
+    for (const auto& f : record_.faults)
+      if (f.kind == Fault::Kind::Swap && f.cables == std::vector<std::string>{first, second}) return true;
+    return false;
+  }();
+  const VethEnd to1 = swapped_now ? far1 : far2, to2 = swapped_now ? far2 : far1;
+  run_checked({"ip", "-n", ns(near1), "link", "del", near1.interface}, "unplugging " + first);
+  run_checked({"ip", "-n", ns(near2), "link", "del", near2.interface}, "unplugging " + second);
+  run_checked({"ip", "-batch", "-"}, "plugging the cables in again",
+              "link add " + near1.interface + " netns " + ns(near1) + " type veth peer name " +
+                  to1.interface + " netns " + ns(to1) + "\nlink add " + near2.interface + " netns " +
+                  ns(near2) + " type veth peer name " + to2.interface + " netns " + ns(to2) + "\n");
+  // Deleting the veths removed their addresses, routes and shapers: put them back.
+  std::set<int> touched = {near1.ns, far1.ns, near2.ns, far2.ns};
+  for (int i : touched) configure_namespace(plan_, i, false);
+  for (const auto& f : record_.faults)
+    if (f.kind == Fault::Kind::Degrade) {
+      const auto sel = topo::find_cable(topology_, f.cables.at(0));
+      set_rate(sel.link, f.rate_mbit);
+      if (sel.both_directions) set_rate(topology_.links()[sel.link].reverse, f.rate_mbit);
+    }
+}
+
+void LiveFabric::swap(const std::string& first, const std::string& second) {
+  const auto s1 = topo::find_cable(topology_, first), s2 = topo::find_cable(topology_, second);
+  if (!s1.both_directions || !s2.both_directions)
+    throw std::invalid_argument("swap takes two cables ('A-B C-D'), not directions");
+  if (s1.link == s2.link) throw std::invalid_argument("swap: " + first + " and " + second + " are one cable");
+  const std::string n1 = topo::cable_name(topology_, s1.link), n2 = topo::cable_name(topology_, s2.link);
+  for (const auto& f : record_.faults)
+    if (f.kind != Fault::Kind::Degrade)
+      for (const auto& c : f.cables) {
+        const int link = topo::find_cable(topology_, c).link;
+        if (link == s1.link || link == s2.link)
+          throw FabricError("cable " + topo::cable_name(topology_, link) + " is already " +
+                            (f.kind == Fault::Kind::Cut ? "cut" : "swapped") +
+                            ": `topocoll fabric restore " + topo::cable_name(topology_, link) + "` first");
+      }
+  // Keep the orientation the user gave: the second-named ends move.
+  const std::string a = named_reversed(topology_, first, s1.link) ? first : n1;
+  const std::string b = named_reversed(topology_, second, s2.link) ? second : n2;
+  rewire(a, b);
+  record_.faults.push_back({Fault::Kind::Swap, {a, b}, 0});
+  save();
+}
+
+void LiveFabric::restore(const std::string& cable) {
+  int only = -1;
+  if (!cable.empty()) only = topo::find_cable(topology_, cable).link;
+  auto involves = [&](const Fault& f) {
+    if (only < 0) return true;
+    for (const auto& c : f.cables) {
+      const int link = topo::find_cable(topology_, c).link;
+      if (cable_of(link).link == cable_of(only).link) return true;
+    }
+    return false;
+  };
+  bool any = false;
+  for (int i = int(record_.faults.size()) - 1; i >= 0; --i) {
+    const Fault f = record_.faults[i];
+    if (!involves(f)) continue;
+    any = true;
+    const auto sel = topo::find_cable(topology_, f.cables.at(0));
+    if (f.kind == Fault::Kind::Degrade) {
+      record_.faults.erase(record_.faults.begin() + i);
+      const Cable& c = cable_of(sel.link);
+      set_rate(sel.link, sel.link == c.link ? c.mbit_ab : c.mbit_ba);
+      if (sel.both_directions) set_rate(topology_.links()[sel.link].reverse, sel.link == c.link ? c.mbit_ba : c.mbit_ab);
+    } else if (f.kind == Fault::Kind::Cut) {
+      record_.faults.erase(record_.faults.begin() + i);
+      set_link_state(cable_of(sel.link), true);
+    } else {
+      rewire(f.cables.at(0), f.cables.at(1));  // back to the planned pairs
+      record_.faults.erase(record_.faults.begin() + i);
+    }
+    save();
+  }
+  if (!any)
+    throw std::invalid_argument(cable.empty() ? "fabric " + name() + " has no fault to restore"
+                                              : "no fault on cable " + cable + " of fabric " + name());
+}
+
+}  // namespace topocoll::fabric

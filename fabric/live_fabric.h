@@ -1,0 +1,69 @@
+// Live fabrics: bringing a plan up on this machine (root, iproute2), taking it down, faults
+// on its cables, and what a process needs to run as one of its endpoints. All-or-nothing:
+// a failed `up` removes everything it made before it reports the error.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fabric/fabric_plan.h"
+#include "fabric/fabric_record.h"
+#include "topo/topology.h"
+
+namespace topocoll::fabric {
+
+using Progress = std::function<void(const std::string&)>;
+
+// Why this machine cannot run a fabric of `size` (not root, no namespaces, no veth or tbf,
+// not enough memory: with the numbers), or "" when it can. Makes and removes a probe
+// namespace.
+std::string machine_cannot_run(const FabricSize& size, const std::string& probe_name);
+
+// Builds the fabric. Throws FabricError (nothing left behind) or std::invalid_argument.
+FabricRecord fabric_up(const topo::Topology& topology, const std::string& topology_file,
+                       const FabricOptions& options, const Progress& progress = {});
+
+// Removes every namespace of fabric `name` (from its record and by name prefix), ends the
+// processes still inside them, and the record. Returns the namespaces removed; throws
+// FabricError when there was nothing to remove.
+std::vector<std::string> fabric_down(const std::string& name);
+
+class LiveFabric {
+ public:
+  // `name` "" = the one fabric that is up (an error when there are none or several).
+  static LiveFabric open(const std::string& name);
+
+  const FabricRecord& record() const { return record_; }
+  const std::string& name() const { return record_.name; }
+  const topo::Topology& topology() const { return topology_; }  // as in the file
+  const FabricPlan& plan() const { return plan_; }
+  // The network as emulated now: the plan's rates, degraded cables at their degraded rate.
+  topo::Topology modelled_topology() const;
+
+  // An endpoint by id, host name (its first endpoint) or index. Throws naming the text.
+  int endpoint(const std::string& name) const;
+
+  // Faults, named as `describe --cables` names cables ("A-B" both ways, "A->B" one way).
+  void degrade(const std::string& cable, double rate_mbit);
+  void cut(const std::string& cable);
+  // The far ends of two cables exchanged (a miswired cluster): A-B and C-D become A-D and
+  // C-B; routes stay as the file says.
+  void swap(const std::string& first, const std::string& second);
+  // Undoes the faults on `cable` ("" = every fault), newest first.
+  void restore(const std::string& cable);
+
+ private:
+  LiveFabric() = default;
+  const Cable& cable_of(int link) const;
+  void set_rate(int link, double mbit) const;
+  void set_link_state(const Cable& cable, bool up) const;
+  void rewire(const std::string& first, const std::string& second) const;
+  void save() const;
+
+  FabricRecord record_;
+  topo::Topology topology_;
+  FabricPlan plan_;
+};
+
+}  // namespace topocoll::fabric

@@ -1,0 +1,141 @@
+#include "fabric/system_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace topocoll::fabric {
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+}  // namespace
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t end = path.find(':', start);
+    const std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty()) {
+      const std::string candidate = dir + "/" + name;
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return "";
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& input) {
+  CommandResult result;
+  const std::string program = find_program(argv.at(0));
+  if (program.empty()) {
+    result.status = 127;
+    result.output = argv[0] + ": not installed";
+    return result;
+  }
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) throw FabricError("pipe: " + errno_text(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    ::close(in[0]), ::close(in[1]);
+    throw FabricError("pipe: " + errno_text(errno));
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args[0] = const_cast<char*>(program.c_str());
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw FabricError("fork: " + errno_text(errno));
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::execve(program.c_str(), args.data(), environ);
+    _exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  // Feed stdin and drain stdout together: a large batch must not deadlock on full pipes.
+  size_t written = 0;
+  if (input.empty()) ::close(in[1]), in[1] = -1;
+  // A tool that exits early must not kill us with SIGPIPE while we feed it.
+  const auto previous_sigpipe = ::signal(SIGPIPE, SIG_IGN);
+  for (;;) {
+    pollfd p[2] = {{out[0], POLLIN, 0}, {in[1], POLLOUT, 0}};
+    const int n = in[1] >= 0 ? 2 : 1;
+    if (::poll(p, n, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (n == 2 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      const ssize_t w = ::write(in[1], input.data() + written, input.size() - written);
+      if (w > 0) written += size_t(w);
+      if (w < 0 || written == input.size()) ::close(in[1]), in[1] = -1;
+    }
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[4096];
+      const ssize_t r = ::read(out[0], buf, sizeof buf);
+      if (r <= 0) break;
+      result.output.append(buf, size_t(r));
+    }
+  }
+  if (in[1] >= 0) ::close(in[1]);
+  ::close(out[0]);
+  ::signal(SIGPIPE, previous_sigpipe);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return result;
+}
+
+void run_checked(const std::vector<std::string>& argv, const std::string& what,
+                 const std::string& input) {
+  const CommandResult r = run_command(argv, input);
+  if (r.status == 0) return;
+  std::string output = r.output;
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  throw FabricError(what + ": `" + joined(argv) + "` failed (exit " + std::to_string(r.status) +
+                    ")" + (output.empty() ? "" : ": " + output));
+}
+
+int run_in_netns(const std::string& name, const std::function<int()>& body) {
+  const int fd = ::open(netns_path(name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw FabricError("network namespace " + name + ": " + errno_text(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw FabricError("fork: " + errno_text(errno));
+  }
+  if (pid == 0) {
+    if (::setns(fd, CLONE_NEWNET) != 0) _exit(126);
+    _exit(body());
+  }
+  ::close(fd);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (code == 126) throw FabricError("cannot enter network namespace " + name + " (setns)");
+  return code;
+}
+
+}  // namespace topocoll::fabric
