@@ -36,13 +36,18 @@ NetStatus check_handle(const Handle& h) {
 
 // Opens one socket of a connection: bind (plane routing), connect within the deadline.
 // A refused connect is retried briefly (a listener's backlog may be momentarily full).
-NetStatus connect_one(const SocketAddress& peer, const SocketAddress* local_bind,
+NetStatus connect_one(const SocketAddress& peer, const SocketAddress* local_bind, uint32_t mark,
                       Clock::time_point deadline, FileDescriptor* out) {
   auto refused_until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
   auto backoff = std::chrono::milliseconds(5);
   for (;;) {
     FileDescriptor fd;
     if (auto s = open_tcp_socket(peer.family, &fd); !s.ok()) return s;
+    if (mark != 0 && ::setsockopt(fd.get(), SOL_SOCKET, SO_MARK, &mark, sizeof mark) != 0)
+      return NetStatus::error(NetCode::ConnectFailed,
+                              "cannot mark a socket to " + peer.to_string() + " with " +
+                                  std::to_string(mark) + " (TOPOCOLL_NET_LANE_MARKS needs CAP_NET_ADMIN): " +
+                                  errno_text(errno));
     if (local_bind && local_bind->is_set()) {
       SocketAddress bind_to = *local_bind;
       bind_to.port = 0;
@@ -126,7 +131,9 @@ NetStatus connect(const Handle& handle, const SocketAddress* local_bind,
     hello.chunk_bytes = options.chunk_bytes;
     std::vector<FileDescriptor> sockets(handle.sockets);
     for (uint16_t i = 0; i < handle.sockets; ++i) {
-      if (auto s = connect_one(peer, local_bind, deadline, &sockets[i]); !s.ok()) return s;
+      const uint32_t mark =
+          options.lane_marks.empty() ? 0 : options.lane_marks[i % options.lane_marks.size()];
+      if (auto s = connect_one(peer, local_bind, mark, deadline, &sockets[i]); !s.ok()) return s;
       if (auto s = set_no_delay(sockets[i].get()); !s.ok()) return s;
       hello.socket_index = i;
       if (auto s = send_all(sockets[i].get(), &hello, sizeof hello, deadline,

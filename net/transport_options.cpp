@@ -37,6 +37,32 @@ void read_int(const char* env, long long min, long long max, long long* value,
   }
   *value = v * scale;
 }
+// A comma-separated list of socket marks (decimal or 0x hex), 1..16 of them, none zero.
+void read_marks(const char* env, std::vector<uint32_t>* marks, std::vector<std::string>* warnings) {
+  const char* text = std::getenv(env);
+  if (!text || !*text) return;
+  std::vector<uint32_t> out;
+  std::string_view s(text);
+  bool ok = true;
+  while (ok && !s.empty()) {
+    const size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    int base = 10;
+    if (item.size() > 2 && item[0] == '0' && (item[1] == 'x' || item[1] == 'X')) base = 16, item.remove_prefix(2);
+    uint32_t v = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v, base);
+    ok = !item.empty() && ec == std::errc() && end == item.data() + item.size() && v != 0;
+    out.push_back(v);
+  }
+  if (!ok || out.empty() || out.size() > 16) {
+    if (warnings)
+      warnings->push_back(std::string(env) + "=\"" + text +
+                          "\" is not a list of 1 to 16 non-zero socket marks; using none");
+    return;
+  }
+  *marks = std::move(out);
+}
 }  // namespace
 
 TransportOptions TransportOptions::from_environment(std::vector<std::string>* warnings) {
@@ -51,12 +77,16 @@ TransportOptions TransportOptions::from_environment(std::vector<std::string>* wa
   o.threads_per_conn = int(threads);
   o.timeout_ms = int(timeout);
   o.chunk_bytes = size_t(chunk);
+  read_marks("TOPOCOLL_NET_LANE_MARKS", &o.lane_marks, warnings);
   return o.normalized();
 }
 
 std::string TransportOptions::describe() const {
+  std::string marks;
+  for (uint32_t m : lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
   return "sockets=" + std::to_string(sockets_per_conn) + " threads=" + std::to_string(threads_per_conn) +
-         " chunk=" + std::to_string(chunk_bytes) + " timeout_ms=" + std::to_string(timeout_ms);
+         " chunk=" + std::to_string(chunk_bytes) + " timeout_ms=" + std::to_string(timeout_ms) +
+         (marks.empty() ? "" : " marks=" + marks);
 }
 
 }  // namespace topocoll::net
