@@ -1,15 +1,20 @@
 #include "exec/local_launcher.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "exec/bootstrap.h"
+#include "net/network_namespace.h"
 
 extern char** environ;
 
@@ -26,7 +31,18 @@ std::string current_executable() {
 int launch_local_group(const std::string& program, const std::vector<std::string>& args,
                        int nranks, const LaunchOptions& options) {
   if (nranks < 1) throw std::invalid_argument("launch: nranks must be >= 1");
-  BootstrapRoot root({options.bootstrap_host, 0}, nranks, options.bootstrap_timeout);
+  if (!options.placements.empty() && int(options.placements.size()) != nranks)
+    throw std::invalid_argument("launch: " + std::to_string(options.placements.size()) +
+                                " placements for " + std::to_string(nranks) + " ranks");
+  std::unique_ptr<BootstrapRoot> served;
+  {
+    // The root's listening socket is made inside the ranks' rendezvous namespace.
+    std::optional<net::ThreadNetnsScope> in_namespace;
+    if (!options.bootstrap_netns_path.empty()) in_namespace.emplace(options.bootstrap_netns_path);
+    served = std::make_unique<BootstrapRoot>(BootstrapAddress{options.bootstrap_host, 0}, nranks,
+                                             options.bootstrap_timeout);
+  }
+  BootstrapRoot& root = *served;
   const std::string address = BootstrapAddress{options.bootstrap_host, root.port()}.to_string();
 
   // Everything the children need is built before fork: between fork and exec a child of a
@@ -49,14 +65,40 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     envs[r].push_back("TOPOCOLL_BOOTSTRAP=" + address);
     envs[r].push_back("TOPOCOLL_BOOTSTRAP_SERVED=1");
   }
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(program.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::vector<char*>> envps(nranks);
+  std::vector<std::vector<std::string>> rank_args(nranks, args);
+  std::vector<int> netns_fds(nranks, -1);
+  auto close_namespaces = [&] {
+    for (int& fd : netns_fds)
+      if (fd >= 0) ::close(fd), fd = -1;
+  };
+  for (int r = 0; r < int(options.placements.size()); ++r) {
+    const RankPlacement& p = options.placements[r];
+    for (const auto& kv : p.extra_env) {
+      const std::string key = kv.substr(0, kv.find('=') + 1);
+      std::erase_if(envs[r], [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+      envs[r].push_back(kv);
+    }
+    rank_args[r].insert(rank_args[r].end(), p.extra_args.begin(), p.extra_args.end());
+    if (!p.netns_path.empty()) {
+      netns_fds[r] = ::open(p.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (netns_fds[r] < 0) {
+        const int err = errno;
+        close_namespaces();
+        throw std::runtime_error("launch: rank " + std::to_string(r) + ": network namespace " +
+                                 p.netns_path + ": " + std::strerror(err));
+      }
+    }
+  }
+  std::vector<std::vector<char*>> argvs(nranks), envps(nranks);
+  std::vector<const char*> hostnames(nranks, nullptr);
   for (int r = 0; r < nranks; ++r) {
+    argvs[r].push_back(const_cast<char*>(program.c_str()));
+    for (auto& a : rank_args[r]) argvs[r].push_back(a.data());
+    argvs[r].push_back(nullptr);
     for (auto& kv : envs[r]) envps[r].push_back(kv.data());
     envps[r].push_back(nullptr);
+    if (r < int(options.placements.size()) && !options.placements[r].hostname.empty())
+      hostnames[r] = options.placements[r].hostname.c_str();
   }
 
   std::vector<pid_t> pids(nranks, 0);
@@ -65,14 +107,21 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     if (pid < 0) {
       for (pid_t p : pids)
         if (p > 0) ::kill(p, SIGKILL);
+      close_namespaces();
       throw std::runtime_error("launch: fork failed: " + std::string(std::strerror(errno)));
     }
     if (pid == 0) {
-      ::execve(program.c_str(), argv.data(), envps[r].data());
+      // Only system calls between fork and exec.
+      if (netns_fds[r] >= 0 && ::setns(netns_fds[r], CLONE_NEWNET) != 0) _exit(126);
+      if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
+                           ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))
+        _exit(126);
+      ::execve(program.c_str(), argvs[r].data(), envps[r].data());
       _exit(127);
     }
     pids[r] = pid;
   }
+  close_namespaces();
 
   int result = 0;
   int left = nranks;

@@ -10,17 +10,31 @@
 
 namespace topocoll::exec {
 
+// Where one rank runs when that differs from the launcher (the emulated fabric: one network
+// namespace per host). Empty fields change nothing.
+struct RankPlacement {
+  std::string netns_path;  // network namespace to enter before exec (/run/netns/<name>)
+  std::string hostname;    // its own hostname, in a fresh UTS namespace
+  std::vector<std::string> extra_args;  // appended to the program's arguments
+  std::vector<std::string> extra_env;   // KEY=VALUE, over the launcher's environment
+};
+
 struct LaunchOptions {
   std::string bootstrap_host = "127.0.0.1";
   // After the first rank fails, the others get this long to notice and exit before they
   // are killed: nothing hangs.
   std::chrono::seconds grace{15};
   std::chrono::seconds bootstrap_timeout{60};
+  std::vector<RankPlacement> placements;  // empty, or one per rank
+  // Serve the rendezvous inside this network namespace (reachable from the ranks'), at
+  // bootstrap_host.
+  std::string bootstrap_netns_path;
 };
 
 // Runs `program` with `args` (argv[1..]) as nranks processes and waits for all of them.
 // Returns 0 when every rank exited 0, else the first failing rank's exit code (128 + signal
-// for a killed one). Throws std::runtime_error when the processes cannot be started.
+// for a killed one). Throws std::runtime_error when the processes cannot be started or
+// placed (a namespace that cannot be entered).
 int launch_local_group(const std::string& program, const std::vector<std::string>& args,
                        int nranks, const LaunchOptions& options = {});
 
