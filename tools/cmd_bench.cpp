@@ -4,7 +4,9 @@
 // rank of a group that may span machines.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -14,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/benchmark.h"
+#include "fabric/live_fabric.h"
+#include "net/network_namespace.h"
 #include "exec/bootstrap.h"
 #include "exec/host_backend.h"
 #include "exec/local_launcher.h"
@@ -37,6 +41,7 @@ constexpr const char* kUsage =
     "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
     "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
     "                      [--endpoints E0,E1,...] [--rank R --bootstrap HOST:PORT]\n"
+    "                      [--fabric NAME] [--alpha-us X] [--gamma-gbs G]\n"
     "Runs verified collectives across processes over the socket transport and prints\n"
     "nccl-tests' columns (time = median iteration time of the slowest rank).\n"
     "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
@@ -54,7 +59,12 @@ constexpr const char* kUsage =
     "  -c 0|1        check every iteration's result (default 1)\n"
     "  --seconds S   large sizes run fewer iterations (>= 2) to take about S s (default 1)\n"
     "  --bind IP     address of this rank's data listener (default: the one that reaches the\n"
-    "                bootstrap root)\n";
+    "                bootstrap root)\n"
+    "  --fabric N    run on the emulated fabric N (`topocoll fabric up`): each rank in its\n"
+    "                endpoint's namespace, bound to its NIC address; predictions from the\n"
+    "                fabric's rates (docs/fabric.md)\n"
+    "  --alpha-us X, --gamma-gbs G   the cost model's per-step overhead and reduce rate for\n"
+    "                the predicted column (defaults: a GPU's, docs/plan-format.md)\n";
 
 struct BenchArgs {
   std::string topo;
@@ -69,6 +79,8 @@ struct BenchArgs {
   std::vector<std::string> endpoints;  // explicit placement (indices or endpoint ids)
   int rank = -1;                       // from --rank: this process is one rank of --ranks
   std::string bootstrap;               // --bootstrap HOST:PORT
+  std::string fabric;                  // --fabric NAME: ranks inside an emulated fabric
+  sched::CostParams cost;
 };
 
 std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
@@ -96,6 +108,14 @@ int parse_int(const std::string& flag, const std::string& v, int lo) {
   }
   if (pos != v.size() || x < lo)
     throw std::invalid_argument(flag + " '" + v + "': expected an integer >= " + std::to_string(lo));
+  return x;
+}
+
+double parse_positive(const std::string& flag, const std::string& v, bool zero_ok) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !std::isfinite(x) || x < 0 || (!zero_ok && x == 0))
+    throw std::invalid_argument(flag + " '" + v + "': expected a number " + (zero_ok ? ">= 0" : "> 0"));
   return x;
 }
 
@@ -130,9 +150,14 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
     else if (f == "--rank") a.rank = parse_int(f, value(), 0);
     else if (f == "--bootstrap") a.bootstrap = value();
+    else if (f == "--fabric") a.fabric = value();
+    else if (f == "--alpha-us") a.cost.alpha_us = parse_positive(f, value(), true);
+    else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (parse_positive(f, value(), false) * 1e3);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
+  if (!a.fabric.empty() && !a.topo.empty())
+    throw std::invalid_argument("--fabric runs on the fabric's own topology: drop --topo");
   a.sizes = parse_sizes(sizes, a.factor);
   return a;
 }
@@ -145,6 +170,15 @@ struct PlannedCase {
   double predicted_us = -1;
   double max_link_load = -1;
 };
+
+// The topology predictions and placement come from: --topo, or the emulated fabric's (its
+// rates, degraded cables included), or none.
+std::unique_ptr<topo::Topology> bench_topology(const BenchArgs& a) {
+  if (!a.fabric.empty())
+    return std::make_unique<topo::Topology>(fabric::LiveFabric::open(a.fabric).modelled_topology());
+  if (!a.topo.empty()) return std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+  return nullptr;
+}
 
 std::vector<int> resolve_endpoints(const topo::Topology& t, const std::vector<std::string>& names,
                                    int nranks) {
@@ -179,6 +213,7 @@ PlannedCase plan_case(const BenchArgs& a, const topo::Topology* topology, const 
   req.nranks = nranks;
   if (topology) {
     req.endpoints = resolve_endpoints(*topology, a.endpoints, nranks);
+    req.cost = a.cost;
     req.verify = false;  // the plan is checked for real, with data, right after
     req.keep_link_detail = false;
     sched::Plan plan = sched::make_plan(*topology, req);
@@ -248,9 +283,8 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   if (env.rank == 0 && !env.root_served_externally)
     root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks);
 
-  std::unique_ptr<topo::Topology> topology;
-  if (!a.topo.empty()) {
-    topology = std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+  std::unique_ptr<topo::Topology> topology = bench_topology(a);
+  if (topology) {
     resolve_endpoints(*topology, a.endpoints, env.nranks);  // a bad list fails before the run
     if (int(topology->endpoints().size()) < env.nranks)
       throw std::invalid_argument("--topo " + a.topo + " has " +
@@ -271,6 +305,10 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
       std::printf("# topocoll bench: %d ranks, %s, socket transport (%s), first rank on %s\n",
                   env.nranks, std::string(sched::to_string(a.collective)).c_str(),
                   options.describe().c_str(), host_name().c_str());
+      if (!a.fabric.empty())
+        std::printf("# fabric %s: each rank in its endpoint's namespace; predictions at the "
+                    "fabric's rates (alpha %.3g us, reduce %.3g GB/s)\n",
+                    a.fabric.c_str(), a.cost.alpha_us, 1.0 / (a.cost.gamma_us_per_byte * 1e3));
       if (topology)
         std::printf("# topology %s: placement and orders from the planner (%s)\n",
                     topology->name().c_str(),
@@ -310,15 +348,48 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
 
 // What every rank would check, done once in the launcher so a mistake is one message.
 void check_before_launch(const BenchArgs& a, int nranks) {
-  std::unique_ptr<topo::Topology> topology;
-  if (!a.topo.empty()) {
-    topology = std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+  std::unique_ptr<topo::Topology> topology = bench_topology(a);
+  if (topology) {
+    resolve_endpoints(*topology, a.endpoints, nranks);
     if (int(topology->endpoints().size()) < nranks)
       throw std::invalid_argument("--topo " + a.topo + " has " +
                                   std::to_string(topology->endpoints().size()) +
                                   " endpoints, fewer than " + std::to_string(nranks) + " ranks");
   }
   for (const auto& algo : a.algos) plan_case(a, topology.get(), algo, a.sizes.front(), nranks);
+}
+
+// On a fabric every rank runs in its endpoint's namespace under its host's name, bound to
+// its NIC address; the rendezvous is served on the fabric's management network. Where routes
+// stripe (NAP), each connection gets one lane per path, marked so the kernel sends lane j on
+// path j, in small chunks so every message spreads over all of them as the model assumes.
+exec::LaunchOptions fabric_launch(const BenchArgs& a, int ranks) {
+  const fabric::LiveFabric f = fabric::LiveFabric::open(a.fabric);
+  const auto& plan = f.plan();
+  std::vector<int> endpoints = resolve_endpoints(f.topology(), a.endpoints, ranks);
+  if (endpoints.empty())
+    for (int r = 0; r < ranks; ++r) endpoints.push_back(r);
+  exec::LaunchOptions launch;
+  launch.bootstrap_host = plan.management_address;
+  launch.bootstrap_netns_path = net::netns_path(plan.namespaces[plan.management_ns].name);
+  std::string marks;
+  for (uint32_t m : plan.lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
+  for (int r = 0; r < ranks; ++r) {
+    const auto& e = plan.endpoints[endpoints[r]];
+    exec::RankPlacement p;
+    p.netns_path = net::netns_path(plan.ns_of(e).name);
+    p.hostname = e.host;
+    p.extra_args = {"--bind", e.address};
+    p.extra_env = {"TOPOCOLL_FABRIC=" + f.name(), "TOPOCOLL_FABRIC_ENDPOINT=" + e.id};
+    if (!marks.empty()) {
+      p.extra_env.push_back("TOPOCOLL_NET_LANE_MARKS=" + marks);
+      if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
+        p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
+      if (!std::getenv("TOPOCOLL_NET_CHUNK_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_CHUNK_BYTES=4096");
+    }
+    launch.placements.push_back(std::move(p));
+  }
+  return launch;
 }
 
 int run_bench(std::span<const std::string> args) {
@@ -348,11 +419,13 @@ int run_bench(std::span<const std::string> args) {
     return run_rank(a, e);
   }
   // No launcher around us: become one. Arguments every rank would reject fail here, once.
-  const int ranks = a.ranks > 0 ? a.ranks : 8;
+  const int ranks = a.ranks > 0 ? a.ranks : !a.endpoints.empty() ? int(a.endpoints.size()) : 8;
   check_before_launch(a, ranks);
   std::vector<std::string> child_args = {"bench"};
   child_args.insert(child_args.end(), args.begin(), args.end());
-  const int rc = exec::launch_local_group(exec::current_executable(), child_args, ranks);
+  exec::LaunchOptions launch;
+  if (!a.fabric.empty()) launch = fabric_launch(a, ranks);
+  const int rc = exec::launch_local_group(exec::current_executable(), child_args, ranks, launch);
   if (rc != 0) std::fprintf(stderr, "topocoll bench: a rank exited with status %d\n", rc);
   return rc;
 }
