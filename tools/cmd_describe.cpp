@@ -7,6 +7,7 @@
 
 #include "tools/command.h"
 #include "topo/bisection.h"
+#include "topo/cable_names.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -15,12 +16,14 @@ namespace {
 using namespace topocoll::topo;
 
 constexpr const char* kUsage =
-    "usage: topocoll describe FILE\n"
+    "usage: topocoll describe FILE [--cables]\n"
     "\n"
     "Prints the kind, hosts, endpoints, switches per group (BiGraph) or package (NAP), ports\n"
     "used per switch, link rates and latencies, the diameter in hops and the bisection\n"
     "bandwidth of a topology file (docs/topology.md). Rates are Gb/s in one direction,\n"
-    "latencies microseconds.\n";
+    "latencies microseconds.\n"
+    "  --cables   also list every cable by name (A-B; one direction is A->B), the names the\n"
+    "             fabric's fault commands and the acceptance report use\n";
 
 std::string num(double x) {
   std::ostringstream out;
@@ -74,12 +77,29 @@ void print_ports(const Topology& t) {
   }
 }
 
+void print_cables(const Topology& t) {
+  std::printf("cables (name, kind, Gb/s each way, latency us):\n");
+  for (int link : cable_links(t)) {
+    const Link& l = t.links()[link];
+    const Link& back = t.links()[l.reverse];
+    const std::string rate =
+        l.gbps == back.gbps ? num(l.gbps) : num(l.gbps) + "/" + num(back.gbps);
+    std::printf("  %-24s %-14s %10s %8s\n", cable_name(t, link).c_str(),
+                std::string(to_string(l.kind)).c_str(), rate.c_str(), num(l.latency_us).c_str());
+  }
+}
+
 int run_describe(std::span<const std::string> args) {
   std::string file;
+  bool cables = false;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (a == "--cables") {
+      cables = true;
+      continue;
     }
     if ((a.size() > 1 && a[0] == '-') || !file.empty()) {
       std::fprintf(stderr, "topocoll describe: unexpected argument %s\n\n%s", a.c_str(), kUsage);
@@ -125,6 +145,7 @@ int run_describe(std::span<const std::string> args) {
   std::printf("bisection bandwidth: %s Gb/s per direction (%d cables cut)\n", num(b.gbps).c_str(),
               b.cables);
   std::printf("  method: %s\n", b.method.c_str());
+  if (cables) print_cables(t);
   return 0;
 }
 

@@ -77,6 +77,18 @@ TEST(TopoCli, DescribeBiGraph32) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
+TEST(TopoCli, DescribeListsCablesByName) {
+  Result r = run("describe " + kSource + "/examples/bigraph-32.json --cables");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* line : {"cables (name, kind", "  s0.g0-U0 ", "  U3-L3 ", "inter-group"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  int cables = 0;
+  for (size_t at = r.output.find("\n  ", r.output.find("cables (name")); at != std::string::npos;
+       at = r.output.find("\n  ", at + 1))
+    ++cables;
+  EXPECT_EQ(cables, 48);
+}
+
 TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   const std::string out = testing::TempDir() + "/generated-nap.json";
   Result g = run("generate nap --torus 3x2 --nodes-per-package 4 --local-switches 2 -o " + out);

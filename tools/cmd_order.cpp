@@ -1,0 +1,137 @@
+// `topocoll order`: the host order in which a rank-order ring — what NCCL builds across
+// nodes — is contention-free on the topology, for launchers that number ranks by the order
+// of their host list (mpirun hostfiles, torchrun node ranks, Slurm hostfiles).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "sched/placement.h"
+#include "sched/plan.h"
+#include "tools/command.h"
+#include "tools/flag_value.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: topocoll order --topo FILE --hosts FILE [--format list|mpirun|torchrun|slurm|endpoints]\n"
+    "\n"
+    "Prints the job's hosts in the order in which a rank-order ring (NCCL's ring across nodes)\n"
+    "puts every hop on its own link: the topology-aware ring of `plan --algo ring-topo`.\n"
+    "--hosts lists the job's hosts, one per line or comma-separated (an mpirun hostfile's\n"
+    "'slots=' and '#' comments are ignored); every host must be in the topology.\n"
+    "  list       one host per line (default)\n"
+    "  mpirun     an mpirun hostfile: 'host slots=GPUs'\n"
+    "  torchrun   'host node_rank' per line: start host h with --node-rank that number\n"
+    "  slurm      a SLURM_HOSTFILE (one line per task) for srun --distribution=arbitrary\n"
+    "  endpoints  endpoint ids, comma-separated, for `bench --endpoints`\n"
+    "The worst link load of the ring in the given and in the printed order goes to stderr.\n";
+
+std::vector<std::string> read_hosts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("--hosts " + path + ": cannot read");
+  std::vector<std::string> hosts;
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    for (char& c : line)
+      if (c == ',') c = '\n';
+    std::istringstream items(line);
+    std::string item;
+    while (std::getline(items, item)) {
+      std::istringstream words(item);
+      std::string host;
+      if (words >> host) hosts.push_back(host);
+    }
+  }
+  if (hosts.empty()) throw std::invalid_argument("--hosts " + path + " names no host");
+  return hosts;
+}
+
+double ring_load(const topo::Topology& t, const std::vector<int>& endpoints) {
+  sched::PlanRequest req;
+  req.algo = "ring";
+  req.bytes = int64_t(endpoints.size()) * 4096;
+  req.endpoints = endpoints;
+  req.verify = false;
+  req.keep_link_detail = false;
+  return sched::make_plan(t, req).link_load.max_load;
+}
+
+int run_order(std::span<const std::string> args) {
+  std::string topo_file, hosts_file, format = "list";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& f = args[i];
+    if (f == "--help" || f == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (f == "--topo") topo_file = flag_value(args, i);
+    else if (f == "--hosts") hosts_file = flag_value(args, i);
+    else if (f == "--format") format = flag_value(args, i);
+    else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
+  }
+  if (topo_file.empty() || hosts_file.empty()) throw std::invalid_argument(std::string("--topo and --hosts are required\n") + kUsage);
+  static const std::set<std::string> formats = {"list", "mpirun", "torchrun", "slurm", "endpoints"};
+  if (!formats.count(format)) throw std::invalid_argument("--format '" + format + "': one of list, mpirun, torchrun, slurm, endpoints");
+
+  const topo::Topology t = topo::load_topology_file(topo_file);
+  const std::vector<std::string> hosts = read_hosts(hosts_file);
+  std::map<std::string, int> host_index;
+  for (int h = 0; h < int(t.hosts().size()); ++h) host_index[t.hosts()[h].name] = h;
+  std::vector<int> endpoints;  // in the given host order, GPUs in order
+  std::set<std::string> seen;
+  for (const auto& h : hosts) {
+    const auto it = host_index.find(h);
+    if (it == host_index.end())
+      throw std::invalid_argument("--hosts: host '" + h + "' is not in " + t.name() + " (" + topo_file + ")");
+    if (!seen.insert(h).second) throw std::invalid_argument("--hosts: host '" + h + "' is listed twice");
+    for (int e : t.hosts()[it->second].endpoints) endpoints.push_back(e);
+  }
+  if (endpoints.size() < 2) throw std::invalid_argument("--hosts: a ring needs at least two endpoints");
+
+  const sched::Placement given = sched::explicit_endpoints(t, endpoints);
+  const std::vector<int> ring = sched::topology_aware_ring(t, given);
+  std::vector<int> ordered_endpoints;
+  std::vector<int> ordered_hosts;
+  for (int rank : ring) {
+    const int e = endpoints[rank];
+    ordered_endpoints.push_back(e);
+    const int h = t.endpoints()[e].host_index;
+    if (std::find(ordered_hosts.begin(), ordered_hosts.end(), h) == ordered_hosts.end())
+      ordered_hosts.push_back(h);
+  }
+  // Launchers number ranks host by host: the ring they build follows the host order with
+  // each host's GPUs together.
+  std::vector<int> launcher_endpoints;
+  for (int h : ordered_hosts)
+    for (int e : t.hosts()[h].endpoints) launcher_endpoints.push_back(e);
+
+  std::fprintf(stderr, "order: ring over %zu endpoints on %zu hosts: worst link load %g in the given order, %g in this one\n",
+               endpoints.size(), ordered_hosts.size(), ring_load(t, endpoints),
+               ring_load(t, launcher_endpoints));
+  for (size_t i = 0; i < ordered_hosts.size(); ++i) {
+    const auto& host = t.hosts()[ordered_hosts[i]];
+    if (format == "list") std::printf("%s\n", host.name.c_str());
+    else if (format == "mpirun") std::printf("%s slots=%zu\n", host.name.c_str(), host.endpoints.size());
+    else if (format == "torchrun") std::printf("%s %zu\n", host.name.c_str(), i);
+    else if (format == "slurm")
+      for (size_t g = 0; g < host.endpoints.size(); ++g) std::printf("%s\n", host.name.c_str());
+  }
+  if (format == "endpoints") {
+    std::string line;
+    for (int e : launcher_endpoints) line += (line.empty() ? "" : ",") + t.endpoints()[e].id;
+    std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+TOPOCOLL_COMMAND("order", "host order in which NCCL's rank-order ring is contention-free", run_order);
+
+}  // namespace topocoll::cli
