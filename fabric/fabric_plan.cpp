@@ -230,6 +230,8 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
     c.reverse = l.reverse;
     c.a = {addressing.ns_of_node[t.graph_node(l.from)], addressing.device_of_link[link]};
     c.b = {addressing.ns_of_node[t.graph_node(l.to)], addressing.device_of_link[l.reverse]};
+    c.address_a = addressing.address_of_node[t.graph_node(l.from)];
+    c.address_b = addressing.address_of_node[t.graph_node(l.to)];
     c.mbit_ab = l.gbps * 1000.0 * plan.rate_scale;
     c.mbit_ba = t.links()[l.reverse].gbps * 1000.0 * plan.rate_scale;
     if (c.mbit_ab < 0.01 || c.mbit_ba < 0.01)

@@ -88,7 +88,8 @@ struct Cable {
   int link = -1;     // the topology's first direction, a -> b; link + its reverse = b -> a
   int reverse = -1;
   VethEnd a, b;
-  double mbit_ab = 0, mbit_ba = 0;  // emulated rate of each direction
+  std::string address_a, address_b;  // the address of the node at each end (next hops)
+  double mbit_ab = 0, mbit_ba = 0;   // emulated rate of each direction
 };
 
 struct FabricEndpoint {

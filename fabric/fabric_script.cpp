@@ -66,15 +66,7 @@ NamespaceScript namespace_script(const FabricPlan& plan, int index) {
                {"net/ipv4/tcp_slow_start_after_idle", "0", true},
                {"net/ipv4/tcp_no_metrics_save", "1", true},
                {"net/ipv4/fib_multipath_hash_policy", "1", true}};
-  for (const auto& dev : ns.interfaces) {
-    s.sysctls.push_back({"net/ipv4/conf/" + dev + "/rp_filter", "0"});
-    if (ns.role == NamespaceRole::Switch) {
-      // A router answers ARP for what it routes elsewhere, so a miswired cable (fabric
-      // swap) still carries traffic, the wrong way, as it would on a real fabric.
-      s.sysctls.push_back({"net/ipv4/conf/" + dev + "/proxy_arp", "1"});
-      s.sysctls.push_back({"net/ipv4/neigh/" + dev + "/proxy_delay", "0", true});
-    }
-  }
+  for (const auto& dev : ns.interfaces) s.sysctls.push_back({"net/ipv4/conf/" + dev + "/rp_filter", "0"});
 
   s.links += "link set lo up\n";
   if (ns.role == NamespaceRole::Management) {

@@ -301,6 +301,31 @@ void LiveFabric::rewire(const std::string& first, const std::string& second) con
   // Deleting the veths removed their addresses, routes and shapers: put them back.
   std::set<int> touched = {near1.ns, far1.ns, near2.ns, far2.ns};
   for (int i : touched) configure_namespace(plan_, i, false);
+  // Each end keeps sending to the neighbour the file names, and the node really plugged in
+  // takes those frames (its MAC pinned under the planned neighbour's address), as routers
+  // whose forwarding follows the file would; unswapped ends learn by ARP again.
+  const auto planned_neighbour = [&](const VethEnd& e) {
+    const Cable& c = e.ns == c1.a.ns && e.interface == c1.a.interface   ? c1
+                     : e.ns == c1.b.ns && e.interface == c1.b.interface ? c1
+                                                                          : c2;
+    return e.ns == c.a.ns && e.interface == c.a.interface ? c.address_b : c.address_a;
+  };
+  const std::vector<std::pair<VethEnd, VethEnd>> plugged = {{near1, to1}, {to1, near1}, {near2, to2}, {to2, near2}};
+  for (const auto& [end, peer] : plugged) {
+    if (swapped_now) {
+      run_command({"ip", "-n", ns(end), "neigh", "flush", "dev", end.interface});
+      continue;
+    }
+    const CommandResult mac = run_command({"ip", "-n", ns(peer), "-br", "link", "show", "dev", peer.interface});
+    std::istringstream words(mac.output);
+    std::string device, state, address;
+    words >> device >> state >> address;
+    if (mac.status != 0 || address.size() != 17)
+      throw FabricError("cannot read the MAC address of " + peer.interface + " in " + ns(peer) + ": " + mac.output);
+    run_checked({"ip", "-n", ns(end), "neigh", "replace", planned_neighbour(end), "lladdr", address,
+                 "dev", end.interface, "nud", "permanent"},
+                "pinning the neighbour of " + end.interface + " in " + ns(end));
+  }
   for (const auto& f : record_.faults)
     if (f.kind == Fault::Kind::Degrade) {
       const auto sel = topo::find_cable(topology_, f.cables.at(0));
