@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -103,12 +104,21 @@ std::string machine_cannot_run(const FabricSize& size, const std::string& probe)
   for (const char* tool : {"ip", "tc"})
     if (find_program(tool).empty())
       return std::string("`") + tool + "` (iproute2) is not installed: apt-get install iproute2";
+  // A fabric may take half of the memory available, or TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB.
   const double available = available_memory_mib();
-  if (available > 0 && size.memory_mib > available / 2)
-    return "the fabric needs about " + fixed(size.memory_mib) + " MiB of kernel memory (" +
+  double limit = available / 2;
+  std::string why = "this machine has " + fixed(available) + " MiB available and a fabric may use at most half";
+  if (const char* text = std::getenv("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"); text && *text) {
+    char* end = nullptr;
+    limit = std::strtod(text, &end);
+    if (*end || !(limit > 0))
+      return std::string("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB=\"") + text + "\": expected a positive number of MiB";
+    why = "TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB allows " + fixed(limit) + " MiB";
+  }
+  if (limit > 0 && size.memory_mib > limit)
+    return "the fabric needs about " + fixed(size.memory_mib, 1) + " MiB of kernel memory (" +
            std::to_string(size.namespaces) + " namespaces, " + std::to_string(size.veth_pairs) +
-           " veth pairs, ~" + std::to_string(size.routes) + " routes) and this machine has " +
-           fixed(available) + " MiB available; a fabric may use at most half";
+           " veth pairs, ~" + std::to_string(size.routes) + " routes) and " + why;
   if (netns_exists(probe)) remove_namespaces({probe});
   if (auto r = run_command({"ip", "netns", "add", probe}); r.status != 0)
     return "cannot create network namespaces here (" + r.output.substr(0, r.output.find('\n')) + ")";
@@ -250,6 +260,9 @@ void LiveFabric::set_link_state(const Cable& c, bool up) const {
   for (const VethEnd* end : {&c.a, &c.b})
     run_checked({"ip", "-n", plan_.namespaces[end->ns].name, "link", "set", end->interface, up ? "up" : "down"},
                 (up ? "restoring " : "cutting ") + c.name);
+  // A link taken down lost its routes: put them back.
+  if (up)
+    for (int ns : {c.a.ns, c.b.ns}) configure_namespace(plan_, ns, false);
 }
 
 void LiveFabric::save() const { save_record(record_); }

@@ -1,0 +1,284 @@
+// The emulated fabric for real (ctest label `fabric`; root with network namespaces, as CI
+// is): bigraph-32 and a NAP package come up at a low rate, bench runs verified collectives on
+// them, and the one property the fabric exists for is checked coarsely: a ring the model
+// gives link load 4 takes at least twice as long as a load-1 ring moving the same bytes.
+// Also: two fabrics coexist, `down` removes exactly what `up` made (after a crash too),
+// faults reach the kernel and a cut cable fails a run instead of hanging it, and refusals
+// (not root, too large, a failing tool) leave nothing behind. Where namespaces cannot be
+// made every test skips, saying why.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "fabric/fabric_plan.h"
+#include "fabric/live_fabric.h"
+#include "net/network_namespace.h"
+#include "tests/common/shell_run.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::fabric {
+namespace {
+
+using testing_support::shell_run;
+namespace fs = std::filesystem;
+
+const std::string kCli = std::string(TOPOCOLL_BINARY_DIR) + "/tools/topocoll";
+const std::string kExamples = std::string(TOPOCOLL_SOURCE_DIR) + "/examples/";
+
+// Why fabrics cannot be made here ("" when they can), probed once.
+const std::string& unavailable() {
+  static const std::string reason = [] {
+    const auto t = topo::load_topology_file(kExamples + "bigraph-32.json");
+    return machine_cannot_run(estimate_fabric_size(t), "tf-livetest-probe");
+  }();
+  return reason;
+}
+
+#define REQUIRE_FABRIC()                                                                  \
+  do {                                                                                    \
+    if (!unavailable().empty()) GTEST_SKIP() << "no fabric on this machine: " << unavailable(); \
+  } while (0)
+
+std::set<std::string> namespaces_now() {
+  std::set<std::string> out;
+  for (const auto& n : net::netns_with_prefix("")) out.insert(n);
+  return out;
+}
+
+// A fabric for one test, always taken down.
+class FabricUp {
+ public:
+  FabricUp(const std::string& name, const std::string& topology, const std::string& rate)
+      : name_(name) {
+    shell_run(kCli + " fabric down --name " + name);  // leftovers of an earlier crash
+    const auto r = shell_run(kCli + " fabric up " + kExamples + topology + " --name " + name +
+                             " --rate-mbit " + rate);
+    ok_ = r.status == 0;
+    output_ = r.output;
+  }
+  ~FabricUp() { shell_run(kCli + " fabric down --name " + name_); }
+  bool ok() const { return ok_; }
+  const std::string& output() const { return output_; }
+
+ private:
+  std::string name_, output_;
+  bool ok_ = false;
+};
+
+nlohmann::json bench(const std::string& args, std::string* output) {
+  const std::string json = ::testing::TempDir() + "fabric_live_bench.json";
+  std::remove(json.c_str());
+  const auto r = shell_run(kCli + " bench " + args + " --json " + json);
+  *output = r.output;
+  if (r.status != 0) return nullptr;
+  std::ifstream in(json);
+  return in ? nlohmann::json::parse(in) : nullptr;
+}
+
+TEST(FabricLive, BiGraphRingUnderLoad4TakesAtLeastTwiceALoad1Ring) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlbg", "bigraph-32.json", "10");
+  ASSERT_TRUE(f.ok()) << f.output();
+  std::string out;
+  // Rank order on s0..s7 (switches U0 and L0 alternating): four flows on U0->L0 and four on
+  // L0->U0 every step. The topology-aware ring over one endpoint per switch: one flow per
+  // link. Same ranks, same bytes, same steps.
+  const auto crowded = bench("--fabric tlbg --endpoints s0.g0,s1.g0,s2.g0,s3.g0,s4.g0,s5.g0,s6.g0,s7.g0"
+                             " --algos ring --sizes 256K --iters 2 --warmup 1", &out);
+  ASSERT_FALSE(crowded.is_null()) << out;
+  const auto spread = bench("--fabric tlbg --endpoints s0.g0,s1.g0,s8.g0,s9.g0,s16.g0,s17.g0,s24.g0,s25.g0"
+                            " --algos ring-topo --sizes 256K --iters 2 --warmup 1", &out);
+  ASSERT_FALSE(spread.is_null()) << out;
+  ASSERT_EQ(crowded.size(), 1u);
+  ASSERT_EQ(spread.size(), 1u);
+  EXPECT_EQ(crowded[0]["wrong"], 0);
+  EXPECT_EQ(spread[0]["wrong"], 0);
+  EXPECT_DOUBLE_EQ(crowded[0]["max_link_load"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(spread[0]["max_link_load"].get<double>(), 1.0);
+  const double t4 = crowded[0]["time_us"], t1 = spread[0]["time_us"];
+  EXPECT_GE(t4, 2 * t1) << "load 4: " << t4 << " us, load 1: " << t1 << " us\n" << out;
+}
+
+TEST(FabricLive, NapPackageRunsFcAndFcDirectCorrectly) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlnap", "nap-4x8.json", "20");
+  ASSERT_TRUE(f.ok()) << f.output();
+  std::string out;
+  // The first 8 endpoints are package 0: every flow stripes over the 4 local switches.
+  const auto rows = bench("--fabric tlnap --ranks 8 --algos fc,fc-direct --sizes 64K,256K"
+                          " --iters 2 --warmup 1", &out);
+  ASSERT_FALSE(rows.is_null()) << out;
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r["wrong"], 0) << r.dump();
+    EXPECT_GT(r["predicted_us"].get<double>(), 0);
+  }
+  EXPECT_NE(out.find("marks=256,257,258,259"), std::string::npos) << out;
+}
+
+TEST(FabricLive, TwoFabricsCoexistAndDownRemovesExactlyWhatUpMade) {
+  REQUIRE_FABRIC();
+  const auto before = namespaces_now();
+  std::set<std::string> with_first;
+  {
+    FabricUp a("tla", "bigraph-32.json", "10");
+    ASSERT_TRUE(a.ok()) << a.output();
+    with_first = namespaces_now();
+    EXPECT_EQ(with_first.size(), before.size() + 41);
+    {
+      FabricUp b("tlb", "nap-4x8.json", "10");
+      ASSERT_TRUE(b.ok()) << b.output();
+      const auto both = namespaces_now();
+      EXPECT_EQ(both.size(), before.size() + 41 + 49);
+      const auto status = shell_run(kCli + " fabric status --json");
+      ASSERT_EQ(status.status, 0) << status.output;
+      const auto j = nlohmann::json::parse(status.output);
+      std::set<std::string> names;
+      for (const auto& x : j) names.insert(x["name"].get<std::string>());
+      EXPECT_TRUE(names.count("tla") && names.count("tlb")) << status.output;
+      // The same name twice is refused, naming the way out.
+      const auto again = shell_run(kCli + " fabric up " + kExamples + "nap-4x8.json --name tlb");
+      EXPECT_NE(again.status, 0);
+      EXPECT_NE(again.output.find("already up"), std::string::npos) << again.output;
+    }
+    EXPECT_EQ(namespaces_now(), with_first);
+  }
+  EXPECT_EQ(namespaces_now(), before);
+  EXPECT_FALSE(fs::exists(fabric_record_path("tla")));
+}
+
+TEST(FabricLive, DownCleansUpAfterACrashedUpAndItsProcesses) {
+  REQUIRE_FABRIC();
+  const auto before = namespaces_now();
+  // What a crash in the middle of `up` leaves: a record still "building", some namespaces,
+  // a process inside one of them.
+  FabricRecord r;
+  r.name = "tlcrash";
+  r.status = "building";
+  r.topology = topo::topology_to_json(topo::load_topology_file(kExamples + "bigraph-32.json"));
+  r.namespaces = {"tf-tlcrash-s0", "tf-tlcrash-U0", "tf-tlcrash-never-made"};
+  save_record(r);
+  ASSERT_EQ(shell_run("ip netns add tf-tlcrash-s0 && ip netns add tf-tlcrash-U0 && ip netns add tf-tlcrash-extra").status, 0);
+  const std::string pid_file = ::testing::TempDir() + "fabric_crash_pid";
+  ASSERT_EQ(shell_run("ip netns exec tf-tlcrash-s0 sh -c 'echo $$ > " + pid_file +
+                      "; exec sleep 600' >/dev/null 2>&1 &").status, 0);
+  std::string pid;
+  for (int i = 0; i < 100 && pid.empty(); ++i) {
+    std::ifstream in(pid_file);
+    in >> pid;
+    if (pid.empty()) usleep(20000);
+  }
+  ASSERT_FALSE(pid.empty());
+  const auto status = shell_run(kCli + " fabric status --name tlcrash");
+  EXPECT_NE(status.output.find("incomplete"), std::string::npos) << status.output;
+  const auto down = shell_run(kCli + " fabric down --name tlcrash");
+  EXPECT_EQ(down.status, 0) << down.output;
+  EXPECT_NE(down.output.find("3 namespaces removed"), std::string::npos) << down.output;
+  EXPECT_EQ(namespaces_now(), before);
+  auto running = [&] {  // gone, or a zombie waiting for init to reap it
+    std::ifstream stat("/proc/" + pid + "/stat");
+    std::string id, name, state;
+    return stat >> id >> name >> state && state != "Z";
+  };
+  for (int i = 0; i < 50 && running(); ++i) usleep(20000);
+  EXPECT_FALSE(running()) << "the process inside was left running";
+  const auto nothing = shell_run(kCli + " fabric down --name tlcrash");
+  EXPECT_NE(nothing.status, 0);
+  EXPECT_NE(nothing.output.find("no fabric named tlcrash"), std::string::npos) << nothing.output;
+}
+
+TEST(FabricLive, RefusalsSayWhyAndLeaveNothing) {
+  REQUIRE_FABRIC();
+  const auto before = namespaces_now();
+  const std::string up = " fabric up " + kExamples + "bigraph-32.json --name tlref";
+  // Not root.
+  if (shell_run("command -v setpriv").status == 0) {
+    const auto r = shell_run("setpriv --reuid=65534 --regid=65534 --clear-groups " + kCli + up);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("needs root"), std::string::npos) << r.output;
+  }
+  // Too large for what the machine may give it.
+  const auto big = shell_run("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB=1 " + kCli + up);
+  EXPECT_NE(big.status, 0);
+  EXPECT_NE(big.output.find("needs about"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("41 namespaces"), std::string::npos) << big.output;
+  // A tool failing halfway (tc refuses the shapers after the namespaces exist).
+  const std::string bin = ::testing::TempDir() + "fakebin";
+  fs::create_directories(bin);
+  {
+    std::ofstream tc(bin + "/tc");
+    tc << "#!/bin/sh\ncase \" $* \" in *\" -batch \"*) echo 'RTNETLINK answers: injected failure' >&2; exit 2;; esac\n"
+          "exec /usr/sbin/tc \"$@\" 2>/dev/null || exec /sbin/tc \"$@\"\n";
+  }
+  fs::permissions(bin + "/tc", fs::perms::owner_all);
+  const auto half = shell_run("PATH=" + bin + ":$PATH " + kCli + up);
+  EXPECT_NE(half.status, 0);
+  EXPECT_NE(half.output.find("injected failure"), std::string::npos) << half.output;
+  EXPECT_EQ(namespaces_now(), before);
+  EXPECT_FALSE(fs::exists(fabric_record_path("tlref")));
+  // Bad options.
+  const auto name = shell_run(kCli + " fabric up " + kExamples + "bigraph-32.json --name Bad-Name");
+  EXPECT_NE(name.output.find("--name 'Bad-Name'"), std::string::npos) << name.output;
+}
+
+TEST(FabricLive, FaultsReachTheKernelAndACutCableFailsARunWithoutHanging) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlfault", "bigraph-32.json", "10");
+  ASSERT_TRUE(f.ok()) << f.output();
+  auto qdisc = [](const std::string& ns, const std::string& dev) {
+    return shell_run("tc -n " + ns + " qdisc show dev " + dev).output;
+  };
+  EXPECT_NE(qdisc("tf-tlfault-U0", "L1").find("rate 10Mbit"), std::string::npos);
+  ASSERT_EQ(shell_run(kCli + " fabric degrade --name tlfault 'U0->L1' --rate-mbit 2.5").status, 0);
+  EXPECT_NE(qdisc("tf-tlfault-U0", "L1").find("rate 2500Kbit"), std::string::npos) << qdisc("tf-tlfault-U0", "L1");
+  EXPECT_NE(qdisc("tf-tlfault-L1", "U0").find("rate 10Mbit"), std::string::npos);  // one direction only
+  // The prediction follows the degraded rate.
+  std::string out;
+  const auto slow = bench("--fabric tlfault --endpoints s0.g0,s9.g0 --algos ring --sizes 64K --iters 2 --warmup 0", &out);
+  ASSERT_FALSE(slow.is_null()) << out;
+  EXPECT_NE(out.find("2 ranks"), std::string::npos);
+
+  ASSERT_EQ(shell_run(kCli + " fabric cut --name tlfault s9.g0-L1").status, 0);
+  EXPECT_NE(shell_run("ip -n tf-tlfault-s9 link show nic0").output.find("state DOWN"), std::string::npos);
+  const auto start = std::chrono::steady_clock::now();
+  const auto cut = shell_run("TOPOCOLL_NET_TIMEOUT_MS=3000 " + kCli +
+                             " bench --fabric tlfault --endpoints s0.g0,s9.g0 --algos ring --sizes 64K --iters 1 --warmup 0");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(cut.status, 0) << cut.output;
+  EXPECT_LT(seconds, 40) << "a run over a cut cable must fail, not hang\n" << cut.output;
+
+  const auto status = shell_run(kCli + " fabric status --name tlfault");
+  EXPECT_NE(status.output.find("fault: degrade U0->L1 to 2.50 Mbit/s"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("fault: cut s9.g0-L1"), std::string::npos) << status.output;
+  ASSERT_EQ(shell_run(kCli + " fabric restore --name tlfault").status, 0);
+  EXPECT_NE(qdisc("tf-tlfault-U0", "L1").find("rate 10Mbit"), std::string::npos);
+  EXPECT_EQ(shell_run("ip -n tf-tlfault-s9 link show nic0").output.find("state DOWN"), std::string::npos);
+  const auto healed = bench("--fabric tlfault --endpoints s0.g0,s9.g0 --algos ring --sizes 64K --iters 1 --warmup 0", &out);
+  EXPECT_FALSE(healed.is_null()) << out;
+}
+
+TEST(FabricLive, SwappedCablesStillCarryTrafficTheWrongWay) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlswap", "bigraph-32.json", "10");
+  ASSERT_TRUE(f.ok()) << f.output();
+  // U0's ports to L0 and L1 exchange their far ends: traffic still arrives, detouring
+  // through the other lower switch and a second upper one.
+  ASSERT_EQ(shell_run(kCli + " fabric swap --name tlswap U0-L0 U0-L1").status, 0);
+  std::string out;
+  const auto rows = bench("--fabric tlswap --endpoints s0.g0,s1.g0,s8.g0,s9.g0 --algos ring --sizes 64K --iters 1 --warmup 0", &out);
+  ASSERT_FALSE(rows.is_null()) << out;
+  EXPECT_EQ(rows[0]["wrong"], 0);
+  const auto u1 = shell_run("tc -s -n tf-tlswap-U1 qdisc show dev L0").output;  // the detour
+  EXPECT_EQ(u1.find("Sent 0 bytes"), std::string::npos) << u1;
+  ASSERT_EQ(shell_run(kCli + " fabric restore --name tlswap U0-L1").status, 0);
+  EXPECT_EQ(shell_run("ip -n tf-tlswap-U0 neigh show nud permanent").output, "");
+}
+
+}  // namespace
+}  // namespace topocoll::fabric
