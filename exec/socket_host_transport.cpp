@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "exec/backend.h"
+#include "net/completion_signal.h"
 
 namespace topocoll::exec {
 
@@ -109,8 +110,9 @@ void SocketHostTransport::wait_all() {
   std::size_t left = pending_.size();
   auto last_progress = Clock::now();
   const auto timeout = std::chrono::milliseconds(options_.timeout_ms);
-  int idle_rounds = 0;
+  net::CompletionSignal& signal = net::completion_signal();
   while (left > 0) {
+    const uint64_t generation = signal.generation();  // before testing: no wake-up is lost
     bool progressed = false;
     for (Pending& p : pending_) {
       if (p.done) continue;
@@ -129,16 +131,14 @@ void SocketHostTransport::wait_all() {
     }
     if (progressed) {
       last_progress = Clock::now();
-      idle_rounds = 0;
       continue;
     }
     if (Clock::now() - last_progress > timeout) {
       for (const Pending& p : pending_)
         if (!p.done) fail(p, "no progress within " + std::to_string(options_.timeout_ms) + " ms");
     }
-    // The progress threads move the bytes; back off so they get the (few) cores.
-    if (++idle_rounds < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds < 1024 ? 20 : 200));
+    // The progress threads move the bytes and say when a request finishes.
+    signal.wait_for(generation, std::chrono::milliseconds(100));
   }
   pending_.clear();
 }

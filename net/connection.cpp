@@ -1,5 +1,6 @@
 #include "net/connection.h"
 
+#include "net/completion_signal.h"
 #include "net/socket_calls.h"
 
 #include <poll.h>
@@ -15,9 +16,11 @@
 namespace topocoll::net {
 
 Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
-                       size_t chunk_bytes, int threads, SocketAddress local, SocketAddress peer)
+                       size_t chunk_bytes, size_t min_stripe_bytes, int threads,
+                       SocketAddress local, SocketAddress peer)
     : direction_(direction),
       chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
+      min_stripe_bytes_(std::clamp<size_t>(min_stripe_bytes, 1, chunk_bytes_)),
       thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
       local_(local),
       peer_(peer) {
@@ -76,20 +79,28 @@ void Connection::wake_lane(int lane_index, int current_worker) {
 void Connection::fail(NetStatus status) {
   if (error_.ok()) error_ = std::move(status);
   for (size_t i = 0; i < lanes_.size(); ++i) wake_lane(int(i), -1);
+  completion_signal().notify();
+}
+
+size_t Connection::stripe_unit(size_t size) const {
+  const size_t lanes = lanes_.size();
+  if (size >= chunk_bytes_ * lanes) return chunk_bytes_;
+  return std::clamp<size_t>((size + lanes - 1) / lanes, min_stripe_bytes_, chunk_bytes_);
 }
 
 // Queues the chunks of one message on every lane. Lane 0's chunks go to the front of its
 // queue on the receive side (they follow the header just read, before the next header).
 void Connection::layout_message(Request* r, size_t size, char* data, bool receive_side) {
   const size_t lanes = lanes_.size();
-  const size_t chunks = (size + chunk_bytes_ - 1) / chunk_bytes_;
+  const size_t unit = stripe_unit(size);
+  const size_t chunks = (size + unit - 1) / unit;
   std::vector<Item> lane0;
   for (size_t c = 0; c < chunks; ++c) {
     Item item;
     item.kind = receive_side ? Item::Kind::RecvBytes : Item::Kind::SendBytes;
     item.request = r;
-    item.data = data + c * chunk_bytes_;
-    item.length = std::min(chunk_bytes_, size - c * chunk_bytes_);
+    item.data = data + c * unit;
+    item.length = std::min(unit, size - c * unit);
     const size_t lane = c % lanes;
     if (lane == 0 && receive_side) {
       lane0.push_back(item);
@@ -185,7 +196,10 @@ NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
 }
 
 void Connection::finish_item(Request* r) {
-  if (--r->pending_items == 0) r->finished = true;
+  if (--r->pending_items == 0) {
+    r->finished = true;
+    completion_signal().notify();
+  }
 }
 
 void Connection::complete_front(int lane_index) {
