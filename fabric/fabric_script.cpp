@@ -47,7 +47,7 @@ std::string root_batch(const FabricPlan& plan) {
 std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu) {
   const double bytes_per_second = mbit * 1e6 / 8;
   const long burst = std::max<long>(2L * (mtu + 64), std::lround(bytes_per_second * 0.002));
-  const long limit = std::max<long>(4 * burst, std::lround(bytes_per_second * 1.0));
+  const long limit = std::max<long>(16L << 20, std::lround(bytes_per_second * 2.0));
   return {"qdisc", "replace", "dev", device, "root", "tbf",
           "rate", std::to_string(std::llround(mbit * 1e6)) + "bit",
           "burst", std::to_string(burst), "limit", std::to_string(limit)};

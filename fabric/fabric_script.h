@@ -31,8 +31,9 @@ NamespaceScript namespace_script(const FabricPlan& plan, int ns);
 
 // tc arguments (after "tc -n NS") that shape one cable end to `mbit`: "qdisc replace dev X
 // root tbf rate ... burst ... limit ...". The bucket holds two frames or 2 ms of data; the
-// queue 1 s: contending flows share the rate instead of losing packets (a lossless fabric, as
-// the model assumes; real switches would use PFC or ECN for that).
+// queue 16 MiB (or 2 s of data): a flow arriving from a faster link, or several sharing one,
+// queue instead of losing packets — the lossless fabric the model assumes, which real
+// switches get from PFC or ECN. The senders' socket buffers bound what is ever queued.
 std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu);
 
 }  // namespace topocoll::fabric

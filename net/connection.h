@@ -52,7 +52,7 @@ class Connection {
   enum class Direction { Send, Recv };
 
   Connection(Direction direction, std::vector<FileDescriptor> lanes, size_t chunk_bytes,
-             int threads, SocketAddress local, SocketAddress peer);
+             size_t min_stripe_bytes, int threads, SocketAddress local, SocketAddress peer);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -94,6 +94,9 @@ class Connection {
   // Under mutex_: the front item of `lane` is done.
   void complete_front(int lane_index);
   void layout_message(Request* r, size_t size, char* data, bool with_header_item);
+  // Bytes per piece of a message: whole chunks when it fills every lane with them; else the
+  // message spreads evenly over the lanes, in pieces of at least min_stripe_bytes.
+  size_t stripe_unit(size_t size) const;
   void finish_item(Request* r);
   void fail(NetStatus status);  // under mutex_: first error wins, every thread is woken
   void wake_lane(int lane_index, int current_worker);
@@ -101,6 +104,7 @@ class Connection {
 
   const Direction direction_;
   const size_t chunk_bytes_;
+  const size_t min_stripe_bytes_;
   const int thread_count_;
   const SocketAddress local_, peer_;
   std::vector<Lane> lanes_;

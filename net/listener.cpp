@@ -32,6 +32,7 @@ struct Listener::State {
     uint64_t id = 0;
     uint64_t cookie = 0;
     uint64_t chunk_bytes = 0;
+    uint32_t min_stripe_bytes = 0;
     SocketAddress peer;
     std::vector<FileDescriptor> sockets;
     int arrived = 0;
@@ -148,7 +149,7 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         if (h.listener_nonce != handle_.listener_nonce)
           return NetStatus::error(NetCode::BadHandle, from + " carries the handle of another listener");
         if (h.sockets != handle_.sockets || h.socket_index >= h.sockets || h.chunk_bytes < 4096 ||
-            h.chunk_bytes > (uint64_t(64) << 20))
+            h.chunk_bytes > (uint64_t(64) << 20) || h.min_stripe_bytes < 1 || h.min_stripe_bytes > h.chunk_bytes)
           return NetStatus::error(NetCode::BadHandle,
                                   from + " has an inconsistent handshake (socket " + std::to_string(h.socket_index) +
                                       " of " + std::to_string(h.sockets) + ", chunk " + std::to_string(h.chunk_bytes) + ")");
@@ -159,6 +160,7 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           c.id = h.connection_id;
           c.cookie = h.cookie;
           c.chunk_bytes = h.chunk_bytes;
+          c.min_stripe_bytes = h.min_stripe_bytes;
           c.peer = done.peer;
           c.sockets.resize(h.sockets);
           c.deadline = now + timeout;
@@ -175,7 +177,8 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
             if (auto r = set_no_delay(s.get()); !r.ok()) return r;
           SocketAddress local = local_address_of(c.sockets[0].get());
           auto connection = std::make_unique<Connection>(Connection::Direction::Recv, std::move(c.sockets),
-                                                         size_t(c.chunk_bytes), st.options.threads_per_conn,
+                                                         size_t(c.chunk_bytes), c.min_stripe_bytes,
+                                                         st.options.threads_per_conn,
                                                          local, c.peer);
           if (auto r = connection->start(); !r.ok()) return r;
           out->reset(new RecvComm(std::move(connection), c.cookie));

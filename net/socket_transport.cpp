@@ -129,6 +129,7 @@ NetStatus connect(const Handle& handle, const SocketAddress* local_bind,
     hello.connection_id = random_u64();
     hello.cookie = cookie;
     hello.chunk_bytes = options.chunk_bytes;
+    hello.min_stripe_bytes = uint32_t(std::min<size_t>(options.min_stripe_bytes, options.chunk_bytes));
     std::vector<FileDescriptor> sockets(handle.sockets);
     for (uint16_t i = 0; i < handle.sockets; ++i) {
       const uint32_t mark =
@@ -143,7 +144,8 @@ NetStatus connect(const Handle& handle, const SocketAddress* local_bind,
     }
     SocketAddress local = local_address_of(sockets[0].get());
     auto connection = std::make_unique<Connection>(Connection::Direction::Send, std::move(sockets),
-                                                   options.chunk_bytes, options.threads_per_conn,
+                                                   options.chunk_bytes, hello.min_stripe_bytes,
+                                                   options.threads_per_conn,
                                                    local, peer);
     if (auto s = connection->start(); !s.ok()) return s;
     out->reset(new SendComm(std::move(connection)));

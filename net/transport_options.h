@@ -14,6 +14,9 @@ struct TransportOptions {
   int threads_per_conn = 2;         // TOPOCOLL_NET_THREADS (1..sockets_per_conn)
   int timeout_ms = 60000;           // TOPOCOLL_NET_TIMEOUT_MS: connect/accept/handshake
   size_t chunk_bytes = 512 * 1024;  // TOPOCOLL_NET_CHUNK_BYTES: striping unit
+  // TOPOCOLL_NET_MIN_STRIPE_BYTES: a message smaller than chunk x sockets spreads evenly
+  // over the sockets in pieces of at least this many bytes (1 = always over every socket).
+  size_t min_stripe_bytes = 64 * 1024;
   // TOPOCOLL_NET_LANE_MARKS ("256,257,..."): socket i of a connection carries SO_MARK
   // marks[i % n], so policy routing can send each lane on its own path (multi-rail hosts,
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.

@@ -19,15 +19,16 @@ struct Hello {
   uint16_t socket_index = 0;  // 0 carries message headers
   uint16_t sockets = 0;       // sockets in this connection
   uint16_t reserved = 0;
-  uint32_t reserved2 = 0;
+  uint32_t min_stripe_bytes = 0;  // sender's smallest piece when a message spreads over lanes
   uint64_t listener_nonce = 0;  // from the handle
   uint64_t connection_id = 0;   // random per connect(), groups the sockets
   uint64_t cookie = 0;          // caller's tag for the connection (RecvComm::peer_cookie)
   uint64_t chunk_bytes = 0;     // sender's striping unit; the receiver mirrors it
 };
 
-// Precedes every message on socket 0. Data follows in chunks of chunk_bytes; chunk i goes
-// over socket i % sockets, so both sides derive the layout from the size alone.
+// Precedes every message on socket 0. Data follows in pieces of the stripe unit
+// (net/connection.h); piece i goes over socket i % sockets, so both sides derive the layout
+// from the size alone.
 struct MessageHeader {
   uint32_t magic = kMessageMagic;
   int32_t tag = 0;

@@ -362,7 +362,7 @@ void check_before_launch(const BenchArgs& a, int nranks) {
 // On a fabric every rank runs in its endpoint's namespace under its host's name, bound to
 // its NIC address; the rendezvous is served on the fabric's management network. Where routes
 // stripe (NAP), each connection gets one lane per path, marked so the kernel sends lane j on
-// path j, in small chunks so every message spreads over all of them as the model assumes.
+// path j, and every message spreads evenly over all of them as the model assumes.
 exec::LaunchOptions fabric_launch(const BenchArgs& a, int ranks) {
   const fabric::LiveFabric f = fabric::LiveFabric::open(a.fabric);
   const auto& plan = f.plan();
@@ -385,7 +385,8 @@ exec::LaunchOptions fabric_launch(const BenchArgs& a, int ranks) {
       p.extra_env.push_back("TOPOCOLL_NET_LANE_MARKS=" + marks);
       if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
         p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
-      if (!std::getenv("TOPOCOLL_NET_CHUNK_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_CHUNK_BYTES=4096");
+      if (!std::getenv("TOPOCOLL_NET_MIN_STRIPE_BYTES"))
+        p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
     }
     launch.placements.push_back(std::move(p));
   }

@@ -35,6 +35,7 @@ Hello valid_hello(const Listener& l, uint16_t index, uint64_t id) {
   h.listener_nonce = l.handle().listener_nonce;
   h.connection_id = id;
   h.chunk_bytes = 64 * 1024;
+  h.min_stripe_bytes = 64 * 1024;
   return h;
 }
 
