@@ -30,6 +30,7 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
   std::vector<Flow> flows;
   std::vector<PathView> paths, flow_paths;
   std::vector<uint32_t> flow_first;
+  std::vector<int> messages;
   ScheduleAnalysis out;
   int nsteps = schedule.num_steps();
   out.cost.steps.resize(nsteps);
@@ -40,6 +41,12 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     bool any_local = false;
     double worst_bytes = 0;
     step_flows(schedule, s, elem_size, flows, &worst_bytes, &any_local);
+    if (params.alpha_message_us > 0) {
+      messages.assign(schedule.nranks, 0);
+      int busiest = 0;
+      for (const Flow& f : flows) busiest = std::max({busiest, ++messages[f.src], ++messages[f.dst]});
+      sc.message_us = busiest * params.alpha_message_us;
+    }
     loads.clear();
     // The flows' paths, kept for the timing pass unless new routes moved their storage.
     size_t version = routes.version();
@@ -105,7 +112,8 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     }
     // Local ops: the rank with the most bytes to reduce or copy ends the step.
     sc.reduce_us = worst_bytes * params.gamma_us_per_byte;
-    if (!flows.empty() || any_local) sc.time_us = params.alpha_us + sc.transfer_us + sc.reduce_us;
+    if (!flows.empty() || any_local)
+      sc.time_us = params.alpha_us + sc.message_us + sc.transfer_us + sc.reduce_us;
     out.cost.total_us += sc.time_us;
   }
   return out;

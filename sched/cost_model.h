@@ -7,7 +7,8 @@
 //    n_l flows gets 1/n_l of the rate; a small flow among large ones finishes after n_l of
 //    its own size, a large one after the link drained everything. A striped flow takes the
 //    slowest of its paths.
-//  step time  = alpha + slowest flow + gamma * (most bytes one rank reduces or copies)
+//  step time  = alpha + alpha_message * (most messages one rank sends plus receives)
+//             + slowest flow + gamma * (most bytes one rank reduces or copies)
 //  total      = sum of steps (steps with no transfer and no local op cost nothing).
 #pragma once
 
@@ -23,6 +24,10 @@ namespace topocoll::sched {
 
 struct CostParams {
   double alpha_us = 3.0;  // software overhead per step (post, completion, launch)
+  // Software cost of each message a rank sends or receives in a step. NCCL batches a step's
+  // peers in one group (0); a host transport pays system calls and thread wake-ups per
+  // message, which on a few cores shared by many ranks is what small steps cost.
+  double alpha_message_us = 0;
   // Reduction cost per byte of reduce input: a GPU reduces at ~1500 GB/s of memory traffic.
   double gamma_us_per_byte = 1.0 / 1.5e6;
   bool include_latency = true;  // link and switch latencies from the topology
@@ -32,6 +37,7 @@ struct StepCost {
   double time_us = 0;
   double transfer_us = 0;  // slowest flow, latency included
   double reduce_us = 0;
+  double message_us = 0;  // alpha_message x the busiest rank's messages
   int slowest_flow_src = -1, slowest_flow_dst = -1;  // communicator ranks
 };
 

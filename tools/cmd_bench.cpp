@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
     "                      [--factor F] [--seconds S] [--bind IP] [--json FILE]\n"
     "                      [--endpoints E0,E1,...] [--rank R --bootstrap HOST:PORT]\n"
-    "                      [--fabric NAME] [--alpha-us X] [--gamma-gbs G]\n"
+    "                      [--fabric NAME] [--alpha-us X] [--alpha-msg-us X] [--gamma-gbs G]\n"
     "Runs verified collectives across processes over the socket transport and prints\n"
     "nccl-tests' columns (time = median iteration time of the slowest rank).\n"
     "  --ranks N     start N processes on this machine (default 8); when rank and size come\n"
@@ -63,8 +63,9 @@ constexpr const char* kUsage =
     "  --fabric N    run on the emulated fabric N (`topocoll fabric up`): each rank in its\n"
     "                endpoint's namespace, bound to its NIC address; predictions from the\n"
     "                fabric's rates (docs/fabric.md)\n"
-    "  --alpha-us X, --gamma-gbs G   the cost model's per-step overhead and reduce rate for\n"
-    "                the predicted column (defaults: a GPU's, docs/plan-format.md)\n";
+    "  --alpha-us X, --alpha-msg-us X, --gamma-gbs G   the cost model's overhead per step and\n"
+    "                per message, and reduce rate, for the predicted column (defaults: a\n"
+    "                GPU's, docs/plan-format.md)\n";
 
 struct BenchArgs {
   std::string topo;
@@ -152,6 +153,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--bootstrap") a.bootstrap = value();
     else if (f == "--fabric") a.fabric = value();
     else if (f == "--alpha-us") a.cost.alpha_us = parse_positive(f, value(), true);
+    else if (f == "--alpha-msg-us") a.cost.alpha_message_us = parse_positive(f, value(), true);
     else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (parse_positive(f, value(), false) * 1e3);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
@@ -307,8 +309,9 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                   options.describe().c_str(), host_name().c_str());
       if (!a.fabric.empty())
         std::printf("# fabric %s: each rank in its endpoint's namespace; predictions at the "
-                    "fabric's rates (alpha %.3g us, reduce %.3g GB/s)\n",
-                    a.fabric.c_str(), a.cost.alpha_us, 1.0 / (a.cost.gamma_us_per_byte * 1e3));
+                    "fabric's rates (alpha %.3g us per step + %.3g us per message, reduce %.3g GB/s)\n",
+                    a.fabric.c_str(), a.cost.alpha_us, a.cost.alpha_message_us,
+                    1.0 / (a.cost.gamma_us_per_byte * 1e3));
       if (topology)
         std::printf("# topology %s: placement and orders from the planner (%s)\n",
                     topology->name().c_str(),

@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "usage: topocoll plan --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
     "                     --algo ring|ring-topo|hd|hd-naive|fc|fc-direct|hier|hier-hd|direct|auto\n"
     "                     --bytes N[K|M|G] [--ranks N] [--elem-size B] [--alpha-us X]\n"
+    "                     [--alpha-msg-us X]\n"
     "                     [--gamma-gbs G] [--no-verify] [--json]\n"
     "Plans one collective: placement, steps, worst link load per step, predicted time.\n"
     "--bytes is nccl-tests' size (allreduce: the vector; others: the whole P-rank buffer).\n"
@@ -201,6 +202,8 @@ int run_plan(std::span<const std::string> args) {
       if (req.nranks < 1) throw std::invalid_argument("--ranks: must be >= 1");
     } else if (a == "--elem-size") {
       req.elem_size = size_t(std::stoul(value()));
+    } else if (a == "--alpha-msg-us") {
+      req.cost.alpha_message_us = std::stod(value());
     } else if (a == "--alpha-us") {
       req.cost.alpha_us = std::stod(value());
     } else if (a == "--gamma-gbs") {

@@ -56,6 +56,24 @@ TEST(CostModel, SharedLinkSplitsItsRate) {
   EXPECT_EQ(c.steps[0].slowest_flow_src, 0);
 }
 
+// A host transport pays per message: the busiest rank's sends plus receives in a step.
+TEST(CostModel, PerMessageOverheadCountsTheBusiestRank) {
+  Topology t = topo::generate_bigraph(topo::BiGraphShape{});
+  Pattern fan(1);
+  for (int peer : {1, 2, 3}) fan[0].pairs.emplace_back(0, peer);  // rank 0: 3 sends
+  fan[0].pairs.emplace_back(4, 1);                                 // rank 1: 2 receives
+  Schedule s = testing::pattern_schedule(32, fan, 1);
+  RouteCache routes(t);
+  CostParams params;
+  params.alpha_us = 2;
+  params.include_latency = false;
+  const double without = estimate_cost(s, first_endpoints(t, 32), 4, routes, params).total_us;
+  params.alpha_message_us = 10;
+  const CostEstimate with = estimate_cost(s, first_endpoints(t, 32), 4, routes, params);
+  EXPECT_NEAR(with.steps[0].message_us, 30.0, 1e-9);
+  EXPECT_NEAR(with.total_us - without, 30.0, 1e-9);
+}
+
 TEST(CostModel, ReductionAndStriping) {
   topo::NapShape shape;
   shape.packages = 4;
