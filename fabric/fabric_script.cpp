@@ -48,9 +48,15 @@ std::vector<std::string> shaper_arguments(const std::string& device, double mbit
   const double bytes_per_second = mbit * 1e6 / 8;
   const long burst = std::max<long>(2L * (mtu + 64), std::lround(bytes_per_second * 0.002));
   const long limit = std::max<long>(16L << 20, std::lround(bytes_per_second * 2.0));
+  // The peak bucket (one frame, refilled 1 % faster than the rate) keeps a full token
+  // bucket from sending a small message at line speed: a cable never runs faster than its
+  // rate, also for the first bytes after it was idle.
+  const long frame = mtu + 64;
   return {"qdisc", "replace", "dev", device, "root", "tbf",
           "rate", std::to_string(std::llround(mbit * 1e6)) + "bit",
-          "burst", std::to_string(burst), "limit", std::to_string(limit)};
+          "burst", std::to_string(burst), "limit", std::to_string(limit),
+          "peakrate", std::to_string(std::llround(mbit * 1.01e6)) + "bit",
+          "mtu", std::to_string(frame)};
 }
 
 NamespaceScript namespace_script(const FabricPlan& plan, int index) {
@@ -65,7 +71,12 @@ NamespaceScript namespace_script(const FabricPlan& plan, int index) {
                {"net/ipv4/icmp_msgs_per_sec", "100000", true},
                {"net/ipv4/tcp_slow_start_after_idle", "0", true},
                {"net/ipv4/tcp_no_metrics_save", "1", true},
-               {"net/ipv4/fib_multipath_hash_policy", "1", true}};
+               {"net/ipv4/fib_multipath_hash_policy", "1", true},
+               // Deep queues stand in for a lossless fabric, so a packet may wait a second
+               // behind a fan-in: TCP must not take that for a loss (a spurious timeout or
+               // tail-loss probe resends data the link then carries twice).
+               {"net/ipv4/tcp_rto_min_us", "2000000", true},
+               {"net/ipv4/tcp_early_retrans", "0", true}};
   for (const auto& dev : ns.interfaces) s.sysctls.push_back({"net/ipv4/conf/" + dev + "/rp_filter", "0"});
 
   s.links += "link set lo up\n";
