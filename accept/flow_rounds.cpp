@@ -19,7 +19,7 @@ std::vector<int> flow_links(const topo::Topology& t, int src, int dst, int lane)
 }
 
 RoundPlan plan_flow_rounds(const topo::Topology& t, const std::vector<int>& present, int coverage,
-                           int max_rounds) {
+                           int max_rounds, int max_flows) {
   RoundPlan plan;
   plan.crossings.assign(t.links().size(), 0);
   // Candidates: every ordered pair on different hosts, per local switch where flows stripe.
@@ -37,15 +37,29 @@ RoundPlan plan_flow_rounds(const topo::Topology& t, const std::vector<int>& pres
         if (!f.links.empty() && seen.insert(f.links).second) candidates.push_back(std::move(f));
       }
     }
-  // What the candidates can reach, and how many distinct flows cross each link.
-  std::vector<int> distinct(t.links().size(), 0);
-  for (const auto& f : candidates)
-    for (int l : f.links) ++distinct[l];
+  // A flow tests a link at its full rate only where that link is (one of) the flow's
+  // slowest: a flow held to 10 Gb/s by a torus cable shows a 20 Gb/s port only half-used.
+  // Coverage counts the flows that test a link fully; links no flow tests fully count all.
+  std::vector<double> rate_of(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    double r = 1e300;
+    for (int l : candidates[i].links) r = std::min(r, t.links()[l].gbps);
+    rate_of[i] = r;
+  }
+  std::vector<int> distinct(t.links().size(), 0), full(t.links().size(), 0);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    for (int l : candidates[i].links) {
+      ++distinct[l];
+      if (rate_of[i] >= t.links()[l].gbps * (1 - 1e-9)) ++full[l];
+    }
+  auto tests = [&](size_t i, int l) {
+    return full[l] == 0 || rate_of[i] >= t.links()[l].gbps * (1 - 1e-9);
+  };
   std::vector<int> need(t.links().size(), 0);
   for (const auto& l : t.links()) {
     if (l.kind == LinkKind::HostFabric) continue;
     if (distinct[l.id] == 0) plan.unreachable.push_back(l.id);
-    else need[l.id] = std::min(coverage, distinct[l.id]);
+    else need[l.id] = std::min(coverage, full[l.id] > 0 ? full[l.id] : distinct[l.id]);
   }
   // Per link: the other links every flow across it so far also crossed. A slow link can
   // only be told from those, so flows that shrink this set count as much as new coverage.
@@ -61,13 +75,14 @@ RoundPlan plan_flow_rounds(const topo::Topology& t, const std::vector<int>& pres
   std::set<std::pair<int, int>> pairs_used;
   auto outstanding = [&] {
     for (size_t l = 0; l < need.size(); ++l)
-      if (need[l] > 0 || (covered[l] && !shared[l].empty() && distinct[l] > 1)) return true;
+      if (need[l] > 0 || (covered[l] && !shared[l].empty() && (full[l] > 1 || (full[l] == 0 && distinct[l] > 1))))
+        return true;
     return false;
   };
   while (outstanding() && int(plan.rounds.size()) < max_rounds) {
     FlowRound round;
     std::vector<char> busy(t.links().size(), 0);
-    for (;;) {
+    while (max_flows <= 0 || int(round.flows.size()) < max_flows) {
       // The flow covering the most still-needed links; a pair not measured yet breaks ties,
       // so each link is crossed by flows that differ elsewhere.
       int best = -1;
@@ -77,7 +92,7 @@ RoundPlan plan_flow_rounds(const topo::Topology& t, const std::vector<int>& pres
         const auto& f = candidates[i];
         if (std::any_of(f.links.begin(), f.links.end(), [&](int l) { return busy[l]; })) continue;
         double score = 0;
-        for (int l : f.links) score += need[l] > 0 || separates(f, l) ? 1.0 : 0.0;
+        for (int l : f.links) score += tests(i, l) && (need[l] > 0 || separates(f, l)) ? 1.0 : 0.0;
         if (score == 0) continue;
         if (!pairs_used.count({f.src, f.dst})) score += 0.5;
         score -= 0.01 * double(f.links.size());  // shorter paths localise better
@@ -89,8 +104,9 @@ RoundPlan plan_flow_rounds(const topo::Topology& t, const std::vector<int>& pres
       pairs_used.insert({f.src, f.dst});
       for (int l : f.links) {
         busy[l] = 1;
-        --need[l];
         ++plan.crossings[l];
+        if (!tests(size_t(best), l)) continue;
+        --need[l];
         std::vector<int> others;
         for (int o : f.links)
           if (o != l && (!covered[l] || std::find(shared[l].begin(), shared[l].end(), o) != shared[l].end()))

@@ -34,8 +34,10 @@ struct RoundPlan {
 // flow between them crosses is crossed `coverage` times where the flows allow (fewer when
 // fewer distinct flows cross it), in at most `max_rounds` rounds. Deterministic: every rank
 // computes the same plan.
+// `max_flows` bounds the flows of one round (0: only the cables bound them), for a test
+// network whose hosts share one machine's cores.
 RoundPlan plan_flow_rounds(const topo::Topology& topology, const std::vector<int>& present,
-                           int coverage = 3, int max_rounds = 48);
+                           int coverage = 3, int max_rounds = 48, int max_flows = 0);
 
 // The flow's path: Topology::route, pinned to local switch `lane` where it stripes.
 std::vector<int> flow_links(const topo::Topology& topology, int src, int dst, int lane);

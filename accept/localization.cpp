@@ -38,14 +38,17 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
   Localization out;
   out.links.resize(t.links().size());
   for (const auto& l : t.links()) out.links[l.id].link = l.id;
+  // What each link is shown to carry: the fastest flow across it (Gb/s).
+  std::vector<double> proven(t.links().size(), 0);
   for (const auto& m : flows)
     for (int l : m.flow.links) {
-      auto& e = out.links[l];
-      ++e.flows;
-      e.cleared = std::max(e.cleared, m.dead ? 0.0 : m.ratio());
+      ++out.links[l].flows;
+      if (!m.dead) proven[l] = std::max(proven[l], m.measured_gbps);
     }
+  for (auto& e : out.links) e.cleared = t.links()[e.link].gbps > 0 ? proven[e.link] / t.links()[e.link].gbps : 0;
   std::vector<char> suspect(t.links().size(), 0);
-  // Every bad flow's uncleared cables; a cable alone in such a set is certain.
+  // Every bad flow's uncleared cables: those not shown to carry what the flow should have
+  // reached. A cable alone in such a set is certain.
   std::vector<std::vector<int>> groups;
   for (size_t i = 0; i < flows.size(); ++i) {
     const auto& m = flows[i];
@@ -54,7 +57,7 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
     std::vector<int> uncleared;
     for (int l : m.flow.links) {
       ++out.links[l].bad_flows;
-      if (out.links[l].cleared < threshold) uncleared.push_back(l);
+      if (proven[l] < threshold * m.expected_gbps) uncleared.push_back(l);
     }
     if (uncleared.empty()) {
       out.unexplained_flows.push_back(int(i));

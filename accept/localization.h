@@ -1,7 +1,7 @@
 // Which cables explain the slow and dead flows of the cable phase. A flow runs at the rate
-// of its slowest cable, so every cable of a flow is at least as fast as the flow: a cable
-// crossed by one fast flow is cleared. A slow flow's culprit is among its cables that no
-// fast flow cleared; when only one is left the localisation is certain, otherwise the
+// of its slowest cable, so every cable of a flow carries at least what the flow reached. A
+// slow flow's culprit is among its cables that no flow has shown to carry what this one
+// should have reached; when only one is left the localisation is certain, otherwise the
 // report names the cables no flow separates.
 #pragma once
 
@@ -31,7 +31,7 @@ struct LinkEvidence {
   int link = -1;
   int flows = 0;        // measured flows across it
   int bad_flows = 0;    // of those, below the threshold
-  double cleared = 0;   // the best ratio a flow across it reached: it is at least this fast
+  double cleared = 0;   // the fastest flow across it / its rate: it is at least this fast
   CableState state = CableState::Unmeasured;
   bool certain = false;  // the only uncleared cable of some bad flow
 };

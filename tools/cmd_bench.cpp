@@ -17,7 +17,6 @@
 
 #include "exec/benchmark.h"
 #include "fabric/live_fabric.h"
-#include "net/network_namespace.h"
 #include "exec/bootstrap.h"
 #include "exec/host_backend.h"
 #include "exec/local_launcher.h"
@@ -28,6 +27,7 @@
 #include "sched/generator.h"
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/fabric_launch.h"
 #include "tools/flag_value.h"
 #include "tools/split_list.h"
 #include "topo/topology_json.h"
@@ -362,38 +362,15 @@ void check_before_launch(const BenchArgs& a, int nranks) {
   for (const auto& algo : a.algos) plan_case(a, topology.get(), algo, a.sizes.front(), nranks);
 }
 
-// On a fabric every rank runs in its endpoint's namespace under its host's name, bound to
-// its NIC address; the rendezvous is served on the fabric's management network. Where routes
-// stripe (NAP), each connection gets one lane per path, marked so the kernel sends lane j on
-// path j, and every message spreads evenly over all of them as the model assumes.
-exec::LaunchOptions fabric_launch(const BenchArgs& a, int ranks) {
+// On a fabric every rank runs in its endpoint's namespace, bound to its NIC address.
+exec::LaunchOptions bench_fabric_launch(const BenchArgs& a, int ranks) {
   const fabric::LiveFabric f = fabric::LiveFabric::open(a.fabric);
-  const auto& plan = f.plan();
   std::vector<int> endpoints = resolve_endpoints(f.topology(), a.endpoints, ranks);
   if (endpoints.empty())
     for (int r = 0; r < ranks; ++r) endpoints.push_back(r);
-  exec::LaunchOptions launch;
-  launch.bootstrap_host = plan.management_address;
-  launch.bootstrap_netns_path = net::netns_path(plan.namespaces[plan.management_ns].name);
-  std::string marks;
-  for (uint32_t m : plan.lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
-  for (int r = 0; r < ranks; ++r) {
-    const auto& e = plan.endpoints[endpoints[r]];
-    exec::RankPlacement p;
-    p.netns_path = net::netns_path(plan.ns_of(e).name);
-    p.hostname = e.host;
-    p.extra_args = {"--bind", e.address};
-    p.extra_env = {"TOPOCOLL_FABRIC=" + f.name(), "TOPOCOLL_FABRIC_ENDPOINT=" + e.id};
-    if (!marks.empty()) {
-      p.extra_env.push_back("TOPOCOLL_NET_LANE_MARKS=" + marks);
-      if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
-        p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
-      if (!std::getenv("TOPOCOLL_NET_MIN_STRIPE_BYTES"))
-        p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
-    }
-    launch.placements.push_back(std::move(p));
-  }
-  return launch;
+  return fabric_launch(f, endpoints, [](const fabric::FabricEndpoint& e) {
+    return std::vector<std::string>{"--bind", e.address};
+  });
 }
 
 int run_bench(std::span<const std::string> args) {
@@ -428,7 +405,7 @@ int run_bench(std::span<const std::string> args) {
   std::vector<std::string> child_args = {"bench"};
   child_args.insert(child_args.end(), args.begin(), args.end());
   exec::LaunchOptions launch;
-  if (!a.fabric.empty()) launch = fabric_launch(a, ranks);
+  if (!a.fabric.empty()) launch = bench_fabric_launch(a, ranks);
   const int rc = exec::launch_local_group(exec::current_executable(), child_args, ranks, launch);
   if (rc != 0) std::fprintf(stderr, "topocoll bench: a rank exited with status %d\n", rc);
   return rc;

@@ -80,7 +80,9 @@ TEST(Localization, EverySingleSlowCableOfTheExamplesIsNamedAloneAndCertain) {
         std::map<int, double> slow = {{l, 0.25}};
         if (both) slow[t.links()[l].reverse] = 0.25;
         const auto loc = localize(t, measure(t, slow), 0.8);
-        ASSERT_EQ(loc.findings.size(), 1u) << file << " " << topo::link_name(t, l) << (both ? " both ways" : "");
+        std::string all;
+        for (const auto& f : loc.findings) all += f.kind + ": " + f.detail + " [" + f.certainty + "]\n";
+        ASSERT_EQ(loc.findings.size(), 1u) << file << " " << topo::link_name(t, l) << (both ? " both ways\n" : "\n") << all;
         std::vector<int> want = {l};
         if (both) want.push_back(t.links()[l].reverse);
         EXPECT_EQ(loc.findings[0].links, want) << loc.findings[0].detail;

@@ -1,0 +1,460 @@
+#include "accept/acceptance_run.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "accept/flow_probe.h"
+#include "accept/path_probe.h"
+#include "exec/benchmark.h"
+#include "exec/host_backend.h"
+#include "exec/socket_host_transport.h"
+#include "kernels/datatype.h"
+#include "sched/plan.h"
+#include "topo/cable_names.h"
+
+namespace topocoll::accept {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string percent(double ratio) { return std::to_string(int(std::lround(ratio * 100))) + " %"; }
+
+double expected_gbps(const topo::Topology& t, const ProbeFlow& f) {
+  double g = 1e300;
+  for (int l : f.links) g = std::min(g, t.links()[l].gbps);
+  return f.links.empty() ? 0 : g;
+}
+
+nlohmann::json outcome_json(const FlowOutcome& o) {
+  return {{"flow", o.flow}, {"sending", o.sending}, {"bytes", o.bytes}, {"complete", o.complete},
+          {"rate", o.rate_gbps}, {"connect_us", o.connect_us}, {"error", o.error}};
+}
+
+class Run {
+ public:
+  Run(const AcceptanceOptions& o, exec::BootstrapClient& group,
+      const std::function<void(const std::string&)>& progress)
+      : o_(o), t_(o.topology), group_(group), progress_(progress), me_(group.rank()) {
+    start_ = Clock::now();
+    deadline_ = start_ + std::chrono::milliseconds(int64_t(o.budget_s * 1000));
+    const std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    r_.started = when;
+    r_.topology_file = o.topology_file;
+    r_.budget_s = o.budget_s;
+    r_.threshold = o.threshold;
+    r_.ranks = group.nranks();
+  }
+
+  int run() {
+    std::string local_failure;
+    try {
+      inventory();
+      if (wants("cables")) cables();
+      else skip("cables", "not asked for");
+      if (wants("wiring")) wiring();
+      else skip("wiring", "not asked for");
+      if (wants("collectives")) collectives(&local_failure);
+      else skip("collectives", "not asked for");
+      // Every rank reports how it ended; rank 0 learns which rank failed.
+      const auto ends = group_.allgather(local_failure);
+      for (size_t i = 0; i < ends.size(); ++i)
+        if (!ends[i].empty() && r_.aborted.empty()) r_.aborted = "rank " + std::to_string(i) + ": " + ends[i];
+    } catch (const std::exception& e) {
+      r_.aborted = e.what();
+      if (me_ != 0) {
+        std::fprintf(stderr, "topocoll accept: rank %d: %s\n", me_, e.what());
+        return 1;
+      }
+    }
+    r_.duration_s = seconds_since(start_);
+    if (me_ != 0) return local_failure.empty() ? 0 : 1;
+    write_report();
+    return r_.passed() ? 0 : 1;
+  }
+
+ private:
+  bool wants(const std::string& phase) const {
+    return std::find(o_.phases.begin(), o_.phases.end(), phase) != o_.phases.end();
+  }
+  void say(const std::string& line) const {
+    if (me_ == 0 && progress_) progress_(line);
+  }
+  void skip(const std::string& phase, const std::string& why) {
+    r_.phases.push_back({phase, "skipped", why});
+    say("[" + phase + "] skipped: " + why);
+  }
+  double budget_left() const { return std::chrono::duration<double>(deadline_ - Clock::now()).count(); }
+
+  // --- 1. inventory ----------------------------------------------------------------------
+  void inventory() {
+    RankIdentity self = describe_this_rank(me_, o_.gpu, o_.bind, t_);
+    if (!self.address.empty()) {
+      try {
+        listener_ = std::make_unique<FlowListener>(self.address);
+        self.flow_port = listener_->port();
+      } catch (const std::exception& e) {
+        self.address_source = e.what();
+        self.address.clear();
+      }
+    }
+    nlohmann::json mine = identity_json(self);
+    mine["run"] = std::random_device{}() * uint64_t(0x9e3779b97f4a7c15ULL) ^ uint64_t(::getpid());
+    const auto all = group_.allgather(mine.dump());
+    for (const auto& blob : all) {
+      const auto j = nlohmann::json::parse(blob);
+      r_.identities.push_back(identity_from_json(j));
+    }
+    run_id_ = nlohmann::json::parse(all[0])["run"].get<uint64_t>();
+    r_.inventory = match_inventory(t_, r_.identities, o_.expected_endpoints);
+    my_endpoint_ = r_.inventory.endpoint_of_rank[me_];
+    for (size_t i = 0; i < r_.identities.size(); ++i)
+      if (const int e = r_.inventory.endpoint_of_rank[i]; e >= 0) rank_of_endpoint_[e] = int(i);
+    const auto& inv = r_.inventory;
+    const std::string summary = std::to_string(r_.identities.size()) + " ranks: " +
+                                std::to_string(inv.present.size()) + " endpoints measurable, " +
+                                std::to_string(inv.missing.size()) + " missing, " +
+                                std::to_string(inv.problems.size() - inv.missing.size()) + " other problems";
+    r_.phases.push_back({"inventory", inv.ok() ? "pass" : "fail", summary});
+    say("[inventory] " + summary + (inv.ok() ? "  PASS" : "  FAIL"));
+    for (const auto& p : inv.problems) say("  " + p.kind + ": " + p.detail);
+  }
+
+  // --- 2. cables -------------------------------------------------------------------------
+  // Runs one round of flows (this rank's part) and returns every flow's measurement.
+  std::vector<FlowMeasurement> measure_round(uint32_t round_id, const std::vector<ProbeFlow>& flows,
+                                            double seconds) {
+    std::vector<FlowTask> tasks;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      const auto& f = flows[i];
+      const bool send = f.src == my_endpoint_, receive = f.dst == my_endpoint_;
+      if (!send && !receive) continue;
+      FlowTask task;
+      task.flow = uint32_t(i);
+      task.bytes = int64_t(1) << 40;  // the window decides
+      task.expected_gbps = expected_gbps(t_, f);
+      task.streams = o_.streams;
+      task.local_address = r_.identities[me_].address;
+      if (f.lane >= 0 && f.lane < int(o_.lane_marks.size())) task.mark = o_.lane_marks[f.lane];
+      if (send) {
+        const auto& peer = r_.identities[rank_of_endpoint_.at(f.dst)];
+        task.sending = true;
+        task.peer_address = peer.address;
+        task.peer_port = peer.flow_port;
+        tasks.push_back(task);
+      }
+      if (receive) {
+        task.sending = false;
+        tasks.push_back(task);
+      }
+    }
+    // Every flow of the round runs for the same window, however slow it is.
+    group_.barrier();
+    const auto window_end = Clock::now() + std::chrono::milliseconds(int64_t(seconds * 1000));
+    const auto outcomes = listener_ ? run_flow_round(*listener_, round_id, run_id_, tasks, window_end)
+                                    : std::vector<FlowOutcome>{};
+    nlohmann::json blob = nlohmann::json::array();
+    for (const auto& x : outcomes) blob.push_back(outcome_json(x));
+    const auto all = group_.allgather(blob.dump());
+    std::vector<FlowMeasurement> out(flows.size());
+    for (size_t i = 0; i < flows.size(); ++i) {
+      out[i].flow = flows[i];
+      out[i].expected_gbps = expected_gbps(t_, flows[i]);
+      out[i].dead = true;
+    }
+    std::vector<std::string> sender_error(flows.size()), receiver_error(flows.size());
+    for (const auto& text : all)
+      for (const auto& x : nlohmann::json::parse(text)) {
+        const size_t i = x["flow"].get<size_t>();
+        if (i >= out.size()) continue;
+        if (x["sending"].get<bool>()) {
+          out[i].rtt_us = x["connect_us"].get<double>();
+          sender_error[i] = x["error"].get<std::string>();
+        } else {
+          out[i].measured_gbps = x["rate"].get<double>();
+          out[i].dead = x["bytes"].get<int64_t>() == 0;
+          receiver_error[i] = x["error"].get<std::string>();
+        }
+      }
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].error = !sender_error[i].empty() ? sender_error[i] : receiver_error[i];
+      if (out[i].dead && out[i].error.empty()) out[i].error = "nothing arrived";
+    }
+    return out;
+  }
+
+  void cables() {
+    if (r_.inventory.present.size() < 2) {
+      skip("cables", "fewer than two measurable endpoints");
+      return;
+    }
+    const RoundPlan plan =
+        plan_flow_rounds(t_, r_.inventory.present, o_.coverage, 48, o_.max_flows_per_round);
+    r_.unreachable_links = plan.unreachable;
+    // About 45 % of the budget for this phase: each round's flows run for `seconds`.
+    const double seconds = std::clamp(o_.budget_s * 0.45 / std::max<size_t>(1, plan.rounds.size()) - 0.3, 0.3, 2.0);
+    r_.flow_seconds = seconds;
+    say("[cables] " + std::to_string(plan.rounds.size()) + " rounds, every cable direction crossed by up to " +
+        std::to_string(o_.coverage) + " flows, " + std::to_string(int(seconds * 1000)) + " ms per round");
+    std::vector<FlowMeasurement> all;
+    int measured_rounds = 0;
+    for (size_t r = 0; r < plan.rounds.size(); ++r) {
+      if (budget_left() < seconds + 1) break;
+      auto round = measure_round(uint32_t(r), plan.rounds[r].flows, seconds);
+      int bad = 0, dead = 0;
+      for (auto& m : round) {
+        m.round = int(r);
+        bad += !m.dead && m.ratio() < o_.threshold;
+        dead += m.dead;
+      }
+      say("  round " + std::to_string(r + 1) + "/" + std::to_string(plan.rounds.size()) + ": " +
+          std::to_string(round.size()) + " flows, " + std::to_string(bad) + " slow, " + std::to_string(dead) + " dead");
+      all.insert(all.end(), round.begin(), round.end());
+      r_.rounds.push_back(std::move(round));
+      ++measured_rounds;
+    }
+    r_.localization = localize(t_, all, o_.threshold);
+    flows_ = all;
+    int ok = 0, slow = 0, dead = 0, unmeasured = 0;
+    for (int c : topo::cable_links(t_))
+      for (int l : {c, t_.links()[c].reverse}) {
+        const auto s = r_.localization.links[l].state;
+        ok += s == CableState::Ok, slow += s == CableState::Slow, dead += s == CableState::Dead,
+            unmeasured += s == CableState::Unmeasured;
+      }
+    bool failed = false;
+    for (const auto& f : r_.localization.findings) failed = failed || f.kind != "unexplained";
+    std::string summary = std::to_string(ok + slow + dead + unmeasured) + " cable directions: " +
+                          std::to_string(ok) + " ok, " + std::to_string(slow) + " slow, " +
+                          std::to_string(dead) + " dead, " + std::to_string(unmeasured) + " not measured";
+    if (measured_rounds < int(plan.rounds.size()))
+      summary += " (the budget allowed " + std::to_string(measured_rounds) + " of " +
+                 std::to_string(plan.rounds.size()) + " rounds)";
+    r_.phases.push_back({"cables", failed ? "fail" : "pass", summary});
+    say("[cables] " + summary + (failed ? "  FAIL" : "  PASS"));
+    for (const auto& f : r_.localization.findings)
+      if (f.kind != "unexplained") say("  " + f.kind + ": " + f.detail + " (" + f.certainty + ")");
+  }
+
+  // --- 3. wiring -------------------------------------------------------------------------
+  void wiring() {
+    if (flows_.empty()) {
+      skip("wiring", "no flows were measured");
+      return;
+    }
+    // Probe the path of every distinct flow this rank sent.
+    std::set<std::tuple<int, int, int>> probed;
+    nlohmann::json mine = nlohmann::json::array();
+    for (const auto& m : flows_) {
+      const auto& f = m.flow;
+      // A dead flow's path is broken, not miswired: the cable phase already named it.
+      if (m.dead || f.src != my_endpoint_ || !probed.insert({f.src, f.dst, f.lane}).second) continue;
+      if (budget_left() < 2) break;
+      const uint32_t mark = f.lane >= 0 && f.lane < int(o_.lane_marks.size()) ? o_.lane_marks[f.lane] : 0;
+      const PathTrace tr = trace_path(r_.identities[me_].address, r_.identities[rank_of_endpoint_.at(f.dst)].address,
+                                      mark, int(f.links.size()) + 1, std::chrono::milliseconds(300));
+      mine.push_back({{"src", f.src}, {"dst", f.dst}, {"lane", f.lane}, {"responders", tr.responders},
+                      {"reached", tr.reached}, {"error", tr.error}});
+    }
+    std::vector<PathObservation> observations;
+    for (const auto& text : group_.allgather(mine.dump()))
+      for (const auto& x : nlohmann::json::parse(text)) {
+        PathObservation o;
+        o.flow.src = x["src"];
+        o.flow.dst = x["dst"];
+        o.flow.lane = x["lane"];
+        o.flow.links = flow_links(t_, o.flow.src, o.flow.dst, o.flow.lane);
+        o.trace.responders = x["responders"].get<std::vector<std::string>>();
+        o.trace.reached = x["reached"];
+        o.trace.error = x["error"];
+        observations.push_back(std::move(o));
+      }
+    r_.wiring = analyze_wiring(t_, observations, o_.known_addresses);
+    // Flows slow beside their round though every cable of theirs was fast elsewhere: alone,
+    // then beside the same round once more. Slow again beside it but fast alone, the flow
+    // shares a cable with one of them that the file says it does not; fast again, it was a
+    // passing disturbance.
+    const double seconds = std::clamp(r_.flow_seconds, 0.3, 1.0);
+    int checked = 0;
+    for (int i : r_.localization.unexplained_flows) {
+      if (checked >= 6 || budget_left() < 3 * seconds + 2) break;
+      ++checked;
+      InterferenceCheck c{flows_[i], {}, {}, false};
+      c.alone = measure_round(uint32_t(100000 + 2 * checked), {flows_[i].flow}, seconds)[0];
+      if (!c.alone.dead && c.alone.ratio() >= o_.threshold) {
+        const auto& round = r_.rounds[flows_[i].round];
+        std::vector<ProbeFlow> same;
+        size_t position = 0;
+        for (size_t k = 0; k < round.size(); ++k) {
+          if (round[k].flow == flows_[i].flow) position = k;
+          same.push_back(round[k].flow);
+        }
+        c.again = measure_round(uint32_t(100001 + 2 * checked), same, seconds)[position];
+        c.interference = c.again.dead || c.again.ratio() < o_.threshold;
+      }
+      r_.interference.push_back(c);
+    }
+    const int interfering = int(std::count_if(r_.interference.begin(), r_.interference.end(),
+                                              [](const InterferenceCheck& c) { return c.interference; }));
+    const bool failed = !r_.wiring.findings.empty() || interfering > 0;
+    std::string summary = std::to_string(r_.wiring.probes) + " paths probed, " +
+                          std::to_string(r_.wiring.hops_answered) + " of " + std::to_string(r_.wiring.hops_expected) +
+                          " hops answered, " + std::to_string(r_.wiring.findings.size()) + " miswired; " +
+                          std::to_string(r_.interference.size()) + " slow flows re-run, " +
+                          std::to_string(interfering) + " slow beside their round but fast alone";
+    if (r_.wiring.hops_answered == 0)
+      summary += " (no hop answered: switches send no ICMP time-exceeded here; only re-runs judge the wiring)";
+    r_.phases.push_back({"wiring", failed ? "fail" : "pass", summary});
+    say("[wiring] " + summary + (failed ? "  FAIL" : "  PASS"));
+    for (const auto& f : r_.wiring.findings) say("  miswired: " + f.detail);
+    for (const auto& c : r_.interference)
+      if (c.interference)
+        say("  interference: " + t_.endpoints()[c.in_round.flow.src].id + " -> " + t_.endpoints()[c.in_round.flow.dst].id +
+            " reached " + percent(c.alone.ratio()) + " alone, " + percent(c.in_round.ratio()) + " and " +
+            percent(c.again.ratio()) + " in its round");
+  }
+
+  // --- 4. collectives --------------------------------------------------------------------
+  void collectives(std::string* local_failure) {
+    std::string why_not;
+    if (!r_.inventory.problems.empty()) why_not = "the inventory found problems";
+    for (const auto& f : r_.localization.findings)
+      if (f.kind == "dead cable" || f.kind == "unreachable endpoint") why_not = "dead cables or endpoints";
+    if (r_.inventory.present.size() < 2) why_not = "fewer than two measurable endpoints";
+    if (budget_left() < 10) why_not = "the budget is spent";
+    if (!why_not.empty()) {
+      skip("collectives", why_not);
+      return;
+    }
+    net::TransportOptions transport = o_.transport;
+    transport.timeout_ms = int(std::clamp(budget_left() * 1000.0, 5000.0, double(transport.timeout_ms)));
+    std::vector<int> endpoints(r_.identities.size());
+    for (size_t i = 0; i < endpoints.size(); ++i) endpoints[i] = r_.inventory.endpoint_of_rank[i];
+    exec::SocketHostTransport host_transport(group_, r_.identities[me_].address, transport);
+    exec::HostBackend backend(host_transport);
+    exec::BenchmarkBuffers buffers;
+    exec::BenchmarkSettings settings;
+    settings.iters = 3;
+    settings.warmup = 1;
+    settings.target_seconds = 1e9;
+    std::vector<std::pair<sched::Collective, std::string>> cases;
+    for (const auto& algo : {"ring", "ring-topo", "hd", "hd-naive", "fc", "fc-direct", "hier", "hier-hd"})
+      cases.push_back({sched::Collective::AllReduce, algo});
+    cases.push_back({sched::Collective::AllToAll, "direct"});
+    // Plans first (every rank alike), then the runs within what is left of the budget.
+    struct Planned {
+      sched::Collective collective;
+      std::string algo;
+      sched::Plan plan;
+    };
+    std::vector<Planned> planned;
+    for (const auto& [collective, algo] : cases) {
+      sched::PlanRequest req;
+      req.collective = collective;
+      req.algo = algo;
+      req.endpoints = endpoints;
+      req.cost = o_.cost;
+      req.verify = false;
+      req.keep_link_detail = false;
+      try {
+        sched::make_plan(t_, req);  // applicable?
+      } catch (const std::exception&) {
+        continue;
+      }
+      planned.push_back({collective, algo, {}});
+    }
+    const double per_case = budget_left() * 0.8 / std::max<size_t>(1, planned.size()) / 5;  // warm-up + 3 + check
+    bool ok = true;
+    for (auto& p : planned) {
+      sched::PlanRequest req;
+      req.collective = p.collective;
+      req.algo = p.algo;
+      req.endpoints = endpoints;
+      req.cost = o_.cost;
+      req.verify = false;
+      req.keep_link_detail = false;
+      req.bytes = int64_t(4) << 20;
+      for (;;) {
+        p.plan = sched::make_plan(t_, req);
+        if (p.plan.predicted_us <= per_case * 1e6 || req.bytes <= (64 << 10)) break;
+        req.bytes /= 2;
+      }
+      CollectiveCheck c;
+      c.algo = p.algo;
+      c.collective = std::string(sched::to_string(p.collective));
+      c.bytes = req.bytes;
+      c.predicted_us = p.plan.predicted_us;
+      c.max_link_load = p.plan.link_load.max_load;
+      try {
+        const auto row = exec::measure_collective(p.plan.schedule, p.algo, req.bytes, settings, backend, group_, buffers);
+        c.measured_us = row.time_us;
+        c.wrong = row.wrong;
+      } catch (const std::exception& e) {
+        c.error = e.what();
+        *local_failure = e.what();
+      }
+      ok = ok && c.error.empty() && c.wrong == 0;
+      say("  " + c.collective + " " + c.algo + " " + std::to_string(c.bytes) + " B: " +
+          (c.error.empty() ? std::to_string(int(c.measured_us / 1000)) + " ms measured, " +
+                                 std::to_string(int(c.predicted_us / 1000)) + " ms predicted, " +
+                                 std::to_string(c.wrong) + " wrong"
+                           : c.error));
+      r_.collectives.push_back(c);
+      if (!c.error.empty()) break;  // the transport is unusable after a failure
+    }
+    const std::string summary = std::to_string(r_.collectives.size()) + " collectives on " +
+                                std::to_string(endpoints.size()) + " endpoints, results checked";
+    r_.phases.push_back({"collectives", ok ? "pass" : "fail", summary});
+    say("[collectives] " + summary + (ok ? "  PASS" : "  FAIL"));
+  }
+
+  // --- report ----------------------------------------------------------------------------
+  void write_report() {
+    const std::string text = report_text(t_, r_);
+    if (progress_) progress_(text.substr(text.find("verdict:")));
+    if (o_.report_dir.empty()) return;
+    ::mkdir(o_.report_dir.c_str(), 0755);
+    std::ofstream(o_.report_dir + "/report.json") << report_json(t_, r_).dump(1) << "\n";
+    std::ofstream(o_.report_dir + "/report.txt") << text;
+    const std::string dot = o_.report_dir + "/topology.dot";
+    std::ofstream(dot) << report_dot(t_, r_);
+    const std::string png = o_.report_dir + "/topology.png";
+    const std::string command = "dot -Tpng -o '" + png + "' '" + dot + "' 2>/dev/null";
+    const bool drawn = std::system(command.c_str()) == 0;
+    if (progress_)
+      progress_("report: " + o_.report_dir + "/report.json, report.txt, " + (drawn ? "topology.png" : "topology.dot (no Graphviz for the PNG)"));
+  }
+
+  const AcceptanceOptions& o_;
+  const topo::Topology& t_;
+  exec::BootstrapClient& group_;
+  std::function<void(const std::string&)> progress_;
+  const int me_;
+  Clock::time_point start_, deadline_;
+  AcceptanceResult r_;
+  uint64_t run_id_ = 0;
+  int my_endpoint_ = -1;
+  std::map<int, int> rank_of_endpoint_;
+  std::unique_ptr<FlowListener> listener_;
+  std::vector<FlowMeasurement> flows_;
+};
+
+}  // namespace
+
+int run_acceptance(const AcceptanceOptions& options, exec::BootstrapClient& group,
+                   const std::function<void(const std::string&)>& progress) {
+  return Run(options, group, progress).run();
+}
+
+}  // namespace topocoll::accept

@@ -1,0 +1,46 @@
+// Ranks inside an emulated fabric (docs/fabric.md), for `bench --fabric` and `accept
+// --fabric`: each in its endpoint's host namespace under the host's name, bound to its NIC
+// address, meeting over the management network; where routes stripe (NAP), each
+// connection gets one lane per path, marked so the kernel sends lane j on path j, and every
+// message spreads evenly over them as the model assumes.
+#pragma once
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/local_launcher.h"
+#include "fabric/live_fabric.h"
+#include "net/network_namespace.h"
+
+namespace topocoll::cli {
+
+inline exec::LaunchOptions fabric_launch(
+    const fabric::LiveFabric& f, const std::vector<int>& endpoints,
+    const std::function<std::vector<std::string>(const fabric::FabricEndpoint&)>& extra_args) {
+  const auto& plan = f.plan();
+  exec::LaunchOptions launch;
+  launch.bootstrap_host = plan.management_address;
+  launch.bootstrap_netns_path = net::netns_path(plan.namespaces[plan.management_ns].name);
+  std::string marks;
+  for (uint32_t m : plan.lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
+  for (int endpoint : endpoints) {
+    const auto& e = plan.endpoints.at(endpoint);
+    exec::RankPlacement p;
+    p.netns_path = net::netns_path(plan.ns_of(e).name);
+    p.hostname = e.host;
+    p.extra_args = extra_args(e);
+    p.extra_env = {"TOPOCOLL_FABRIC=" + f.name(), "TOPOCOLL_FABRIC_ENDPOINT=" + e.id};
+    if (!marks.empty()) {
+      p.extra_env.push_back("TOPOCOLL_NET_LANE_MARKS=" + marks);
+      if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
+        p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
+      if (!std::getenv("TOPOCOLL_NET_MIN_STRIPE_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
+    }
+    launch.placements.push_back(std::move(p));
+  }
+  return launch;
+}
+
+}  // namespace topocoll::cli
