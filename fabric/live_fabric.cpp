@@ -256,13 +256,32 @@ void LiveFabric::set_rate(int link, double mbit) const {
   run_checked(argv, "shaping " + topo::link_name(topology_, link));
 }
 
+double LiveFabric::current_mbit(int link) const {
+  const Cable& c = cable_of(link);
+  double mbit = link == c.link ? c.mbit_ab : c.mbit_ba;
+  for (const auto& f : record_.faults)
+    if (f.kind == Fault::Kind::Degrade) {
+      const auto sel = topo::find_cable(topology_, f.cables.at(0));
+      if (sel.link == link || (sel.both_directions && topology_.links()[sel.link].reverse == link)) mbit = f.rate_mbit;
+    }
+  return mbit;
+}
+
+// A cut cable drops everything at both ends (a zero-length queue): it stays up, so routes
+// stay as configured and traffic for it is lost, as over a severed fibre whose ends are
+// statically routed; restoring puts the shapers back.
 void LiveFabric::set_link_state(const Cable& c, bool up) const {
-  for (const VethEnd* end : {&c.a, &c.b})
-    run_checked({"ip", "-n", plan_.namespaces[end->ns].name, "link", "set", end->interface, up ? "up" : "down"},
-                (up ? "restoring " : "cutting ") + c.name);
-  // A link taken down lost its routes: put them back.
-  if (up)
-    for (int ns : {c.a.ns, c.b.ns}) configure_namespace(plan_, ns, false);
+  for (int link : {c.link, c.reverse}) {
+    const VethEnd& end = link == c.link ? c.a : c.b;
+    std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
+    if (up) {
+      for (auto& a : shaper_arguments(end.interface, current_mbit(link), plan_.mtu)) argv.push_back(a);
+    } else {
+      for (const char* a : {"qdisc", "replace", "dev", end.interface.c_str(), "root", "pfifo", "limit", "0"})
+        argv.push_back(a);
+    }
+    run_checked(argv, (up ? "restoring " : "cutting ") + c.name);
+  }
 }
 
 void LiveFabric::save() const { save_record(record_); }

@@ -46,6 +46,7 @@ class LiveFabric {
 
   // Faults, named as `describe --cables` names cables ("A-B" both ways, "A->B" one way).
   void degrade(const std::string& cable, double rate_mbit);
+  // Drops everything at both ends of the cable; the links stay up and routes stay put.
   void cut(const std::string& cable);
   // The far ends of two cables exchanged (a miswired cluster): A-B and C-D become A-D and
   // C-B; routes stay as the file says.
@@ -57,6 +58,7 @@ class LiveFabric {
   LiveFabric() = default;
   const Cable& cable_of(int link) const;
   void set_rate(int link, double mbit) const;
+  double current_mbit(int link) const;  // the plan's rate, or a degrade fault's
   void set_link_state(const Cable& cable, bool up) const;
   void rewire(const std::string& first, const std::string& second) const;
   void save() const;
