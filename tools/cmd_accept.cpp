@@ -42,6 +42,8 @@ constexpr const char* kUsage =
     "  --threshold Q   a cable below Q of its expected rate fails (default 0.8)\n"
     "  --gpu G         the GPU this rank stands for (default LOCAL_RANK or 0)\n"
     "  --bind IP       this rank's NIC address (default: the NIC the file names, resolved)\n"
+    "  --lane-marks L  where flows stripe over local switches (NAP): the socket mark that\n"
+    "                  sends a flow by switch j, for each j (policy routing; CAP_NET_ADMIN)\n"
     "  --endpoints L   the endpoints this job should cover (default: all of the file)\n"
     "  --ranks N       with --fabric: start ranks on the first N of them only\n"
     "  --max-flows N   at most N flows per cable round (default: the cables decide; on a\n"
@@ -90,6 +92,10 @@ AcceptArgs parse_args(std::span<const std::string> args) {
     else if (f == "--phases") a.options.phases = split_list(value(), ',');
     else if (f == "--gpu") a.options.gpu = int(parse_number(f, value(), 0, 4095)), a.gpu_given = true;
     else if (f == "--bind") a.options.bind = value();
+    else if (f == "--lane-marks") {
+      for (const auto& m : split_list(value(), ','))
+        a.options.lane_marks.push_back(uint32_t(parse_number("--lane-marks", m, 1, 4294967295.0)));
+    }
     else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
     else if (f == "--rank") a.rank = int(parse_number(f, value(), 0, 1e6));
     else if (f == "--ranks" || f == "-n") a.ranks = int(parse_number(f, value(), 1, 1e6));
