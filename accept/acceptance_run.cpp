@@ -287,7 +287,9 @@ class Run {
     // passing disturbance.
     const double seconds = std::clamp(r_.flow_seconds, 0.3, 1.0);
     int checked = 0;
-    for (int i : r_.localization.unexplained_flows) {
+    std::vector<int> slowest = r_.localization.unexplained_flows;  // the slowest first
+    std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return flows_[a].ratio() < flows_[b].ratio(); });
+    for (int i : slowest) {
       if (checked >= 6 || budget_left() < 3 * seconds + 2) break;
       ++checked;
       InterferenceCheck c{flows_[i], {}, {}, false};

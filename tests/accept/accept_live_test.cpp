@@ -41,10 +41,13 @@ AcceptRun accept(const std::string& args, const std::string& name) {
   return a;
 }
 
-// The findings of a report as "phase/kind: cables", for comparing whole sets.
+// The findings of a report as "phase/kind: cables", for comparing whole sets. A flow slow
+// once though all its cables were fast elsewhere ("unexplained": a busy machine) is
+// information, not a finding about the network, and left out.
 std::set<std::string> findings(const nlohmann::json& report) {
   std::set<std::string> out;
   for (const auto& f : report["findings"]) {
+    if (f["kind"] == "unexplained") continue;
     std::string cables;
     for (const auto& c : f["cables"]) cables += (cables.empty() ? "" : " ") + c.get<std::string>();
     out.insert(f["phase"].get<std::string>() + "/" + f["kind"].get<std::string>() + ": " + cables);
@@ -62,7 +65,7 @@ TEST(AcceptLive, HealthyBiGraphPasses) {
   EXPECT_EQ(a.status, 0) << a.output;
   ASSERT_TRUE(a.report.is_object()) << a.output;
   EXPECT_EQ(a.report["verdict"], "pass");
-  EXPECT_TRUE(a.report["findings"].empty()) << a.report["findings"].dump(1);
+  EXPECT_TRUE(findings(a.report).empty()) << a.report["findings"].dump(1);
   EXPECT_FALSE(a.report["collectives"].empty());
   for (const auto& c : a.report["collectives"]) EXPECT_EQ(c["wrong"], 0) << c.dump();
   for (const auto& c : a.report["cables"]) EXPECT_EQ(c["state"], "ok") << c.dump();
