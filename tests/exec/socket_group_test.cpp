@@ -319,6 +319,47 @@ TEST(SocketGroup, AnEagerSizeMismatchNamesBothSizes) {
   EXPECT_EQ(status[1], 7);
 }
 
+// Rendezvous: a large send starts only on the receiver's clear-to-send, which names the
+// size the receiver posted; a mismatch fails the sender naming both sizes.
+TEST(SocketGroup, ALargeSendWaitsForTheReceiversClearToSendAndChecksItsSize) {
+  const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
+                                                                     BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(1500));
+    std::vector<unsigned char> buf(400000, 1);
+    if (rank == 0) {
+      // Rank 1 posts nothing for this send: no clear-to-send, so it times out naming why.
+      transport.post_send(1, buf.data(), 200000);
+      try {
+        transport.wait_all();
+        return 1;
+      } catch (const BackendError& e) {
+        const std::string what = e.what();
+        if (what.find("clear-to-send from rank 1") == std::string::npos) return 2;
+      }
+      boot.barrier();
+      transport.post_send(1, buf.data(), 200000);
+      try {
+        transport.wait_all();
+        return 3;
+      } catch (const BackendError& e) {
+        const std::string what = e.what();
+        boot.barrier();
+        return what.find("rank 1 posted a receive of 300000 bytes") != std::string::npos ? 7 : 4;
+      }
+    }
+    boot.barrier();
+    transport.post_recv(0, buf.data(), 300000);
+    try {
+      transport.wait_all();
+    } catch (const BackendError&) {
+    }
+    boot.barrier();
+    return 0;
+  });
+  EXPECT_EQ(status[0], 7);
+  EXPECT_EQ(status[1], 0);
+}
+
 TEST(Bootstrap, AddressParsingNamesTheBadPart) {
   EXPECT_EQ(BootstrapAddress::parse("10.1.2.3:29500").port, 29500);
   EXPECT_EQ(BootstrapAddress::parse("[::1]:80").host, "::1");
