@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "plugin/log.h"
 #include "plugin/net/live_objects.h"
@@ -162,6 +163,8 @@ ncclResult_t guarded(const char* call, F&& body) {
 
 ncclResult_t init(ncclDebugLogger_t logger) {
   set_nccl_logger(logger);
+  // The transport's own warnings (stray connections closed by a listener) go to NCCL's log.
+  net::set_warning_sink([](const std::string& message) { TC_WARN("NET/topocoll: %s", message.c_str()); });
   return guarded("init", [] {
     catalog();
     device_strings();

@@ -3,7 +3,10 @@
 // results equal to the reference and bitwise identical across ranks (compared through the
 // bootstrap); plus a rank that dies mid-run makes the others fail, not hang.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +207,47 @@ TEST(SocketGroup, ARankDyingMidRunFailsTheOthersInsteadOfHanging) {
   });
   EXPECT_EQ(status[2], 42);
   for (int r : {0, 1, 3}) EXPECT_EQ(status[r], 7) << "rank " << r << " should fail, not hang";
+}
+
+// Opens a socket to ip:port and sends `bytes` (a rogue client on a rank's data port).
+int rogue_client(const std::string& address, const std::string& bytes) {
+  const auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(std::stoi(address.substr(colon + 1))));
+  ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 && !bytes.empty())
+    [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Issue 15, finding 1: a port scanner on every rank's data port, as soon as it listens
+// (64 random bytes, a silent socket), is closed as a stray; the collective completes right.
+TEST(SocketGroup, RogueClientsOnEveryDataPortDoNotStopTheCollective) {
+  constexpr int kRanks = 4;
+  const auto s = sched::ring_allreduce(kRanks, 1 << 14);
+  const auto status = run_processes(kRanks, std::chrono::seconds(40), [&](int rank,
+                                                                          BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
+    std::string noise(64, '\0');
+    for (size_t i = 0; i < noise.size(); ++i) noise[i] = char(i * 37 + rank * 11 + 5);
+    const int garbage = rogue_client(transport.listen_address(), noise);
+    const int silent = rogue_client(transport.listen_address(), "");
+    HostBackend backend(transport);
+    CollectiveCase c;
+    c.nranks = kRanks;
+    c.count = 1 << 14;
+    RankMemory mem(c, s, rank, c.input(rank));
+    Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
+    std::vector<std::vector<unsigned char>> inputs(kRanks);
+    for (int r = 0; r < kRanks; ++r) inputs[r] = c.input(r);
+    const bool right = mem.output(c) == c.reference(rank, inputs);
+    ::close(garbage);
+    ::close(silent);
+    return right ? 0 : 1;
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
 }
 
 TEST(Bootstrap, AddressParsingNamesTheBadPart) {
