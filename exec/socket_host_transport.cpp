@@ -30,13 +30,34 @@ SocketHostTransport::SocketHostTransport(BootstrapClient& bootstrap, std::string
     throw_status(rank_, "listen on " + local_ip, st);
   listen_address_ = listener_->address().to_string();
 
+  const uint32_t mark = options_.lane_marks.empty() ? 0 : options_.lane_marks[0];
+  eager_ = std::make_unique<EagerChannel>(rank_, nranks_, *bind, mark, options_.timeout_ms);
+
+  // One bootstrap round: the connection handle, then the eager listener's port and nonce
+  // (same address as the handle's).
   const net::Handle& mine = listener_->handle();
-  const auto all = bootstrap.allgather(
-      std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
+  std::string card(reinterpret_cast<const char*>(&mine), sizeof mine);
+  const uint16_t eager_port = eager_->local().address.port;
+  const uint64_t eager_nonce = eager_->local().nonce;
+  card.append(reinterpret_cast<const char*>(&eager_port), sizeof eager_port);
+  card.append(reinterpret_cast<const char*>(&eager_nonce), sizeof eager_nonce);
+  const auto all = bootstrap.allgather(card);
   handles_.resize(nranks_);
-  for (int r = 0; r < nranks_; ++r)
-    if (auto st = net::decode_handle(all[r].data(), all[r].size(), &handles_[r]); !st.ok())
+  std::vector<EagerChannel::Address> eager_peers(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    const std::string& c = all[r];
+    if (c.size() != card.size())
+      throw BackendError("rank " + std::to_string(rank_) + ": rank " + std::to_string(r) +
+                         " published " + std::to_string(c.size()) + " address bytes, expected " +
+                         std::to_string(card.size()) + " (a different topocoll version?)");
+    if (auto st = net::decode_handle(c.data(), sizeof(net::Handle), &handles_[r]); !st.ok())
       throw_status(rank_, "handle of rank " + std::to_string(r), st);
+    eager_peers[r].address = net::handle_address(handles_[r]);
+    std::memcpy(&eager_peers[r].address.port, c.data() + sizeof(net::Handle), sizeof eager_port);
+    std::memcpy(&eager_peers[r].nonce, c.data() + sizeof(net::Handle) + sizeof eager_port,
+                sizeof eager_nonce);
+  }
+  eager_->set_peers(std::move(eager_peers));
   send_.resize(nranks_);
   recv_.resize(nranks_);
   pending_.reserve(64);
@@ -58,6 +79,7 @@ void SocketHostTransport::fail(const Pending& p, const std::string& why) {
 
 void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes) {
   check_peer(peer, "send to");
+  if (is_eager(bytes)) return eager_->post_send(peer, src, bytes);
   if (!send_[peer]) {
     // connect() does not wait for the peer's accept, so opening here cannot deadlock.
     if (auto st = net::connect(handles_[peer], nullptr, options_, uint64_t(rank_), &send_[peer]);
@@ -74,6 +96,7 @@ void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes
 
 void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
   check_peer(peer, "receive from");
+  if (is_eager(bytes)) return eager_->post_recv(peer, dst, bytes);
   Pending& p = pending_.emplace_back();
   p.peer = peer;
   p.ptr = dst;
@@ -100,6 +123,17 @@ void SocketHostTransport::accept_from(int peer) {
   }
 }
 
+void SocketHostTransport::fail_no_progress() {
+  std::string what;
+  for (const Pending& p : pending_)
+    if (!p.done)
+      what += std::string(what.empty() ? "" : "; ") + (p.is_send ? "send to rank " : "receive from rank ") +
+              std::to_string(p.peer) + " (" + std::to_string(p.bytes) + " bytes)";
+  for (const std::string& e : eager_->describe_pending()) what += (what.empty() ? "" : "; ") + e;
+  throw BackendError("rank " + std::to_string(rank_) + ": no progress within " +
+                     std::to_string(options_.timeout_ms) + " ms: " + what);
+}
+
 void SocketHostTransport::wait_all() {
   for (Pending& p : pending_) {
     if (p.is_send || p.request) continue;
@@ -111,9 +145,9 @@ void SocketHostTransport::wait_all() {
   auto last_progress = Clock::now();
   const auto timeout = std::chrono::milliseconds(options_.timeout_ms);
   net::CompletionSignal& signal = net::completion_signal();
-  while (left > 0) {
+  while (left > 0 || !eager_->idle()) {
     const uint64_t generation = signal.generation();  // before testing: no wake-up is lost
-    bool progressed = false;
+    bool progressed = eager_->progress();
     for (Pending& p : pending_) {
       if (p.done) continue;
       bool done = false;
@@ -129,16 +163,21 @@ void SocketHostTransport::wait_all() {
       --left;
       progressed = true;
     }
+    if (left == 0 && eager_->idle()) break;
     if (progressed) {
       last_progress = Clock::now();
       continue;
     }
-    if (Clock::now() - last_progress > timeout) {
-      for (const Pending& p : pending_)
-        if (!p.done) fail(p, "no progress within " + std::to_string(options_.timeout_ms) + " ms");
+    if (Clock::now() - last_progress > timeout) fail_no_progress();
+    if (!eager_->idle()) {
+      // The caller moves eager bytes itself: sleep in poll() on its sockets. Connection
+      // transfers finish on progress threads, so with some of those pending too the poll
+      // wakes every millisecond to test them.
+      eager_->wait(left > 0 ? 1 : 100);
+    } else {
+      // The progress threads move the bytes and say when a request finishes.
+      signal.wait_for(generation, std::chrono::milliseconds(100));
     }
-    // The progress threads move the bytes and say when a request finishes.
-    signal.wait_for(generation, std::chrono::milliseconds(100));
   }
   pending_.clear();
 }

@@ -3,6 +3,8 @@
 // path serves both. Every rank publishes its listener's handle through the bootstrap; a
 // connection to a peer is opened the first time a step sends to it, and accepted the first
 // time a step waits for a message from it (so a ring opens 2 connections, not P-1).
+// Messages up to TransportOptions::eager_bytes skip the connection and its progress
+// threads: the eager channel (exec/eager_channel.h) moves them on the caller's thread.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "exec/bootstrap.h"
+#include "exec/eager_channel.h"
 #include "exec/host_transport.h"
 #include "net/socket_transport.h"
 #include "net/transport_options.h"
@@ -33,6 +36,9 @@ class SocketHostTransport final : public HostTransport {
   void wait_all() override;
 
   const std::string& listen_address() const { return listen_address_; }
+  // The eager channel's listener (exec/eager_channel.h) and the strangers it turned away.
+  net::SocketAddress eager_address() const { return eager_->local().address; }
+  int rejected_eager_connections() const { return eager_->rejected_connections(); }
 
  private:
   struct Pending {
@@ -44,6 +50,8 @@ class SocketHostTransport final : public HostTransport {
     bool done = false;
   };
   void check_peer(int peer, const char* what) const;
+  bool is_eager(std::size_t bytes) const { return bytes <= options_.eager_bytes; }
+  [[noreturn]] void fail_no_progress();
   void accept_from(int peer);
   [[noreturn]] void fail(const Pending& p, const std::string& why);
 
@@ -54,7 +62,8 @@ class SocketHostTransport final : public HostTransport {
   std::vector<net::Handle> handles_;
   std::vector<std::unique_ptr<net::SendComm>> send_;
   std::vector<std::unique_ptr<net::RecvComm>> recv_;
-  std::vector<Pending> pending_;  // capacity kept across steps
+  std::vector<Pending> pending_;  // connection transfers; capacity kept across steps
+  std::unique_ptr<EagerChannel> eager_;
 };
 
 }  // namespace topocoll::exec

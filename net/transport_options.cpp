@@ -14,6 +14,7 @@ TransportOptions TransportOptions::normalized() const {
   o.timeout_ms = std::max(o.timeout_ms, 1);
   o.chunk_bytes = std::clamp<size_t>(o.chunk_bytes, 4096, size_t(64) << 20);
   o.min_stripe_bytes = std::clamp<size_t>(o.min_stripe_bytes, 1, o.chunk_bytes);
+  o.eager_bytes = std::min<size_t>(o.eager_bytes, size_t(1) << 20);
   return o;
 }
 
@@ -69,17 +70,20 @@ void read_marks(const char* env, std::vector<uint32_t>* marks, std::vector<std::
 TransportOptions TransportOptions::from_environment(std::vector<std::string>* warnings) {
   TransportOptions o;
   long long sockets = o.sockets_per_conn, threads = o.threads_per_conn, timeout = o.timeout_ms,
-            chunk = (long long)o.chunk_bytes, min_stripe = (long long)o.min_stripe_bytes;
+            chunk = (long long)o.chunk_bytes, min_stripe = (long long)o.min_stripe_bytes,
+            eager = (long long)o.eager_bytes;
   read_int("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, &sockets, warnings);
   read_int("TOPOCOLL_NET_THREADS", 1, 16, &threads, warnings);
   read_int("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, &timeout, warnings);
   read_int("TOPOCOLL_NET_CHUNK_BYTES", 4096, 64LL << 20, &chunk, warnings);
   read_int("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64LL << 20, &min_stripe, warnings);
+  read_int("TOPOCOLL_NET_EAGER_BYTES", 0, 1LL << 20, &eager, warnings);
   o.sockets_per_conn = int(sockets);
   o.threads_per_conn = int(threads);
   o.timeout_ms = int(timeout);
   o.chunk_bytes = size_t(chunk);
   o.min_stripe_bytes = size_t(min_stripe);
+  o.eager_bytes = size_t(eager);
   read_marks("TOPOCOLL_NET_LANE_MARKS", &o.lane_marks, warnings);
   return o.normalized();
 }
@@ -89,7 +93,8 @@ std::string TransportOptions::describe() const {
   for (uint32_t m : lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
   return "sockets=" + std::to_string(sockets_per_conn) + " threads=" + std::to_string(threads_per_conn) +
  " chunk=" + std::to_string(chunk_bytes) +
-         " stripe=" + std::to_string(min_stripe_bytes) + " timeout_ms=" + std::to_string(timeout_ms) +
+         " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) +
+         " timeout_ms=" + std::to_string(timeout_ms) +
          (marks.empty() ? "" : " marks=" + marks);
 }
 

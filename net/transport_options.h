@@ -17,6 +17,10 @@ struct TransportOptions {
   // TOPOCOLL_NET_MIN_STRIPE_BYTES: a message smaller than chunk x sockets spreads evenly
   // over the sockets in pieces of at least this many bytes (1 = always over every socket).
   size_t min_stripe_bytes = 64 * 1024;
+  // TOPOCOLL_NET_EAGER_BYTES (0..1 MiB; host backend only): messages up to this size take
+  // the caller-driven eager channel (exec/eager_channel.h) instead of a striped connection.
+  // 0 = never.
+  size_t eager_bytes = 64 * 1024;
   // TOPOCOLL_NET_LANE_MARKS ("256,257,..."): socket i of a connection carries SO_MARK
   // marks[i % n], so policy routing can send each lane on its own path (multi-rail hosts,
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.

@@ -6,6 +6,7 @@
 #include "sched/fc_direct.h"
 #include "sched/halving_doubling.h"
 #include "sched/nap_log_step.h"
+#include "sched/recursive_doubling.h"
 #include "sched/ring.h"
 
 namespace topocoll::sched {
@@ -27,6 +28,7 @@ constexpr Entry kEntries[] = {
     {"hd", Collective::AllReduce, &hd_allreduce},
     {"hd", Collective::ReduceScatter, &hd_reduce_scatter},
     {"hd", Collective::AllGather, &hd_allgather},
+    {"rd", Collective::AllReduce, &rd_allreduce},
     {"fc", Collective::AllReduce, &log_step_allreduce},
     {"fc", Collective::AllGather, &log_step_allgather},
     {"fc", Collective::AllToAll, &direct_all_to_all},

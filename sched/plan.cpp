@@ -11,6 +11,7 @@
 #include "sched/all_to_all.h"
 #include "sched/fc_direct.h"
 #include "sched/halving_doubling.h"
+#include "sched/recursive_doubling.h"
 #include "sched/hierarchical.h"
 #include "sched/nap_log_step.h"
 #include "sched/ring.h"
@@ -24,7 +25,7 @@ namespace topocoll::sched {
 using topo::Topology;
 
 const std::vector<std::string>& plan_algorithms() {
-  static const std::vector<std::string> all = {"ring", "ring-topo", "hd", "hd-naive", "fc",
+  static const std::vector<std::string> all = {"ring", "ring-topo", "hd", "hd-naive", "rd", "fc",
                                                "fc-direct", "hier", "hier-hd", "direct"};
   return all;
 }
@@ -142,10 +143,13 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const st
                  : rs ? ring_reduce_scatter(n, count, g.order)
                  : ag ? ring_allgather(n, count, g.order)
                       : ring_all_to_all(n, count, g.order);  // store and forward
-  } else if (algo == "hd" || algo == "hd-naive") {
+  } else if (algo == "hd" || algo == "hd-naive" || algo == "rd") {
     need(!a2a, "no halving-doubling all-to-all (use direct)");
+    need(algo != "rd" || ar, "recursive doubling is the allreduce schedule (use hd)");
+    // rd pairs ranks exactly as hd does (v XOR 2^s), so hd's placement serves it.
     auto build = [&](std::span<const int> order) {
-      return ar ? hd_allreduce(n, count, order)
+      return algo == "rd" ? rd_allreduce(n, count, order)
+             : ar ? hd_allreduce(n, count, order)
              : rs ? hd_reduce_scatter(n, count, order)
                   : hd_allgather(n, count, order);
     };
@@ -205,8 +209,8 @@ Placement placement_for(const Topology& t, const PlanRequest& r) {
 }
 
 const std::vector<std::string>& auto_candidates(Collective c) {
-  static const std::vector<std::string> ar = {"ring", "ring-topo", "hd", "fc", "fc-direct", "hier",
-                                              "hier-hd"};
+  static const std::vector<std::string> ar = {"ring", "ring-topo", "hd", "rd", "fc", "fc-direct",
+                                              "hier", "hier-hd"};
   static const std::vector<std::string> rs = {"ring", "ring-topo", "hd", "fc-direct"};
   static const std::vector<std::string> ag = {"ring", "ring-topo", "hd", "fc", "fc-direct"};
   static const std::vector<std::string> a2a = {"ring", "ring-topo", "direct"};

@@ -53,7 +53,7 @@ constexpr const char* kUsage =
     "  --topo FILE   placement and rank orders from the planner for the first N endpoints,\n"
     "                and the predicted time next to the measured one\n"
     "  --endpoints L rank r runs as topology endpoint L[r] (indices or ids) instead\n"
-    "  --algos LIST  planner algorithms with --topo (ring, ring-topo, hd, hd-naive, fc,\n"
+    "  --algos LIST  planner algorithms with --topo (ring, ring-topo, hd, hd-naive, rd, fc,\n"
     "                fc-direct, hier, hier-hd, direct), generators without (default ring,hd)\n"
     "  --sizes A:B   nccl-tests size from A to B, times --factor (default 2); or a list A,B,C\n"
     "  -c 0|1        check every iteration's result (default 1)\n"

@@ -22,7 +22,7 @@ using topo::Topology;
 
 constexpr const char* kUsage =
     "usage: topocoll plan --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
-    "                     --algo ring|ring-topo|hd|hd-naive|fc|fc-direct|hier|hier-hd|direct|auto\n"
+    "                     --algo ring|ring-topo|hd|hd-naive|rd|fc|fc-direct|hier|hier-hd|direct|auto\n"
     "                     --bytes N[K|M|G] [--ranks N] [--elem-size B] [--alpha-us X]\n"
     "                     [--alpha-msg-us X]\n"
     "                     [--gamma-gbs G] [--no-verify] [--json]\n"

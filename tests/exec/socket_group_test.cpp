@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -207,6 +208,115 @@ TEST(SocketGroup, ARankDyingMidRunFailsTheOthersInsteadOfHanging) {
   });
   EXPECT_EQ(status[2], 42);
   for (int r : {0, 1, 3}) EXPECT_EQ(status[r], 7) << "rank " << r << " should fail, not hang";
+}
+
+// Eager (caller-driven) and striped (progress-thread) messages of one pair, posted in one
+// step in both directions, arrive whole and in place: sizes around the eager limit, and 0.
+TEST(SocketGroup, EagerAndStripedMessagesOfOnePairAllArriveIntact) {
+  const std::vector<std::size_t> sizes = {100, 200000, 8, 65536, 65537, 0, 3, 1 << 20};
+  const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
+                                                                     BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
+    const int peer = 1 - rank;
+    std::vector<std::vector<unsigned char>> out(sizes.size()), in(sizes.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      out[i].resize(sizes[i] + 1);
+      in[i].assign(sizes[i] + 1, 0xEE);
+      for (std::size_t b = 0; b < sizes[i]; ++b) out[i][b] = uint8_t(b * 7 + i * 13 + rank);
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      transport.post_send(peer, out[i].data(), sizes[i]);
+      transport.post_recv(peer, in[i].data(), sizes[i]);
+    }
+    transport.wait_all();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      for (std::size_t b = 0; b < sizes[i]; ++b)
+        if (in[i][b] != uint8_t(b * 7 + i * 13 + peer)) return 1;
+      if (in[i][sizes[i]] != 0xEE) return 1;  // nothing past the posted size
+    }
+    return 0;
+  });
+  EXPECT_EQ(status[0], 0);
+  EXPECT_EQ(status[1], 0);
+}
+
+// Strangers on a rank's eager port (garbage bytes, a hello for another listener, one that
+// never speaks) are closed and counted; the ranks' own allreduce still completes correctly.
+TEST(SocketGroup, StrangersOnTheEagerPortAreTurnedAwayWhileTheJobCompletes) {
+  constexpr int kRanks = 3;
+  const auto s = sched::ring_allreduce(kRanks, 999);
+  const auto status = run_processes(kRanks, std::chrono::seconds(40), [&](int rank,
+                                                                          BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
+    const auto port = transport.eager_address().port;
+    const auto ports = boot.allgather(std::string(reinterpret_cast<const char*>(&port), sizeof port));
+    std::vector<int> strangers;
+    if (rank == 1) {
+      uint16_t port0 = 0;
+      std::memcpy(&port0, ports[0].data(), sizeof port0);
+      for (int kind = 0; kind < 3; ++kind) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port0);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 5;
+        unsigned char bytes[64];
+        for (int i = 0; i < 64; ++i) bytes[i] = uint8_t(i * 37 + 11);
+        if (kind == 1) {  // a well-formed hello for some other listener
+          const uint32_t magic = 0x54434531, version = 1, from = 2, pad = 0;
+          const uint64_t nonce = 12345;
+          std::memcpy(bytes, &magic, 4);
+          std::memcpy(bytes + 4, &version, 4);
+          std::memcpy(bytes + 8, &from, 4);
+          std::memcpy(bytes + 12, &pad, 4);
+          std::memcpy(bytes + 16, &nonce, 8);
+        }
+        if (kind < 2 && ::write(fd, bytes, kind == 0 ? 64 : 24) < 0) return 5;
+        strangers.push_back(fd);  // kind 2 stays silent
+      }
+    }
+    boot.barrier();  // the strangers are queued on rank 0's port before the job talks
+    HostBackend backend(transport);
+    CollectiveCase c;
+    c.nranks = kRanks;
+    c.count = 999;
+    RankMemory mem(c, s, rank, c.input(rank));
+    Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
+    std::vector<std::vector<unsigned char>> inputs(kRanks);
+    for (int r = 0; r < kRanks; ++r) inputs[r] = c.input(r);
+    if (mem.output(c) != c.reference(rank, inputs)) return 1;
+    for (int fd : strangers) ::close(fd);
+    if (rank == 0 && transport.rejected_eager_connections() < 2) return 3;
+    return 0;
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
+}
+
+// A broken size contract is an error naming both sizes, never misplaced bytes.
+TEST(SocketGroup, AnEagerSizeMismatchNamesBothSizes) {
+  const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
+                                                                     BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(5000));
+    std::vector<unsigned char> buf(400, 1);
+    if (rank == 0) {
+      transport.post_send(1, buf.data(), 100);
+      transport.wait_all();
+      boot.barrier();
+      return 0;
+    }
+    transport.post_recv(0, buf.data(), 200);
+    try {
+      transport.wait_all();
+    } catch (const BackendError& e) {
+      boot.barrier();
+      const std::string what = e.what();
+      return what.find("rank 0 sent 100 bytes where 200 were posted") != std::string::npos ? 7 : 8;
+    }
+    return 0;
+  });
+  EXPECT_EQ(status[0], 0);
+  EXPECT_EQ(status[1], 7);
 }
 
 // Opens a socket to ip:port and sends `bytes` (a rogue client on a rank's data port).

@@ -1,0 +1,356 @@
+#include "exec/eager_channel.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "exec/backend.h"
+#include "net/socket_calls.h"
+
+namespace topocoll::exec {
+
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x54434531;    // "TCE1"
+constexpr uint32_t kMessageMagic = 0x54434d31;  // "TCM1"
+constexpr uint16_t kEagerVersion = 1;
+constexpr std::size_t kHeaderBytes = 8;  // magic, size (u32 each)
+constexpr std::size_t kHelloBytes = 24;
+// A connection that has not said who it is within this long is a stranger: closed.
+constexpr int kHelloDeadlineMs = 5000;
+// Unidentified connections kept at once; beyond it the oldest is closed (a flood of
+// connections must not exhaust descriptors).
+constexpr std::size_t kMaxStrangers = 64;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void put_u64(unsigned char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint32_t get_u32(const unsigned char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t get_u64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+}  // namespace
+
+EagerChannel::EagerChannel(int rank, int nranks, const net::SocketAddress& bind, uint32_t mark,
+                           int timeout_ms, WarningSink warn)
+    : rank_(rank), nranks_(nranks), mark_(mark), timeout_ms_(timeout_ms), warn_(std::move(warn)),
+      bind_(bind) {
+  const std::string who = "rank " + std::to_string(rank_) + ": eager listener on " + bind.to_string();
+  if (auto st = net::open_tcp_socket(bind.family, &listener_); !st.ok())
+    throw BackendError(who + ": " + st.message);
+  const int one = 1;
+  ::setsockopt(listener_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_storage sa{};
+  net::SocketAddress any_port = bind;
+  any_port.port = 0;
+  const unsigned len = any_port.to_sockaddr(&sa);
+  if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0)
+    throw BackendError(who + ": bind: " + net::errno_text(errno));
+  if (::listen(listener_.get(), 128) != 0)
+    throw BackendError(who + ": listen: " + net::errno_text(errno));
+  local_.address = net::local_address_of(listener_.get());
+  local_.nonce = net::random_u64();
+  send_.resize(nranks_);
+  recv_.resize(nranks_);
+}
+
+EagerChannel::~EagerChannel() = default;
+
+void EagerChannel::set_peers(std::vector<Address> peers) { peers_ = std::move(peers); }
+
+void EagerChannel::fail(bool send, int peer, const Message& m, const std::string& why) const {
+  throw BackendError("rank " + std::to_string(rank_) + ": " +
+                     (send ? "send to rank " : "receive from rank ") + std::to_string(peer) +
+                     " (" + std::to_string(m.bytes) + " bytes, eager): " + why);
+}
+
+void EagerChannel::open_send_link(int peer) {
+  SendLink& link = send_[peer];
+  const net::SocketAddress& to = peers_.at(peer).address;
+  const std::string what = "rank " + std::to_string(rank_) + ": eager connect to rank " +
+                           std::to_string(peer) + " at " + to.to_string();
+  if (auto st = net::open_tcp_socket(to.family, &link.socket); !st.ok())
+    throw BackendError(what + ": " + st.message);
+  net::set_no_delay(link.socket.get());
+  if (mark_ != 0 &&
+      ::setsockopt(link.socket.get(), SOL_SOCKET, SO_MARK, &mark_, sizeof mark_) != 0)
+    throw BackendError(what + ": SO_MARK " + std::to_string(mark_) + ": " + net::errno_text(errno));
+  // Leave from this rank's own address: on a multi-NIC host (or the emulated fabric) the
+  // source address picks the route.
+  sockaddr_storage sa{};
+  net::SocketAddress from = bind_;
+  from.port = 0;
+  unsigned len = from.to_sockaddr(&sa);
+  if (::bind(link.socket.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0)
+    throw BackendError(what + ": bind to " + from.to_string() + ": " + net::errno_text(errno));
+  len = to.to_sockaddr(&sa);
+  if (::connect(link.socket.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
+      errno != EINPROGRESS)
+    throw BackendError(what + ": " + net::errno_text(errno));
+  put_u32(link.hello, kHelloMagic);
+  put_u32(link.hello + 4, kEagerVersion);
+  put_u32(link.hello + 8, uint32_t(rank_));
+  put_u32(link.hello + 12, 0);
+  put_u64(link.hello + 16, peers_[peer].nonce);
+  link.hello_left = kHelloBytes;
+}
+
+void EagerChannel::activate(int peer) {
+  if (!active_flag_[peer]) {
+    active_flag_[peer] = 1;
+    active_.push_back(peer);
+  }
+}
+
+void EagerChannel::post_send(int peer, const void* src, std::size_t bytes) {
+  if (active_flag_.empty()) active_flag_.assign(nranks_, 0);
+  SendLink& link = send_[peer];
+  if (!link.socket.valid()) open_send_link(peer);
+  Message& m = link.queue.emplace_back();
+  m.data = static_cast<char*>(const_cast<void*>(src));
+  m.bytes = bytes;
+  m.header[0] = kMessageMagic;
+  m.header[1] = uint32_t(bytes);
+  ++pending_;
+  activate(peer);
+  // Out at once: the message is on the wire before the caller posts its receives.
+  write_link(peer);
+}
+
+void EagerChannel::post_recv(int peer, void* dst, std::size_t bytes) {
+  if (active_flag_.empty()) active_flag_.assign(nranks_, 0);
+  Message& m = recv_[peer].queue.emplace_back();
+  m.data = static_cast<char*>(dst);
+  m.bytes = bytes;
+  ++pending_;
+  activate(peer);
+}
+
+bool EagerChannel::write_link(int peer) {
+  SendLink& link = send_[peer];
+  bool moved = false;
+  while (!link.queue.empty()) {
+    Message& m = link.queue.front();
+    iovec iov[3];
+    int n_iov = 0;
+    if (link.hello_left > 0)
+      iov[n_iov++] = {link.hello + (kHelloBytes - link.hello_left), link.hello_left};
+    if (m.done < kHeaderBytes)
+      iov[n_iov++] = {reinterpret_cast<char*>(m.header) + m.done, kHeaderBytes - m.done};
+    const std::size_t payload_done = m.done > kHeaderBytes ? m.done - kHeaderBytes : 0;
+    if (payload_done < m.bytes) iov[n_iov++] = {m.data + payload_done, m.bytes - payload_done};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n_iov;
+    const ssize_t n = ::sendmsg(link.socket.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      fail(true, peer, m, net::errno_text(errno));
+    }
+    std::size_t left = std::size_t(n);
+    const std::size_t hello = std::min(left, link.hello_left);
+    link.hello_left -= hello;
+    left -= hello;
+    m.done += left;
+    moved = moved || n > 0;
+    if (m.done < kHeaderBytes + m.bytes) return moved;
+    link.queue.pop_front();
+    --pending_;
+  }
+  return moved;
+}
+
+bool EagerChannel::read_link(int peer) {
+  RecvLink& link = recv_[peer];
+  bool moved = false;
+  while (link.socket.valid() && !link.queue.empty()) {
+    Message& m = link.queue.front();
+    iovec iov[2];
+    int n_iov = 0;
+    if (m.done < kHeaderBytes)
+      iov[n_iov++] = {reinterpret_cast<char*>(m.header) + m.done, kHeaderBytes - m.done};
+    const std::size_t payload_done = m.done > kHeaderBytes ? m.done - kHeaderBytes : 0;
+    if (payload_done < m.bytes) iov[n_iov++] = {m.data + payload_done, m.bytes - payload_done};
+    const ssize_t n = ::readv(link.socket.get(), iov, n_iov);
+    if (n == 0)
+      fail(false, peer, m, "rank " + std::to_string(peer) +
+                               " closed its eager connection (the process exited or failed)");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      fail(false, peer, m, net::errno_text(errno));
+    }
+    const bool had_header = m.done >= kHeaderBytes;
+    m.done += std::size_t(n);
+    moved = true;
+    if (!had_header && m.done >= kHeaderBytes) {
+      if (m.header[0] != kMessageMagic)
+        fail(false, peer, m, "corrupt stream: message header magic " + net::hex32(m.header[0]));
+      if (m.header[1] != m.bytes)
+        fail(false, peer, m, "rank " + std::to_string(peer) + " sent " +
+                                 std::to_string(m.header[1]) + " bytes where " +
+                                 std::to_string(m.bytes) + " were posted");
+    }
+    if (m.done < kHeaderBytes + m.bytes) return moved;
+    link.queue.pop_front();
+    --pending_;
+  }
+  return moved;
+}
+
+void EagerChannel::reject(Stranger& s, const std::string& why) {
+  ++rejected_;
+  const std::string text = "rank " + std::to_string(rank_) + ": closed a connection to the eager port from " +
+                           s.from.to_string() + ": " + why + " (" + std::to_string(rejected_) +
+                           " rejected so far)";
+  if (warn_)
+    warn_(text);
+  else
+    std::fprintf(stderr, "topocoll: WARN %s\n", text.c_str());
+  s.socket.reset();
+}
+
+bool EagerChannel::accept_strangers() {
+  bool moved = false;
+  for (;;) {
+    const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      // EAGAIN: none waiting. EMFILE and the like: leave it queued, retry on the next pass.
+      return moved;
+    }
+    moved = true;
+    if (strangers_.size() >= kMaxStrangers) {
+      reject(strangers_.front(), "too many connections had not said who they are");
+      strangers_.erase(strangers_.begin());
+    }
+    Stranger& s = strangers_.emplace_back();
+    s.socket = net::FileDescriptor(fd);
+    s.from = net::peer_address_of(fd);
+    s.deadline_ms = now_ms() + std::min(kHelloDeadlineMs, timeout_ms_);
+  }
+}
+
+bool EagerChannel::read_hellos() {
+  bool moved = false;
+  const int64_t now = now_ms();
+  for (Stranger& s : strangers_) {
+    while (s.got < kHelloBytes) {
+      const ssize_t n = ::recv(s.socket.get(), s.hello + s.got, kHelloBytes - s.got, MSG_DONTWAIT);
+      if (n > 0) {
+        s.got += std::size_t(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) reject(s, "it closed after " + std::to_string(s.got) + " of " +
+                                std::to_string(kHelloBytes) + " hello bytes");
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) reject(s, net::errno_text(errno));
+      else if (now > s.deadline_ms) reject(s, "it sent " + std::to_string(s.got) + " of " +
+                                                  std::to_string(kHelloBytes) + " hello bytes in time");
+      break;
+    }
+    if (!s.socket.valid() || s.got < kHelloBytes) continue;
+    moved = true;
+    const uint32_t magic = get_u32(s.hello), version = get_u32(s.hello + 4);
+    const uint32_t from = get_u32(s.hello + 8);
+    const uint64_t nonce = get_u64(s.hello + 16);
+    if (magic != kHelloMagic)
+      reject(s, "not a topocoll eager hello (magic " + net::hex32(magic) + ")");
+    else if (version != kEagerVersion)
+      reject(s, "eager protocol version " + std::to_string(version) + ", this rank speaks " +
+                    std::to_string(kEagerVersion));
+    else if (nonce != local_.nonce)
+      reject(s, "its hello names another listener (stale or foreign job)");
+    else if (from >= uint32_t(nranks_) || int(from) == rank_)
+      reject(s, "it claims rank " + std::to_string(from) + " of " + std::to_string(nranks_));
+    else if (recv_[from].socket.valid())
+      reject(s, "rank " + std::to_string(from) + " is already connected");
+    else
+      recv_[from].socket = std::move(s.socket);
+  }
+  std::erase_if(strangers_, [](const Stranger& s) { return !s.socket.valid(); });
+  return moved;
+}
+
+bool EagerChannel::progress() {
+  if (active_.empty()) return false;
+  bool moved = false;
+  bool need_accept = !strangers_.empty();
+  for (int peer : active_) {
+    if (!send_[peer].queue.empty()) moved |= write_link(peer);
+    if (!recv_[peer].queue.empty()) {
+      if (!recv_[peer].socket.valid()) need_accept = true;
+      moved |= read_link(peer);
+    }
+  }
+  if (need_accept) {
+    moved |= accept_strangers();
+    moved |= read_hellos();
+    for (int peer : active_)
+      if (!recv_[peer].queue.empty() && recv_[peer].socket.valid()) moved |= read_link(peer);
+  }
+  if (pending_ == 0) {
+    for (int peer : active_) active_flag_[peer] = 0;
+    active_.clear();
+  }
+  return moved;
+}
+
+void EagerChannel::wait(int timeout_ms) {
+  fds_.clear();
+  bool need_accept = !strangers_.empty();
+  for (int peer : active_) {
+    if (!send_[peer].queue.empty()) fds_.push_back({send_[peer].socket.get(), POLLOUT, 0});
+    if (!recv_[peer].queue.empty()) {
+      if (recv_[peer].socket.valid())
+        fds_.push_back({recv_[peer].socket.get(), POLLIN, 0});
+      else
+        need_accept = true;
+    }
+  }
+  if (need_accept) {
+    fds_.push_back({listener_.get(), POLLIN, 0});
+    const int64_t now = now_ms();
+    for (const Stranger& s : strangers_) {
+      fds_.push_back({s.socket.get(), POLLIN, 0});
+      timeout_ms = int(std::clamp<int64_t>(s.deadline_ms - now + 1, 0, timeout_ms));
+    }
+  }
+  ::poll(fds_.data(), fds_.size(), timeout_ms);
+}
+
+std::vector<std::string> EagerChannel::describe_pending() const {
+  std::vector<std::string> out;
+  for (int peer : active_) {
+    for (const Message& m : send_[peer].queue)
+      out.push_back("send to rank " + std::to_string(peer) + " (" + std::to_string(m.bytes) +
+                    " bytes, eager" + (m.done ? ", " + std::to_string(m.done) + " moved" : "") + ")");
+    for (const Message& m : recv_[peer].queue)
+      out.push_back("receive from rank " + std::to_string(peer) + " (" + std::to_string(m.bytes) +
+                    " bytes, eager" +
+                    (recv_[peer].socket.valid() ? "" : ", rank " + std::to_string(peer) + " never connected") +
+                    ")");
+  }
+  return out;
+}
+
+}  // namespace topocoll::exec

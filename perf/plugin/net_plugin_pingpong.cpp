@@ -1,0 +1,176 @@
+// The net plugin through its C ABI, the way NCCL's proxy thread uses it: two forked ranks
+// dlopen libnccl-topocoll.so, connect with listen/connect/accept, and move bytes with
+// isend/irecv while polling test().
+//   latency:   ping-pong, one message in flight; one-way time = round trip / 2
+//   bandwidth: rank 0 streams messages to rank 1 with up to 8 requests in flight (NCCL's
+//              NCCL_STEPS), rank 1 acknowledges the last one; GB/s = bytes / time
+// Prints a table and writes JSON (--json FILE). Timing is a record, never a test.
+//   net_plugin_pingpong [--json FILE] [--seconds S]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/plugin/net_plugin_harness.h"
+
+using namespace topocoll::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kInFlight = 8;
+
+struct Row {
+  std::string kind;
+  size_t bytes = 0;
+  int iters = 0;
+  double value = 0;  // latency: one-way us; bandwidth: GB/s
+};
+
+// Spins on test() as NCCL's proxy does.
+bool wait(const ncclNet_v11_t* net, void* request) {
+  return wait_request(net, request, nullptr, 60000) == ncclSuccess;
+}
+
+bool post_send(const ncclNet_v11_t* net, void* comm, void* data, size_t size, void** r) {
+  *r = nullptr;
+  return net->isend(comm, data, size, 0, nullptr, nullptr, r) == ncclSuccess && *r;
+}
+bool post_recv(const ncclNet_v11_t* net, void* comm, void* data, size_t size, void** r) {
+  int tag = 0;
+  *r = nullptr;
+  return net->irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, r) == ncclSuccess && *r;
+}
+
+int iterations_for(size_t bytes, double seconds, double guess_gbs) {
+  const double per = 20e-6 + double(bytes) / (guess_gbs * 1e9);
+  return std::max(5, std::min(20000, int(seconds / per)));
+}
+
+int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_out, int result_fd) {
+  const ncclNet_v11_t* net = net_v11();
+  RANK_REQUIRE(net, "ncclNetPlugin_v11 not found");
+  PeerComms comms;
+  RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms), "connections not established");
+  const int peer = 1 - rank;
+  void* send = comms.send[peer];
+  void* recv = comms.recv[peer];
+  std::vector<char> out(64 << 20, 1), in(64 << 20, 0);
+  std::vector<Row> rows;
+  // Latency: ping-pong.
+  for (size_t bytes = 8; bytes <= (1u << 20); bytes *= 4) {
+    const int iters = iterations_for(2 * bytes, seconds / 2, 0.5);
+    auto t0 = Clock::now();
+    for (int i = -5; i < iters; ++i) {
+      if (i == 0) t0 = Clock::now();
+      void *rs, *rr;
+      if (rank == 0) {
+        RANK_REQUIRE(post_send(net, send, out.data(), bytes, &rs) && wait(net, rs));
+        RANK_REQUIRE(post_recv(net, recv, in.data(), bytes, &rr) && wait(net, rr));
+      } else {
+        RANK_REQUIRE(post_recv(net, recv, in.data(), bytes, &rr) && wait(net, rr));
+        RANK_REQUIRE(post_send(net, send, out.data(), bytes, &rs) && wait(net, rs));
+      }
+    }
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    rows.push_back({"latency", bytes, iters, us / iters / 2});
+  }
+  // Bandwidth: a stream with kInFlight requests outstanding, then one acknowledgement.
+  for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+    const int iters = iterations_for(bytes, seconds, 0.5);
+    const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
+    auto t0 = Clock::now();
+    std::vector<void*> reqs(slots, nullptr);
+    for (int i = 0; i < iters; ++i) {
+      void*& r = reqs[size_t(i) % slots];
+      if (r) RANK_REQUIRE(wait(net, r));
+      char* buf = (rank == 0 ? out.data() : in.data()) + (size_t(i) % slots) * bytes;
+      RANK_REQUIRE(rank == 0 ? post_send(net, send, buf, bytes, &r) : post_recv(net, recv, buf, bytes, &r));
+    }
+    for (void* r : reqs)
+      if (r) RANK_REQUIRE(wait(net, r));
+    char ack = 0;
+    void* ra;
+    if (rank == 1) {
+      RANK_REQUIRE(post_send(net, send, &ack, 1, &ra) && wait(net, ra));
+    } else {
+      RANK_REQUIRE(post_recv(net, recv, &ack, 1, &ra) && wait(net, ra));
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    rows.push_back({"bandwidth", bytes, iters, double(bytes) * iters / s / 1e9});
+  }
+  close_all(net, &comms);
+  if (rank == 0) {
+    for (const Row& r : rows) {
+      char line[160];
+      const int n = std::snprintf(line, sizeof line, "%s %zu %d %.6f\n", r.kind.c_str(), r.bytes,
+                                  r.iters, r.value);
+      if (::write(result_fd, line, size_t(n)) != n) return 1;
+    }
+  }
+  (void)rows_out;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json;
+  double seconds = 0.5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: net_plugin_pingpong [--json FILE] [--seconds S]\n");
+      return 2;
+    }
+  }
+  int fds[2];
+  if (::pipe(fds) != 0) return 1;
+  const auto results = run_ranks(2, [&](int rank, RankMesh& mesh) {
+    ::close(fds[0]);
+    return run_rank(rank, mesh, seconds, nullptr, fds[1]);
+  });
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+  ::close(fds[0]);
+  for (const RankResult& r : results)
+    if (!r.exited || r.exit_code != 0) {
+      std::fprintf(stderr, "net_plugin_pingpong: %s\n", describe(results).c_str());
+      return 1;
+    }
+  std::vector<Row> rows;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = text.find('\n', pos);
+    char kind[32];
+    Row r;
+    if (std::sscanf(text.c_str() + pos, "%31s %zu %d %lf", kind, &r.bytes, &r.iters, &r.value) == 4) {
+      r.kind = kind;
+      rows.push_back(r);
+    }
+    pos = end == std::string::npos ? text.size() : end + 1;
+  }
+  std::printf("%-10s %12s %8s %14s\n", "test", "bytes", "iters", "one-way us | GB/s");
+  for (const Row& r : rows)
+    std::printf("%-10s %12zu %8d %14.3f\n", r.kind.c_str(), r.bytes, r.iters, r.value);
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (!f) return 1;
+    std::fprintf(f, "[\n");
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::fprintf(f, "  {\"test\": \"%s\", \"bytes\": %zu, \"iters\": %d, \"%s\": %.6f}%s\n",
+                   rows[i].kind.c_str(), rows[i].bytes, rows[i].iters,
+                   rows[i].kind == "latency" ? "one_way_us" : "gbs", rows[i].value,
+                   i + 1 < rows.size() ? "," : "");
+    std::fprintf(f, "]\n");
+    if (std::fclose(f) != 0) return 1;
+  }
+  return 0;
+}
