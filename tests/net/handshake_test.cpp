@@ -277,5 +277,19 @@ TEST(Options, EnvironmentOverridesAndBadValuesWarn) {
   EXPECT_NE(warnings[0].find("TOPOCOLL_NET_TIMEOUT_MS"), std::string::npos);
 }
 
+// A count that overflows once scaled (M = 2^20) is out of range, not a wrapped small value.
+TEST(Options, ChunkBytesThatOverflowWhenScaledAreRejected) {
+  for (const char* text : {"9223372036854775807M", "17592186044416M", "-1K", "9007199254740993K"}) {
+    ::setenv("TOPOCOLL_NET_CHUNK_BYTES", text, 1);
+    std::vector<std::string> warnings;
+    TransportOptions o = TransportOptions::from_environment(&warnings);
+    EXPECT_EQ(o.chunk_bytes, TransportOptions{}.chunk_bytes) << text;
+    ASSERT_EQ(warnings.size(), 1u) << text;
+    EXPECT_NE(warnings[0].find("TOPOCOLL_NET_CHUNK_BYTES"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("[4096, 67108864]"), std::string::npos) << warnings[0];
+  }
+  ::unsetenv("TOPOCOLL_NET_CHUNK_BYTES");
+}
+
 }  // namespace
 }  // namespace topocoll::net::testing
