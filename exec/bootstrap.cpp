@@ -14,31 +14,29 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "exec/bootstrap_wire.h"
+
 namespace topocoll::exec {
 
 namespace {
 
-constexpr uint32_t kBootstrapMagic = 0x54434231;  // "TCB1"
-constexpr uint32_t kBootstrapVersion = 1;
-// Rounds may be far apart (a benchmark runs between barriers); a vanished peer still shows
-// up at once as EOF, so this only bounds a peer that is alive but stuck.
-constexpr std::chrono::minutes kRoundTimeout{30};
-constexpr uint64_t kMaxBlob = 1 << 20;
-
+namespace wire = bootstrap_wire;
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-struct Hello {
-  uint32_t magic, version;
-  int32_t rank, nranks;
-};
+constexpr milliseconds kHeartbeatInterval{1000};
+// A socket on the bootstrap port must say its hello this soon, or it is a stray.
+constexpr milliseconds kHelloDeadline{2000};
+constexpr size_t kMaxJoining = 1024;  // sockets waiting for their hello at once
 
 std::string errno_text() { return std::strerror(errno); }
 
-// Returns false on timeout; throws on EOF or a socket error.
+long long ms_of(milliseconds d) { return (long long)d.count(); }
+
+// Returns false on timeout; throws on a poll error.
 bool wait_fd(int fd, short events, Clock::time_point deadline) {
   for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
     const int r = ::poll(&p, 1, int(std::min<int64_t>(left, 1000)));
@@ -61,21 +59,23 @@ void write_all(int fd, const void* data, size_t n, Clock::time_point deadline) {
     }
   }
 }
+void write_all(int fd, const std::string& s, Clock::time_point deadline) {
+  write_all(fd, s.data(), s.size(), deadline);
+}
 
-void read_all(int fd, void* data, size_t n, Clock::time_point deadline) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = ::recv(fd, p, n, 0);
+// Appends what is readable now; false on EOF or a socket error.
+bool read_available(int fd, std::string& inbox) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (r > 0) {
-      p += r;
-      n -= size_t(r);
-    } else if (r == 0) {
-      throw std::runtime_error("bootstrap peer closed the connection");
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      if (!wait_fd(fd, POLLIN, deadline)) throw std::runtime_error("bootstrap receive timed out");
-    } else {
-      throw std::runtime_error("bootstrap receive: " + errno_text());
+      inbox.append(buf, size_t(r));
+      if (size_t(r) < sizeof buf) return true;
+      continue;
     }
+    if (r == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
   }
 }
 
@@ -84,6 +84,20 @@ void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NON
 void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::string peer_name(const sockaddr_storage& ss) {
+  char ip[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+    port = ntohs(a->sin_port);
+    return std::string(ip) + ":" + std::to_string(port);
+  }
+  auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+  ::inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+  return "[" + std::string(ip) + "]:" + std::to_string(ntohs(a->sin6_port));
 }
 
 struct AddrInfo {
@@ -103,22 +117,6 @@ void resolve(const BootstrapAddress& a, bool passive, AddrInfo* out) {
                                &out->list);
   if (rc != 0)
     throw std::runtime_error("bootstrap: cannot resolve '" + a.host + "': " + gai_strerror(rc));
-}
-
-// A frame is a 64-bit length and the bytes; a reply frame carries a status first.
-void write_blob(int fd, const std::string& s, Clock::time_point deadline) {
-  const uint64_t n = s.size();
-  write_all(fd, &n, sizeof n, deadline);
-  write_all(fd, s.data(), s.size(), deadline);
-}
-
-std::string read_blob(int fd, Clock::time_point deadline) {
-  uint64_t n = 0;
-  read_all(fd, &n, sizeof n, deadline);
-  if (n > kMaxBlob * 1024) throw std::runtime_error("bootstrap: oversized frame");
-  std::string s(n, '\0');
-  read_all(fd, s.data(), n, deadline);
-  return s;
 }
 
 }  // namespace
@@ -155,8 +153,8 @@ std::string BootstrapAddress::to_string() const {
 // --- root ----------------------------------------------------------------------------------
 
 BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
-                             std::chrono::milliseconds timeout)
-    : nranks_(nranks), timeout_(timeout) {
+                             std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit)
+    : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit) {
   if (nranks < 1) throw std::invalid_argument("bootstrap root: nranks must be >= 1");
   AddrInfo ai;
   resolve(address, true, &ai);
@@ -191,114 +189,257 @@ BootstrapRoot::~BootstrapRoot() {
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
-std::string BootstrapRoot::error() const { return error_; }
+std::string BootstrapRoot::error() const {
+  std::lock_guard lock(error_mutex_);
+  return error_;
+}
+
+namespace {
+// A socket on the root's port that has not said its hello yet.
+struct Joining {
+  int fd = -1;
+  std::string peer, inbox;
+  Clock::time_point deadline;
+};
+// A registered rank.
+struct Member {
+  int fd = -1;
+  std::string peer, inbox, blob;
+  Clock::time_point heard;
+  bool has_blob = false;
+  bool left = false;  // said goodbye
+};
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+// Best effort: the rank may be gone or stopped.
+void tell(int fd, const std::string& bytes) {
+  try {
+    write_all(fd, bytes, Clock::now() + std::chrono::seconds(1));
+  } catch (const std::exception&) {
+  }
+}
+}  // namespace
 
 void BootstrapRoot::serve() {
-  std::vector<int> fds(nranks_, -1);
-  auto close_all = [&] {
-    for (int& fd : fds)
-      if (fd >= 0) {
-        ::close(fd);
-        fd = -1;
-      }
-  };
-  // Tells every connected rank why the group failed, so nobody waits for a round that
-  // will not come.
+  std::vector<Joining> joining;
+  std::vector<Member> ranks(nranks_);
+  int joined = 0, round = 0;
+  const auto registration_deadline = Clock::now() + timeout_;
+  std::string failure;  // once set the group is over; ranks joining later are told why
+  auto last_beat = Clock::now();
+  auto rank_name = [&](int r) { return "rank " + std::to_string(r) + " (" + ranks[r].peer + ")"; };
+  // Tells every joined rank why the group failed, so nobody waits for a round that will
+  // not come.
   auto fail = [&](const std::string& why) {
-    error_ = why;
-    const auto deadline = Clock::now() + std::chrono::seconds(1);
-    for (int fd : fds) {
-      if (fd < 0) continue;
-      try {
-        const uint32_t status = 1;
-        write_all(fd, &status, sizeof status, deadline);
-        write_blob(fd, why, deadline);
-      } catch (const std::exception&) {
-      }
+    if (!failure.empty()) return;
+    failure = why;
+    {
+      std::lock_guard lock(error_mutex_);
+      error_ = why;
     }
-    close_all();
+    const std::string message = wire::root_message(wire::kGroupFailed, why);
+    for (auto& m : ranks)
+      if (m.fd >= 0) {
+        tell(m.fd, message);
+        close_fd(m.fd);
+      }
   };
   try {
-    // Registration.
-    const auto deadline = Clock::now() + timeout_;
-    int joined = 0;
-    while (joined < nranks_) {
-      if (stopping_) return fail("bootstrap: the root was shut down before every rank joined");
-      const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(100));
-      if (!wait_fd(listen_fd_, POLLIN, slice)) {
-        if (Clock::now() < deadline) continue;
-        return fail("bootstrap: only " + std::to_string(joined) + " of " +
-                    std::to_string(nranks_) + " ranks joined within " +
-                    std::to_string(timeout_.count()) + " ms");
-      }
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) continue;
-      set_nodelay(fd);
-      Hello h{};
-      try {
-        read_all(fd, &h, sizeof h, Clock::now() + std::chrono::seconds(5));
-      } catch (const std::exception&) {
-        ::close(fd);  // a port scanner or a client that died: not one of ours
-        continue;
-      }
-      if (h.magic != kBootstrapMagic || h.version != kBootstrapVersion) {
-        ::close(fd);
-        continue;
-      }
-      if (h.nranks != nranks_ || h.rank < 0 || h.rank >= nranks_ || fds[h.rank] >= 0) {
-        fds.push_back(fd);  // so fail() tells it too
-        return fail("bootstrap: rank " + std::to_string(h.rank) + " of " +
-                    std::to_string(h.nranks) + " does not fit a group of " +
-                    std::to_string(nranks_) + (h.rank >= 0 && h.rank < nranks_ && fds[h.rank] >= 0
-                                                   ? " (rank already joined)"
-                                                   : ""));
-      }
-      fds[h.rank] = fd;
-      ++joined;
-    }
-    // Rounds until everyone leaves.
     for (;;) {
-      const auto round_deadline = Clock::now() + kRoundTimeout;
-      std::vector<std::string> blobs(nranks_);
-      int left = 0;
-      for (int r = 0; r < nranks_; ++r) {
-        try {
-          blobs[r] = read_blob(fds[r], round_deadline);
-        } catch (const std::exception&) {
-          ::close(fds[r]);
-          fds[r] = -1;
-          ++left;
+      const auto now = Clock::now();
+      if (failure.empty() && joined < nranks_) {
+        if (stopping_) {
+          fail("bootstrap: the root was shut down when " + std::to_string(joined) + " of " +
+               std::to_string(nranks_) + " ranks had joined");
+        } else if (now > registration_deadline) {
+          std::string missing;
+          int listed = 0;
+          for (int r = 0; r < nranks_; ++r)
+            if (ranks[r].fd < 0 && !ranks[r].left && listed++ < 8)
+              missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          if (nranks_ - joined > 8) missing += ", ...";
+          fail("bootstrap: only " + std::to_string(joined) + " of " + std::to_string(nranks_) +
+               " ranks joined within " + std::to_string(ms_of(timeout_)) + " ms (missing: rank " +
+               missing + ")");
         }
       }
-      if (left == nranks_) return;  // normal end: every rank closed
-      if (left > 0)
-        return fail("bootstrap: " + std::to_string(left) + " rank(s) left the group mid-run");
+      // After a failed registration, ranks still arriving are told why until the deadline.
+      const bool lingering = !failure.empty() && joined < nranks_ && now < registration_deadline && !stopping_;
+      if (!failure.empty() && !lingering) break;
+
+      std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
+      for (auto& j : joining) fds.push_back({j.fd, POLLIN, 0});
+      for (auto& m : ranks)
+        if (m.fd >= 0) fds.push_back({m.fd, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), 100);
+      const auto t = Clock::now();
+
+      // New sockets, registered concurrently: none can hold up another. A claim after the
+      // group is complete is a duplicate too.
+      for (;;) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        set_nodelay(fd);
+        if (joining.size() >= kMaxJoining) {  // a flood crowds out its own oldest sockets
+          close_fd(joining.front().fd);
+          joining.erase(joining.begin());
+        }
+        joining.push_back({fd, peer_name(ss), {}, t + std::min<milliseconds>(kHelloDeadline, timeout_)});
+      }
+      for (size_t i = 0; i < joining.size();) {
+        Joining& j = joining[i];
+        const bool open = read_available(j.fd, j.inbox);
+        if (j.inbox.size() < sizeof(wire::Hello)) {
+          if (!open || t > j.deadline) {  // a port scanner, an idle or vanished client
+            close_fd(j.fd);
+            joining.erase(joining.begin() + long(i));
+          } else {
+            ++i;
+          }
+          continue;
+        }
+        Joining done = std::move(j);
+        joining.erase(joining.begin() + long(i));
+        wire::Hello h;
+        std::memcpy(&h, done.inbox.data(), sizeof h);
+        if (!wire::foreign_hello(h).empty()) {
+          close_fd(done.fd);
+          continue;
+        }
+        if (!failure.empty()) {
+          tell(done.fd, wire::root_message(wire::kGroupFailed, failure));
+          close_fd(done.fd);
+          continue;
+        }
+        std::string why;
+        if (h.nranks != nranks_ || h.rank < 0 || h.rank >= nranks_)
+          why = "bootstrap: " + done.peer + " joined as rank " + std::to_string(h.rank) + " of " +
+                std::to_string(h.nranks) + ", which does not fit this group of " + std::to_string(nranks_) +
+                " ranks (every rank must be started with the same size)";
+        else if (ranks[h.rank].fd >= 0 || ranks[h.rank].left)
+          why = "bootstrap: rank " + std::to_string(h.rank) + " joined twice, from " + ranks[h.rank].peer +
+                " and from " + done.peer + " (two processes were given that rank, or a stray client claimed it)";
+        if (!why.empty() && round > 0) {
+          // The group has completed a round: it is the real one. The latecomer alone is told.
+          tell(done.fd, wire::root_message(wire::kGroupFailed, why + "; the group is already running without it"));
+          close_fd(done.fd);
+          continue;
+        }
+        if (!why.empty()) {
+          tell(done.fd, wire::root_message(wire::kGroupFailed, why));
+          close_fd(done.fd);
+          fail(why);
+          continue;
+        }
+        Member& m = ranks[h.rank];
+        m.fd = done.fd;
+        m.peer = done.peer;
+        m.inbox = done.inbox.substr(sizeof h);
+        m.heard = t;
+        ++joined;
+      }
+      if (!failure.empty()) continue;
+
+      // What the ranks said: heartbeats, blobs, goodbyes; silence and sudden ends.
+      for (int r = 0; r < nranks_ && failure.empty(); ++r) {
+        Member& m = ranks[r];
+        if (m.fd < 0) continue;
+        const size_t before = m.inbox.size();
+        const bool open = read_available(m.fd, m.inbox);
+        if (m.inbox.size() != before) m.heard = t;
+        try {
+          while (auto f = wire::take_frame(m.inbox)) {
+            if (f->kind == wire::FrameKind::Heartbeat) continue;
+            if (f->kind == wire::FrameKind::Goodbye) {
+              m.left = true;
+              close_fd(m.fd);
+              break;
+            }
+            if (m.has_blob)
+              throw std::runtime_error("a second blob before round " + std::to_string(round) + " completed");
+            m.has_blob = true;
+            m.blob = std::move(f->blob);
+          }
+        } catch (const std::exception& e) {
+          fail("bootstrap: " + rank_name(r) + " broke the protocol: " + e.what());
+          break;
+        }
+        if (m.left) continue;
+        if (!open) {
+          fail("bootstrap: " + rank_name(r) + " died: its connection to the root closed without a goodbye "
+               "(killed, crashed, or its host went away)");
+        } else if (t - m.heard > silence_limit_) {
+          fail("bootstrap: " + rank_name(r) + " stopped answering: nothing from it for " +
+               std::to_string(ms_of(std::chrono::duration_cast<milliseconds>(t - m.heard))) +
+               " ms (stopped, e.g. by SIGSTOP, hung, or its host is unreachable)");
+        }
+      }
+      if (!failure.empty()) continue;
+
+      if (t - last_beat >= kHeartbeatInterval) {  // so the ranks can tell a stopped root
+        last_beat = t;
+        const std::string beat = wire::root_message(wire::kRootHeartbeat);
+        for (auto& m : ranks)
+          if (m.fd >= 0) [[maybe_unused]] ssize_t n = ::send(m.fd, beat.data(), beat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+      if (joined < nranks_) continue;
+
+      // Rounds.
+      int with_blob = 0, left = 0;
+      for (auto& m : ranks) {
+        with_blob += m.has_blob;
+        left += m.left;
+      }
+      if (left == nranks_) break;  // normal end: every rank said goodbye
+      if (left > 0 && with_blob > 0) {
+        std::string gone;
+        for (int r = 0; r < nranks_; ++r)
+          if (ranks[r].left) gone += (gone.empty() ? "" : ", ") + rank_name(r);
+        fail("bootstrap: " + gone + " left the group while the others wait in round " + std::to_string(round) +
+             " (it ended early, most likely with its own error)");
+        continue;
+      }
+      if (with_blob < nranks_) continue;
       std::string reply;
-      for (const auto& b : blobs) {
-        const uint64_t n = b.size();
+      for (auto& m : ranks) {
+        const uint64_t n = m.blob.size();
         reply.append(reinterpret_cast<const char*>(&n), sizeof n);
-        reply += b;
+        reply += m.blob;
+        m.blob.clear();
+        m.has_blob = false;
       }
+      const std::string message = wire::root_message(wire::kRoundReply, reply);
       for (int r = 0; r < nranks_; ++r) {
-        const uint32_t status = 0;
-        write_all(fds[r], &status, sizeof status, round_deadline);
-        write_blob(fds[r], reply, round_deadline);
+        try {
+          write_all(ranks[r].fd, message, Clock::now() + silence_limit_);
+        } catch (const std::exception& e) {
+          fail("bootstrap: " + rank_name(r) + " stopped reading its round reply: " + e.what());
+          break;
+        }
       }
+      ++round;
     }
   } catch (const std::exception& e) {
     fail(std::string("bootstrap root: ") + e.what());
   }
-  close_all();
+  for (auto& j : joining) close_fd(j.fd);
+  for (auto& m : ranks) close_fd(m.fd);
 }
 
 // --- client --------------------------------------------------------------------------------
 
 BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nranks,
-                                 std::chrono::milliseconds timeout)
-    : rank_(rank), nranks_(nranks), timeout_(timeout) {
+                                 std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit)
+    : rank_(rank), nranks_(nranks), root_name_(root.to_string()), timeout_(timeout), silence_limit_(silence_limit) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throw std::invalid_argument("bootstrap: rank " + std::to_string(rank) + " of " +
                                 std::to_string(nranks) + " is not a valid rank");
+  if (root.port == 0)
+    throw std::invalid_argument("bootstrap: root address " + root.to_string() + " has port 0 (no root listens there)");
   const auto deadline = Clock::now() + timeout;
   std::string last_error;
   while (fd_ < 0) {
@@ -344,38 +485,125 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
       ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, ip, sizeof ip);
   }
   local_ip_ = ip;
-  const Hello h{kBootstrapMagic, kBootstrapVersion, rank, nranks};
-  write_all(fd_, &h, sizeof h, deadline);
+  wire::Hello h;
+  h.rank = rank;
+  h.nranks = nranks;
+  try {
+    write_all(fd_, &h, sizeof h, deadline);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  root_heard_ = Clock::now();
+  heartbeat_ = std::thread([this] { heartbeat_loop(); });
 }
 
 BootstrapClient::~BootstrapClient() {
-  if (fd_ >= 0) ::close(fd_);
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (fd_ >= 0) {
+    try {
+      send_locked(wire::control_frame(wire::kGoodbyeFrame), Clock::now() + std::chrono::seconds(1));
+    } catch (const std::exception&) {
+    }
+    ::close(fd_);
+  }
+}
+
+void BootstrapClient::send_locked(const std::string& bytes, Clock::time_point deadline) {
+  std::lock_guard lock(send_mutex_);
+  write_all(fd_, bytes, deadline);
+}
+
+void BootstrapClient::heartbeat_loop() {
+  const std::string beat = wire::control_frame(wire::kHeartbeatFrame);
+  std::unique_lock lock(stop_mutex_);
+  while (!stop_cv_.wait_for(lock, kHeartbeatInterval, [&] { return stop_; })) {
+    lock.unlock();
+    try {
+      send_locked(beat, Clock::now() + kHeartbeatInterval);
+    } catch (const std::exception&) {
+      // The root is gone or stopped: allgather / group_verdict say so.
+    }
+    lock.lock();
+  }
+}
+
+std::string BootstrapClient::root_silence_message() const {
+  return "the bootstrap root at " + root_name_ + " stopped answering: nothing from it for " +
+         std::to_string(ms_of(std::chrono::duration_cast<milliseconds>(Clock::now() - root_heard_))) +
+         " ms (rank 0 or the launcher serving it is stopped, hung or unreachable)";
+}
+
+bool BootstrapClient::read_root(Clock::time_point deadline, uint32_t* status, std::string* body) {
+  for (;;) {
+    const size_t before = inbox_.size();
+    const bool open = read_available(fd_, inbox_);
+    if (inbox_.size() != before) root_heard_ = Clock::now();
+    while (auto m = wire::take_root_message(inbox_)) {
+      if (m->status == wire::kRootHeartbeat) continue;
+      *status = m->status;
+      *body = std::move(m->body);
+      return true;
+    }
+    if (!open)
+      throw std::runtime_error("the bootstrap root at " + root_name_ +
+                               " closed the connection (rank 0 or the launcher serving it ended or was killed)");
+    const auto now = Clock::now();
+    if (now - root_heard_ > silence_limit_) throw std::runtime_error(root_silence_message());
+    if (now >= deadline) return false;
+    wait_fd(fd_, POLLIN, std::min(deadline, now + milliseconds(200)));
+  }
 }
 
 std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
-  if (mine.size() > kMaxBlob) throw std::invalid_argument("bootstrap: blob too large");
-  const auto deadline = Clock::now() + kRoundTimeout;
+  if (mine.size() > wire::kMaxBlob) throw std::invalid_argument("bootstrap: blob too large");
   try {
-    write_blob(fd_, mine, deadline);
+    if (!verdict_.empty()) throw std::runtime_error(verdict_);
+    send_locked(wire::blob_frame(mine), Clock::now() + std::chrono::minutes(30));
     uint32_t status = 0;
-    read_all(fd_, &status, sizeof status, deadline);
-    std::string reply = read_blob(fd_, deadline);
-    if (status != 0) throw std::runtime_error(reply);
+    std::string reply;
+    // A round may take long (a benchmark runs between barriers); the root's heartbeat says
+    // it is still there, and its word ends the wait when the group fails.
+    while (!read_root(Clock::now() + std::chrono::hours(24), &status, &reply)) {
+    }
+    if (status == wire::kGroupFailed) {
+      verdict_ = reply;
+      throw std::runtime_error(reply);
+    }
     std::vector<std::string> out;
     size_t pos = 0;
     while (pos + sizeof(uint64_t) <= reply.size()) {
       uint64_t n;
       std::memcpy(&n, reply.data() + pos, sizeof n);
       pos += sizeof n;
-      if (pos + n > reply.size()) break;
+      if (n > reply.size() - pos) break;
       out.emplace_back(reply.substr(pos, n));
       pos += n;
     }
     if (int(out.size()) != nranks_) throw std::runtime_error("bootstrap: malformed reply");
     return out;
   } catch (const std::exception& e) {
+    if (verdict_.empty()) verdict_ = e.what();
     throw std::runtime_error("rank " + std::to_string(rank_) + ": " + e.what());
   }
+}
+
+std::string BootstrapClient::group_verdict(std::chrono::milliseconds wait) {
+  if (!verdict_.empty()) return verdict_;
+  try {
+    uint32_t status = 0;
+    std::string body;
+    if (read_root(Clock::now() + wait, &status, &body))
+      verdict_ = status == wire::kGroupFailed ? body : "the bootstrap root sent a round reply outside a round";
+  } catch (const std::exception& e) {
+    verdict_ = e.what();
+  }
+  return verdict_;
 }
 
 }  // namespace topocoll::exec

@@ -4,10 +4,21 @@
 // blobs follow (the first one exchanges the data transport's listen handles; later ones
 // serve as barriers and to gather results). Star-shaped through the root: fine for the
 // few hundred bytes per rank it carries. Every wait is bounded by a timeout.
+//
+// Health (docs/reliability.md): every rank sends a heartbeat each second, and so does the
+// root. A rank silent for the silence limit (stopped, hung, host gone), a rank whose
+// connection closes without a goodbye (killed, crashed), or one that leaves while the
+// others wait for a round fails the group: the root tells every rank the reason, naming
+// the rank. A root silent that long is named by every rank. Registration is concurrent;
+// strays on the port are closed after a short read deadline; a rank claimed twice or a
+// hello of the wrong group size fails the group at once, and ranks joining after a failed
+// registration are told the reason until the registration timeout.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,12 +35,17 @@ struct BootstrapAddress {
   std::string to_string() const;
 };
 
+// A rank or root silent this long has stopped answering (heartbeats are sent every second).
+inline constexpr std::chrono::milliseconds kDefaultSilenceLimit{10000};
+
 // Serves one group's rendezvous on its own thread until every rank has disconnected.
 class BootstrapRoot {
  public:
   // Binds address (port 0 = ephemeral; port() then says which). Throws std::runtime_error.
+  // `timeout` bounds registration; `silence_limit` how long a joined rank may stay silent.
   BootstrapRoot(const BootstrapAddress& address, int nranks,
-                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                std::chrono::milliseconds silence_limit = kDefaultSilenceLimit);
   // Stops waiting for ranks that have not joined yet (telling those that did), then joins
   // the serving thread; a group already running is served until its ranks leave.
   ~BootstrapRoot();
@@ -46,7 +62,8 @@ class BootstrapRoot {
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   int nranks_;
-  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds timeout_, silence_limit_;
+  mutable std::mutex error_mutex_;
   std::string error_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
@@ -54,11 +71,12 @@ class BootstrapRoot {
 
 class BootstrapClient {
  public:
-  // Connects to the root (retrying until it is up or the timeout passes) and registers
-  // rank/nranks. Throws std::runtime_error naming the address on failure.
+  // Connects to the root (retrying until it is up or the timeout passes), registers
+  // rank/nranks and starts heartbeating. Throws std::runtime_error naming the address.
   BootstrapClient(const BootstrapAddress& root, int rank, int nranks,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
-  ~BootstrapClient();
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                  std::chrono::milliseconds silence_limit = kDefaultSilenceLimit);
+  ~BootstrapClient();  // says goodbye: leaving is then not mistaken for a crash
   BootstrapClient(const BootstrapClient&) = delete;
   BootstrapClient& operator=(const BootstrapClient&) = delete;
 
@@ -68,14 +86,35 @@ class BootstrapClient {
   // so a good address for this rank's data listener.
   const std::string& local_ip() const { return local_ip_; }
   // Every rank contributes one blob; every rank gets all of them, indexed by rank.
+  // Throws std::runtime_error with the root's reason when the group failed, or naming the
+  // root when it stopped answering.
   std::vector<std::string> allgather(const std::string& mine);
   void barrier() { allgather({}); }
 
+  // Why the group failed, as far as the root has said (or that the root went silent); empty
+  // while healthy. Waits up to `wait` for the root's word (a data-path error elsewhere may
+  // be explained a moment later). Call from the thread that calls allgather.
+  std::string group_verdict(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+
  private:
+  void heartbeat_loop();
+  void send_locked(const std::string& bytes, std::chrono::steady_clock::time_point deadline);
+  // Reads what the root sent until `deadline`; returns a round reply or failure, nullopt
+  // at the deadline. Throws when the root closed or went silent.
+  bool read_root(std::chrono::steady_clock::time_point deadline, uint32_t* status, std::string* body);
+  std::string root_silence_message() const;
+
   int fd_ = -1;
   int rank_, nranks_;
-  std::string local_ip_;
-  std::chrono::milliseconds timeout_;
+  std::string root_name_, local_ip_;
+  std::chrono::milliseconds timeout_, silence_limit_;
+  std::string inbox_, verdict_;
+  std::chrono::steady_clock::time_point root_heard_;
+  std::mutex send_mutex_;  // heartbeat thread and allgather both write
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread heartbeat_;
 };
 
 }  // namespace topocoll::exec

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "exec/bootstrap.h"
+
 namespace topocoll::exec {
 
 namespace {
@@ -46,11 +48,25 @@ std::optional<RankEnvironment> rank_environment_from_env() {
   if (env.rank < 0 || env.rank >= env.nranks)
     throw std::invalid_argument(rank->first + "=" + rank->second + " outside 0.." +
                                 std::to_string(env.nranks - 1) + " (" + size->first + ")");
+  std::string bootstrap_variable;
   if (const auto b = first_set({"TOPOCOLL_BOOTSTRAP"})) {
     env.bootstrap = b->second;
+    bootstrap_variable = "TOPOCOLL_BOOTSTRAP=" + b->second;
   } else if (const auto addr = first_set({"MASTER_ADDR"})) {
     const auto port = first_set({"MASTER_PORT"});
     env.bootstrap = addr->second + ":" + (port ? port->second : "29500");
+    bootstrap_variable = "MASTER_ADDR:MASTER_PORT=" + env.bootstrap;
+  }
+  if (!env.bootstrap.empty()) {
+    // Checked here, so a typo is an error naming the variable, not a 60 s wait.
+    BootstrapAddress parsed;
+    try {
+      parsed = BootstrapAddress::parse(env.bootstrap);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(bootstrap_variable + ": " + e.what());
+    }
+    if (parsed.port == 0)
+      throw std::invalid_argument(bootstrap_variable + ": port 0 names no root; give the root's port (1..65535)");
   }
   if (const char* s = std::getenv("TOPOCOLL_BOOTSTRAP_SERVED"); s && std::string(s) == "1")
     env.root_served_externally = true;

@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 SocketHostTransport::SocketHostTransport(BootstrapClient& bootstrap, std::string local_ip,
                                          const net::TransportOptions& options)
-    : rank_(bootstrap.rank()), nranks_(bootstrap.nranks()), options_(options.normalized()) {
+    : rank_(bootstrap.rank()), nranks_(bootstrap.nranks()), options_(options.normalized()), group_(&bootstrap) {
   if (local_ip.empty()) local_ip = bootstrap.local_ip();
   const auto bind = net::SocketAddress::parse(local_ip, 0);
   if (!bind)
@@ -141,6 +141,32 @@ void SocketHostTransport::fail_no_progress() {
 }
 
 void SocketHostTransport::wait_all() {
+  try {
+    wait_for_transfers();
+  } catch (const BackendError& e) {
+    throw_with_verdict(e);
+  }
+}
+
+void SocketHostTransport::check_group() {
+  const auto now = Clock::now();
+  if (now - last_group_check_ < std::chrono::milliseconds(500)) return;
+  last_group_check_ = now;
+  if (const std::string verdict = group_->group_verdict(); !verdict.empty())
+    throw BackendError("rank " + std::to_string(rank_) + ": the group failed: " + verdict);
+}
+
+void SocketHostTransport::throw_with_verdict(const BackendError& e) {
+  const std::string what = e.what();
+  if (what.find("the group failed: ") != std::string::npos) throw e;
+  // The root learns of a dead or stopped rank by itself; its word names the rank that
+  // failed, where this rank's own error can only name the neighbour it was waiting for.
+  const std::string verdict = group_->group_verdict(std::chrono::seconds(2));
+  if (verdict.empty()) throw e;
+  throw BackendError(what + "; the group failed: " + verdict);
+}
+
+void SocketHostTransport::wait_for_transfers() {
   for (Pending& p : pending_) {
     if (p.is_send || p.request) continue;
     accept_from(p.peer);
@@ -181,6 +207,7 @@ void SocketHostTransport::wait_all() {
       last_progress = Clock::now();
       continue;
     }
+    check_group();  // a stopped rank is named by the bootstrap root, not by a timeout here
     if (Clock::now() - last_progress > timeout) fail_no_progress();
     if (!eager_->idle()) {
       // The caller moves eager bytes (and clear-to-sends) itself: sleep in poll() on its

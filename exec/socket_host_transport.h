@@ -10,11 +10,13 @@
 // before (what keeps a contention-free schedule contention-free on a real network).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "exec/backend.h"
 #include "exec/bootstrap.h"
 #include "exec/eager_channel.h"
 #include "exec/host_transport.h"
@@ -57,6 +59,11 @@ class SocketHostTransport final : public HostTransport {
   void check_peer(int peer, const char* what) const;
   bool is_eager(std::size_t bytes) const { return bytes <= options_.eager_bytes; }
   [[noreturn]] void fail_no_progress();
+  void wait_for_transfers();
+  // Group health through the bootstrap (exec/bootstrap.h): throws the root's verdict when
+  // the group failed (at most every 500 ms); an error of this rank gets the verdict added.
+  void check_group();
+  [[noreturn]] void throw_with_verdict(const BackendError& e);
   void accept_from(int peer);
   [[noreturn]] void fail(const Pending& p, const std::string& why);
 
@@ -69,6 +76,8 @@ class SocketHostTransport final : public HostTransport {
   std::vector<std::unique_ptr<net::RecvComm>> recv_;
   std::vector<Pending> pending_;  // connection transfers; capacity kept across steps
   std::unique_ptr<EagerChannel> eager_;
+  BootstrapClient* group_;
+  std::chrono::steady_clock::time_point last_group_check_{};
 };
 
 }  // namespace topocoll::exec

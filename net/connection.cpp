@@ -117,6 +117,10 @@ NetStatus Connection::post_send(const void* data, size_t size, int tag, Request*
   if (!request) return NetStatus::error(NetCode::InvalidArgument, "isend: null request pointer");
   if (!data && size > 0) return NetStatus::error(NetCode::InvalidArgument, "isend: null buffer with size > 0");
   *request = nullptr;
+  if (size > kMaxMessageBytes)
+    return NetStatus::error(NetCode::InvalidArgument, "isend of " + std::to_string(size) +
+                                                          " bytes: a message carries at most " +
+                                                          std::to_string(kMaxMessageBytes) + " bytes (64 GiB)");
   std::lock_guard lock(mutex_);
   if (!error_.ok()) return error_;
   auto* r = new Request();
@@ -149,6 +153,11 @@ NetStatus Connection::post_recv(int n, void* const* data, const size_t* sizes, c
                                                           " buffers posted, supported 1.." +
                                                           std::to_string(kMaxGroupedRecvs));
   if (!data || !sizes || !tags) return NetStatus::error(NetCode::InvalidArgument, "irecv: null array argument");
+  for (int i = 0; i < n; ++i)
+    if (sizes[i] > kMaxMessageBytes)
+      return NetStatus::error(NetCode::InvalidArgument, "irecv: buffer " + std::to_string(i) + " of " +
+                                                            std::to_string(sizes[i]) + " bytes: a message carries at most " +
+                                                            std::to_string(kMaxMessageBytes) + " bytes (64 GiB)");
   for (int i = 0; i < n; ++i)
     if (!data[i] && sizes[i] > 0)
       return NetStatus::error(NetCode::InvalidArgument, "irecv: buffer " + std::to_string(i) + " is null with size > 0");

@@ -1,5 +1,11 @@
 // Listener: binds, publishes a Handle, and assembles incoming connections from their
 // sockets' hellos (several sockets per connection, grouped by connection id).
+//
+// A socket whose hello is not ours (a port scanner, a misdirected client, another release,
+// the handle of another listener) or never arrives is a stray: it is closed and counted
+// with a WARN naming its address, and accepting goes on; it never fails the caller's job.
+// At most kMaxArrivingSockets wait for their hello at once (a flood crowds out its own
+// oldest sockets, not descriptors), each for at most kHelloDeadline.
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -11,12 +17,21 @@
 #include <vector>
 
 #include "net/connection.h"
+#include "net/hello_check.h"
+#include "net/net_warning.h"
 #include "net/socket_calls.h"
 #include "net/socket_transport.h"
 #include "net/wire_format.h"
 
 namespace topocoll::net {
 
+namespace {
+constexpr size_t kMaxArrivingSockets = 256;
+// A real peer sends its hello right after connecting; a socket silent this long is a stray.
+constexpr std::chrono::milliseconds kHelloDeadline{10000};
+// Strays warned one by one; past these, every kStrayWarnEvery-th one is a summary.
+constexpr uint64_t kStraysWarnedEach = 10, kStrayWarnEvery = 1000;
+}  // namespace
 
 struct Listener::State {
   // A socket whose hello has not fully arrived.
@@ -44,7 +59,18 @@ struct Listener::State {
   std::vector<Arriving> arriving;
   std::vector<Assembling> assembling;
   std::optional<Clock::time_point> idle_since;  // first accept() call that found nothing
+  uint64_t strays = 0;
+
+  void close_stray(const SocketAddress& peer, const SocketAddress& local, const std::string& why) {
+    ++strays;
+    if (strays <= kStraysWarnedEach || strays % kStrayWarnEvery == 0)
+      warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
+           why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
+           " so far; still accepting)");
+  }
 };
+
+uint64_t Listener::stray_connections() const { return state_->strays; }
 
 NetStatus Listener::open(const SocketAddress& bind_address, const TransportOptions& raw_options,
                          std::unique_ptr<Listener>* out, uint64_t user_data) {
@@ -108,10 +134,16 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           return NetStatus::error(NetCode::SystemError, "accept on " + address_.to_string() +
                                                             " failed: " + errno_text(errno));
         }
+        if (st.arriving.size() >= kMaxArrivingSockets) {
+          st.close_stray(st.arriving.front().peer, address_,
+                         "crowded out by " + std::to_string(kMaxArrivingSockets) +
+                             " newer connections before its handshake arrived");
+          st.arriving.erase(st.arriving.begin());
+        }
         State::Arriving a;
         a.socket = FileDescriptor(fd);
         a.peer = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss));
-        a.deadline = now + timeout;
+        a.deadline = now + std::min<Clock::duration>(timeout, kHelloDeadline);
         st.arriving.push_back(std::move(a));
       }
       // 2. Read hellos; file each complete one under its connection.
@@ -127,10 +159,15 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         }
         if (a.received < sizeof(Hello)) {
           if (now > a.deadline) {
-            std::string peer = a.peer.to_string();
+            st.close_stray(a.peer, address_,
+                           "sent " + std::to_string(a.received) + " of " + std::to_string(sizeof(Hello)) +
+                               " handshake bytes within " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::min<Clock::duration>(timeout, kHelloDeadline))
+                                                  .count()) +
+                               " ms");
             st.arriving.erase(st.arriving.begin() + long(i));
-            return NetStatus::error(NetCode::Timeout, "handshake from " + peer + " on " +
-                                                          address_.to_string() + " timed out");
+            continue;
           }
           ++i;
           continue;
@@ -138,21 +175,10 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         State::Arriving done = std::move(a);
         st.arriving.erase(st.arriving.begin() + long(i));
         const Hello& h = done.hello;
-        const std::string from = "connection from " + done.peer.to_string() + " to " + address_.to_string();
-        if (h.magic != kHelloMagic)
-          return NetStatus::error(NetCode::BadHandle, from + " is not a topocoll transport (magic " +
-                                                          hex32(h.magic) + ", expected " + hex32(kHelloMagic) + ")");
-        if (h.version != kProtocolVersion)
-          return NetStatus::error(NetCode::VersionMismatch,
-                                  from + " speaks protocol version " + std::to_string(h.version) +
-                                      ", this side version " + std::to_string(kProtocolVersion));
-        if (h.listener_nonce != handle_.listener_nonce)
-          return NetStatus::error(NetCode::BadHandle, from + " carries the handle of another listener");
-        if (h.sockets != handle_.sockets || h.socket_index >= h.sockets || h.chunk_bytes < 4096 ||
-            h.chunk_bytes > (uint64_t(64) << 20) || h.min_stripe_bytes < 1 || h.min_stripe_bytes > h.chunk_bytes)
-          return NetStatus::error(NetCode::BadHandle,
-                                  from + " has an inconsistent handshake (socket " + std::to_string(h.socket_index) +
-                                      " of " + std::to_string(h.sockets) + ", chunk " + std::to_string(h.chunk_bytes) + ")");
+        if (std::string why = hello_problem(h, handle_); !why.empty()) {
+          st.close_stray(done.peer, address_, why);
+          continue;
+        }
         auto it = std::find_if(st.assembling.begin(), st.assembling.end(),
                                [&](const State::Assembling& c) { return c.id == h.connection_id; });
         if (it == st.assembling.end()) {
@@ -167,8 +193,12 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           st.assembling.push_back(std::move(c));
           it = st.assembling.end() - 1;
         }
-        if (it->sockets[h.socket_index].valid())
-          return NetStatus::error(NetCode::BadHandle, from + " sent socket " + std::to_string(h.socket_index) + " twice");
+        if (it->sockets[h.socket_index].valid()) {
+          st.close_stray(done.peer, address_, "socket " + std::to_string(h.socket_index) +
+                                                  " of connection " + std::to_string(h.connection_id) +
+                                                  " arrived twice");
+          continue;
+        }
         it->sockets[h.socket_index] = std::move(done.socket);
         if (++it->arrived == int(it->sockets.size())) {
           State::Assembling c = std::move(*it);

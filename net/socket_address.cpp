@@ -89,4 +89,15 @@ bool SocketAddress::same_ip(const SocketAddress& other) const {
   return std::memcmp(bytes, other.bytes, family == AF_INET ? 4 : 16) == 0;
 }
 
+bool SocketAddress::is_unspecified() const {
+  const size_t n = family == AF_INET ? 4 : 16;
+  for (size_t i = 0; i < n; ++i)
+    if (bytes[i] != 0) return false;
+  return is_set();
+}
+
+bool SocketAddress::is_broadcast() const {
+  return family == AF_INET && bytes[0] == 255 && bytes[1] == 255 && bytes[2] == 255 && bytes[3] == 255;
+}
+
 }  // namespace topocoll::net

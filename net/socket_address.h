@@ -27,6 +27,9 @@ struct SocketAddress {
   // Fills a sockaddr_storage-sized buffer; returns the length to pass to bind/connect.
   unsigned to_sockaddr(void* storage) const;
   bool same_ip(const SocketAddress& other) const;
+  bool is_unspecified() const;  // 0.0.0.0 or ::
+  bool is_broadcast() const;    // 255.255.255.255
+
 };
 
 }  // namespace topocoll::net

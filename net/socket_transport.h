@@ -115,9 +115,12 @@ class Listener {
   // Completes one incoming connection. Waits at most wait_ms (0 = poll once, NCCL style:
   // *out stays null when no connection is complete yet). Several connections may arrive
   // on one listener; they are returned one per call. Fails with Timeout when no connection
-  // completed within options.timeout_ms of the first call that found none, with BadHandle
-  // or VersionMismatch when a connecting side speaks something else.
+  // completed within options.timeout_ms of the first call that found none. A socket whose
+  // hello is foreign, of another version or another listener is closed as a stray.
   NetStatus accept(std::unique_ptr<RecvComm>* out, int wait_ms);
+  // Connections closed because their handshake was not ours or never came (the WARNs of
+  // net/net_warning.h name each one); they never fail accept().
+  uint64_t stray_connections() const;
 
  private:
   struct State;

@@ -30,7 +30,9 @@ void read_int(const char* env, long long min, long long max, long long* value,
   else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) scale = 1024 * 1024, s.remove_suffix(1);
   long long v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v * scale < min || v * scale > max) {
+  // v is compared before it is scaled: 9223372036854775807M must not wrap into range.
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min / scale ||
+      v > max / scale || v * scale < min || v * scale > max) {
     if (warnings)
       warnings->push_back(std::string(env) + "=\"" + text + "\" is not an integer in [" +
                           std::to_string(min) + ", " + std::to_string(max) + "]; using " +

@@ -10,6 +10,10 @@ namespace topocoll::net {
 inline constexpr uint32_t kHelloMagic = 0x54434831;    // "TCH1"
 inline constexpr uint32_t kMessageMagic = 0x54434d31;  // "TCM1"
 inline constexpr int kMaxGroupedRecvs = 8;             // NCCL_NET_MAX_RECVS
+// The largest message (and posted receive) the transport carries: 64 GiB. A message is laid
+// out as one queue item per stripe piece up front, so sizes near 2^64 would overflow the
+// piece count (SIZE_MAX looked done at once) or allocate gigabytes of items (2^62).
+inline constexpr uint64_t kMaxMessageBytes = uint64_t(1) << 36;
 
 // First bytes on every socket of a connection, connecting side -> listening side. No reply
 // is awaited, so connect() never depends on the peer calling accept().

@@ -4,8 +4,11 @@
 // rank of a group that may span machines.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -84,16 +87,28 @@ struct BenchArgs {
   sched::CostParams cost;
 };
 
+// A sweep longer than this is a typo (--factor 1.0000001 would print rows for days).
+constexpr std::size_t kMaxSizes = 1000;
+constexpr double kMinFactor = 1.01, kMaxFactor = 1024;
+
 std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   std::vector<int64_t> sizes;
   if (const auto colon = text.find(':'); colon != std::string::npos) {
     const int64_t lo = sched::parse_size(text.substr(0, colon));
     const int64_t hi = sched::parse_size(text.substr(colon + 1));
     if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes '" + text + "': need 1 <= A <= B");
-    if (factor <= 1) throw std::invalid_argument("--factor must be > 1");
-    for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor) sizes.push_back(int64_t(s));
+    const double rows = std::floor(std::log(double(hi) / double(lo)) / std::log(factor)) + 1;
+    if (rows > double(kMaxSizes))
+      throw std::invalid_argument("--sizes '" + text + "' with --factor " + std::to_string(factor) +
+                                  " makes " + std::to_string((long long)rows) + " sizes; at most " +
+                                  std::to_string(kMaxSizes) + " (raise --factor)");
+    for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor)
+      if (sizes.empty() || int64_t(s) != sizes.back()) sizes.push_back(int64_t(s));
   } else {
     for (const auto& part : split_list(text, ',')) sizes.push_back(sched::parse_size(part));
+    if (sizes.size() > kMaxSizes)
+      throw std::invalid_argument("--sizes lists " + std::to_string(sizes.size()) + " sizes; at most " +
+                                  std::to_string(kMaxSizes));
   }
   if (sizes.empty()) throw std::invalid_argument("--sizes '" + text + "' names no size");
   return sizes;
@@ -120,6 +135,19 @@ double parse_positive(const std::string& flag, const std::string& v, bool zero_o
   return x;
 }
 
+// A finite number in [lo, hi]; anything else (abc, nan, inf, out of range) names the flag
+// and the range.
+double parse_in_range(const std::string& flag, const std::string& v, double lo, double hi) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !std::isfinite(x) || x < lo || x > hi) {
+    std::ostringstream range;
+    range << "[" << lo << ", " << hi << "]";
+    throw std::invalid_argument(flag + " '" + v + "': expected a number in " + range.str());
+  }
+  return x;
+}
+
 BenchArgs parse_args(std::span<const std::string> args) {
   BenchArgs a;
   std::string sizes = "1K:64M";
@@ -130,7 +158,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--ranks" || f == "-n") a.ranks = parse_int(f, value(), 1);
     else if (f == "--algos" || f == "--algo") a.algos = split_list(value(), ',');
     else if (f == "--sizes") sizes = value();
-    else if (f == "--factor" || f == "-f") a.factor = std::stod(value());
+    else if (f == "--factor" || f == "-f") a.factor = parse_in_range(f, value(), kMinFactor, kMaxFactor);
     else if (f == "--coll") {
       if (!sched::parse_collective(value(), a.collective))
         throw std::invalid_argument("--coll '" + args[i] + "': not a collective");
@@ -145,7 +173,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     } else if (f == "--iters" || f == "-i") a.settings.iters = parse_int(f, value(), 1);
     else if (f == "--warmup" || f == "-w") a.settings.warmup = parse_int(f, value(), 0);
     else if (f == "-c" || f == "--check") a.settings.check = parse_int(f, value(), 0) != 0;
-    else if (f == "--seconds") a.settings.target_seconds = std::stod(value());
+    else if (f == "--seconds") a.settings.target_seconds = parse_in_range(f, value(), 0.001, 3600);
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();
     else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
@@ -162,6 +190,30 @@ BenchArgs parse_args(std::span<const std::string> args) {
     throw std::invalid_argument("--fabric runs on the fabric's own topology: drop --topo");
   a.sizes = parse_sizes(sizes, a.factor);
   return a;
+}
+
+// Writes the whole file and checks that it landed: a full disk (/dev/full) is an error.
+void write_json_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write --json " + path + ": " + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int error = errno;
+  if (std::fclose(f) != 0 || !written)
+    throw std::runtime_error("cannot write --json " + path + ": " + std::strerror(written ? errno : error));
+}
+
+// The buffers of one size (input, output, scratch and the check's reference, about 4x the
+// size per rank) must fit this machine's memory with every local rank holding them: a
+// clear refusal instead of std::bad_alloc in every rank.
+void check_memory(const std::vector<int64_t>& sizes, int local_ranks) {
+  const int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const double need = 4.0 * double(largest) * local_ranks;
+  const double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > have)
+    throw std::invalid_argument("--sizes up to " + std::to_string(largest) + " bytes needs about " +
+                                std::to_string(int64_t(need / double(1 << 20))) + " MiB for " +
+                                std::to_string(local_ranks) + " rank(s) on this machine (4x the size each), more than its " +
+                                std::to_string(int64_t(have / double(1 << 20))) + " MiB of memory");
 }
 
 // One measurement to make: the schedule and what the planner predicts for it.
@@ -273,6 +325,7 @@ std::string host_name() {
 }
 
 int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
+  check_memory(a.sizes, 1);
   if (a.ranks > 0 && a.ranks != env.nranks)
     throw std::invalid_argument("--ranks " + std::to_string(a.ranks) + " but " +
                                 env.size_variable + " says " + std::to_string(env.nranks));
@@ -341,9 +394,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
     if (!a.json.empty()) {
       nlohmann::json doc = nlohmann::json::array();
       for (const auto& r : rows) doc.push_back(row_json(r));
-      std::ofstream out(a.json);
-      if (!out) throw std::runtime_error("cannot write --json " + a.json);
-      out << doc.dump(2) << "\n";
+      write_json_file(a.json, doc.dump(2) + "\n");
     }
   }
   return wrong ? 1 : 0;
@@ -401,6 +452,7 @@ int run_bench(std::span<const std::string> args) {
   }
   // No launcher around us: become one. Arguments every rank would reject fail here, once.
   const int ranks = a.ranks > 0 ? a.ranks : !a.endpoints.empty() ? int(a.endpoints.size()) : 8;
+  check_memory(a.sizes, ranks);
   check_before_launch(a, ranks);
   std::vector<std::string> child_args = {"bench"};
   child_args.insert(child_args.end(), args.begin(), args.end());

@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
     if (c.name != name) continue;
     try {
       return c.run(args);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "topocoll %s: out of memory (a size, topology or plan larger than this machine holds)\n",
+                   name.c_str());
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "topocoll %s: %s\n", name.c_str(), e.what());
       return 1;

@@ -27,7 +27,10 @@ void check_count(long value, long min, long max, const std::string& pointer,
 }  // namespace
 
 void check_gbps(double gbps, const std::string& pointer) {
-  if (!(gbps > 0)) throw TopologyError(pointer, "rate must be > 0 Gb/s, got " + number(gbps));
+  // Below 1 Mb/s a cable is a typo (1e-308 would make every predicted time infinite).
+  if (!(gbps >= kMinGbps))
+    throw TopologyError(pointer, "rate must be >= " + number(kMinGbps) + " Gb/s (1 Mb/s), got " +
+                                     number(gbps));
   if (gbps > kMaxGbps)
     throw TopologyError(pointer, "rate " + number(gbps) + " Gb/s is absurd (limit " +
                                      number(kMaxGbps) + " Gb/s)");

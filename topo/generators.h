@@ -23,8 +23,9 @@ void check_nap_shape(const NapShape& shape, const std::string& prefix);
 // torus cables joining node i of neighbouring packages.
 void add_nap_wiring(TopologyBuilder& builder, const NapShape& shape);
 
-// Limits shared by generators and the loader: rates in (0, 100000] Gb/s, latencies in
+// Limits shared by generators and the loader: rates in [0.001, 100000] Gb/s, latencies in
 // [0, 10000] us. Throw TopologyError(pointer, reason).
+inline constexpr double kMinGbps = 0.001;
 inline constexpr double kMaxGbps = 100000;
 inline constexpr double kMaxLatencyUs = 10000;
 inline constexpr long kMaxEndpoints = 65536;

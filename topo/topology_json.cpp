@@ -1,5 +1,9 @@
 #include "topo/topology_json.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -589,13 +593,54 @@ Topology load_topology_text(std::string_view text) {
   return topology_from_json(doc);
 }
 
-Topology load_topology_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_topology_text(text.str());
+namespace {
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
 }
+
+std::string read_limited(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw TopologyError("", in_quotes(path) + " is " + file_kind(st.st_mode) +
+                                ", not a topology file (a regular JSON file is expected)");
+  const auto too_large = [&](const std::string& size) {
+    return TopologyError("", in_quotes(path) + " is " + size + " bytes, more than the " +
+                                 std::to_string(kMaxTopologyFileBytes >> 20) +
+                                 " MiB a topology file may have");
+  };
+  if (uint64_t(st.st_size) > kMaxTopologyFileBytes) throw too_large(std::to_string(st.st_size));
+  std::string text(size_t(st.st_size), '\0');
+  size_t got = 0;
+  for (;;) {
+    if (got == text.size()) {
+      if (text.size() > kMaxTopologyFileBytes) throw too_large("over " + std::to_string(kMaxTopologyFileBytes));
+      text.resize(std::min(kMaxTopologyFileBytes + 1, text.size() + 65536));
+    }
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+    if (n == 0) break;
+    got += size_t(n);
+  }
+  text.resize(got);
+  return text;
+}
+}  // namespace
+
+Topology load_topology_file(const std::string& path) { return load_topology_text(read_limited(path)); }
 
 namespace {
 

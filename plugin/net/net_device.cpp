@@ -139,7 +139,25 @@ std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
       if (errors) errors->push_back("entry \"" + entry + "\" is not NIC=IP (e.g. nic0=10.0.0.1)");
       continue;
     }
-    result.emplace_back(entry.substr(0, eq), *address);
+    const std::string nic = entry.substr(0, eq);
+    // A NIC address must be one a peer can reach: not the wildcard, not a broadcast address.
+    if (address->is_unspecified() || address->is_broadcast()) {
+      if (errors)
+        errors->push_back("entry \"" + entry + "\": " + address->ip_string() +
+                          " is not an address a peer can reach (wildcard or broadcast); ignored");
+      continue;
+    }
+    const bool nic_twice = std::any_of(result.begin(), result.end(), [&](const auto& r) { return r.first == nic; });
+    const bool ip_twice = std::any_of(result.begin(), result.end(),
+                                      [&](const auto& r) { return r.second.same_ip(*address); });
+    if (nic_twice || ip_twice) {
+      if (errors)
+        errors->push_back("entry \"" + entry + "\": " +
+                          (nic_twice ? "NIC " + nic + " is listed twice" : "address " + address->ip_string() + " is given to two NICs") +
+                          "; the first entry is used");
+      continue;
+    }
+    result.emplace_back(nic, *address);
   }
   return result;
 }

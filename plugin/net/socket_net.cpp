@@ -9,12 +9,19 @@
 #include <mutex>
 #include <string>
 
+#include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "plugin/log.h"
+#include "plugin/net/live_objects.h"
 #include "plugin/net/net_device.h"
 #include "plugin/net/plane_router.h"
 
 namespace topocoll::plugin::socket_net {
+
+LiveObjects& live_objects() {
+  static LiveObjects* objects = new LiveObjects();  // never destroyed: NCCL may call at exit
+  return *objects;
+}
 
 namespace {
 
@@ -111,8 +118,7 @@ bool valid_dev(int dev, const char* call) {
 }
 
 Comm* as_comm(void* p, const char* call) {
-  auto* c = static_cast<Comm*>(p);
-  if (c && c->tag == kCommTag) return c;
+  if (p && live_objects().contains(p, LiveKind::Comm)) return static_cast<Comm*>(p);
   TC_WARN("NET/topocoll: %s: %p is not a topocoll send/receive comm", call, p);
   return nullptr;
 }
@@ -122,8 +128,21 @@ PluginRequest* take_slot(Comm& c) {
     if (!r.in_use) {
       r.in_use = true;
       r.comm = &c;
+      live_objects().add(&r, LiveKind::Request);
       return &r;
     }
+  return nullptr;
+}
+
+void release_slot(PluginRequest& r) {
+  live_objects().remove(&r);
+  r.in_use = false;
+  r.request = nullptr;
+}
+
+ListenComm* as_listen_comm(void* p, const char* call) {
+  if (p && live_objects().contains(p, LiveKind::Listen)) return static_cast<ListenComm*>(p);
+  TC_WARN("NET/topocoll: %s: %p is not a topocoll listen comm (closed already, or another object)", call, p);
   return nullptr;
 }
 
@@ -144,6 +163,8 @@ ncclResult_t guarded(const char* call, F&& body) {
 
 ncclResult_t init(ncclDebugLogger_t logger) {
   set_nccl_logger(logger);
+  // The transport's own warnings (stray connections closed by a listener) go to NCCL's log.
+  net::set_warning_sink([](const std::string& message) { TC_WARN("NET/topocoll: %s", message.c_str()); });
   return guarded("init", [] {
     catalog();
     device_strings();
@@ -199,6 +220,7 @@ ncclResult_t listen(int dev, void* handle, void** listen_comm) {
     if (!s.ok()) return report("listen", s);
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &comm->listener->handle(), sizeof(net::Handle));
+    live_objects().add(comm.get(), LiveKind::Listen);
     *listen_comm = comm.release();
     return ncclSuccess;
   });
@@ -233,6 +255,7 @@ ncclResult_t connect(int dev, void* handle, void** send_comm) {
     s = net::connect(h, local.family == peer.family ? &local : nullptr, catalog().options, 0, &comm->send);
     if (!s.ok()) return report("connect", s);
     comm->description = "send " + comm->send->local_address().to_string() + " -> " + peer.to_string();
+    live_objects().add(comm.get(), LiveKind::Comm);
     *send_comm = comm.release();
     return ncclSuccess;
   });
@@ -242,11 +265,8 @@ ncclResult_t accept(void* listen_comm, void** recv_comm) {
   if (!recv_comm) return ncclInvalidArgument;
   *recv_comm = nullptr;
   return guarded("accept", [&] {
-    auto* l = static_cast<ListenComm*>(listen_comm);
-    if (!l || l->tag != kListenTag) {
-      TC_WARN("NET/topocoll: accept: %p is not a topocoll listen comm", listen_comm);
-      return ncclInvalidArgument;
-    }
+    ListenComm* l = as_listen_comm(listen_comm, "accept");
+    if (!l) return ncclInvalidArgument;
     std::unique_ptr<net::RecvComm> recv;
     net::NetStatus s = l->listener->accept(&recv, 0);
     if (!s.ok()) return report("accept", s);
@@ -258,6 +278,7 @@ ncclResult_t accept(void* listen_comm, void** recv_comm) {
             l->listener->address().to_string().c_str(), comm->recv->peer_address().to_string().c_str());
     comm->description = "receive " + l->listener->address().to_string() + " <- " +
                         comm->recv->peer_address().to_string();
+    live_objects().add(comm.get(), LiveKind::Comm);
     *recv_comm = comm.release();
     return ncclSuccess;
   });
@@ -305,7 +326,7 @@ ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void** req
     if (!slot) return ncclSuccess;  // all slots busy: NCCL retries later
     net::NetStatus s = c->send->isend(data, size, tag, &slot->request);
     if (!s.ok()) {
-      slot->in_use = false;
+      release_slot(*slot);
       return report("isend", s);
     }
     slot->count = 1;
@@ -325,7 +346,7 @@ ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
     if (!slot) return ncclSuccess;
     net::NetStatus s = c->recv->irecv(n, data, sizes, tags, &slot->request);
     if (!s.ok()) {
-      slot->in_use = false;
+      release_slot(*slot);
       return report("irecv", s);
     }
     slot->count = n;
@@ -343,12 +364,15 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   if (!request || !done) return ncclInvalidArgument;
   *done = 0;
   return guarded("test", [&] {
-    auto* r = static_cast<PluginRequest*>(request);
-    Comm* c = r->comm;
-    if (!c || c->tag != kCommTag) {
-      TC_WARN("NET/topocoll: test: %p is not a topocoll request", request);
+    // Only a pointer found among the live requests is dereferenced: a completed request,
+    // one whose comm was closed, a comm or garbage is refused here.
+    if (!live_objects().contains(request, LiveKind::Request)) {
+      TC_WARN("NET/topocoll: test: %p is not a pending topocoll request (completed, its comm "
+              "closed, or not a request at all)", request);
       return ncclInvalidArgument;
     }
+    auto* r = static_cast<PluginRequest*>(request);
+    Comm* c = r->comm;
     std::lock_guard lock(c->mutex);
     if (!r->in_use) {
       TC_WARN("NET/topocoll: test: request %p is not pending (already completed?)", request);
@@ -367,8 +391,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
     if (!finished) return ncclSuccess;
     if (sizes)
       for (int i = 0; i < r->count; ++i) sizes[i] = int(std::min<size_t>(bytes[i], INT_MAX));
-    r->in_use = false;
-    r->request = nullptr;
+    release_slot(*r);
     *done = 1;
     return ncclSuccess;
   });
@@ -378,7 +401,12 @@ namespace {
 ncclResult_t close_comm(void* p, const char* call) {
   return guarded(call, [&] {
     Comm* c = as_comm(p, call);
-    if (!c) return ncclInvalidArgument;
+    if (!c || !live_objects().remove(c)) return ncclInvalidArgument;
+    {
+      std::lock_guard lock(c->mutex);
+      for (auto& r : c->requests)
+        if (r.in_use) release_slot(r);  // its requests die with it
+    }
     c->tag = 0;
     delete c;  // joins the connection's progress threads, closes its sockets
     return ncclSuccess;
@@ -391,11 +419,8 @@ ncclResult_t close_recv(void* recv_comm) { return close_comm(recv_comm, "closeRe
 
 ncclResult_t close_listen(void* listen_comm) {
   return guarded("closeListen", [&] {
-    auto* l = static_cast<ListenComm*>(listen_comm);
-    if (!l || l->tag != kListenTag) {
-      TC_WARN("NET/topocoll: closeListen: %p is not a topocoll listen comm", listen_comm);
-      return ncclInvalidArgument;
-    }
+    ListenComm* l = as_listen_comm(listen_comm, "closeListen");
+    if (!l || !live_objects().remove(l)) return ncclInvalidArgument;
     l->tag = 0;
     delete l;
     return ncclSuccess;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,30 @@ TEST(BenchCli, BadArgumentsAreNamed) {
   out.clear();
   EXPECT_NE(run(kTopocoll + " bench --rank 2 --ranks 2 --sizes 1K", &out), 0);
   EXPECT_NE(out.find("--rank 2 needs --ranks N > 2"), std::string::npos) << out;
+}
+
+// Issue 15, finding 13: every bad value names its flag and the allowed range, before any
+// rank starts; a full disk under --json is a failure.
+TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--factor abc", "--factor 'abc': expected a number in [1.01, 1024]"},
+      {"--factor nan", "--factor 'nan': expected a number in [1.01, 1024]"},
+      {"--factor -2", "--factor '-2': expected a number in [1.01, 1024]"},
+      {"--factor 1.0000001", "--factor '1.0000001': expected a number in [1.01, 1024]"},
+      {"--seconds abc", "--seconds 'abc': expected a number in [0.001, 3600]"},
+      {"--seconds -1", "--seconds '-1': expected a number in [0.001, 3600]"},
+      {"--sizes 1:1G --factor 1.01", "makes 2090 sizes; at most 1000"},
+      {"--sizes 1024G", "more than its"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::string out;
+    EXPECT_NE(run(kTopocoll + " bench --ranks 2 " + flags, &out), 0) << flags;
+    EXPECT_NE(out.find(message), std::string::npos) << flags << ": " << out;
+  }
+  std::string out;
+  EXPECT_NE(run(kTopocoll + " bench --ranks 2 --sizes 1K --iters 2 --warmup 0 --json /dev/full", &out), 0) << out;
+  EXPECT_NE(out.find("cannot write --json /dev/full: No space left on device"), std::string::npos) << out;
 }
 
 }  // namespace

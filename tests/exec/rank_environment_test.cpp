@@ -69,5 +69,28 @@ TEST_F(RankEnvironmentTest, MalformedValuesNameTheVariable) {
   EXPECT_THROW(rank_environment_from_env(), std::invalid_argument);
 }
 
+// A bootstrap address no rank can reach is an error naming the variable at once, not a
+// 60 s wait for a root at port 0.
+TEST_F(RankEnvironmentTest, BootstrapAtPortZeroOrMalformedNamesTheVariable) {
+  ::setenv("TOPOCOLL_RANK", "1", 1);
+  ::setenv("TOPOCOLL_NRANKS", "2", 1);
+  ::setenv("TOPOCOLL_BOOTSTRAP", "127.0.0.1:0", 1);
+  try {
+    rank_environment_from_env();
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TOPOCOLL_BOOTSTRAP=127.0.0.1:0: port 0 names no root"),
+              std::string::npos)
+        << e.what();
+  }
+  ::setenv("TOPOCOLL_BOOTSTRAP", "node0", 1);
+  try {
+    rank_environment_from_env();
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TOPOCOLL_BOOTSTRAP=node0: "), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace topocoll::exec

@@ -43,7 +43,8 @@ net::TransportOptions small_options(int timeout_ms) {
 // an ephemeral port and passes the port to the others through a pipe. Returns each child's
 // exit status (-1 when it had to be killed after the deadline).
 std::vector<int> run_processes(int nranks, std::chrono::seconds deadline,
-                               const std::function<int(int, BootstrapClient&)>& body) {
+                               const std::function<int(int, BootstrapClient&)>& body,
+                               std::chrono::milliseconds silence_limit = kDefaultSilenceLimit) {
   int port_pipe[2];
   if (::pipe(port_pipe) != 0) throw std::runtime_error("pipe");
   std::vector<pid_t> pids;
@@ -61,7 +62,7 @@ std::vector<int> run_processes(int nranks, std::chrono::seconds deadline,
       uint16_t port = 0;
       if (r == 0) {
         root = std::make_unique<BootstrapRoot>(BootstrapAddress{"127.0.0.1", 0}, nranks,
-                                               std::chrono::seconds(20));
+                                               std::chrono::seconds(20), silence_limit);
         port = root->port();
         for (int k = 1; k < nranks; ++k)
           if (::write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(3);
@@ -69,7 +70,7 @@ std::vector<int> run_processes(int nranks, std::chrono::seconds deadline,
         _exit(3);
       }
       {
-        BootstrapClient client({"127.0.0.1", port}, r, nranks, std::chrono::seconds(20));
+        BootstrapClient client({"127.0.0.1", port}, r, nranks, std::chrono::seconds(20), silence_limit);
         rc = body(r, client);
       }
     } catch (const std::exception& e) {
@@ -360,6 +361,48 @@ TEST(SocketGroup, ALargeSendWaitsForTheReceiversClearToSendAndChecksItsSize) {
   EXPECT_EQ(status[1], 0);
 }
 
+// Opens a socket to ip:port and sends `bytes` (a rogue client on a rank's data port).
+int rogue_client(const std::string& address, const std::string& bytes) {
+  const auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(std::stoi(address.substr(colon + 1))));
+  ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 && !bytes.empty())
+    [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Issue 15, finding 1: a port scanner on every rank's data port, as soon as it listens
+// (64 random bytes, a silent socket), is closed as a stray; the collective completes right.
+// 128 KiB per message: above the eager size, so the data connections carry it.
+TEST(SocketGroup, RogueClientsOnEveryDataPortDoNotStopTheCollective) {
+  constexpr int kRanks = 4;
+  const auto s = sched::ring_allreduce(kRanks, 1 << 17);
+  const auto status = run_processes(kRanks, std::chrono::seconds(40), [&](int rank,
+                                                                          BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
+    std::string noise(64, '\0');
+    for (size_t i = 0; i < noise.size(); ++i) noise[i] = char(i * 37 + rank * 11 + 5);
+    const int garbage = rogue_client(transport.listen_address(), noise);
+    const int silent = rogue_client(transport.listen_address(), "");
+    HostBackend backend(transport);
+    CollectiveCase c;
+    c.nranks = kRanks;
+    c.count = 1 << 17;
+    RankMemory mem(c, s, rank, c.input(rank));
+    Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
+    std::vector<std::vector<unsigned char>> inputs(kRanks);
+    for (int r = 0; r < kRanks; ++r) inputs[r] = c.input(r);
+    const bool right = mem.output(c) == c.reference(rank, inputs);
+    ::close(garbage);
+    ::close(silent);
+    return right ? 0 : 1;
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
+}
+
 TEST(Bootstrap, AddressParsingNamesTheBadPart) {
   EXPECT_EQ(BootstrapAddress::parse("10.1.2.3:29500").port, 29500);
   EXPECT_EQ(BootstrapAddress::parse("[::1]:80").host, "::1");
@@ -392,9 +435,196 @@ TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
     wrong.barrier();
     FAIL() << "expected an error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not fit a group of 2"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("does not fit this group of 2"), std::string::npos)
         << e.what();
   }
+}
+
+// Issue 15, finding 5: a rank stopped with SIGSTOP mid-run is named by every other rank (the
+// bootstrap root hears no heartbeat from it), not a neighbour after the data timeout; the
+// stopped process is then killed, so none is left behind.
+TEST(SocketGroup, AStoppedRankIsNamedByEveryOtherRank) {
+  constexpr int kRanks = 4;
+  const auto s = sched::ring_allreduce(kRanks, 1 << 16);
+  int pid_pipe[2];
+  ASSERT_EQ(0, ::pipe(pid_pipe));
+  const auto started = std::chrono::steady_clock::now();
+  const auto status = run_processes(
+      kRanks, std::chrono::seconds(40),
+      [&](int rank, BootstrapClient& boot) {
+        SocketHostTransport transport(boot, "127.0.0.1", small_options(30000));
+        HostBackend backend(transport);
+        CollectiveCase c;
+        c.nranks = kRanks;
+        c.count = 1 << 16;
+        RankMemory mem(c, s, rank, c.input(rank));
+        Execution e(s, rank, c.dtype, c.op, mem.buffers, backend);
+        e.advance_one_step();
+        if (rank == 2) {
+          const pid_t me = ::getpid();
+          if (::write(pid_pipe[1], &me, sizeof me) != sizeof me) return 3;
+          ::raise(SIGSTOP);
+          return 0;
+        }
+        try {
+          e.run();
+        } catch (const BackendError& err) {
+          const std::string what = err.what();
+          std::fprintf(stderr, "rank %d failed as expected: %s\n", rank, what.c_str());
+          if (rank == 0) {  // the stopped rank is not left behind
+            pid_t stopped = 0;
+            if (::read(pid_pipe[0], &stopped, sizeof stopped) == sizeof stopped) ::kill(stopped, SIGKILL);
+          }
+          return what.find("rank 2 (") != std::string::npos && what.find("stopped answering") != std::string::npos
+                     ? 7 : 8;
+        }
+        return 0;
+      },
+      std::chrono::milliseconds(2000));
+  const auto took = std::chrono::steady_clock::now() - started;
+  ::close(pid_pipe[0]);
+  ::close(pid_pipe[1]);
+  EXPECT_EQ(status[2], 128 + SIGKILL);
+  for (int r : {0, 1, 3}) EXPECT_EQ(status[r], 7) << "rank " << r << " should name rank 2";
+  EXPECT_LT(took, std::chrono::seconds(20)) << "well before the 30 s data timeout";
+}
+
+// Issue 15, finding 2: a 16-byte hello claiming rank 2 before the real rank 2 joins fails
+// the group at once, naming the duplicate, instead of a 30-minute wait.
+TEST(Bootstrap, ARankClaimedTwiceFailsTheGroupAtOnceNamingIt) {
+  BootstrapRoot root({"127.0.0.1", 0}, 3, std::chrono::seconds(20));
+  const int rogue = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(root.port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, ::connect(rogue, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  const int32_t hello[4] = {0x54434231, 2, 2, 3};  // "TCB1", version 2, rank 2 of 3
+  ASSERT_EQ(ssize_t(sizeof hello), ::send(rogue, hello, sizeof hello, MSG_NOSIGNAL));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the claim lands first
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        BootstrapClient c({"127.0.0.1", root.port()}, r, 3, std::chrono::seconds(20));
+        c.barrier();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  ::close(rogue);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(errors[r].find("rank 2 joined twice"), std::string::npos) << "rank " << r << ": " << errors[r];
+}
+
+// Issue 15, finding 3: idle connections to the bootstrap port are handled concurrently
+// with the ranks' registrations (each has a short read deadline), so they cost no time.
+TEST(Bootstrap, IdleConnectionsDoNotHoldUpRegistration) {
+  BootstrapRoot root({"127.0.0.1", 0}, 4, std::chrono::seconds(8));
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(root.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a));
+    idle.push_back(fd);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        BootstrapClient c({"127.0.0.1", root.port()}, r, 4, std::chrono::seconds(8));
+        c.barrier();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  for (int fd : idle) ::close(fd);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
+// Issue 15, finding 4: a hello with the wrong group size fails the group, and a rank that
+// joins after that learns the same reason at once instead of waiting for the timeout.
+TEST(Bootstrap, AWrongGroupSizeIsToldToEveryRankIncludingLaterOnes) {
+  BootstrapRoot root({"127.0.0.1", 0}, 3, std::chrono::seconds(20));
+  std::string early, wrong, late;
+  std::thread first([&] {
+    try {
+      BootstrapClient c({"127.0.0.1", root.port()}, 0, 3, std::chrono::seconds(20));
+      c.barrier();
+    } catch (const std::exception& e) {
+      early = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  try {
+    BootstrapClient c({"127.0.0.1", root.port()}, 1, 4, std::chrono::seconds(20));
+    c.barrier();
+  } catch (const std::exception& e) {
+    wrong = e.what();
+  }
+  first.join();
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    BootstrapClient c({"127.0.0.1", root.port()}, 2, 3, std::chrono::seconds(20));
+    c.barrier();
+  } catch (const std::exception& e) {
+    late = e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+  for (const std::string& e : {early, wrong, late})
+    EXPECT_NE(e.find("joined as rank 1 of 4, which does not fit this group of 3"), std::string::npos) << e;
+}
+
+// Issue 15, finding 5: a root that stops (the launcher under SIGSTOP) is named by the ranks
+// once its heartbeat is missing, instead of a silent wait.
+TEST(Bootstrap, AStoppedRootIsNamedByTheRanks) {
+  int port_pipe[2];
+  ASSERT_EQ(0, ::pipe(port_pipe));
+  const pid_t root_pid = ::fork();
+  ASSERT_GE(root_pid, 0);
+  if (root_pid == 0) {
+    BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(20), std::chrono::seconds(20));
+    const uint16_t port = root.port();
+    if (::write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(3);
+    ::pause();
+    _exit(0);
+  }
+  uint16_t port = 0;
+  ASSERT_EQ(ssize_t(sizeof port), ::read(port_pipe[0], &port, sizeof port));
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        BootstrapClient c({"127.0.0.1", port}, r, 2, std::chrono::seconds(20), std::chrono::seconds(2));
+        c.barrier();
+        if (r == 0) ::kill(root_pid, SIGSTOP);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        c.barrier();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  ::kill(root_pid, SIGKILL);
+  ::waitpid(root_pid, nullptr, 0);
+  ::close(port_pipe[0]);
+  ::close(port_pipe[1]);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(errors[r].find("the bootstrap root at 127.0.0.1:" + std::to_string(port) + " stopped answering"),
+              std::string::npos)
+        << "rank " << r << ": " << errors[r];
 }
 
 }  // namespace

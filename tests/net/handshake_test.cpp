@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
+#include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "net/wire_format.h"
 #include "tests/net/transport_pair.h"
@@ -76,32 +79,83 @@ TEST(Handshake, HandleVersionMismatchIsRejected) {
   EXPECT_NE(s.message.find("version"), std::string::npos) << s.message;
 }
 
-TEST(Handshake, HelloWithOtherVersionFailsAccept) {
-  std::unique_ptr<Listener> l;
-  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
-  int fd = raw_connect(*l);
-  Hello h = valid_hello(*l, 0, 1);
-  h.version = 99;
-  write_all(fd, &h, sizeof h);
-  std::unique_ptr<RecvComm> recv;
-  NetStatus s = l->accept(&recv, 20000);
-  EXPECT_EQ(s.code, NetCode::VersionMismatch) << s.message;
-  EXPECT_NE(s.message.find("99"), std::string::npos) << s.message;
-  ::close(fd);
+// Warnings raised by the transport, captured per test.
+std::vector<std::string>& warnings() {
+  static std::vector<std::string> w;
+  return w;
+}
+void capture_warning(const std::string& m) { warnings().push_back(m); }
+bool warned(const std::string& text) {
+  for (const auto& w : warnings())
+    if (w.find(text) != std::string::npos) return true;
+  return false;
 }
 
-TEST(Handshake, ForeignClientFailsAccept) {
+// One stray (a hello of another version, a foreign client, a wrong nonce, an idle socket)
+// is closed, counted and named in one WARN; accept() goes on and returns the real peer.
+TEST(Handshake, StrayConnectionsAreClosedWhileTheRealPeerIsAccepted) {
+  warnings().clear();
+  set_warning_sink(&capture_warning);
+  TransportOptions o = fast_options();
+  o.timeout_ms = 400;  // also the idle socket's hello deadline
   std::unique_ptr<Listener> l;
-  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
-  int fd = raw_connect(*l);
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &l).ok());
+  int other_version = raw_connect(*l);
+  Hello h = valid_hello(*l, 0, 1);
+  h.version = 99;
+  write_all(other_version, &h, sizeof h);
+  int foreign = raw_connect(*l);
   char junk[sizeof(Hello)];
   std::memset(junk, 'G', sizeof junk);  // e.g. an HTTP client
-  write_all(fd, junk, sizeof junk);
+  write_all(foreign, junk, sizeof junk);
+  int other_listener = raw_connect(*l);
+  h = valid_hello(*l, 0, 2);
+  h.listener_nonce ^= 1;
+  write_all(other_listener, &h, sizeof h);
+  int idle = raw_connect(*l);  // says nothing
+
   std::unique_ptr<RecvComm> recv;
-  NetStatus s = l->accept(&recv, 20000);
-  EXPECT_EQ(s.code, NetCode::BadHandle) << s.message;
-  EXPECT_NE(s.message.find("not a topocoll transport"), std::string::npos) << s.message;
-  ::close(fd);
+  NetStatus s = l->accept(&recv, 200);
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_FALSE(recv);
+  EXPECT_EQ(l->stray_connections(), 3u);
+  EXPECT_TRUE(warned("speaks protocol version 99")) << ::testing::PrintToString(warnings());
+  EXPECT_TRUE(warned("not a topocoll transport")) << ::testing::PrintToString(warnings());
+  EXPECT_TRUE(warned("carries the handle of another listener")) << ::testing::PrintToString(warnings());
+  EXPECT_TRUE(warned("closed a stray connection from 127.0.0.1:")) << ::testing::PrintToString(warnings());
+
+  std::unique_ptr<SendComm> send;
+  ASSERT_TRUE(connect(l->handle(), nullptr, o, 9, &send).ok());
+  s = l->accept(&recv, 5000);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_TRUE(recv);
+  EXPECT_EQ(recv->peer_cookie(), 9u);
+  s = l->accept(&recv, 600);  // the idle socket's deadline passes
+  EXPECT_EQ(l->stray_connections(), 4u);
+  EXPECT_TRUE(warned("sent 0 of ")) << ::testing::PrintToString(warnings());
+  for (int fd : {other_version, foreign, other_listener, idle}) ::close(fd);
+  set_warning_sink(nullptr);
+}
+
+// A flood of silent connections costs a bounded number of descriptors and never keeps the
+// real peer out.
+TEST(Handshake, FloodOfSilentConnectionsDoesNotKeepTheRealPeerOut) {
+  warnings().clear();
+  set_warning_sink(&capture_warning);
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+  std::vector<int> flood;
+  for (int i = 0; i < 400; ++i) flood.push_back(raw_connect(*l));
+  std::unique_ptr<RecvComm> recv;
+  ASSERT_TRUE(l->accept(&recv, 100).ok());
+  std::unique_ptr<SendComm> send;
+  ASSERT_TRUE(connect(l->handle(), nullptr, fast_options(), 5, &send).ok());
+  for (int i = 0; i < 100 && !recv; ++i) ASSERT_TRUE(l->accept(&recv, 100).ok());
+  ASSERT_TRUE(recv) << "the real peer was not accepted behind the flood";
+  EXPECT_GE(l->stray_connections(), 400u - 256u);
+  EXPECT_LE(warnings().size(), 12u) << "one WARN per stray past the first ten";
+  for (int fd : flood) ::close(fd);
+  set_warning_sink(nullptr);
 }
 
 TEST(Handshake, AcceptPollReturnsNothingThenTimesOut) {
@@ -221,6 +275,20 @@ TEST(Options, EnvironmentOverridesAndBadValuesWarn) {
   EXPECT_EQ(o.chunk_bytes, 128u * 1024);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("TOPOCOLL_NET_TIMEOUT_MS"), std::string::npos);
+}
+
+// A count that overflows once scaled (M = 2^20) is out of range, not a wrapped small value.
+TEST(Options, ChunkBytesThatOverflowWhenScaledAreRejected) {
+  for (const char* text : {"9223372036854775807M", "17592186044416M", "-1K", "9007199254740993K"}) {
+    ::setenv("TOPOCOLL_NET_CHUNK_BYTES", text, 1);
+    std::vector<std::string> warnings;
+    TransportOptions o = TransportOptions::from_environment(&warnings);
+    EXPECT_EQ(o.chunk_bytes, TransportOptions{}.chunk_bytes) << text;
+    ASSERT_EQ(warnings.size(), 1u) << text;
+    EXPECT_NE(warnings[0].find("TOPOCOLL_NET_CHUNK_BYTES"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("[4096, 67108864]"), std::string::npos) << warnings[0];
+  }
+  ::unsetenv("TOPOCOLL_NET_CHUNK_BYTES");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "net/socket_transport.h"
@@ -203,6 +204,63 @@ TEST(NetPluginErrors, BadDeviceAndForeignPointersAreErrors) {
     RANK_REQUIRE(net->closeSend(not_a_comm) != ncclSuccess);
     RANK_REQUIRE(net->closeListen(not_a_comm) != ncclSuccess);
     RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "is not a topocoll"), "no WARN naming the bad pointer");
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+
+// What NCCL never does on purpose but a plugin must survive (issue 15, findings 7-9): the
+// wrong object as a request, a comm closed twice, a request tested after its comm closed,
+// sizes the transport cannot carry. Each is ncclInvalidArgument with a WARN, and the ASan
+// build sees no use-after-free.
+TEST(NetPluginErrors, MisuseThroughTheCAbiIsAnErrorNotACrash) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+    void* send = nullptr;
+    RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess && send);
+    void* recv = nullptr;
+    for (int i = 0; i < 100000 && !recv; ++i)
+      RANK_REQUIRE(net->accept(listen, &recv, nullptr) == ncclSuccess);
+    RANK_REQUIRE(recv, "no connection accepted");
+
+    int done = 0;
+    RANK_REQUIRE(net->test(send, &done, nullptr) == ncclInvalidArgument && !done, "a comm passed as a request");
+    long garbage[16];
+    std::memset(garbage, 0x6b, sizeof garbage);
+    RANK_REQUIRE(net->test(garbage, &done, nullptr) == ncclInvalidArgument, "garbage passed as a request");
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "is not a pending topocoll request"), "no WARN");
+
+    char small[16] = {};
+    void* request = nullptr;
+    ncclResult_t r = net->isend(send, small, size_t(1) << 62, 0, nullptr, nullptr, &request);
+    RANK_REQUIRE(r == ncclInvalidArgument && !request, "isend of 2^62 bytes returned %d", int(r));
+    r = net->isend(send, small, SIZE_MAX, 0, nullptr, nullptr, &request);
+    RANK_REQUIRE(r == ncclInvalidArgument && !request, "isend of SIZE_MAX bytes returned %d", int(r));
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "a message carries at most"), "no WARN naming the limit");
+    void* data[1] = {small};
+    size_t sizes[1] = {SIZE_MAX};
+    int tags[1] = {0};
+    r = net->irecv(recv, 1, data, sizes, tags, nullptr, nullptr, &request);
+    RANK_REQUIRE(r == ncclInvalidArgument && !request, "irecv of SIZE_MAX bytes returned %d", int(r));
+
+    // A pending receive outlives its comm only as an invalid pointer.
+    sizes[0] = sizeof small;
+    RANK_REQUIRE(net->irecv(recv, 1, data, sizes, tags, nullptr, nullptr, &request) == ncclSuccess && request);
+    RANK_REQUIRE(net->closeRecv(recv) == ncclSuccess);
+    RANK_REQUIRE(net->test(request, &done, nullptr) == ncclInvalidArgument, "test after closeRecv");
+    RANK_REQUIRE(net->closeRecv(recv) == ncclInvalidArgument, "closeRecv twice");
+    RANK_REQUIRE(net->closeSend(send) == ncclSuccess);
+    RANK_REQUIRE(net->closeSend(send) == ncclInvalidArgument, "closeSend twice");
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+    RANK_REQUIRE(net->closeListen(listen) == ncclInvalidArgument, "closeListen twice");
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });

@@ -1,7 +1,11 @@
 // Every malformed file in tests/data/topo/ is rejected with its exact JSON pointer and reason.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "topo/topology_json.h"
 
@@ -37,8 +41,8 @@ const Case kCases[] = {
     {"bigraph_link_inside_group.json", "/links/1", "link inside the upper group: \"U1\" - \"U0\" (BiGraph links join an upper and a lower switch)"},
     {"bigraph_duplicate_link.json", "/links/1", "duplicate link \"L0\" - \"U0\""},
     {"bigraph_disconnected.json", "/links", "the network is disconnected: endpoint \"s2.g0\" cannot reach endpoint \"s0.g0\""},
-    {"bigraph_zero_rate.json", "/link_gbps", "rate must be > 0 Gb/s, got 0"},
-    {"bigraph_negative_rate.json", "/link_gbps", "rate must be > 0 Gb/s, got -100"},
+    {"bigraph_zero_rate.json", "/link_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got 0"},
+    {"bigraph_negative_rate.json", "/link_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got -100"},
     {"bigraph_absurd_rate.json", "/link_gbps", "rate 1000000 Gb/s is absurd (limit 100000 Gb/s)"},
     {"bigraph_negative_latency.json", "/link_latency_us", "latency must be >= 0 us, got -1"},
     {"bigraph_absurd_latency.json", "/switch_latency_us", "latency 50000 us is absurd (limit 10000 us)"},
@@ -55,7 +59,7 @@ const Case kCases[] = {
     {"nap_duplicate_node.json", "/nodes/3", "node 0 of package 1 is already endpoint \"p1.n0\""},
     {"nap_package_out_of_range.json", "/nodes/2/package", "must be in [0, 1], got 2"},
     {"nap_duplicate_host_gpu.json", "/nodes/1/gpu", "GPU 0 of host \"p0.h0\" is already endpoint \"p0.n0\""},
-    {"nap_zero_inter_rate.json", "/inter_gbps", "rate must be > 0 Gb/s, got 0"},
+    {"nap_zero_inter_rate.json", "/inter_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got 0"},
     {"nap_negative_latency.json", "/intra_latency_us", "latency must be >= 0 us, got -0.5"},
 };
 
@@ -101,6 +105,49 @@ TEST(TopoValidation, MissingFileNamesThePath) {
     EXPECT_EQ(e.pointer(), "");
     EXPECT_EQ(e.reason(), "cannot read \"/nonexistent/topology.json\": No such file or directory");
   }
+}
+
+TEST(TopoValidation, RateBelowOneMegabitIsRejected) {
+  try {
+    load_topology_text(R"({"kind": "bigraph", "shape": {"link_gbps": 1e-308}})");
+    FAIL() << "a rate of 1e-308 Gb/s was accepted";
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.pointer(), "/shape/link_gbps");
+    EXPECT_EQ(e.reason(), "rate must be >= 0.001 Gb/s (1 Mb/s), got 1e-308");
+  }
+}
+
+// Devices and directories are refused before anything is read: /dev/zero never ends.
+TEST(TopoValidation, NonRegularFilesAreRefusedByKind) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"/dev/zero", "\"/dev/zero\" is a character device, not a topology file (a regular JSON file is expected)"},
+      {"/dev/urandom", "\"/dev/urandom\" is a character device, not a topology file (a regular JSON file is expected)"},
+      {"/tmp", "\"/tmp\" is a directory, not a topology file (a regular JSON file is expected)"},
+  };
+  for (const auto& [path, reason] : cases) {
+    try {
+      load_topology_file(path);
+      FAIL() << path << " was accepted";
+    } catch (const TopologyError& e) {
+      EXPECT_EQ(e.reason(), reason);
+    }
+  }
+}
+
+TEST(TopoValidation, FileOverTheSizeLimitIsRefusedUnread) {
+  char path[] = "/tmp/topocoll_huge_topoXXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(0, ::ftruncate(fd, off_t(kMaxTopologyFileBytes) + 1));  // sparse: costs no disk
+  ::close(fd);
+  try {
+    load_topology_file(path);
+    ADD_FAILURE() << "a file over the limit was accepted";
+  } catch (const TopologyError& e) {
+    EXPECT_NE(e.reason().find("more than the 256 MiB a topology file may have"), std::string::npos)
+        << e.reason();
+  }
+  ::unlink(path);
 }
 
 TEST(TopoValidation, NumbersOutOfIntegerRange) {
