@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Fuzz the topology loader with libFuzzer for a fixed time.
-#   bash tools/fuzz.sh [SECONDS]   (default 30)
-# Builds build-fuzz/topology_fuzz with clang (-fsanitize=fuzzer,address,undefined) straight
-# from the topo sources, seeds it with examples/ and tests/data/topo/, and exits non-zero
-# when the fuzzer finds a crash, leak, sanitizer report or hang (reproducers land in
-# build-fuzz/artifacts/).
+# Fuzz every parser that takes bytes from outside with libFuzzer, each for a fixed time:
+#   topology       the topology loader (tests/fuzz/topology_fuzz.cpp)
+#   bootstrap      the bootstrap wire: hellos, rank frames, root messages
+#   handshake      the hello a client sends to a rank's data port
+#   connect_handle the net plugin's connect handle
+#   env            the TOPOCOLL_* values and the launcher variables
+#   bash tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 20 s each, every target)
+# Builds build-fuzz/<target> with clang (-fsanitize=fuzzer,address,undefined) straight from
+# the sources, seeds it with tests/fuzz/corpus/<target>/ (the topology target also with
+# examples/ and tests/data/topo/), and exits non-zero when a fuzzer finds a crash, leak,
+# sanitizer report or hang (reproducers land in build-fuzz/artifacts/<target>/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECONDS_TO_RUN=${1:-30}
+SECONDS_TO_RUN=${1:-20}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(topology bootstrap handshake connect_handle env)
+
 CXX_FUZZ=${CXX_FUZZ:-}
 if [ -z "$CXX_FUZZ" ]; then
   for candidate in clang++ clang++-19 clang++-18 clang++-17 clang++-16 clang++-15 clang++-14; do
@@ -16,43 +25,81 @@ if [ -z "$CXX_FUZZ" ]; then
   done
 fi
 if [ -z "$CXX_FUZZ" ]; then
-  echo "fuzz: clang++ not found; install clang and libclang-rt-dev to fuzz the loader" >&2
+  echo "fuzz: clang++ not found; install clang and libclang-rt-dev to fuzz the parsers" >&2
   exit 1
 fi
 
 OUT=build-fuzz
-mkdir -p "$OUT/corpus" "$OUT/artifacts"
-SOURCES=(tests/fuzz/topology_fuzz.cpp topo/*.cpp)
-BINARY="$OUT/topology_fuzz"
+NET_SOURCES=(net/*.cpp)
 
-# Rebuild when any source or header is newer than the binary.
-if [ ! -x "$BINARY" ] || [ -n "$(find topo tests/fuzz -newer "$BINARY" -name '*.[ch]*' | head -1)" ]; then
-  echo "fuzz: building $BINARY with $CXX_FUZZ"
-  if ! "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I. "${SOURCES[@]}" -o "$BINARY"; then
-    echo "fuzz: build failed; libFuzzer needs clang's runtime (Debian: libclang-rt-14-dev)" >&2
-    exit 1
+# The sources each target is built from, and the directories whose changes rebuild it.
+sources_of() {
+  case "$1" in
+    topology) echo tests/fuzz/topology_fuzz.cpp topo/*.cpp ;;
+    bootstrap) echo tests/fuzz/bootstrap_fuzz.cpp exec/bootstrap_wire.cpp ;;
+    handshake) echo tests/fuzz/handshake_fuzz.cpp net/hello_check.cpp net/socket_calls.cpp net/socket_address.cpp ;;
+    connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
+    env) echo tests/fuzz/env_fuzz.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp exec/rank_environment.cpp \
+           net/transport_options.cpp ;;
+    *) echo "fuzz: unknown target '$1'" >&2; return 1 ;;
+  esac
+}
+watched_of() {
+  case "$1" in
+    topology) echo topo tests/fuzz ;;
+    bootstrap|env) echo exec net tests/fuzz ;;
+    *) echo net tests/fuzz ;;
+  esac
+}
+
+build_target() {
+  local name=$1 binary="$OUT/${1}_fuzz"
+  local sources
+  read -r -a sources <<<"$(sources_of "$name")"
+  # Rebuild when any source or header is newer than the binary.
+  if [ ! -x "$binary" ] || [ -n "$(find $(watched_of "$name") -newer "$binary" -name '*.[ch]*' | head -1)" ]; then
+    echo "fuzz: building $binary with $CXX_FUZZ"
+    if ! "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+      -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+      -I. "${sources[@]}" -pthread -o "$binary"; then
+      echo "fuzz: build of $name failed; libFuzzer needs clang's runtime (Debian: libclang-rt-14-dev)" >&2
+      return 1
+    fi
   fi
-fi
+}
 
-# Seed corpus: the examples, the malformed files and a valid topology at the size limits (copied, so the fuzzer's additions stay
-# in build-fuzz/corpus).
-cp -f examples/*.json tests/data/topo/*.json tests/fuzz/corpus/topology/*.json "$OUT/corpus/" 2>/dev/null || true
-
-# -timeout: a valid topology at the loader's limits (65,536 endpoints, ~2M cables) takes
-# about 3 s to load under ASan/UBSan at -O1 on this 2-core class of machine; 20 s still
-# flags a hang long before the run ends.
-echo "fuzz: running for ${SECONDS_TO_RUN}s"
-set +e
-"$BINARY" "$OUT/corpus" -max_total_time="$SECONDS_TO_RUN" -timeout=20 -rss_limit_mb=2048 \
-  -max_len=65536 -artifact_prefix="$OUT/artifacts/" -print_final_stats=1 \
-  >"$OUT/fuzz.log" 2>&1
-status=$?
-set -e
-tail -n 15 "$OUT/fuzz.log"
-if [ $status -ne 0 ]; then
-  echo "fuzz: FAILED (exit $status); see $OUT/fuzz.log and $OUT/artifacts/" >&2
+failed=()
+for name in "${TARGETS[@]}"; do
+  mkdir -p "$OUT/corpus/$name" "$OUT/artifacts/$name"
+  if ! build_target "$name"; then failed+=("$name"); continue; fi
+  cp -f tests/fuzz/corpus/"$name"/* "$OUT/corpus/$name/" 2>/dev/null || true
+  flags=(-max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -print_final_stats=1
+         -artifact_prefix="$OUT/artifacts/$name/")
+  if [ "$name" = topology ]; then
+    # Seed corpus: the examples, the malformed files and a valid topology at the size limits
+    # (copied, so the fuzzer's additions stay in build-fuzz/corpus).
+    cp -f examples/*.json tests/data/topo/*.json "$OUT/corpus/$name/" 2>/dev/null || true
+    # -timeout: a valid topology at the loader's limits (65,536 endpoints, ~2M cables) takes
+    # about 3 s to load under ASan/UBSan at -O1 on this 2-core class of machine; 20 s still
+    # flags a hang long before the run ends.
+    flags+=(-timeout=20 -max_len=65536)
+  else
+    # The other parsers are linear in small inputs: a second is already a hang.
+    flags+=(-timeout=5 -max_len=4096)
+  fi
+  echo "fuzz: running $name for ${SECONDS_TO_RUN}s"
+  set +e
+  "$OUT/${name}_fuzz" "$OUT/corpus/$name" "${flags[@]}" >"$OUT/$name.log" 2>&1
+  status=$?
+  set -e
+  tail -n 4 "$OUT/$name.log"
+  if [ $status -ne 0 ]; then
+    echo "fuzz: $name FAILED (exit $status); see $OUT/$name.log and $OUT/artifacts/$name/" >&2
+    failed+=("$name")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]}" >&2
   exit 1
 fi
-echo "fuzz: no crash in ${SECONDS_TO_RUN}s"
+echo "fuzz: no crash in ${#TARGETS[@]} target(s), ${SECONDS_TO_RUN}s each"

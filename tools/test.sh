@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: build, then run every CPU test (and the GPU tests when a GPU is present),
-# then a short fixed-time fuzz run of the topology loader.
+# then a short fixed-time fuzz run of every parser of outside bytes (tools/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh
@@ -16,5 +16,5 @@ fi
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "${label_filter[@]}"
 
 if [ -x tools/fuzz.sh ] || [ -f tools/fuzz.sh ]; then
-  bash tools/fuzz.sh "${FUZZ_SECONDS:-30}"
+  bash tools/fuzz.sh "${FUZZ_SECONDS:-20}"
 fi
