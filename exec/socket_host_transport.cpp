@@ -72,14 +72,20 @@ void SocketHostTransport::check_peer(int peer, const char* what) const {
 }
 
 void SocketHostTransport::fail(const Pending& p, const std::string& why) {
-  throw BackendError("rank " + std::to_string(rank_) + ": " +
+  throw_with_verdict(BackendError("rank " + std::to_string(rank_) + ": " +
                      (p.is_send ? "send to rank " : "receive from rank ") +
-                     std::to_string(p.peer) + " (" + std::to_string(p.bytes) + " bytes): " + why);
+                     std::to_string(p.peer) + " (" + std::to_string(p.bytes) + " bytes): " + why));
 }
 
 void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes) {
   check_peer(peer, "send to");
-  if (is_eager(bytes)) return eager_->post_send(peer, src, bytes);
+  if (is_eager(bytes)) {
+    try {
+      return eager_->post_send(peer, src, bytes);  // moves bytes now: a dead peer shows here
+    } catch (const BackendError& e) {
+      throw_with_verdict(e);
+    }
+  }
   if (!send_[peer]) {
     // connect() does not wait for the peer's accept, so opening here cannot deadlock.
     if (auto st = net::connect(handles_[peer], nullptr, options_, uint64_t(rank_), &send_[peer]);
@@ -101,7 +107,13 @@ void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes
 
 void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
   check_peer(peer, "receive from");
-  if (is_eager(bytes)) return eager_->post_recv(peer, dst, bytes);
+  if (is_eager(bytes)) {
+    try {
+      return eager_->post_recv(peer, dst, bytes);
+    } catch (const BackendError& e) {
+      throw_with_verdict(e);
+    }
+  }
   Pending& p = pending_.emplace_back();
   p.peer = peer;
   p.ptr = dst;

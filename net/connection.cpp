@@ -17,11 +17,12 @@ namespace topocoll::net {
 
 Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
                        size_t chunk_bytes, size_t min_stripe_bytes, int threads,
-                       SocketAddress local, SocketAddress peer)
+                       SocketAddress local, SocketAddress peer, std::chrono::milliseconds stall_timeout)
     : direction_(direction),
       chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
       min_stripe_bytes_(std::clamp<size_t>(min_stripe_bytes, 1, chunk_bytes_)),
       thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
+      stall_timeout_(stall_timeout),
       local_(local),
       peer_(peer) {
   lanes_.resize(lanes.size());
@@ -277,6 +278,30 @@ Connection::IoResult Connection::move_bytes(Lane& lane, Item& item, int* error_n
   return IoResult::Complete;
 }
 
+void Connection::check_stall(int lane_index, const Item& item) {
+  Lane& lane = lanes_[lane_index];
+  const bool idle = item.kind == Item::Kind::RecvHeader && item.done == 0;
+  if (idle || stall_timeout_.count() <= 0) {
+    lane.stalled_since = {};
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (lane.stalled_since == std::chrono::steady_clock::time_point{}) {
+    lane.stalled_since = now;
+    return;
+  }
+  if (now - lane.stalled_since <= stall_timeout_) return;
+  std::lock_guard lock(mutex_);
+  fail(NetStatus::error(
+      NetCode::Timeout,
+      "no byte moved on socket " + std::to_string(lane_index) + " of the " + describe_peer() + " for " +
+          std::to_string(stall_timeout_.count()) + " ms with a message in flight (" +
+          std::to_string(item.done) + " of " + std::to_string(item.length) + " bytes of a " +
+          (item.kind == Item::Kind::RecvHeader ? "header" : "chunk") +
+          "): the peer stopped " + (item.kind == Item::Kind::SendBytes ? "reading" : "sending") +
+          " (stopped, hung, or it never posts the matching receive)"));
+}
+
 void Connection::run_worker(int w) {
   Worker& me = workers_[w];
   std::vector<pollfd> fds;
@@ -300,7 +325,11 @@ void Connection::run_worker(int w) {
         if (!item) continue;
         int err = 0;
         IoResult res = move_bytes(lane, *item, &err);
-        if (res == IoResult::WouldBlock) continue;
+        if (res == IoResult::WouldBlock) {
+          check_stall(l, *item);
+          continue;
+        }
+        lane.stalled_since = {};
         progressed = true;
         if (res == IoResult::Progress) continue;
         std::lock_guard lock(mutex_);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -51,8 +52,11 @@ class Connection {
  public:
   enum class Direction { Send, Recv };
 
+  // stall_timeout (0 = none): a message in flight that moves no byte for this long fails
+  // the connection with Timeout (a peer that accepts but never reads, or stopped mid-message).
   Connection(Direction direction, std::vector<FileDescriptor> lanes, size_t chunk_bytes,
-             size_t min_stripe_bytes, int threads, SocketAddress local, SocketAddress peer);
+             size_t min_stripe_bytes, int threads, SocketAddress local, SocketAddress peer,
+             std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0));
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -81,6 +85,7 @@ class Connection {
     FileDescriptor socket;
     std::deque<Item> queue;  // guarded by mutex_; front owned by the lane's thread
     int worker = 0;
+    std::chrono::steady_clock::time_point stalled_since{};  // the lane's thread only; {} = moving
   };
   struct Worker {
     FileDescriptor wake;  // eventfd: new work or stop
@@ -91,6 +96,9 @@ class Connection {
 
   void run_worker(int w);
   IoResult move_bytes(Lane& lane, Item& item, int* error_number);
+  // After a move that found the socket not ready: fails the connection once the lane's
+  // message has not moved for stall_timeout_. Waiting for the next header is not a stall.
+  void check_stall(int lane_index, const Item& item);
   // Under mutex_: the front item of `lane` is done.
   void complete_front(int lane_index);
   void layout_message(Request* r, size_t size, char* data, bool with_header_item);
@@ -106,6 +114,7 @@ class Connection {
   const size_t chunk_bytes_;
   const size_t min_stripe_bytes_;
   const int thread_count_;
+  const std::chrono::milliseconds stall_timeout_;
   const SocketAddress local_, peer_;
   std::vector<Lane> lanes_;
   std::vector<Worker> workers_;

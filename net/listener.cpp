@@ -209,7 +209,8 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           auto connection = std::make_unique<Connection>(Connection::Direction::Recv, std::move(c.sockets),
                                                          size_t(c.chunk_bytes), c.min_stripe_bytes,
                                                          st.options.threads_per_conn,
-                                                         local, c.peer);
+                                                         local, c.peer,
+                                                         std::chrono::milliseconds(st.options.timeout_ms));
           if (auto r = connection->start(); !r.ok()) return r;
           out->reset(new RecvComm(std::move(connection), c.cookie));
           st.idle_since.reset();

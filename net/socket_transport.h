@@ -48,6 +48,7 @@ static_assert(sizeof(Handle) <= kMaxHandleBytes, "Handle must fit NCCL's opaque 
 NetStatus decode_handle(const void* bytes, size_t size, Handle* out);
 SocketAddress handle_address(const Handle& handle);
 
+class ConnectAttempt;  // net/connect_attempt.h: connect() for callers that poll
 class Request;  // owned by its comm; valid until test() reports done or the comm is closed
 class Connection;
 
@@ -67,6 +68,7 @@ class SendComm {
   const SocketAddress& peer_address() const;
 
  private:
+  friend class ConnectAttempt;
   friend NetStatus connect(const Handle&, const SocketAddress*, const TransportOptions&,
                            uint64_t, std::unique_ptr<SendComm>*);
   explicit SendComm(std::unique_ptr<Connection> c);

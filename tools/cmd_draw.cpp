@@ -69,6 +69,17 @@ int run_draw(std::span<const std::string> args) {
     return 2;
   }
   topo::Topology t = topo::load_topology_file(file);
+  // Graphviz's layout time grows much faster than the node count: past this a drawing takes
+  // minutes to hours and says nothing a person can read. Refuse up front.
+  constexpr size_t kMaxDrawnNodes = 4096;
+  const size_t nodes = t.endpoints().size() + t.switches().size();
+  if (nodes > kMaxDrawnNodes) {
+    std::fprintf(stderr,
+                 "topocoll draw: %s has %zu nodes (%zu endpoints, %zu switches), more than the %zu "
+                 "a drawing may have; `topocoll describe` summarises it\n",
+                 file.c_str(), nodes, t.endpoints().size(), t.switches().size(), kMaxDrawnNodes);
+    return 1;
+  }
   topo::DotDrawing drawing = topo::topology_to_dot(t);
   const bool text_only = format == "dot" || format == "gv";
   const std::string dot_path = text_only ? output : output + ".tmp.dot";

@@ -10,7 +10,7 @@
 
 namespace topocoll::plugin::socket_net {
 
-enum class LiveKind { Listen, Comm, Request };
+enum class LiveKind { Listen, Comm, Request, Connecting };
 
 class LiveObjects {
  public:

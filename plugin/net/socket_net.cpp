@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "net/connect_attempt.h"
 #include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "plugin/log.h"
@@ -226,35 +227,91 @@ ncclResult_t listen(int dev, void* handle, void** listen_comm) {
   });
 }
 
+namespace {
+// A connect under way. NCCL calls connect() again with the same handle until it returns a
+// comm, so the attempt is remembered in the handle's unused bytes (as NCCL's own socket
+// plugin keeps its stage there) and found through the live-object registry.
+struct PendingConnect {
+  std::unique_ptr<net::ConnectAttempt> attempt;
+  std::string peer;
+};
+struct ConnectStage {
+  uint64_t magic = 0;
+  PendingConnect* pending = nullptr;
+};
+constexpr uint64_t kConnectStageMagic = 0x54434f4e4e454354;  // "TCONNECT"
+constexpr size_t kConnectStageOffset = 64;
+static_assert(sizeof(net::Handle) <= kConnectStageOffset &&
+              kConnectStageOffset + sizeof(ConnectStage) <= NCCL_NET_HANDLE_MAXSIZE);
+
+PendingConnect* pending_in(void* handle) {
+  ConnectStage stage;
+  std::memcpy(&stage, static_cast<char*>(handle) + kConnectStageOffset, sizeof stage);
+  if (stage.magic != kConnectStageMagic || !live_objects().contains(stage.pending, LiveKind::Connecting))
+    return nullptr;
+  return stage.pending;
+}
+void set_pending(void* handle, PendingConnect* pending) {
+  ConnectStage stage;
+  if (pending) stage = {kConnectStageMagic, pending};
+  std::memcpy(static_cast<char*>(handle) + kConnectStageOffset, &stage, sizeof stage);
+}
+void end_pending(void* handle, PendingConnect* pending) {
+  live_objects().remove(pending);
+  delete pending;
+  set_pending(handle, nullptr);
+}
+}  // namespace
+
+// Never blocks: the first call starts the attempt (non-blocking connects), later calls with
+// the same handle move it on; *send_comm stays null until it is established.
 ncclResult_t connect(int dev, void* handle, void** send_comm) {
   if (!handle || !send_comm) return ncclInvalidArgument;
   *send_comm = nullptr;
   return guarded("connect", [&] {
-    if (!valid_dev(dev, "connect")) return ncclInvalidArgument;
-    net::Handle h;
-    net::NetStatus s = net::decode_handle(handle, NCCL_NET_HANDLE_MAXSIZE, &h);
-    if (!s.ok()) return report("connect", s);
-    const auto& cat = catalog().devices;
-    const net::SocketAddress peer = net::handle_address(h);
-    int chosen = dev;
-    const uint32_t peer_fingerprint = uint32_t(h.user_data >> 32);
-    const int peer_endpoint = int(uint32_t(h.user_data)) - 1;
-    if (cat.topology && peer_endpoint >= 0 && peer_fingerprint == cat.topology_fingerprint) {
-      PlaneChoice plane = choose_plane(*cat.topology, cat.devices, dev, peer_endpoint);
-      chosen = plane.device;
-      TC_INFO(NCCL_NET, "NET/topocoll: connection to %s leaves through %s (%s): %s",
-              peer.to_string().c_str(), cat.devices[chosen].name.c_str(),
-              cat.devices[chosen].address.ip_string().c_str(), plane.why.c_str());
-    } else if (cat.topology && peer_endpoint >= 0) {
-      TC_ONCE(TC_WARN("NET/topocoll: peer %s loaded a different topology than this host "
-                      "(TOPOCOLL_TOPO_FILE must name the same network everywhere); no plane routing",
-                      peer.to_string().c_str()));
+    PendingConnect* pending = pending_in(handle);
+    if (!pending) {
+      if (!valid_dev(dev, "connect")) return ncclInvalidArgument;
+      net::Handle h;
+      net::NetStatus s = net::decode_handle(handle, NCCL_NET_HANDLE_MAXSIZE, &h);
+      if (!s.ok()) return report("connect", s);
+      const auto& cat = catalog().devices;
+      const net::SocketAddress peer = net::handle_address(h);
+      int chosen = dev;
+      const uint32_t peer_fingerprint = uint32_t(h.user_data >> 32);
+      const int peer_endpoint = int(uint32_t(h.user_data)) - 1;
+      if (cat.topology && peer_endpoint >= 0 && peer_fingerprint == cat.topology_fingerprint) {
+        PlaneChoice plane = choose_plane(*cat.topology, cat.devices, dev, peer_endpoint);
+        chosen = plane.device;
+        TC_INFO(NCCL_NET, "NET/topocoll: connection to %s leaves through %s (%s): %s",
+                peer.to_string().c_str(), cat.devices[chosen].name.c_str(),
+                cat.devices[chosen].address.ip_string().c_str(), plane.why.c_str());
+      } else if (cat.topology && peer_endpoint >= 0) {
+        TC_ONCE(TC_WARN("NET/topocoll: peer %s loaded a different topology than this host "
+                        "(TOPOCOLL_TOPO_FILE must name the same network everywhere); no plane routing",
+                        peer.to_string().c_str()));
+      }
+      const net::SocketAddress& local = cat.devices[chosen].address;
+      auto fresh = std::make_unique<PendingConnect>();
+      fresh->peer = peer.to_string();
+      s = net::ConnectAttempt::start(h, local.family == peer.family ? &local : nullptr, catalog().options, 0,
+                                     &fresh->attempt);
+      if (!s.ok()) return report("connect", s);
+      pending = fresh.release();
+      live_objects().add(pending, LiveKind::Connecting);
+      set_pending(handle, pending);
     }
-    const net::SocketAddress& local = cat.devices[chosen].address;
+    std::unique_ptr<net::SendComm> send;
+    net::NetStatus s = pending->attempt->advance(&send);
+    if (!s.ok()) {
+      end_pending(handle, pending);
+      return report("connect", s);
+    }
+    if (!send) return ncclSuccess;  // not yet; NCCL calls again
     auto comm = std::make_unique<Comm>();
-    s = net::connect(h, local.family == peer.family ? &local : nullptr, catalog().options, 0, &comm->send);
-    if (!s.ok()) return report("connect", s);
-    comm->description = "send " + comm->send->local_address().to_string() + " -> " + peer.to_string();
+    comm->send = std::move(send);
+    comm->description = "send " + comm->send->local_address().to_string() + " -> " + pending->peer;
+    end_pending(handle, pending);
     live_objects().add(comm.get(), LiveKind::Comm);
     *send_comm = comm.release();
     return ncclSuccess;

@@ -109,6 +109,14 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
       return tuner;
     }
     topo_file = settings.topo_file;
+    // Modelling NCCL's rings and trees over every rank costs minutes at 65,536 ranks, per
+    // communicator: beyond this budget the tuner steps aside before loading anything.
+    constexpr size_t kMaxTunedRanks = 4096;
+    if (nranks > kMaxTunedRanks) {
+      warn_once(about("more than the " + std::to_string(kMaxTunedRanks) +
+                      " ranks the tuner models within its init budget; NCCL's own tuning is unchanged"));
+      return tuner;
+    }
     auto topology = load_topology_cached(topo_file);
     CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes);
     if (!fit.placement) {

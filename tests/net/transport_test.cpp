@@ -175,6 +175,25 @@ TEST(Transport, SenderClosedBeforeMessageIsPeerClosed) {
   EXPECT_NE(s.message.find("EOF"), std::string::npos) << s.message;
 }
 
+// Issue 15, finding 6: a peer that accepts but never reads. The send fails at the timeout
+// (no byte moved for timeout_ms) instead of staying not-done forever.
+TEST(Transport, SendToAPeerThatNeverReadsFailsAtTheTimeout) {
+  TransportOptions o = fast_options();
+  o.timeout_ms = 1000;
+  TransportPair p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  std::vector<uint8_t> data(64 << 20, 0x5c);  // far more than the socket buffers hold
+  Request* r = nullptr;
+  ASSERT_TRUE(p.send->isend(data.data(), data.size(), 1, &r).ok());
+  const auto started = std::chrono::steady_clock::now();
+  size_t size = 0;
+  NetStatus s = wait_request(*p.send, r, &size, 15);
+  EXPECT_EQ(s.code, NetCode::Timeout) << s.message;
+  EXPECT_NE(s.message.find("no byte moved on socket"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("the peer stopped reading"), std::string::npos) << s.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
 TEST(Transport, LocalBindChoosesTheSourceAddress) {
   auto bind = SocketAddress::parse("127.0.0.2");
   ASSERT_TRUE(bind);

@@ -2,9 +2,17 @@
 // a WARN naming the problem, never a hang (every rank runs under a watchdog alarm).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
+#include <vector>
+#include <thread>
+#include <chrono>
 
 #include "net/socket_transport.h"
 #include "tests/plugin/net_plugin_harness.h"
@@ -225,8 +233,9 @@ TEST(NetPluginErrors, MisuseThroughTheCAbiIsAnErrorNotACrash) {
     void* listen = nullptr;
     RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
     void* send = nullptr;
-    RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess && send);
     void* recv = nullptr;
+    for (int i = 0; i < 100000 && !send; ++i) RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess);
+    RANK_REQUIRE(send, "no connection made");
     for (int i = 0; i < 100000 && !recv; ++i)
       RANK_REQUIRE(net->accept(listen, &recv, nullptr) == ncclSuccess);
     RANK_REQUIRE(recv, "no connection accepted");
@@ -261,6 +270,65 @@ TEST(NetPluginErrors, MisuseThroughTheCAbiIsAnErrorNotACrash) {
     RANK_REQUIRE(net->closeSend(send) == ncclInvalidArgument, "closeSend twice");
     RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
     RANK_REQUIRE(net->closeListen(listen) == ncclInvalidArgument, "closeListen twice");
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+
+// Issue 15, finding 6: connect() never blocks. Against a listener whose backlog is full (it
+// never accepts), each call returns at once without a comm, and the attempt fails with a
+// WARN once TOPOCOLL_NET_TIMEOUT_MS has passed.
+TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "1500", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+    // A listener that never accepts, its backlog filled by raw connections.
+    const int full = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    RANK_REQUIRE(::bind(full, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(full, 0) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(full, reinterpret_cast<sockaddr*>(&a), &len);
+    std::vector<int> fillers;
+    for (int i = 0; i < 8; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      fillers.push_back(fd);
+    }
+    net::Handle h;
+    std::memcpy(&h, handle, sizeof h);
+    h.family = AF_INET;
+    h.port = ntohs(a.sin_port);
+    std::memset(h.address, 0, sizeof h.address);
+    std::memcpy(h.address, &a.sin_addr, 4);
+    char target[NCCL_NET_HANDLE_MAXSIZE] = {};
+    std::memcpy(target, &h, sizeof h);
+    void* send = nullptr;
+    ncclResult_t r = ncclSuccess;
+    const auto started = std::chrono::steady_clock::now();
+    auto longest = std::chrono::steady_clock::duration::zero();
+    while (r == ncclSuccess && !send && std::chrono::steady_clock::now() - started < std::chrono::seconds(10)) {
+      const auto before = std::chrono::steady_clock::now();
+      r = net->connect(ctx, 0, target, &send, nullptr);
+      longest = std::max(longest, std::chrono::steady_clock::now() - before);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    RANK_REQUIRE(r == ncclSystemError && !send, "connect returned %d", int(r));
+    RANK_REQUIRE(longest < std::chrono::milliseconds(200), "one connect() call took %lld ms",
+                 (long long)std::chrono::duration_cast<std::chrono::milliseconds>(longest).count());
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "did not complete within 1500 ms"), "no WARN naming the timeout");
+    for (int fd : fillers) ::close(fd);
+    ::close(full);
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });

@@ -3,6 +3,10 @@
 // destroy. A fake logger captures what the plugin says.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include <fstream>
+
 #include <cmath>
 #include <cstdarg>
 #include <cstdlib>
@@ -425,4 +429,23 @@ TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
 }
 
 }  // namespace
+// Issue 15, finding 11: a communicator beyond the tuner's budget is refused up front, naming
+// its size and the limit, instead of minutes of modelling per communicator.
+TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
+  const std::string path = ::testing::TempDir() + "/tuner_65536.json";
+  {
+    std::ofstream out(path);
+    out << R"({"kind": "bigraph", "shape": {"switches_per_group": 256, "endpoints_per_switch": 128}})";
+  }
+  setenv("TOPOCOLL_TOPO_FILE", path.c_str(), 1);
+  const auto started = std::chrono::steady_clock::now();
+  void* ctx = init_v5(65536, 65536);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  expect_no_change(ctx);
+  auto warns = logged(NCCL_LOG_WARN, "65536 ranks on 65536 nodes");
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_NE(warns[0].text.find("more than the 4096 ranks the tuner models"), std::string::npos) << warns[0].text;
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
 }  // namespace topocoll::plugin::tuner

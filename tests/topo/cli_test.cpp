@@ -1,6 +1,8 @@
 // The `topocoll` CLI accepts every example and rejects every malformed file, naming it.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <sys/wait.h>
 
 #include <array>
@@ -118,6 +120,21 @@ TEST(TopoCli, EverySubcommandHasHelp) {
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_NE(r.output.find("usage: topocoll "), std::string::npos) << command;
   }
+}
+
+// Issue 15, finding 11: drawing a topology past the budget is refused up front, naming the
+// size and the limit, instead of minutes in Graphviz.
+TEST(TopoCli, DrawRefusesTopologiesOverItsNodeLimit) {
+  const std::string path = ::testing::TempDir() + "/draw_too_large.json";
+  {
+    std::ofstream out(path);
+    out << R"({"kind": "bigraph", "shape": {"switches_per_group": 64, "endpoints_per_switch": 64}})";
+  }
+  Result r = run("draw " + path + " -o " + ::testing::TempDir() + "/draw_too_large.dot");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("has 8320 nodes (8192 endpoints, 128 switches), more than the 4096 a drawing may have"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
