@@ -16,9 +16,21 @@ std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType d
   return std::size_t(program.scratch_elems) * kernels::datatype_size(dtype);
 }
 
+namespace {
+
+// Avg that pre-multiplies: a floating type in a collective that reduces (allgather and
+// all-to-all only move data, whatever op they were given).
+bool premultiplies(const sched::Schedule& schedule, kernels::DataType dtype, kernels::ReduceOp op) {
+  const bool reduces = schedule.collective == sched::Collective::AllReduce ||
+                       schedule.collective == sched::Collective::ReduceScatter;
+  return reduces && op == kernels::ReduceOp::Avg && kernels::avg_premultiplies(dtype);
+}
+
+}  // namespace
+
 std::size_t avg_staging_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
                               kernels::ReduceOp op) {
-  if (op != kernels::ReduceOp::Avg || !kernels::avg_premultiplies(dtype)) return 0;
+  if (!premultiplies(schedule, dtype, op)) return 0;
   if (schedule.input_count <= schedule.output_count) return 0;  // staged in the output
   return std::size_t(schedule.input_count) * kernels::datatype_size(dtype);
 }
@@ -72,8 +84,7 @@ Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataTyp
                                 std::to_string(schedule.nranks) + " ranks");
   program_ = &schedule.programs[rank];
   binding_ = {dtype, op, rank, schedule.nranks};
-  if (op == kernels::ReduceOp::Avg && kernels::avg_premultiplies(dtype) &&
-      schedule.input_count > 0) {
+  if (premultiplies(schedule, dtype, op) && schedule.input_count > 0) {
     user_input_ = buffers_.input;
     if (avg_staging_bytes(schedule, dtype, op) == 0) {
       staged_input_ = buffers_.output;  // the schedule is correct in place (sched/schedule.h)
