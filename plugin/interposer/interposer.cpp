@@ -19,6 +19,7 @@
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer_params.h"
@@ -282,12 +283,6 @@ void finish_inits(std::vector<PendingInit>& pending) {
     TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
             static_cast<void*>(batch[i].comm), e.what());
   }
-}
-
-bool stream_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-         status != cudaStreamCaptureStatusNone;
 }
 
 bool op_supported(ncclRedOp_t op) { return int(op) >= 0 && int(op) < int(ncclNumOps); }
