@@ -114,6 +114,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   st.topology = configured_topology().topology;
   st.placement = std::move(a.placement);
   st.scratch = std::make_unique<DeviceScratch>(st.device);
+  st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
 
