@@ -37,6 +37,9 @@ inline exec::LaunchOptions fabric_launch(
       if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
         p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
       if (!std::getenv("TOPOCOLL_NET_MIN_STRIPE_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
+      // Every message stripes, as the model's NAP striping assumes: the eager channel is one
+      // socket (lane 0's path), so small messages would take one local switch of k.
+      if (!std::getenv("TOPOCOLL_NET_EAGER_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_EAGER_BYTES=0");
     }
     launch.placements.push_back(std::move(p));
   }
