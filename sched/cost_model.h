@@ -7,8 +7,10 @@
 //    n_l flows gets 1/n_l of the rate; a small flow among large ones finishes after n_l of
 //    its own size, a large one after the link drained everything. A striped flow takes the
 //    slowest of its paths.
-//  step time  = alpha + alpha_message * (most messages one rank sends plus receives)
-//             + slowest flow + gamma * (most bytes one rank reduces or copies)
+//  step time  = alpha + max(alpha_message * (most messages one rank sends plus receives),
+//                             slowest flow)
+//             + gamma * (most bytes one rank reduces or copies)
+//    (message handling is CPU work that overlaps the wire; alpha is the serial part)
 //  total      = sum of steps (steps with no transfer and no local op cost nothing).
 #pragma once
 

@@ -71,7 +71,17 @@ TEST(CostModel, PerMessageOverheadCountsTheBusiestRank) {
   params.alpha_message_us = 10;
   const CostEstimate with = estimate_cost(s, first_endpoints(t, 32), 4, routes, params);
   EXPECT_NEAR(with.steps[0].message_us, 30.0, 1e-9);
-  EXPECT_NEAR(with.total_us - without, 30.0, 1e-9);
+  // The messages' CPU time overlaps the wire: the step takes the longer of the two.
+  EXPECT_NEAR(with.total_us, 2 + std::max(30.0, with.steps[0].transfer_us), 1e-9);
+  EXPECT_NEAR(with.total_us - without, 30.0 - with.steps[0].transfer_us, 1e-9);
+  // A step whose bytes take longer than its messages' handling costs only the wire.
+  Schedule big = testing::pattern_schedule(32, fan, 1 << 20);
+  const double big_without = estimate_cost(big, first_endpoints(t, 32), 4, routes, [&] {
+    CostParams p = params;
+    p.alpha_message_us = 0;
+    return p;
+  }()).total_us;
+  EXPECT_NEAR(estimate_cost(big, first_endpoints(t, 32), 4, routes, params).total_us, big_without, 1e-9);
 }
 
 TEST(CostModel, ReductionAndStriping) {
