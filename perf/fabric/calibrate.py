@@ -15,6 +15,11 @@ passed to every prediction of that configuration. The reduce rate (gamma) is a C
 Needs root (namespaces) and a quiet machine: the CPU column shows whether anything else ran.
 Usage: perf/fabric/calibrate.py [--build build] [--rate-mbit 20] [--rounds 3]
                                [--sizes 64K,256K,1M] [--only bigraph-32@16,...]
+       perf/fabric/calibrate.py --repredict RUN.json [RUN.json ...]
+The second form keeps the measurements of earlier runs (later runs replace a configuration)
+and recomputes every prediction with the current cost model (`topocoll plan` on the
+topology scaled as `fabric up --rate-mbit` scales it, with the run's fitted overheads); the
+earlier prediction stays in each row as predicted_at_run_us.
 """
 import argparse
 import json
@@ -231,14 +236,17 @@ def markdown(cal, ratios, command, started):
     within = [r for r in rows if abs(r["measured_us"] / r["predicted_us"] - 1) <= 0.15]
     lines += [f"**{len(within)} of {len(rows)} cases within 15 % of the prediction; "
               f"{sum(1 for x in ratios if abs(x['error']) <= 0.15)} of {len(ratios)} contention ratios within 15 %.**", ""]
-    lines += ["| configuration | algo | bytes | load | predicted ms | measured ms (min-max) | error | cpu |",
-              "|---|---|---|---|---|---|---|---|"]
+    at_run = any("predicted_at_run_us" in r for r in rows)
+    lines += ["| configuration | algo | bytes | load | predicted ms | measured ms (min-max) | error | cpu |"
+              + (" predicted at run time ms |" if at_run else ""),
+              "|---|---|---|---|---|---|---|---|" + ("---|" if at_run else "")]
     for r in rows:
         err = r["measured_us"] / r["predicted_us"] - 1
         lines.append(f"| {r['config']} | {r['algo']} | {r['bytes']} | {r['max_link_load']:g} | "
                      f"{r['predicted_us']/1e3:.1f} | {r['measured_us']/1e3:.1f} ({r['measured_min_us']/1e3:.1f}-"
                      f"{r['measured_max_us']/1e3:.1f}) | {err*100:+.1f} % | {r['cpu_busy']*100:.0f} %"
-                     f"{' +' + format(r['cpu_niced']*100, '.0f') + ' % niced' if r['cpu_niced'] > 0.02 else ''} |")
+                     f"{' +' + format(r['cpu_niced']*100, '.0f') + ' % niced' if r['cpu_niced'] > 0.02 else ''} |"
+                     + (f" {r.get('predicted_at_run_us', r['predicted_us'])/1e3:.1f} |" if at_run else ""))
     lines += ["", "## Software overheads fitted per configuration (1 KiB runs)", "",
               "| configuration | alpha us per step | alpha us per message |", "|---|---|---|"]
     for config, a in cal.alphas.items():
@@ -249,6 +257,63 @@ def markdown(cal, ratios, command, started):
         lines.append(f"| {x['config']} | {x['bytes']} | {x['ratio']} | {x['predicted']:.2f} | {x['measured']:.2f} | {x['error']*100:+.1f} % |")
     lines += ["", "![measured vs predicted](fabric-calibration.svg)", ""]
     return "\n".join(lines) + "\n"
+
+
+def scaled_topology(src, rate_mbit, directory):
+    """The topology file with its rates scaled as `fabric up --rate-mbit` scales them: the
+    fastest network cable at rate_mbit, every other rate in proportion."""
+    with open(src) as f:
+        d = json.load(f)
+    shape = d.get("shape", d)
+    if d["kind"] == "bigraph":
+        scale = rate_mbit / (d["link_gbps"] * 1000.0)
+        d["link_gbps"] *= scale
+    else:
+        scale = rate_mbit / (max(shape["intra_gbps"], shape["inter_gbps"]) * 1000.0)
+        shape["intra_gbps"] *= scale
+        shape["inter_gbps"] *= scale
+        if "host_fabric_gbps" in shape:
+            shape["host_fabric_gbps"] *= scale
+    if isinstance(d.get("host_fabric"), dict):
+        d["host_fabric"]["gbps"] *= scale
+    path = os.path.join(directory, "scaled-" + os.path.basename(src))
+    with open(path, "w") as f:
+        json.dump(d, f)
+    return path
+
+
+def repredict(runs, directory):
+    rows, alphas, rate = {}, {}, None
+    for path in runs:
+        with open(path) as f:
+            run_doc = json.load(f)
+        rate = run_doc["rate_mbit"]
+        configs = {r["config"] for r in run_doc["rows"]}
+        for key in [k for k in rows if k[0] in configs]:
+            del rows[key]
+        for r in run_doc["rows"]:
+            rows[(r["config"], r["algo"], r["bytes"])] = r
+        alphas.update(run_doc["alpha_us"])
+    sources = {"bigraph-32.json": os.path.join(ROOT, "examples", "bigraph-32.json")}
+    for k in (1, 2, 4):
+        sources[f"nap-4x8-k{k}.json"] = nap_variant(k, directory)
+    scaled = {name: scaled_topology(src, rate, directory) for name, src in sources.items()}
+    cli = os.path.join(ROOT, ARGS.build, "tools", "topocoll")
+    out = []
+    for r in rows.values():
+        p = json.loads(run([cli, "plan", "--topo", scaled[r["topology"]], "--coll", "allreduce",
+                            "--algo", r["algo"], "--bytes", str(r["bytes"]), "--ranks", str(r["ranks"]),
+                            "--alpha-us", f"{r['alpha_us']:.1f}", "--alpha-msg-us",
+                            f"{r['alpha_message_us']:.1f}", "--gamma-gbs", str(ARGS.reduce_gbs),
+                            "--no-verify", "--json"]))
+        r = dict(r)
+        r.setdefault("predicted_at_run_us", r["predicted_us"])
+        r["predicted_us"] = p["predicted_us"]
+        out.append(r)
+    order = {c: i for i, c in enumerate(["bigraph-32@8", "bigraph-32@16", "bigraph-32@32", "nap-4x8-k1@32",
+                                         "nap-4x8-k2@32", "nap-4x8-k4@32"])}
+    out.sort(key=lambda r: (order.get(r["config"], 99), r["bytes"], r["algo"]))
+    return out, alphas, rate
 
 
 def main():
@@ -262,8 +327,25 @@ def main():
     p.add_argument("--reduce-gbs", type=float, default=2.0, help="CPU reduce rate for the model")
     p.add_argument("--only", default="", help="comma list of config names to run")
     p.add_argument("--out", default=os.path.join(ROOT, "perf", "results", "fabric-calibration"))
+    p.add_argument("--repredict", nargs="+", default=[], help="earlier runs' JSON records")
     ARGS = p.parse_args()
     ARGS.sizes = ARGS.sizes.split(",")
+    if ARGS.repredict:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        rows, alphas, rate = repredict(ARGS.repredict, tempfile.mkdtemp(prefix="calibrate-"))
+        ARGS.rate_mbit = rate
+        cal = Calibration(ARGS)
+        cal.rows, cal.alphas = rows, alphas
+        ratios = ratio_rows(rows)
+        command = " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+        with open(ARGS.out + ".json", "w") as f:
+            json.dump({"date": started, "command": command, "rate_mbit": rate, "rows": rows,
+                       "ratios": ratios, "alpha_us": alphas}, f, indent=1)
+        svg_plot(rows, ARGS.out + ".svg")
+        with open(ARGS.out + ".md", "w") as f:
+            f.write(markdown(cal, ratios, command, started))
+        print(f"wrote {ARGS.out}.{{md,json,svg}}")
+        return
     if os.geteuid() != 0:
         sys.exit("calibrate.py: the fabric needs root")
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
