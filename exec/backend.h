@@ -5,7 +5,8 @@
 //              posted since the matching begin_transfers() is complete (host backend) or
 //              ordered before anything enqueued later (NCCL backend: pncclGroupStart ...
 //              pncclSend/pncclRecv ... pncclGroupEnd, then kernels on the same stream).
-//   reducer    reduce / copy / finalize on resolved pointers, in the order they are called.
+//   reducer    reduce / copy / finalize / avg_premul on resolved pointers, in the order they
+//              are called.
 //
 // Batches nest like NCCL groups: begin_transfers() may be called again before
 // end_transfers(); the transfers are complete after the outermost end. That is how several
@@ -67,6 +68,10 @@ class Backend {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   // The op's final step on the fully reduced value (avg: divide by nranks; others: none).
   virtual void finalize(const CollectiveBinding& binding, void* dst, int64_t count) = 0;
+  // Avg on a floating type, before anything else of the collective: dst = src times NCCL's
+  // 1/nranks scalar (kernels/avg_scalar.h); dst may equal src.
+  virtual void avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
+                          int64_t count) = 0;
 };
 
 }  // namespace topocoll::exec

@@ -91,7 +91,7 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   const std::size_t e = c.elem();
   const std::size_t in_bytes = std::size_t(c.input_elems()) * e;
   const std::size_t out_bytes = std::size_t(c.output_elems()) * e;
-  const std::size_t scratch = scratch_bytes(schedule.programs[rank], c.dtype);
+  const std::size_t scratch = scratch_bytes(schedule, rank, c.dtype, c.op);
   // Grown only when a larger case comes; never inside the timed loop.
   if (buffers.input.size() < in_bytes + 1) buffers.input.resize(in_bytes + 1);
   if (buffers.output.size() < out_bytes + 1) buffers.output.resize(out_bytes + 1);

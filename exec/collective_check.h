@@ -71,7 +71,11 @@ inline double exact_value(kernels::DataType t, kernels::ReduceOp op, int nranks,
   // At most `nz` ranks contribute a "large" value to any one element, so partial sums
   // (products) of any subset stay exact.
   const int64_t m = std::min<int64_t>(3, limit);
-  const int64_t nz = std::max<int64_t>(1, std::min<int64_t>(nranks, limit / m));
+  // Floating avg pre-multiplies by 1/nranks (kernels/avg_scalar.h), rounding each product:
+  // with one large contribution per element the sum is exact in any order.
+  const int64_t nz = op == kernels::ReduceOp::Avg && kernels::is_floating(t)
+                         ? 1
+                         : std::max<int64_t>(1, std::min<int64_t>(nranks, limit / m));
   const bool large = (i * 7 + r) % nranks < nz;
   const int64_t h = (i * 2654435761LL + r * 40503LL) & 0xffff;
   const int sign = (h & 1) ? -1 : 1;
@@ -148,11 +152,15 @@ struct CollectiveCase {
     const std::size_t e = elem();
     std::vector<unsigned char> out(std::size_t(output_elems()) * e);
     auto reduce_block = [&](int64_t first) {  // all ranks' [first, first+count)
-      std::vector<unsigned char> acc(std::size_t(count) * e);
+      std::vector<unsigned char> acc(std::size_t(count) * e), in(std::size_t(count) * e);
       if (count == 0) return acc;
-      std::memcpy(acc.data(), ins[0].data() + first * e, acc.size());
+      // Floating avg pre-multiplies every input (kernels/avg_scalar.h); a copy otherwise.
+      kernels::avg_premul_cpu(dtype, acc.data(), ins[0].data() + first * e, std::size_t(count),
+                              op == kernels::ReduceOp::Avg ? nranks : 1);
       for (int k = 1; k < nranks; ++k) {
-        const void* srcs[2] = {acc.data(), ins[k].data() + first * e};
+        kernels::avg_premul_cpu(dtype, in.data(), ins[k].data() + first * e, std::size_t(count),
+                                op == kernels::ReduceOp::Avg ? nranks : 1);
+        const void* srcs[2] = {acc.data(), in.data()};
         kernels::reduce_cpu(dtype, op, acc.data(), srcs, 2, std::size_t(count));
       }
       kernels::finalize_cpu(dtype, op, acc.data(), std::size_t(count), nranks);
@@ -205,6 +213,8 @@ inline std::vector<unsigned char> expected_output(const CollectiveCase& c, int r
     auto& dst = k == 0 ? acc : next;
     for (int64_t i = 0; i < n; ++i)
       store_element(c.dtype, dst.data() + i * e, exact_value(c.dtype, c.op, c.nranks, k, i));
+    if (c.op == kernels::ReduceOp::Avg)
+      kernels::avg_premul_cpu(c.dtype, dst.data(), dst.data(), std::size_t(n), c.nranks);
     if (k > 0) {
       const void* srcs[2] = {acc.data(), next.data()};
       kernels::reduce_cpu(c.dtype, c.op, acc.data(), srcs, 2, std::size_t(n));
@@ -225,7 +235,7 @@ struct RankMemory {
   RankMemory(const CollectiveCase& c, const sched::Schedule& s, int r,
              const std::vector<unsigned char>& input) {
     const std::size_t e = c.elem();
-    scratch.resize(scratch_bytes(s.programs[r], c.dtype) + 1);
+    scratch.resize(scratch_bytes(s, r, c.dtype, c.op) + 1);
     const std::size_t out_bytes = std::size_t(c.output_elems()) * e;
     if (!c.in_place) {
       send = input;

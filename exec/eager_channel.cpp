@@ -19,6 +19,7 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x54434531;    // "TCE1"
 constexpr uint32_t kMessageMagic = 0x54434d31;  // "TCM1"
+constexpr uint32_t kClearToSendMagic = 0x54434331;  // "TCC1": header only, size = announced
 constexpr uint16_t kEagerVersion = 1;
 constexpr std::size_t kHeaderBytes = 8;  // magic, size (u32 each)
 constexpr std::size_t kHelloBytes = 24;
@@ -144,6 +145,48 @@ void EagerChannel::post_recv(int peer, void* dst, std::size_t bytes) {
   activate(peer);
 }
 
+void EagerChannel::post_clear_to_send(int peer, std::size_t bytes) {
+  if (active_flag_.empty()) active_flag_.assign(nranks_, 0);
+  SendLink& link = send_[peer];
+  if (!link.socket.valid()) open_send_link(peer);
+  Message& m = link.queue.emplace_back();
+  m.bytes = 0;
+  m.header[0] = kClearToSendMagic;
+  m.header[1] = uint32_t(std::min<std::size_t>(bytes, UINT32_MAX));
+  ++pending_;
+  activate(peer);
+  write_link(peer);
+}
+
+void EagerChannel::expect_clear_to_send(int peer) {
+  if (active_flag_.empty()) active_flag_.assign(nranks_, 0);
+  ++recv_[peer].awaited_cts;
+  ++awaited_cts_;
+  activate(peer);
+}
+
+bool EagerChannel::take_clear_to_send(int peer, std::size_t bytes) {
+  RecvLink& link = recv_[peer];
+  if (link.clear_to_send.empty()) return false;
+  const uint32_t announced = link.clear_to_send.front();
+  if (announced != uint32_t(std::min<std::size_t>(bytes, UINT32_MAX)))
+    throw BackendError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(peer) +
+                       " (" + std::to_string(bytes) + " bytes): rank " + std::to_string(peer) +
+                       " posted a receive of " + std::to_string(announced) + " bytes");
+  link.clear_to_send.pop_front();
+  --link.awaited_cts;
+  --awaited_cts_;
+  return true;
+}
+
+bool EagerChannel::wants_read(int peer) const {
+  const RecvLink& link = recv_[peer];
+  // A data header already read waits for its receive to be posted; its payload is next.
+  if (link.header_got == kHeaderBytes && link.header[0] == kMessageMagic && link.queue.empty())
+    return false;
+  return !link.queue.empty() || int(link.clear_to_send.size()) < link.awaited_cts;
+}
+
 bool EagerChannel::write_link(int peer) {
   SendLink& link = send_[peer];
   bool moved = false;
@@ -182,36 +225,60 @@ bool EagerChannel::write_link(int peer) {
 bool EagerChannel::read_link(int peer) {
   RecvLink& link = recv_[peer];
   bool moved = false;
-  while (link.socket.valid() && !link.queue.empty()) {
+  auto closed = [&](const Message* m) {
+    const std::string why = "rank " + std::to_string(peer) +
+                            " closed its eager connection (the process exited or failed)";
+    if (m) fail(false, peer, *m, why);
+    throw BackendError("rank " + std::to_string(rank_) + ": waiting for rank " +
+                       std::to_string(peer) + ": " + why);
+  };
+  while (link.socket.valid() && wants_read(peer)) {
+    if (link.header_got < kHeaderBytes) {
+      // Header first: it says whether a CTS or a data message follows.
+      const ssize_t n = ::recv(link.socket.get(), reinterpret_cast<char*>(link.header) + link.header_got,
+                               kHeaderBytes - link.header_got, MSG_DONTWAIT);
+      if (n == 0) closed(link.queue.empty() ? nullptr : &link.queue.front());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+        throw BackendError("rank " + std::to_string(rank_) + ": receive from rank " +
+                           std::to_string(peer) + " (eager): " + net::errno_text(errno));
+      }
+      link.header_got += std::size_t(n);
+      moved = true;
+      if (link.header_got < kHeaderBytes) return moved;
+      if (link.header[0] == kClearToSendMagic) {
+        link.clear_to_send.push_back(link.header[1]);
+        link.header_got = 0;
+        continue;
+      }
+      if (link.header[0] != kMessageMagic)
+        throw BackendError("rank " + std::to_string(rank_) + ": receive from rank " +
+                           std::to_string(peer) + " (eager): corrupt stream: header magic " +
+                           net::hex32(link.header[0]));
+      link.payload_done = 0;
+      if (link.queue.empty()) return moved;  // the payload waits for its receive
+    }
     Message& m = link.queue.front();
-    iovec iov[2];
-    int n_iov = 0;
-    if (m.done < kHeaderBytes)
-      iov[n_iov++] = {reinterpret_cast<char*>(m.header) + m.done, kHeaderBytes - m.done};
-    const std::size_t payload_done = m.done > kHeaderBytes ? m.done - kHeaderBytes : 0;
-    if (payload_done < m.bytes) iov[n_iov++] = {m.data + payload_done, m.bytes - payload_done};
-    const ssize_t n = ::readv(link.socket.get(), iov, n_iov);
-    if (n == 0)
-      fail(false, peer, m, "rank " + std::to_string(peer) +
-                               " closed its eager connection (the process exited or failed)");
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
-      fail(false, peer, m, net::errno_text(errno));
+    if (link.payload_done == 0 && link.header[1] != m.bytes)
+      fail(false, peer, m, "rank " + std::to_string(peer) + " sent " +
+                               std::to_string(link.header[1]) + " bytes where " +
+                               std::to_string(m.bytes) + " were posted");
+    while (link.payload_done < m.bytes) {
+      const ssize_t n = ::recv(link.socket.get(), m.data + link.payload_done,
+                               m.bytes - link.payload_done, MSG_DONTWAIT);
+      if (n == 0) closed(&m);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+        fail(false, peer, m, net::errno_text(errno));
+      }
+      link.payload_done += std::size_t(n);
+      moved = true;
     }
-    const bool had_header = m.done >= kHeaderBytes;
-    m.done += std::size_t(n);
-    moved = true;
-    if (!had_header && m.done >= kHeaderBytes) {
-      if (m.header[0] != kMessageMagic)
-        fail(false, peer, m, "corrupt stream: message header magic " + net::hex32(m.header[0]));
-      if (m.header[1] != m.bytes)
-        fail(false, peer, m, "rank " + std::to_string(peer) + " sent " +
-                                 std::to_string(m.header[1]) + " bytes where " +
-                                 std::to_string(m.bytes) + " were posted");
-    }
-    if (m.done < kHeaderBytes + m.bytes) return moved;
     link.queue.pop_front();
+    link.header_got = 0;
+    link.payload_done = 0;
     --pending_;
   }
   return moved;
@@ -297,7 +364,7 @@ bool EagerChannel::progress() {
   bool need_accept = !strangers_.empty();
   for (int peer : active_) {
     if (!send_[peer].queue.empty()) moved |= write_link(peer);
-    if (!recv_[peer].queue.empty()) {
+    if (wants_read(peer)) {
       if (!recv_[peer].socket.valid()) need_accept = true;
       moved |= read_link(peer);
     }
@@ -306,21 +373,22 @@ bool EagerChannel::progress() {
     moved |= accept_strangers();
     moved |= read_hellos();
     for (int peer : active_)
-      if (!recv_[peer].queue.empty() && recv_[peer].socket.valid()) moved |= read_link(peer);
+      if (wants_read(peer) && recv_[peer].socket.valid()) moved |= read_link(peer);
   }
-  if (pending_ == 0) {
+  if (pending_ == 0 && awaited_cts_ == 0) {
     for (int peer : active_) active_flag_[peer] = 0;
     active_.clear();
   }
   return moved;
 }
 
-void EagerChannel::wait(int timeout_ms) {
+void EagerChannel::wait(int timeout_ms, int also_fd) {
   fds_.clear();
+  if (also_fd >= 0) fds_.push_back({also_fd, POLLIN, 0});
   bool need_accept = !strangers_.empty();
   for (int peer : active_) {
     if (!send_[peer].queue.empty()) fds_.push_back({send_[peer].socket.get(), POLLOUT, 0});
-    if (!recv_[peer].queue.empty()) {
+    if (wants_read(peer)) {
       if (recv_[peer].socket.valid())
         fds_.push_back({recv_[peer].socket.get(), POLLIN, 0});
       else
@@ -344,11 +412,16 @@ std::vector<std::string> EagerChannel::describe_pending() const {
     for (const Message& m : send_[peer].queue)
       out.push_back("send to rank " + std::to_string(peer) + " (" + std::to_string(m.bytes) +
                     " bytes, eager" + (m.done ? ", " + std::to_string(m.done) + " moved" : "") + ")");
+    const std::string unconnected =
+        recv_[peer].socket.valid() ? "" : ", rank " + std::to_string(peer) + " never connected";
     for (const Message& m : recv_[peer].queue)
       out.push_back("receive from rank " + std::to_string(peer) + " (" + std::to_string(m.bytes) +
-                    " bytes, eager" +
-                    (recv_[peer].socket.valid() ? "" : ", rank " + std::to_string(peer) + " never connected") +
-                    ")");
+                    " bytes, eager" + unconnected + ")");
+    const int cts = recv_[peer].awaited_cts - int(recv_[peer].clear_to_send.size());
+    if (cts > 0)
+      out.push_back("clear-to-send from rank " + std::to_string(peer) + " (" + std::to_string(cts) +
+                    " large send(s) waiting for rank " + std::to_string(peer) + " to post its receive" +
+                    unconnected + ")");
   }
   return out;
 }

@@ -14,6 +14,13 @@
 // (magic, size) still travels with every message so a broken contract is an error naming
 // both sizes, never silently misplaced bytes.
 //
+// Clear-to-send: the same sockets carry the rendezvous of the large messages that go over
+// striped connections (exec/socket_host_transport.h). A receiver announces each large
+// receive it posts with a CTS naming its size; the sender starts the transfer only when the
+// CTS arrives, i.e. when the receiver has entered that step. Without it a rank that finished
+// a step early pushes the next step's bytes into a peer still receiving the previous step,
+// two flows share the peer's access link, and the contention-free schedule is not.
+//
 // Sockets: the sender connects (non-blocking, bound to the rank's own address so policy
 // routing sees the NIC's source) to the receiver's eager listener and opens with a hello
 // (magic, version, rank, the listener's nonce). The receiver accepts inside wait_all; a
@@ -55,13 +62,19 @@ class EagerChannel {
 
   void post_send(int peer, const void* src, std::size_t bytes);
   void post_recv(int peer, void* dst, std::size_t bytes);
-  bool idle() const { return pending_ == 0; }
+  // Rendezvous: tells `peer` this rank has posted a large receive of `bytes` from it.
+  void post_clear_to_send(int peer, std::size_t bytes);
+  // The sender's side: one more CTS is awaited from `peer`; take_clear_to_send() is true
+  // (and consumes it) once the next CTS from `peer` arrived. Throws when its size differs.
+  void expect_clear_to_send(int peer);
+  bool take_clear_to_send(int peer, std::size_t bytes);
+  bool idle() const { return pending_ == 0 && awaited_cts_ == 0; }
   // Moves every byte it can without blocking; true when anything moved or completed.
   // Throws BackendError naming the peer on a closed socket or a size mismatch.
   bool progress();
-  // Blocks in poll() on what waits (readable receives, writable sends, the listener) for
-  // at most timeout_ms.
-  void wait(int timeout_ms);
+  // Blocks in poll() on what waits (readable receives, writable sends, the listener) and on
+  // `also_fd` (>= 0: e.g. the completion signal's eventfd) for at most timeout_ms.
+  void wait(int timeout_ms, int also_fd = -1);
   // "send to rank 3 (1024 bytes)" for each message still pending, for timeout errors.
   std::vector<std::string> describe_pending() const;
   int rejected_connections() const { return rejected_; }
@@ -71,7 +84,7 @@ class EagerChannel {
     char* data = nullptr;
     std::size_t bytes = 0;
     std::size_t done = 0;  // bytes of header + payload moved
-    uint32_t header[2] = {};  // magic, payload bytes
+    uint32_t header[2] = {};  // magic, payload bytes (send side; CTS: the announced size)
   };
   struct SendLink {
     net::FileDescriptor socket;
@@ -82,6 +95,11 @@ class EagerChannel {
   struct RecvLink {
     net::FileDescriptor socket;
     std::deque<Message> queue;
+    uint32_t header[2] = {};  // the next message's header, read before its payload
+    std::size_t header_got = 0;
+    std::size_t payload_done = 0;
+    std::deque<uint32_t> clear_to_send;  // CTS sizes arrived, not taken yet
+    int awaited_cts = 0;
   };
   struct Stranger {  // accepted, hello not read yet
     net::FileDescriptor socket;
@@ -95,6 +113,7 @@ class EagerChannel {
   void activate(int peer);
   bool write_link(int peer);
   bool read_link(int peer);
+  bool wants_read(int peer) const;
   bool accept_strangers();
   bool read_hellos();
   void reject(Stranger& s, const std::string& why);
@@ -115,6 +134,7 @@ class EagerChannel {
   std::vector<int> active_;                // peers with queued messages
   std::vector<unsigned char> active_flag_;  // per peer: in active_
   std::size_t pending_ = 0;
+  int awaited_cts_ = 0;
   int rejected_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "exec/engine.h"
 
+#include "kernels/avg_scalar.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +14,33 @@ using sched::OpKind;
 
 std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType dtype) {
   return std::size_t(program.scratch_elems) * kernels::datatype_size(dtype);
+}
+
+namespace {
+
+// Avg that pre-multiplies: a floating type in a collective that reduces (allgather and
+// all-to-all only move data, whatever op they were given).
+bool premultiplies(const sched::Schedule& schedule, kernels::DataType dtype, kernels::ReduceOp op) {
+  const bool reduces = schedule.collective == sched::Collective::AllReduce ||
+                       schedule.collective == sched::Collective::ReduceScatter;
+  return reduces && op == kernels::ReduceOp::Avg && kernels::avg_premultiplies(dtype);
+}
+
+}  // namespace
+
+std::size_t avg_staging_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
+                              kernels::ReduceOp op) {
+  if (!premultiplies(schedule, dtype, op)) return 0;
+  if (schedule.input_count <= schedule.output_count) return 0;  // staged in the output
+  return std::size_t(schedule.input_count) * kernels::datatype_size(dtype);
+}
+
+std::size_t scratch_bytes(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
+                          kernels::ReduceOp op) {
+  // The staging area starts at a 16-byte boundary so the kernels stay vectorised.
+  const std::size_t own = scratch_bytes(schedule.programs[std::size_t(rank)], dtype);
+  const std::size_t staging = avg_staging_bytes(schedule, dtype, op);
+  return staging ? (own + 15) / 16 * 16 + staging : own;
 }
 
 namespace {
@@ -55,6 +84,20 @@ Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataTyp
                                 std::to_string(schedule.nranks) + " ranks");
   program_ = &schedule.programs[rank];
   binding_ = {dtype, op, rank, schedule.nranks};
+  if (premultiplies(schedule, dtype, op) && schedule.input_count > 0) {
+    user_input_ = buffers_.input;
+    if (avg_staging_bytes(schedule, dtype, op) == 0) {
+      staged_input_ = buffers_.output;  // the schedule is correct in place (sched/schedule.h)
+    } else {
+      const std::size_t own = scratch_bytes(*program_, dtype);
+      staged_input_ = buffers_.scratch ? static_cast<char*>(buffers_.scratch) + (own + 15) / 16 * 16
+                                       : nullptr;
+    }
+    if (!user_input_ || !staged_input_)
+      throw std::invalid_argument("schedule rank " + std::to_string(rank) +
+                                  ": avg needs its input and a staging buffer");
+    buffers_.input = staged_input_;
+  }
 
   const auto& prog = *program_;
   if (!prog.step_begin.empty() && prog.step_begin.back() != prog.ops.size())
@@ -115,6 +158,8 @@ void Execution::post_transfers() {
   if (done()) throw std::logic_error("post_transfers after the last step");
   if (posted_) throw std::logic_error("post_transfers twice for one step");
   const std::size_t elem = binding_.elem_bytes();
+  if (step_ == 0 && staged_input_)
+    backend_->avg_premul(binding_, staged_input_, user_input_, schedule_->input_count);
   backend_->begin_transfers();
   posted_ = true;
   for (const Op& o : program_->step(step_)) {

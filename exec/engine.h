@@ -28,6 +28,15 @@ struct Buffers {
 };
 
 std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType dtype);
+// Scratch for one rank's execution with this op: the program's, plus room for the
+// pre-multiplied input of a floating Avg where the input cannot be staged in the output
+// (its input is larger than its output: reduce-scatter). Execution takes it after the
+// program's scratch_elems.
+std::size_t scratch_bytes(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
+                          kernels::ReduceOp op);
+// The extra bytes of the overload above over the program's own scratch.
+std::size_t avg_staging_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
+                              kernels::ReduceOp op);
 
 // One rank's run of one collective. Holds references to the schedule and the backend:
 // both must outlive it.
@@ -53,6 +62,11 @@ class Execution {
   void post_transfers();      // backend.begin_transfers() + the step's sends and receives
   void complete_transfers();  // backend.end_transfers()
   void run_local_ops();       // the step's Reduce/Copy/Finalize, then on to the next step
+  // Avg on floating types is NCCL's PreMulSum: before step 0 posts anything, the input is
+  // multiplied by 1/nranks into a staging area (the output when it is as large as the
+  // input, then read in place; else scratch past the program's) and the program reads that
+  // as its input. Done by post_transfers of step 0.
+  bool stages_input() const { return staged_input_ != nullptr; }
 
   // Back to step 0 to run the same collective again on the same buffers (a plan cache or
   // a benchmark reuses one checked Execution). Only between steps.
@@ -70,6 +84,8 @@ class Execution {
   const sched::RankProgram* program_;
   CollectiveBinding binding_;
   Buffers buffers_;
+  const void* user_input_ = nullptr;  // the caller's input when staged_input_ replaces it
+  void* staged_input_ = nullptr;
   Backend* backend_;
   int step_ = 0;
   bool posted_ = false;

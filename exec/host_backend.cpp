@@ -34,4 +34,9 @@ void HostBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t 
   kernels::finalize_cpu(binding.dtype, binding.op, dst, count, binding.nranks);
 }
 
+void HostBackend::avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
+                             int64_t count) {
+  kernels::avg_premul_cpu(binding.dtype, dst, src, std::size_t(count), binding.nranks);
+}
+
 }  // namespace topocoll::exec

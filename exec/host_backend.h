@@ -24,6 +24,8 @@ class HostBackend final : public Backend {
               int64_t count) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void finalize(const CollectiveBinding& binding, void* dst, int64_t count) override;
+  void avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
+                  int64_t count) override;
 
  private:
   HostTransport* transport_;

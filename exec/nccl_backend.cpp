@@ -78,4 +78,12 @@ void NcclBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t 
              "finalize kernel launch");
 }
 
+void NcclBackend::avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
+                             int64_t count) {
+  make_device_current();
+  check_cuda(kernels::avg_premul_cuda(binding.dtype, dst, src, std::size_t(count),
+                                      binding.nranks, stream_),
+             "avg pre-multiply kernel launch");
+}
+
 }  // namespace topocoll::exec

@@ -97,6 +97,11 @@ void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes
   p.is_send = true;
   p.ptr = const_cast<void*>(src);
   p.bytes = bytes;
+  if (options_.rendezvous) {
+    p.awaiting_cts = true;  // wait_all starts it when the receiver says it is ready
+    eager_->expect_clear_to_send(peer);
+    return;
+  }
   if (auto st = send_[peer]->isend(src, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
 }
 
@@ -117,6 +122,7 @@ void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
   // before this rank has posted the sends its peers are waiting for.
   if (recv_[peer])
     if (auto st = recv_[peer]->irecv(dst, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
+  if (options_.rendezvous) eager_->post_clear_to_send(peer, bytes);
 }
 
 void SocketHostTransport::accept_from(int peer) {
@@ -188,6 +194,13 @@ void SocketHostTransport::wait_for_transfers() {
     bool progressed = eager_->progress();
     for (Pending& p : pending_) {
       if (p.done) continue;
+      if (p.awaiting_cts) {
+        if (!eager_->take_clear_to_send(p.peer, p.bytes)) continue;
+        p.awaiting_cts = false;
+        progressed = true;
+        if (auto st = send_[p.peer]->isend(p.ptr, p.bytes, 0, &p.request); !st.ok())
+          fail(p, st.message);
+      }
       bool done = false;
       std::size_t size = 0;
       const net::NetStatus st = p.is_send ? send_[p.peer]->test(p.request, &done, &size)
@@ -209,10 +222,12 @@ void SocketHostTransport::wait_for_transfers() {
     check_group();  // a stopped rank is named by the bootstrap root, not by a timeout here
     if (Clock::now() - last_progress > timeout) fail_no_progress();
     if (!eager_->idle()) {
-      // The caller moves eager bytes itself: sleep in poll() on its sockets. Connection
-      // transfers finish on progress threads, so with some of those pending too the poll
-      // wakes every millisecond to test them.
-      eager_->wait(left > 0 ? 1 : 100);
+      // The caller moves eager bytes (and clear-to-sends) itself: sleep in poll() on its
+      // sockets and on the completion signal's eventfd, which the progress threads poke
+      // when a connection transfer finishes.
+      const int signal_fd = left > 0 ? signal.poll_descriptor() : -1;
+      eager_->wait(signal_fd >= 0 || left == 0 ? 100 : 1, signal_fd);
+      if (signal_fd >= 0) signal.drain();
     } else {
       // The progress threads move the bytes and say when a request finishes.
       signal.wait_for(generation, std::chrono::milliseconds(100));

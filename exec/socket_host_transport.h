@@ -5,6 +5,9 @@
 // time a step waits for a message from it (so a ring opens 2 connections, not P-1).
 // Messages up to TransportOptions::eager_bytes skip the connection and its progress
 // threads: the eager channel (exec/eager_channel.h) moves them on the caller's thread.
+// Larger ones rendezvous (TransportOptions::rendezvous): the receiver's clear-to-send, over
+// the eager channel, starts each one, so no step's bytes reach a rank still in the step
+// before (what keeps a contention-free schedule contention-free on a real network).
 #pragma once
 
 #include <chrono>
@@ -48,7 +51,9 @@ class SocketHostTransport final : public HostTransport {
     bool is_send = false;
     void* ptr = nullptr;
     std::size_t bytes = 0;
-    net::Request* request = nullptr;  // null: receive waiting for its connection
+    net::Request* request = nullptr;  // null: receive waiting for its connection, or a send
+                                      // waiting for its clear-to-send
+    bool awaiting_cts = false;
     bool done = false;
   };
   void check_peer(int peer, const char* what) const;

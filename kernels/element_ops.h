@@ -14,8 +14,9 @@
 //   - Max/Min on floating types behave like fmaxf/fminf (and __hmax/__hmin): a NaN operand is
 //     ignored unless both are NaN (then the first operand is returned); +0 > -0. The result is
 //     always one of the inputs, bit for bit.
-//   - Avg divides once at the end (finalize): integers truncate toward zero like NCCL's
-//     SumPostDiv; floating types divide in float (double for float64) and round back.
+//   - Avg on integers divides once at the end (finalize), truncating toward zero like NCCL's
+//     SumPostDiv. Avg on floating types is NCCL's PreMulSum: each input times 1/nranks, then
+//     Sum (kernels/avg_scalar.h); divide_by_ranks is not used for them.
 #pragma once
 
 #include <cstdint>

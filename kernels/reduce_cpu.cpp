@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/avg_scalar.h"
 #include "kernels/element_ops.h"
 
 namespace topocoll::kernels {
@@ -169,7 +170,7 @@ void finalize_cpu(DataType type, ReduceOp op, void* dst, std::size_t count, int 
   check_type(fn, type);
   check_op(fn, op);
   if (nranks < 1) fail(fn, "nranks " + std::to_string(nranks) + " must be >= 1");
-  if (op != ReduceOp::Avg || count == 0) return;
+  if (op != ReduceOp::Avg || avg_premultiplies(type) || count == 0) return;
   if (dst == nullptr) fail(fn, "dst is null");
   check_aligned(fn, "dst", dst, type);
   kFinalizeTable[static_cast<int>(type)](dst, count, nranks);
@@ -185,6 +186,21 @@ void premul_cpu(DataType type, void* dst, const void* src, std::size_t count, co
   check_aligned(fn, "dst", dst, type);
   check_aligned(fn, "src", src, type);
   kPremulTable[static_cast<int>(type)](dst, src, count, scalar);
+}
+
+void avg_premul_cpu(DataType type, void* dst, const void* src, std::size_t count, int nranks) {
+  constexpr const char* fn = "avg_premul_cpu";
+  check_type(fn, type);
+  if (nranks < 1) fail(fn, "nranks " + std::to_string(nranks) + " must be >= 1");
+  if (count == 0) return;
+  if (dst == nullptr) fail(fn, "dst is null");
+  if (src == nullptr) fail(fn, "src is null");
+  if (!avg_premultiplies(type)) {
+    if (dst != src) std::memmove(dst, src, count * datatype_size(type));
+    return;
+  }
+  const std::uint64_t scalar = avg_scalar_bits(type, nranks);
+  premul_cpu(type, dst, src, count, &scalar);
 }
 
 }  // namespace topocoll::kernels

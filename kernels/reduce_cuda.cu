@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/avg_scalar.h"
 #include "kernels/device_occupancy.h"
 #include "kernels/element_ops.h"
 #include "kernels/reduce_cuda.h"
@@ -137,7 +138,7 @@ cudaError_t launch_map(const std::array<MapKernel, kNumDataTypes>& table, int sl
 cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t count, int nranks,
                           cudaStream_t stream) {
   if (!is_valid(type) || !is_valid(op) || nranks < 1) return cudaErrorInvalidValue;
-  if (op != ReduceOp::Avg || count == 0) return cudaSuccess;
+  if (op != ReduceOp::Avg || avg_premultiplies(type) || count == 0) return cudaSuccess;
   MapArgs a{};
   a.src = dst;
   a.dst = dst;
@@ -157,6 +158,18 @@ cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t c
   a.count = count;
   std::memcpy(&a.scalar, host_scalar, datatype_size(type));
   return launch_map(kPremulKernels, kSlotPremul, type, a, stream);
+}
+
+cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
+                            int nranks, cudaStream_t stream) {
+  if (!is_valid(type) || nranks < 1) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  if (!avg_premultiplies(type)) {
+    if (dst == src) return cudaSuccess;
+    return cudaMemcpyAsync(dst, src, count * datatype_size(type), cudaMemcpyDeviceToDevice, stream);
+  }
+  const std::uint64_t scalar = avg_scalar_bits(type, nranks);
+  return premul_cuda(type, dst, src, count, &scalar, stream);
 }
 
 }  // namespace topocoll::kernels

@@ -21,7 +21,8 @@ namespace topocoll::kernels {
 cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const* srcs, int nsrc,
                         std::size_t count, cudaStream_t stream);
 
-// Avg: dst[i] /= nranks, exactly as finalize_cpu; a no-op (nothing launched) for other ops.
+// Avg on integer types: dst[i] /= nranks, exactly as finalize_cpu; a no-op (nothing
+// launched) for floating types (pre-multiplied, avg_premul_cuda) and other ops.
 cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t count, int nranks,
                           cudaStream_t stream);
 
@@ -29,5 +30,10 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
 // read during the call (NCCL's ncclScalarHostImmediate); device scalars are not supported.
 cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
                         const void* host_scalar, cudaStream_t stream);
+
+// Avg's pre-op, exactly as avg_premul_cpu: dst[i] = src[i] * avg scalar for floating types,
+// a device-to-device copy (stream-ordered) for the others.
+cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
+                            int nranks, cudaStream_t stream);
 
 }  // namespace topocoll::kernels

@@ -1,5 +1,8 @@
 #include "net/completion_signal.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 namespace topocoll::net {
 
 uint64_t CompletionSignal::generation() const {
@@ -8,11 +11,36 @@ uint64_t CompletionSignal::generation() const {
 }
 
 void CompletionSignal::notify() {
+  int fd;
   {
     std::lock_guard lock(mutex_);
     ++generation_;
+    fd = event_fd_;
   }
   changed_.notify_all();
+  if (fd >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);  // a full counter still wakes
+  }
+}
+
+int CompletionSignal::poll_descriptor() {
+  std::lock_guard lock(mutex_);
+  if (!event_fd_tried_) {
+    event_fd_tried_ = true;
+    event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+  return event_fd_;
+}
+
+void CompletionSignal::drain() {
+  int fd;
+  {
+    std::lock_guard lock(mutex_);
+    fd = event_fd_;
+  }
+  uint64_t counter;
+  if (fd >= 0) [[maybe_unused]] ssize_t n = ::read(fd, &counter, sizeof counter);
 }
 
 void CompletionSignal::wait_for(uint64_t seen, std::chrono::milliseconds timeout) {

@@ -73,19 +73,21 @@ TransportOptions TransportOptions::from_environment(std::vector<std::string>* wa
   TransportOptions o;
   long long sockets = o.sockets_per_conn, threads = o.threads_per_conn, timeout = o.timeout_ms,
             chunk = (long long)o.chunk_bytes, min_stripe = (long long)o.min_stripe_bytes,
-            eager = (long long)o.eager_bytes;
+            eager = (long long)o.eager_bytes, rendezvous = o.rendezvous ? 1 : 0;
   read_int("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, &sockets, warnings);
   read_int("TOPOCOLL_NET_THREADS", 1, 16, &threads, warnings);
   read_int("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, &timeout, warnings);
   read_int("TOPOCOLL_NET_CHUNK_BYTES", 4096, 64LL << 20, &chunk, warnings);
   read_int("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64LL << 20, &min_stripe, warnings);
   read_int("TOPOCOLL_NET_EAGER_BYTES", 0, 1LL << 20, &eager, warnings);
+  read_int("TOPOCOLL_NET_RENDEZVOUS", 0, 1, &rendezvous, warnings);
   o.sockets_per_conn = int(sockets);
   o.threads_per_conn = int(threads);
   o.timeout_ms = int(timeout);
   o.chunk_bytes = size_t(chunk);
   o.min_stripe_bytes = size_t(min_stripe);
   o.eager_bytes = size_t(eager);
+  o.rendezvous = rendezvous != 0;
   read_marks("TOPOCOLL_NET_LANE_MARKS", &o.lane_marks, warnings);
   return o.normalized();
 }
@@ -95,7 +97,7 @@ std::string TransportOptions::describe() const {
   for (uint32_t m : lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
   return "sockets=" + std::to_string(sockets_per_conn) + " threads=" + std::to_string(threads_per_conn) +
  " chunk=" + std::to_string(chunk_bytes) +
-         " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) +
+         " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) + (rendezvous ? " rendezvous" : "") +
          " timeout_ms=" + std::to_string(timeout_ms) +
          (marks.empty() ? "" : " marks=" + marks);
 }

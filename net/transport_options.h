@@ -21,6 +21,9 @@ struct TransportOptions {
   // the caller-driven eager channel (exec/eager_channel.h) instead of a striped connection.
   // 0 = never.
   size_t eager_bytes = 64 * 1024;
+  // TOPOCOLL_NET_RENDEZVOUS (0|1; host backend only): a larger message starts only when the
+  // receiver's clear-to-send says it posted the receive (exec/eager_channel.h).
+  bool rendezvous = true;
   // TOPOCOLL_NET_LANE_MARKS ("256,257,..."): socket i of a connection carries SO_MARK
   // marks[i % n], so policy routing can send each lane on its own path (multi-rail hosts,
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.

@@ -9,6 +9,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "sched/cost_model.h"
 #include "sched/halving_doubling.h"
@@ -641,22 +642,65 @@ RankOrder hd_search_order(const Topology& t, const Placement& p, double bytes, R
   return search_from(t, p, pattern, 0, std::move(seeds));
 }
 
+// Ranks sorted by the switch behind them (BiGraph access switch, NAP package), then host
+// and GPU: HD's low distances, which carry its largest steps, stay behind one switch. The
+// EFLOPS closed form instead crosses groups at every distance, which is optimal when every
+// switch has inter-group links to spare (full BiGraph, E <= S) but puts E flows on one
+// link at every step of a partially filled cluster (8 ranks behind U0 and L0: load 4 on all
+// six steps where this order has it on the two smallest).
+std::vector<int> switch_major_order(const Topology& t, const Placement& p) {
+  std::vector<int> order(size_t(p.nranks()));
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](int r) {
+    const topo::Endpoint& e = t.endpoints()[size_t(p.endpoint_of_rank[size_t(r)])];
+    return std::tuple(e.attach_switch >= 0 ? e.attach_switch : e.package, e.host_index, e.gpu, r);
+  };
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  return order;
+}
+
 RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCache* routes,
                    Collective collective) {
   if (collective == Collective::AllToAll)
     throw std::invalid_argument("hd_order: there is no halving-doubling all-to-all");
   RankOrder found = hd_search_order(t, p, bytes, routes);
-  // The search ranks by worst link load over all steps alike, so on multi-GPU hosts it
-  // keeps the network on the heavy first steps whenever a host-local order has a higher
-  // worst load on some later, lighter step. The host-aware order is kept when the cost
-  // model, which weighs each step by its bytes, predicts it faster (ties: the search's).
-  std::optional<RankOrder> host_aware = host_aware_hd_order(t, p, bytes, routes, collective);
-  if (!host_aware || host_aware->rank_of_virtual == found.rank_of_virtual) return found;
+  // The search ranks by worst link load over all steps alike, so it keeps the network on
+  // the heavy first steps whenever a switch- or host-local order has a higher worst load on
+  // some later, lighter step. Those orders are kept when the cost model, which weighs each
+  // step by its bytes, predicts them faster (ties: the search's).
+  std::vector<RankOrder> others;
+  if (std::optional<RankOrder> host_aware = host_aware_hd_order(t, p, bytes, routes, collective))
+    others.push_back(std::move(*host_aware));
+  if (p.nranks() >= 4 && p.nranks() <= 8192 && std::has_single_bit(unsigned(p.nranks()))) {
+    std::vector<int> order = switch_major_order(t, p);
+    if (collective != Collective::AllReduce) {
+      // Reduce-scatter and allgather alone run distance q/2 first: bit-reversed virtual
+      // ranks put their heavy steps behind one switch (as host_aware_hd_order does).
+      const int k = std::countr_zero(unsigned(p.nranks()));
+      std::vector<int> reversed(order.size());
+      for (int v = 0; v < p.nranks(); ++v) {
+        unsigned r = 0;
+        for (int b = 0; b < k; ++b) r |= ((unsigned(v) >> b) & 1u) << (k - 1 - b);
+        reversed[size_t(v)] = order[r];
+      }
+      order = std::move(reversed);
+    }
+    others.push_back(evaluate_order(t, p, halving_doubling_pattern(p.nranks(), bytes),
+                                    std::move(order), routes));
+  }
   std::optional<RouteCache> own;
   RouteCache& cache = routes ? *routes : own.emplace(t);
-  double found_us = predicted_hd_us(p, found.rank_of_virtual, bytes, cache, collective);
-  double host_us = predicted_hd_us(p, host_aware->rank_of_virtual, bytes, cache, collective);
-  return host_us < found_us * (1 - 1e-9) ? std::move(*host_aware) : found;
+  double best_us = -1;
+  for (RankOrder& other : others) {
+    if (other.rank_of_virtual == found.rank_of_virtual) continue;
+    if (best_us < 0) best_us = predicted_hd_us(p, found.rank_of_virtual, bytes, cache, collective);
+    const double us = predicted_hd_us(p, other.rank_of_virtual, bytes, cache, collective);
+    if (us < best_us * (1 - 1e-9)) {
+      best_us = us;
+      found = std::move(other);
+    }
+  }
+  return found;
 }
 
 // ---------------------------------------------------------------------------------------

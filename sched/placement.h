@@ -75,8 +75,8 @@ RankOrder hd_order(const topo::Topology& topology, const Placement& placement,
                    double bytes = 1 << 20, RouteCache* routes = nullptr,
                    Collective collective = Collective::AllReduce);
 
-// The two candidates hd_order ranks. The closed form or the search alone (worst link load
-// over all steps, then byte-weighted loads, then hops):
+// The candidates hd_order ranks by predicted time. The closed form or the search alone
+// (worst link load over all steps, then byte-weighted loads, then hops):
 RankOrder hd_search_order(const topo::Topology& topology, const Placement& placement,
                           double bytes = 1 << 20, RouteCache* routes = nullptr);
 // Host-aware (every host holds the same power-of-two number G > 1 of ranks, the host count
@@ -90,6 +90,11 @@ std::optional<RankOrder> host_aware_hd_order(const topo::Topology& topology,
                                              const Placement& placement, double bytes = 1 << 20,
                                              RouteCache* routes = nullptr,
                                              Collective collective = Collective::AllReduce);
+// Switch-major (power-of-two rank counts): ranks sorted by the switch behind them (BiGraph
+// access switch, NAP package), then host and GPU, so HD's low distances and largest steps
+// stay behind one switch; wins on partially filled clusters, where the closed form puts
+// E flows on one inter-group link at every step.
+std::vector<int> switch_major_order(const topo::Topology& topology, const Placement& placement);
 // The cost model's time (us) for the HD `collective` of `bytes` (4-byte elements, nccl-tests
 // size) under an order: the ranking hd_order applies between its candidates.
 double predicted_hd_us(const Placement& placement, std::span<const int> rank_of_virtual,

@@ -1,5 +1,7 @@
 #include "sched/plan.h"
 
+#include "sched/schedule_builder.h"
+
 #include <algorithm>
 #include <bit>
 #include <cctype>
@@ -15,6 +17,7 @@
 #include "sched/hierarchical.h"
 #include "sched/nap_log_step.h"
 #include "sched/ring.h"
+#include "sched/schedule_builder.h"
 #if __has_include("sched/verifier.h")
 #include "sched/verifier.h"
 #define TOPOCOLL_HAVE_VERIFIER 1
@@ -260,6 +263,9 @@ void run_verifier(const PlanRequest& r, Plan& plan) {
 Plan make_plan(const Topology& t, const PlanRequest& r) {
   if (r.bytes < 0) throw std::invalid_argument("bytes: must be >= 0");
   if (r.elem_size == 0) throw std::invalid_argument("elem_size: must be > 0");
+  // Block splits on 16-byte boundaries where the element size divides 16, so the reduce
+  // kernels stay vectorised on every block (sched/schedule_builder.h, BlockSplit).
+  const ScopedSplitAlignment alignment(16 % r.elem_size == 0 ? int64_t(16 / r.elem_size) : 1);
   Plan plan;
   plan.collective = r.collective;
   plan.bytes = r.bytes;

@@ -5,6 +5,17 @@
 #include <utility>
 
 namespace topocoll::sched {
+namespace {
+thread_local int64_t current_split_alignment = 1;
+}  // namespace
+
+int64_t split_alignment() { return current_split_alignment; }
+
+ScopedSplitAlignment::ScopedSplitAlignment(int64_t elements) : previous_(current_split_alignment) {
+  current_split_alignment = elements > 1 ? elements : 1;
+}
+
+ScopedSplitAlignment::~ScopedSplitAlignment() { current_split_alignment = previous_; }
 
 std::vector<int> resolve_order(int nranks, std::span<const int> order) {
   std::vector<int> out(size_t(nranks > 0 ? nranks : 0));

@@ -6,6 +6,7 @@
 // blocks need no special cases in the generators.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -16,13 +17,39 @@
 
 namespace topocoll::sched {
 
-// Block b of `parts` blocks of n elements: the first n % parts blocks get one more element.
+// Split points are multiples of this many elements for the schedules generated on the
+// calling thread: make_plan (sched/plan.h) sets 16 bytes' worth while it plans, so every
+// block but the last starts 16-byte aligned (relative to the buffer) and the reduce kernels
+// keep their 16-byte vector path (kernels/thread_loops.h) instead of one element per
+// thread. 1 (plain even split) unless a ScopedSplitAlignment is active.
+int64_t split_alignment();
+
+class ScopedSplitAlignment {
+ public:
+  explicit ScopedSplitAlignment(int64_t elements);
+  ~ScopedSplitAlignment();
+  ScopedSplitAlignment(const ScopedSplitAlignment&) = delete;
+  ScopedSplitAlignment& operator=(const ScopedSplitAlignment&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
+// Block b of `parts` blocks of n elements, in units of `align` elements (the last unit may
+// be short): the first (units % parts) blocks get one more unit. With align 1, the first
+// n % parts blocks get one more element. Block 0 is always a largest one.
 struct BlockSplit {
   int64_t n = 0;
   int64_t parts = 1;
-  int64_t begin(int64_t b) const { return b * (n / parts) + (b < n % parts ? b : n % parts); }
-  int64_t size(int64_t b) const { return n / parts + (b < n % parts ? 1 : 0); }
-  int64_t end(int64_t b) const { return begin(b) + size(b); }
+  int64_t align = split_alignment();
+  int64_t units() const { return (n + align - 1) / align; }
+  int64_t unit_begin(int64_t b) const {
+    const int64_t u = units();
+    return b * (u / parts) + (b < u % parts ? b : u % parts);
+  }
+  int64_t begin(int64_t b) const { return std::min(n, unit_begin(b) * align); }
+  int64_t end(int64_t b) const { return std::min(n, unit_begin(b + 1) * align); }
+  int64_t size(int64_t b) const { return end(b) - begin(b); }
   int64_t max_size() const { return size(0); }
 };
 

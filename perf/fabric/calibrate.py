@@ -96,7 +96,7 @@ class Calibration:
     def algorithms(self, topo_file, nranks):
         """Every planner algorithm that applies to an allreduce on these ranks."""
         ok = []
-        for algo in ["ring", "ring-topo", "hd", "hd-naive", "fc", "fc-direct", "hier", "hier-hd"]:
+        for algo in ["ring", "ring-topo", "hd", "hd-naive", "rd", "fc", "fc-direct", "hier", "hier-hd"]:
             p = subprocess.run([self.cli, "plan", "--topo", topo_file, "--coll", "allreduce", "--algo", algo,
                                 "--bytes", "1M", "--ranks", str(nranks), "--no-verify"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -170,7 +170,7 @@ def ratio_rows(rows):
 
 COLORS = {"ring": "#1f77b4", "ring-topo": "#2ca02c", "hd": "#d62728", "hd-naive": "#ff7f0e",
           "fc": "#9467bd", "fc-direct": "#8c564b", "hier": "#e377c2", "hier-hd": "#17becf",
-          "direct": "#7f7f7f"}
+          "direct": "#7f7f7f", "rd": "#bcbd22"}
 
 
 def svg_plot(rows, path):

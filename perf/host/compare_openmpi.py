@@ -60,15 +60,22 @@ def run_openmpi(timer, ranks, sizes):
 RD_MAX = 1 << 20  # recursive doubling moves the whole vector every step: small sizes only
 
 
-def run_topocoll(cli, ranks, sizes, algos):
+EAGER_MAX = 64 << 10  # TOPOCOLL_NET_EAGER_BYTES' default
+
+
+def run_topocoll(cli, ranks, sizes, algos, eager=True):
     out = {}
+    env = dict(os.environ)
+    if not eager:
+        env["TOPOCOLL_NET_EAGER_BYTES"] = "0"  # every message through the progress threads
     for size in sizes:
         here = [x for x in algos if x != "rd" or size <= RD_MAX]
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             sh([cli, "bench", "--ranks", str(ranks), "--algos", ",".join(here), "--sizes", str(size),
-                "--iters", str(iters_for(size)), "--warmup", "2", "--seconds", "1000", "--json", f.name])
+                "--iters", str(iters_for(size)), "--warmup", "2", "--seconds", "1000", "--json", f.name],
+               env=env)
             for row in json.load(open(f.name)):
-                out[(row["algo"], row["bytes"])] = row["time_us"]
+                out[(row["algo"] + ("" if eager else "-no-eager"), row["bytes"])] = row["time_us"]
     return out
 
 
@@ -97,11 +104,16 @@ def main():
                 samples.setdefault(("openmpi", k), []).append(v)
             for (algo, k), v in run_topocoll(cli, a.ranks, [size], algos).items():
                 samples.setdefault((algo, k), []).append(v)
+            if size <= EAGER_MAX:
+                # Where the eager channel applies, the same hd with it switched off: what
+                # the progress threads' hand-offs cost per step (the profile of issue 14).
+                for (algo, k), v in run_topocoll(cli, a.ranks, [size], ["hd"], eager=False).items():
+                    samples.setdefault((algo, k), []).append(v)
         print(f"round {rnd + 1}/{a.rounds} done", flush=True)
     rows = []
     for size in SIZES:
         row = {"bytes": size}
-        for who in ["openmpi"] + algos:
+        for who in ["openmpi"] + algos + ["hd-no-eager"]:
             v = samples.get((who, size), [])
             row[who] = {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v)} if v else None
         best = min((x for x in algos if row[x]), key=lambda x: row[x]["median_us"])
@@ -135,13 +147,13 @@ def main():
              "(host backend, socket transport, every result checked)",
              "",
              "",
-             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | best / Open MPI | target |",
-             "|---|---|---|---|---|---|---|"]
+             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | best / Open MPI | target | hd, eager channel off |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cell = lambda x: f"{r[x]['median_us']:.0f} ({r[x]['min_us']:.0f}-{r[x]['max_us']:.0f})" if r[x] else "-"
         lines.append(f"| {human(r['bytes'])} | {cell('openmpi')} | {cell('ring')} | {cell('hd')} | {cell('rd')} | "
                      f"{r['best_over_openmpi']:.2f} ({r['best']}) | <= {r['target']} "
-                     f"{'met' if r['target_met'] else 'MISSED'} |")
+                     f"{'met' if r['target_met'] else 'MISSED'} | {cell('hd-no-eager')} |")
     if plugin_rows:
         lines += ["", "Net plugin through its C ABI (2 ranks, isend/irecv/test as NCCL's proxy calls them; "
                   "perf/plugin/net_plugin_pingpong):", "",

@@ -1,7 +1,11 @@
-// Device scratch of one communicator: grown on demand, never shrunk, freed with the
-// communicator (destroy/abort). A grown-out buffer is kept until then rather than freed,
-// because work already enqueued, or a CUDA graph captured earlier, may still use it; the
-// cost is at most the geometric series of the growth (under 2x the largest size).
+// Device scratch of one communicator: grown on demand, freed with the communicator
+// (destroy/abort). Memory comes from CUDA's stream-ordered allocator on a stream of the
+// scratch's own, and goes back the same way once every recorded use has finished
+// (cudaFreeAsync after waiting for the uses' events): no free ever waits for the whole
+// device, so an abort returns while another communicator's kernel is stuck (NCCL's promise
+// for ncclCommAbort). A grown-out eager buffer is freed that way at once; a grown-out
+// captured buffer is kept until the communicator goes, since a CUDA graph captured earlier
+// may still be replayed on it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -50,7 +54,11 @@ class DeviceScratch {
     std::size_t capacity = 0;
   };
 
+  // Frees `buffer` once the previous batch's uses are done, on alloc_stream_.
+  void release_after_uses(void* buffer);
+
   int device_;
+  cudaStream_t alloc_stream_ = nullptr;  // non-blocking; created with the first buffer
   Region eager_;
   Region captured_;
   std::vector<void*> retired_;

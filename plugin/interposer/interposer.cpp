@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "exec/engine.h"
 #include "exec/nccl_backend.h"
 #include "kernels/datatype.h"
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer_params.h"
@@ -112,6 +114,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   st.topology = configured_topology().topology;
   st.placement = std::move(a.placement);
   st.scratch = std::make_unique<DeviceScratch>(st.device);
+  st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
 
@@ -281,12 +284,6 @@ void finish_inits(std::vector<PendingInit>& pending) {
     TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
             static_cast<void*>(batch[i].comm), e.what());
   }
-}
-
-bool stream_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-         status != cudaStreamCaptureStatusNone;
 }
 
 bool op_supported(ncclRedOp_t op) { return int(op) >= 0 && int(op) < int(ncclNumOps); }
@@ -524,12 +521,21 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   return r;
 }
 
+// The kernels' op for a call: its own for reductions, Sum (unused) for data movement.
+kernels::ReduceOp reduce_op_of(const CollectiveCall& call) {
+  return call.collective == Collective::AllReduce || call.collective == Collective::ReduceScatter
+             ? kernels::ReduceOp(int(call.op))
+             : kernels::ReduceOp::Sum;
+}
+
 // Runs schedule-routed collectives on the NCCL/CUDA backend, step by step across them.
 ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
   CurrentDeviceGuard device_guard;
   std::vector<std::size_t> needs;
-  for (const PendingCollective& c : calls) needs.push_back(c.plan->scratch_bytes);
+  for (const PendingCollective& c : calls)
+    needs.push_back(exec::scratch_bytes(*c.plan->schedule, c.state->rank,
+                                        kernels::DataType(int(c.call.datatype)), reduce_op_of(c.call)));
   std::vector<char*> regions;
   if (!reserve_batch_scratch(calls, needs, device_guard, regions)) return ncclSystemError;
   CollectiveQueue queue;
@@ -542,9 +548,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     q.schedule = c.plan->schedule;
     q.rank = st->rank;
     q.dtype = kernels::DataType(int(c.call.datatype));
-    q.op = c.call.collective == Collective::AllReduce || c.call.collective == Collective::ReduceScatter
-               ? kernels::ReduceOp(int(c.call.op))
-               : kernels::ReduceOp::Sum;
+    q.op = reduce_op_of(c.call);
     q.buffers = {c.call.sendbuff, c.call.recvbuff, regions[i]};
     backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device));
     q.backend = backends.back();

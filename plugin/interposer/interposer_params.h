@@ -37,6 +37,9 @@ struct InterposerConfig {
   // TOPOCOLL_STEP_OVERHEAD_US: host+launch cost of one schedule step on the NCCL/CUDA
   // backend (one p2p group + kernel), added to the cost model's prediction in auto mode.
   double step_overhead_us = 8.0;
+  // TOPOCOLL_PLAN_CACHE_BYTES: most memory one communicator's plans may hold (least
+  // recently used out beyond it; plugin/interposer/plan_cache.h).
+  int64_t plan_cache_bytes = int64_t(256) << 20;
 };
 
 // Re-reads the environment every call (tests); bad values WARN and keep the default.

@@ -1,11 +1,12 @@
 // Per-communicator cache of decisions and schedules, keyed by (collective, count, datatype):
 // planning (placement order search, schedule generation, cost model) runs once per key,
-// later calls with the same key reuse the plan. Op and buffers are not part of the key:
+// later calls with the same key reuse the plan; bounded in bytes (least recently used out). Op and buffers are not part of the key:
 // schedules are op-agnostic and correct in and out of place (sched/schedule.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,26 +48,65 @@ struct Plan {
   std::size_t scratch_bytes = 0;                    // this rank's scratch for the schedule
 };
 
+// Memory one plan holds: the schedule's programs for every rank dominate.
+std::size_t plan_footprint_bytes(const Plan& plan);
+
+// Plans of one communicator, least recently used first out once their footprints exceed
+// the capacity (TOPOCOLL_PLAN_CACHE_BYTES), so a job calling with many sizes does not grow
+// without limit. The plan just inserted is always kept, however large.
 class PlanCache {
  public:
-  std::shared_ptr<const Plan> find(const PlanKey& key) const {
+  static constexpr std::size_t kDefaultCapacityBytes = std::size_t(256) << 20;
+  explicit PlanCache(std::size_t capacity_bytes = kDefaultCapacityBytes)
+      : capacity_(capacity_bytes) {}
+
+  std::shared_ptr<const Plan> find(const PlanKey& key) {
     std::lock_guard lock(mutex_);
-    auto it = plans_.find(key);
-    return it == plans_.end() ? nullptr : it->second;
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);  // most recent first
+    return it->second->plan;
   }
   // Keeps the first plan stored for a key (two threads may plan the same key at once).
   std::shared_ptr<const Plan> insert(const PlanKey& key, std::shared_ptr<const Plan> plan) {
     std::lock_guard lock(mutex_);
-    return plans_.try_emplace(key, std::move(plan)).first->second;
+    if (auto it = index_.find(key); it != index_.end()) return it->second->plan;
+    const std::size_t bytes = plan ? plan_footprint_bytes(*plan) : 0;
+    lru_.push_front({key, std::move(plan), bytes});
+    index_.emplace(key, lru_.begin());
+    bytes_ += bytes;
+    while (bytes_ > capacity_ && lru_.size() > 1) {
+      const Entry& oldest = lru_.back();
+      bytes_ -= oldest.bytes;
+      index_.erase(oldest.key);
+      lru_.pop_back();
+    }
+    return lru_.front().plan;
+  }
+  void set_capacity_bytes(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    capacity_ = bytes;
   }
   std::size_t size() const {
     std::lock_guard lock(mutex_);
-    return plans_.size();
+    return lru_.size();
+  }
+  std::size_t bytes() const {
+    std::lock_guard lock(mutex_);
+    return bytes_;
   }
 
  private:
+  struct Entry {
+    PlanKey key;
+    std::shared_ptr<const Plan> plan;
+    std::size_t bytes = 0;
+  };
   mutable std::mutex mutex_;
-  std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans_;
+  std::size_t capacity_;
+  std::size_t bytes_ = 0;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index_;
 };
 
 }  // namespace topocoll::plugin::interposer

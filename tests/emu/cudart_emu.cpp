@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +62,7 @@ struct CUstream_st {
   CUstream_st(const CUstream_st&) = delete;
   CUstream_st& operator=(const CUstream_st&) = delete;
   CUgraph_st* capture = nullptr;  // non-null while capturing
+  bool global_capture = false;    // capture began in cudaStreamCaptureModeGlobal
   std::size_t id = 0;             // component in the vector clocks
   bool legacy = false;            // the legacy default stream (handles 0 and cudaStreamLegacy)
   bool blocking = true;           // not cudaStreamNonBlocking: ordered with the legacy stream
@@ -75,6 +77,10 @@ namespace topocoll::emu {
 namespace {
 
 thread_local int current_device = 0;
+// Streams capturing in global mode, process-wide: the legacy stream may not be used then.
+std::atomic<int> global_captures{0};
+// Device-wide synchronisations the host asked for (cudaDeviceSynchronize, cudaFree).
+std::atomic<long> device_synchronizations{0};
 thread_local cudaError_t last_error = cudaSuccess;
 thread_local cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
 // The stream whose work is running on this thread now (inside enqueue), or null.
@@ -253,6 +259,16 @@ void enqueue(cudaStream_t stream, std::function<void()> work) {
 
 bool is_capturing(cudaStream_t stream) { return resolve(stream)->capture != nullptr; }
 
+long device_synchronization_count() { return device_synchronizations.load(); }
+
+std::size_t live_device_bytes() {
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  std::size_t bytes = 0;
+  for (const auto& [base, a] : d.live) bytes += a.bytes;
+  return bytes;
+}
+
 void access(const void* p, std::size_t bytes, bool write, cudaStream_t stream, const char* what) {
   if (bytes == 0 || !p) return;
   CUstream_st* s = running_on ? running_on : resolve(stream);
@@ -386,6 +402,7 @@ cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  ++topocoll::emu::device_synchronizations;
   synchronize_device();
   return cudaSuccess;
 }
@@ -418,8 +435,39 @@ cudaError_t cudaFree(void* ptr) {
     d.live.erase(it);  // and its history: cudaFree synchronises the device
     d.synchronize_device();
   }
+  ++topocoll::emu::device_synchronizations;
   std::memset(ptr, 0xDD, bytes);  // a use after free reads garbage even before reuse
   std::free(ptr);
+  return cudaSuccess;
+}
+
+// Stream-ordered allocation: memory of the device's default pool. Fresh memory has no
+// history, so the allocation orders nothing (as cudaMalloc here).
+cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
+
+// Stream-ordered free: no device-wide wait. The free is work of `stream`: it counts as a
+// write of the whole allocation there, so an access not ordered before it is reported as a
+// race, and the memory goes when the stream reaches it.
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (!ptr) return cudaSuccess;
+  std::size_t bytes = 0;
+  {
+    auto& d = detector();
+    std::lock_guard<std::mutex> lock(d.mu);
+    auto it = d.live.find(static_cast<const char*>(ptr));
+    if (it == d.live.end()) return fail_with(cudaErrorInvalidValue);
+    bytes = it->second.bytes;
+  }
+  topocoll::emu::enqueue(stream, [ptr, bytes, stream] {
+    topocoll::emu::access(ptr, bytes, true, stream, "cudaFreeAsync");
+    auto& d = detector();
+    {
+      std::lock_guard<std::mutex> lock(d.mu);
+      d.live.erase(static_cast<const char*>(ptr));
+    }
+    std::memset(ptr, 0xDD, bytes);
+    std::free(ptr);
+  });
   return cudaSuccess;
 }
 
@@ -529,10 +577,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 
 // ---- capture and graphs ---------------------------------------------------------------------
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   CUstream_st* s = resolve(stream);
   if (s->capture) return fail_with(cudaErrorIllegalState);
   s->capture = new CUgraph_st;
+  s->global_capture = mode == cudaStreamCaptureModeGlobal;
+  if (s->global_capture) ++topocoll::emu::global_captures;
   return cudaSuccess;
 }
 
@@ -541,12 +591,19 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   if (!graph || !s->capture) return fail_with(cudaErrorIllegalState);
   *graph = s->capture;
   s->capture = nullptr;
+  if (s->global_capture) --topocoll::emu::global_captures;
+  s->global_capture = false;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   if (!status) return fail_with(cudaErrorInvalidValue);
-  *status = resolve(stream)->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  // CUDA refuses to answer for the legacy stream while another stream captures in global
+  // mode (the legacy stream would join the capture implicitly), and records the error.
+  CUstream_st* s = resolve(stream);
+  if (s->legacy && !s->capture && topocoll::emu::global_captures.load() > 0)
+    return fail_with(cudaErrorStreamCaptureImplicit);
+  *status = s->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 

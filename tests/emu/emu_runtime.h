@@ -52,6 +52,12 @@ TOPOCOLL_EMU_API void join_streams(const cudaStream_t* streams, std::size_t n);
 
 // Whether `stream` is being captured now.
 TOPOCOLL_EMU_API bool is_capturing(cudaStream_t stream);
+// How many device-wide synchronisations the host has asked for so far (cudaFree,
+// cudaDeviceSynchronize): code that must not wait for the whole device checks it is unchanged.
+TOPOCOLL_EMU_API long device_synchronization_count();
+// Bytes of device memory allocated and not yet freed (a stream-ordered free counts once
+// its stream has reached it).
+TOPOCOLL_EMU_API std::size_t live_device_bytes();
 
 // Device memory is host memory from cudaMalloc. Aborts (via fail) unless [p, p + bytes)
 // lies inside one live allocation: an out-of-bounds or freed buffer is a test failure, not

@@ -48,4 +48,19 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
   return cudaSuccess;
 }
 
+cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
+                            int nranks, cudaStream_t stream) {
+  if (!is_valid(type) || !dst || !src || nranks < 1) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  const std::size_t bytes = count * datatype_size(type);
+  emu::check_device_range(src, bytes, "avg pre-multiply kernel source");
+  emu::check_device_range(dst, bytes, "avg pre-multiply kernel destination");
+  emu::enqueue(stream, [=] {
+    emu::access(src, bytes, false, stream, "avg pre-multiply kernel source");
+    emu::access(dst, bytes, true, stream, "avg pre-multiply kernel destination");
+    avg_premul_cpu(type, dst, src, count, nranks);
+  });
+  return cudaSuccess;
+}
+
 }  // namespace topocoll::kernels

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/avg_scalar.h"
 #include "kernels/reduce_cpu.h"
 
 namespace topocoll::emu {
@@ -35,13 +36,25 @@ void reduce_in_rank_order(ncclDataType_t type, ncclRedOp_t op, void* dst,
                           std::size_t count) {
   const auto t = static_cast<k::DataType>(type);
   const auto o = static_cast<k::ReduceOp>(op);
+  // NCCL's Avg on floating types is PreMulSum: each contribution times 1/nranks first
+  // (kernels/avg_scalar.h).
+  std::vector<std::vector<std::byte>> premultiplied;
+  std::vector<const std::byte*> scaled;
+  if (o == k::ReduceOp::Avg && k::avg_premultiplies(t)) {
+    for (const std::byte* c : contributions) {
+      premultiplied.emplace_back(count * k::datatype_size(t));
+      k::avg_premul_cpu(t, premultiplied.back().data(), c, count, int(contributions.size()));
+      scaled.push_back(premultiplied.back().data());
+    }
+  }
+  const std::vector<const std::byte*>& inputs = scaled.empty() ? contributions : scaled;
   std::vector<const void*> sources;
   std::size_t next = 0;
-  while (next < contributions.size()) {
+  while (next < inputs.size()) {
     sources.clear();
     if (next > 0) sources.push_back(dst);
-    while (next < contributions.size() && int(sources.size()) < k::kMaxReduceInputs)
-      sources.push_back(contributions[next++]);
+    while (next < inputs.size() && int(sources.size()) < k::kMaxReduceInputs)
+      sources.push_back(inputs[next++]);
     k::reduce_cpu(t, o, dst, sources.data(), int(sources.size()), count);
   }
   k::finalize_cpu(t, o, dst, count, int(contributions.size()));

@@ -45,6 +45,11 @@ class RecordingBackend : public Backend {
     calls.push_back("finalize @" + at(dst) + " " + std::to_string(count) + " n" +
                     std::to_string(b.nranks));
   }
+  void avg_premul(const CollectiveBinding& b, void* dst, const void* src,
+                  int64_t count) override {
+    calls.push_back("avg_premul @" + at(dst) + " @" + at(src) + " " + std::to_string(count) +
+                    " n" + std::to_string(b.nranks));
+  }
 };
 
 // Two ranks exchanging halves: a hand-written allreduce of 4 elements.
@@ -70,7 +75,7 @@ TEST(Engine, WalksStepsTransfersFirstThenLocalOpsWithResolvedPointers) {
   std::vector<char> arena(300);
   RecordingBackend be;
   be.base = arena.data();
-  Execution e(s, 1, kernels::DataType::Float32, kernels::ReduceOp::Avg,
+  Execution e(s, 1, kernels::DataType::Int32, kernels::ReduceOp::Avg,
               {arena.data(), arena.data() + 100, arena.data() + 200}, be);
   EXPECT_EQ(e.num_steps(), 2);
   EXPECT_TRUE(e.advance_one_step());
@@ -79,6 +84,60 @@ TEST(Engine, WalksStepsTransfersFirstThenLocalOpsWithResolvedPointers) {
   const std::vector<std::string> want = {
       "begin", "send 0 @0 8", "recv 0 @200 8", "end", "reduce @108 @8 @200 2 op4",
       "finalize @108 2 n2", "begin", "send 0 @108 8", "recv 0 @100 8", "end"};
+  EXPECT_EQ(be.calls, want);
+}
+
+// Floating avg is NCCL's PreMulSum: the input is pre-multiplied once, before step 0 posts
+// anything, into the output (same size as the input), and the program then runs in place.
+TEST(Engine, FloatingAvgPremultipliesTheInputIntoTheOutputFirst) {
+  const auto s = two_rank_allreduce();
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  be.base = arena.data();
+  Execution e(s, 1, kernels::DataType::Float32, kernels::ReduceOp::Avg,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, be);
+  EXPECT_TRUE(e.stages_input());
+  e.run();
+  const std::vector<std::string> want = {
+      "avg_premul @100 @0 4 n2", "begin", "send 0 @100 8", "recv 0 @200 8", "end",
+      "reduce @108 @108 @200 2 op4", "finalize @108 2 n2", "begin", "send 0 @108 8",
+      "recv 0 @100 8", "end"};
+  EXPECT_EQ(be.calls, want);
+  // Run again: pre-multiplied again from the user's input.
+  be.calls.clear();
+  e.restart();
+  e.run();
+  EXPECT_EQ(be.calls, want);
+  // Sum and integer avg read the input as it is.
+  EXPECT_FALSE(Execution(s, 1, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+                         {arena.data(), arena.data() + 100, arena.data() + 200}, be)
+                   .stages_input());
+}
+
+// Reduce-scatter's input is larger than its output: the staging area is scratch past the
+// program's own, at a 16-byte boundary, counted by scratch_bytes(schedule, rank, type, op).
+TEST(Engine, FloatingAvgStagesAReduceScatterInputInScratch) {
+  sched::ScheduleBuilder b(Collective::ReduceScatter, "test", 2, 2, 4, 2);
+  for (int r = 0; r < 2; ++r) {
+    const int peer = 1 - r;
+    b.send(0, r, peer, {Buf::Input, peer * 2}, 2);
+    b.recv(0, r, peer, {Buf::Scratch, 0}, 2);
+    b.reduce(0, r, {Buf::Output, 0}, {BufRef{Buf::Input, r * 2}, BufRef{Buf::Scratch, 0}}, 2);
+    b.need_scratch(r, 3);
+  }
+  const auto s = b.finish();
+  EXPECT_EQ(scratch_bytes(s, 0, kernels::DataType::Float16, kernels::ReduceOp::Sum), 6u);
+  EXPECT_EQ(scratch_bytes(s, 0, kernels::DataType::Float16, kernels::ReduceOp::Avg), 16u + 8u);
+  EXPECT_EQ(scratch_bytes(s, 0, kernels::DataType::Int32, kernels::ReduceOp::Avg), 12u);
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  be.base = arena.data();
+  Execution(s, 0, kernels::DataType::Float16, kernels::ReduceOp::Avg,
+            {arena.data(), arena.data() + 100, arena.data() + 200}, be)
+      .run();
+  const std::vector<std::string> want = {
+      "avg_premul @216 @0 4 n2", "begin", "send 1 @220 4", "recv 1 @200 4", "end",
+      "reduce @100 @216 @200 2 op4"};
   EXPECT_EQ(be.calls, want);
 }
 

@@ -321,6 +321,47 @@ TEST(SocketGroup, AnEagerSizeMismatchNamesBothSizes) {
   EXPECT_EQ(status[1], 7);
 }
 
+// Rendezvous: a large send starts only on the receiver's clear-to-send, which names the
+// size the receiver posted; a mismatch fails the sender naming both sizes.
+TEST(SocketGroup, ALargeSendWaitsForTheReceiversClearToSendAndChecksItsSize) {
+  const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
+                                                                     BootstrapClient& boot) {
+    SocketHostTransport transport(boot, "127.0.0.1", small_options(1500));
+    std::vector<unsigned char> buf(400000, 1);
+    if (rank == 0) {
+      // Rank 1 posts nothing for this send: no clear-to-send, so it times out naming why.
+      transport.post_send(1, buf.data(), 200000);
+      try {
+        transport.wait_all();
+        return 1;
+      } catch (const BackendError& e) {
+        const std::string what = e.what();
+        if (what.find("clear-to-send from rank 1") == std::string::npos) return 2;
+      }
+      boot.barrier();
+      transport.post_send(1, buf.data(), 200000);
+      try {
+        transport.wait_all();
+        return 3;
+      } catch (const BackendError& e) {
+        const std::string what = e.what();
+        boot.barrier();
+        return what.find("rank 1 posted a receive of 300000 bytes") != std::string::npos ? 7 : 4;
+      }
+    }
+    boot.barrier();
+    transport.post_recv(0, buf.data(), 300000);
+    try {
+      transport.wait_all();
+    } catch (const BackendError&) {
+    }
+    boot.barrier();
+    return 0;
+  });
+  EXPECT_EQ(status[0], 7);
+  EXPECT_EQ(status[1], 0);
+}
+
 // Opens a socket to ip:port and sends `bytes` (a rogue client on a rank's data port).
 int rogue_client(const std::string& address, const std::string& bytes) {
   const auto colon = address.rfind(':');
@@ -336,9 +377,10 @@ int rogue_client(const std::string& address, const std::string& bytes) {
 
 // Issue 15, finding 1: a port scanner on every rank's data port, as soon as it listens
 // (64 random bytes, a silent socket), is closed as a stray; the collective completes right.
+// 128 KiB per message: above the eager size, so the data connections carry it.
 TEST(SocketGroup, RogueClientsOnEveryDataPortDoNotStopTheCollective) {
   constexpr int kRanks = 4;
-  const auto s = sched::ring_allreduce(kRanks, 1 << 14);
+  const auto s = sched::ring_allreduce(kRanks, 1 << 17);
   const auto status = run_processes(kRanks, std::chrono::seconds(40), [&](int rank,
                                                                           BootstrapClient& boot) {
     SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
@@ -349,7 +391,7 @@ TEST(SocketGroup, RogueClientsOnEveryDataPortDoNotStopTheCollective) {
     HostBackend backend(transport);
     CollectiveCase c;
     c.nranks = kRanks;
-    c.count = 1 << 14;
+    c.count = 1 << 17;
     RankMemory mem(c, s, rank, c.input(rank));
     Execution(s, rank, c.dtype, c.op, mem.buffers, backend).run();
     std::vector<std::vector<unsigned char>> inputs(kRanks);

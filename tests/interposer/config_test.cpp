@@ -20,7 +20,8 @@ class Config : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* v : {"TOPOCOLL_ENABLE", "TOPOCOLL_TOPO_FILE", "TOPOCOLL_ALGO", "TOPOCOLL_MIN_BYTES",
-                          "TOPOCOLL_MAX_BYTES", "TOPOCOLL_STEP_OVERHEAD_US"})
+                          "TOPOCOLL_MAX_BYTES", "TOPOCOLL_STEP_OVERHEAD_US",
+                          "TOPOCOLL_PLAN_CACHE_BYTES"})
       unsetenv(v);
   }
   // Reads the configuration and returns what was printed on stderr.
@@ -40,6 +41,7 @@ TEST_F(Config, Defaults) {
   EXPECT_EQ(c.min_bytes, 0);
   EXPECT_EQ(c.max_bytes, INT64_MAX);
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 8.0);
+  EXPECT_EQ(c.plan_cache_bytes, int64_t(256) << 20);
 }
 
 TEST_F(Config, GoodValues) {
@@ -49,6 +51,7 @@ TEST_F(Config, GoodValues) {
   setenv("TOPOCOLL_MIN_BYTES", "64K", 1);
   setenv("TOPOCOLL_MAX_BYTES", "1G", 1);
   setenv("TOPOCOLL_STEP_OVERHEAD_US", "12", 1);
+  setenv("TOPOCOLL_PLAN_CACHE_BYTES", "16M", 1);
   InterposerConfig c;
   EXPECT_EQ(read(c), "");
   EXPECT_FALSE(c.enable);
@@ -57,6 +60,7 @@ TEST_F(Config, GoodValues) {
   EXPECT_EQ(c.min_bytes, 64 << 10);
   EXPECT_EQ(c.max_bytes, int64_t(1) << 30);
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 12.0);
+  EXPECT_EQ(c.plan_cache_bytes, int64_t(16) << 20);
 }
 
 TEST_F(Config, EveryAlgoNameRoundTrips) {

@@ -183,7 +183,26 @@ bool is_integer(ncclDataType_t t) {
 // Inputs chosen so every result is exact in every type (sums <= 32, products <= 256 in
 // magnitude, avg over a power-of-two rank count): the reference is exact and any
 // reduction order gives the same bits, so a mismatch is a real error.
-double input(const TypeInfo& t, ncclRedOp_t op, int rank, int64_t i, int salt) {
+// NCCL's avg on floating types multiplies every input by s = round_T(1/nranks) before the
+// sum (PreMulSum, src/enqueue.cc). With a power-of-two rank count s is exact and so is
+// every sum below; otherwise each element gets one nonzero contribution (from rank
+// i mod nranks), so the result round_T(v * s) is exact whatever order a schedule sums in.
+bool avg_one_contributor(const TypeInfo& t, ncclRedOp_t op, int nranks) {
+  return op == ncclAvg && !is_integer(t.type) && nranks > 0 && (nranks & (nranks - 1)) != 0;
+}
+
+double avg_scalar(const TypeInfo& t, int nranks) {
+  const float f = float(1.0 / nranks);
+  switch (t.type) {
+    case ncclFloat64: return 1.0 / nranks;
+    case ncclFloat16: return double(__half2float(__float2half(f)));
+    case ncclBfloat16: return double(__bfloat162float(__float2bfloat16(f)));
+    default: return double(f);
+  }
+}
+
+double input(const TypeInfo& t, ncclRedOp_t op, int rank, int64_t i, int salt, int nranks = 0) {
+  if (avg_one_contributor(t, op, nranks) && rank != int(i % nranks)) return 0.0;
   const int64_t h = (int64_t(rank) * 7 + i * 13 + salt * 5) % 5;
   if (op == ncclProd) {
     if (t.type == ncclInt8 || t.type == ncclUint8) return (h % 2 == 0) ? 1 : (t.is_signed ? -1 : 1);
@@ -195,6 +214,8 @@ double input(const TypeInfo& t, ncclRedOp_t op, int rank, int64_t i, int salt) {
 double reduce_ref(const TypeInfo& t, ncclRedOp_t op, int nranks, int64_t i, int salt,
                   int64_t offset_rank_base = 0) {
   (void)offset_rank_base;
+  if (avg_one_contributor(t, op, nranks))
+    return input(t, op, int(i % nranks), i, salt, nranks) * avg_scalar(t, nranks);  // encode rounds once
   double acc = input(t, op, 0, i, salt);
   for (int r = 1; r < nranks; ++r) {
     const double v = input(t, op, r, i, salt);
@@ -276,7 +297,7 @@ struct Checker {
       b.send = base + std::size_t(rank) * c.count * es;
     }
     std::vector<char> host(in_n * es);
-    for (std::size_t i = 0; i < in_n; ++i) encode(c.type->type, input(*c.type, c.op, rank, int64_t(i), salt), &host[i * es]);
+    for (std::size_t i = 0; i < in_n; ++i) encode(c.type->type, input(*c.type, c.op, rank, int64_t(i), salt, nranks), &host[i * es]);
     if (c.coll == Coll::AllToAll)  // block p of rank r's input goes to rank p
       for (std::size_t i = 0; i < in_n; ++i)
         encode(c.type->type, double((rank * 3 + int64_t(i)) % 100), &host[i * es]);
@@ -294,7 +315,7 @@ struct Checker {
         case Coll::ReduceScatter: v = reduce_ref(*c.type, c.op, nranks, int64_t(rank) * c.count + int64_t(i), salt); break;
         case Coll::AllGather: {
           const int src = int(i / std::size_t(c.count));
-          v = input(*c.type, c.op, src, int64_t(i % std::size_t(c.count)), salt);
+          v = input(*c.type, c.op, src, int64_t(i % std::size_t(c.count)), salt, nranks);
           break;
         }
         case Coll::AllToAll: {

@@ -54,6 +54,11 @@ class RecordingBackend final : public exec::Backend {
     log_->push_back({id_, step_ - 1, 'l'});
     inner_->finalize(b, dst, count);
   }
+  void avg_premul(const exec::CollectiveBinding& b, void* dst, const void* src,
+                  int64_t count) override {
+    log_->push_back({id_, step_, 'l'});
+    inner_->avg_premul(b, dst, src, count);
+  }
 
  private:
   exec::Backend* inner_;

@@ -4,6 +4,9 @@
 // moves no data (and CI has no GPU), so the exchange cannot agree: the communicator must
 // fall back to NCCL with a WARN and keep forwarding, never hang or fail the user's call.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <cstdint>
@@ -26,7 +29,10 @@ namespace {
 
 // The configuration is read once per process: set it up before any test touches it.
 const std::string kTopologyPath = [] {
-  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_init_topology.json";
+  // One file per process: ctest runs this binary's tests in parallel, and a test reading
+  // the file while another rewrites it would see it empty.
+  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_init_topology." +
+                           std::to_string(::getpid()) + ".json";
   topo::BiGraphShape shape;
   shape.switches_per_group = 1;
   shape.endpoints_per_switch = 2;
@@ -37,6 +43,10 @@ const std::string kTopologyPath = [] {
   setenv("NCCL_DEBUG", "WARN", 1);
   return path;
 }();
+// Removed when the process ends (forked ranks exit with _exit and leave it alone).
+const struct RemoveTopologyFile {
+  ~RemoveTopologyFile() { std::remove(kTopologyPath.c_str()); }
+} kRemoveTopologyFile;
 
 std::vector<std::string> names() {
   std::vector<std::string> out;

@@ -3,6 +3,8 @@
 // corner cases: integer wrap-around, NaN/inf/signed zero in max/min, Avg, fp8 saturation.
 #include "kernels/reduce_cpu.h"
 
+#include "kernels/avg_scalar.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -98,7 +100,8 @@ TEST_P(KernelsReduceCpu, EveryOpMatchesReference) {
             finalize_cpu(t, op, fin.data(), count, nranks);
             std::vector<std::uint64_t> want_avg(count);
             for (std::size_t i = 0; i < count; ++i)
-              want_avg[i] = test::ref_divide(t, out.get(i), nranks);
+              // Floating avg pre-multiplies instead (AvgPremultipliesLikeNccl).
+              want_avg[i] = is_floating(t) ? out.get(i) : test::ref_divide(t, out.get(i), nranks);
             expect_elements(t, fin.data(), want_avg, what + " finalize nranks=" + std::to_string(nranks));
           }
         } else {
@@ -235,23 +238,113 @@ TEST(KernelsReduceCpuCases, InfinitiesAndOverflow) {
   EXPECT_EQ(a[0], 0x4380);
 }
 
-TEST(KernelsReduceCpuCases, AvgDividesOnceAtTheEnd) {
+TEST(KernelsReduceCpuCases, AvgOnIntegersDividesOnceAtTheEnd) {
   std::vector<std::int32_t> x{-7, 7, std::numeric_limits<std::int32_t>::min()};
   finalize_cpu(DataType::Int32, ReduceOp::Avg, x.data(), x.size(), 2);
   EXPECT_EQ(x, (std::vector<std::int32_t>{-3, 3, -1073741824}));
   std::vector<std::uint8_t> u{255};
   finalize_cpu(DataType::Uint8, ReduceOp::Avg, u.data(), 1, 2);
   EXPECT_EQ(u[0], 127);
+  // Floating avg was pre-multiplied: nothing left to do at the end.
   std::vector<float> f{1.0f, 10.0f};
   finalize_cpu(DataType::Float32, ReduceOp::Avg, f.data(), 2, 3);
-  EXPECT_EQ(f[0], 1.0f / 3.0f);
-  EXPECT_EQ(f[1], 10.0f / 3.0f);
+  EXPECT_EQ(f, (std::vector<float>{1.0f, 10.0f}));
   std::vector<std::uint16_t> h{0x4200};  // float16 3.0
   finalize_cpu(DataType::Float16, ReduceOp::Avg, h.data(), 1, 2);
-  EXPECT_EQ(h[0], 0x3E00);  // 1.5
+  EXPECT_EQ(h[0], 0x4200);
   std::vector<float> unchanged{5.0f};
   finalize_cpu(DataType::Float32, ReduceOp::Sum, unchanged.data(), 1, 8);
   EXPECT_EQ(unchanged[0], 5.0f);
+}
+
+// NCCL 2.28's ncclAvg on floating types (src/enqueue.cc, hostToDevRedOp): every input
+// times s = round_T(float(1.0/nranks)) (double: 1.0/nranks), each product rounded to T,
+// then a Sum. Reference: values in double (exact for every narrow product and sum), rounded
+// to the type after every step, ranks in order; inputs at the top of each type's range,
+// where summing first overflows (float16, bfloat16, float32 to inf; fp8 saturates).
+TEST(KernelsReduceCpuCases, AvgPremultipliesLikeNccl) {
+  const DataType types[] = {DataType::Float16, DataType::Bfloat16, DataType::Fp8E4M3,
+                            DataType::Fp8E5M2, DataType::Float32, DataType::Float64};
+  for (DataType t : types)
+    for (int nranks : {2, 3, 5, 8, 16}) {
+      // Largest finite, its half, 1.0, -largest, the smallest subnormal: one element each.
+      const std::uint64_t max_bits = t == DataType::Float16    ? 0x7BFF
+                                   : t == DataType::Bfloat16   ? 0x7F7F
+                                   : t == DataType::Fp8E4M3    ? 0x7E
+                                   : t == DataType::Fp8E5M2    ? 0x7B
+                                   : t == DataType::Float32    ? 0x7F7FFFFFull
+                                                               : 0x7FEFFFFFFFFFFFFFull;
+      const double top = test::float_value(t, max_bits);
+      const std::vector<double> values = {top, top / 2, 1.0, -top, 0.0};
+      const std::size_t n = values.size();
+      std::vector<Buffer> in;
+      for (int r = 0; r < nranks; ++r) {
+        in.emplace_back(t, n);
+        for (std::size_t i = 0; i < n; ++i) in.back().set(i, test::float_bits_of(t, values[i]));
+        in.back().set(n - 1, 1);  // smallest subnormal, on every rank
+      }
+      // The reference.
+      const double s = t == DataType::Float64 ? 1.0 / nranks
+                                              : test::float_value(t, test::float_bits_of(t, float(1.0 / nranks)));
+      std::vector<std::uint64_t> want(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t acc = 0;
+        for (int r = 0; r < nranks; ++r) {
+          const double x = test::float_value(t, in[std::size_t(r)].get(i));
+          // x * s is exact in double for every type but float64, whose own product it is.
+          const std::uint64_t scaled = test::float_bits_of(t, x * s);
+          acc = r == 0 ? scaled : test::ref_apply(t, ReduceOp::Sum, acc, scaled);
+        }
+        want[i] = acc;
+      }
+      // The implementation: pre-multiply each rank's input, reduce with Avg in rank order,
+      // finalize (a no-op).
+      Buffer acc(t, n), scaled(t, n);
+      avg_premul_cpu(t, acc.data(), in[0].data(), n, nranks);
+      for (int r = 1; r < nranks; ++r) {
+        avg_premul_cpu(t, scaled.data(), in[std::size_t(r)].data(), n, nranks);
+        const void* srcs[2] = {acc.data(), scaled.data()};
+        reduce_cpu(t, ReduceOp::Avg, acc.data(), srcs, 2, n);
+      }
+      finalize_cpu(t, ReduceOp::Avg, acc.data(), n, nranks);
+      const std::string what = std::string(datatype_name(t)) + " nranks=" + std::to_string(nranks);
+      expect_elements(t, acc.data(), want, what);
+      // The average of equal inputs at the top of the range stays finite and near them
+      // (summing first would give inf, or a saturated fp8 sum divided by nranks). With a
+      // power-of-two rank count s is exact; otherwise s > 1/nranks may overflow as in NCCL.
+      if ((nranks & (nranks - 1)) != 0) continue;
+      const double avg_top = test::float_value(t, acc.get(0));
+      EXPECT_TRUE(std::isfinite(avg_top)) << what;
+      // Sums of a few mantissa bits stall (fp8 e5m2, 16 ranks: 32768), yet stay far above
+      // the saturated sum over nranks (57344 / 16) that summing first gives.
+      EXPECT_GE(avg_top / top, 0.5) << what << " average of " << top << " is " << avg_top;
+      EXPECT_LE(avg_top / top, 1.0) << what << " average of " << top << " is " << avg_top;
+    }
+  // The case: 8 ranks of 100 in fp8 e4m3 no longer give the saturated 448/8 = 56.
+  std::vector<Buffer> hundred;
+  Buffer acc(DataType::Fp8E4M3, 1), scaled(DataType::Fp8E4M3, 1);
+  Buffer one(DataType::Fp8E4M3, 1);
+  one.set(0, test::float_bits_of(DataType::Fp8E4M3, 100.0));
+  avg_premul_cpu(DataType::Fp8E4M3, acc.data(), one.data(), 1, 8);
+  for (int r = 1; r < 8; ++r) {
+    avg_premul_cpu(DataType::Fp8E4M3, scaled.data(), one.data(), 1, 8);
+    const void* srcs[2] = {acc.data(), scaled.data()};
+    reduce_cpu(DataType::Fp8E4M3, ReduceOp::Avg, acc.data(), srcs, 2, 1);
+  }
+  EXPECT_GE(test::float_value(DataType::Fp8E4M3, acc.get(0)), 88.0);
+}
+
+TEST(KernelsReduceCpuCases, AvgScalarIsNcclsRoundedReciprocal) {
+  // float16 1/3 = 0x3555, bfloat16 1/3 = 0x3EAB, fp8 e4m3 1/8 = 0x20, e5m2 1/3 = 0x35 (0.3125).
+  EXPECT_EQ(avg_scalar_bits(DataType::Float16, 3), 0x3555u);
+  EXPECT_EQ(avg_scalar_bits(DataType::Bfloat16, 3), 0x3EABu);
+  EXPECT_EQ(avg_scalar_bits(DataType::Fp8E4M3, 8), 0x20u);
+  EXPECT_EQ(avg_scalar_bits(DataType::Fp8E5M2, 3), 0x35u);
+  EXPECT_EQ(avg_scalar_bits(DataType::Int32, 3), 0u);
+  std::vector<std::int32_t> ints{7, -7};
+  std::vector<std::int32_t> copy(2);
+  avg_premul_cpu(DataType::Int32, copy.data(), ints.data(), 2, 4);  // integers: a copy
+  EXPECT_EQ(copy, ints);
 }
 
 TEST(KernelsReduceCpuCases, BadArgumentsAreRejectedWithTheirName) {

@@ -238,6 +238,32 @@ TEST_P(KernelsReduceCuda, PremulMatchesCpu) {
     }
 }
 
+// Avg's pre-multiply (NCCL's PreMulSum by 1/nranks) is the CPU reference's, bit for bit,
+// including the top of each type's range.
+TEST_P(KernelsReduceCuda, AvgPremulMatchesCpu) {
+  std::mt19937_64 rng(4500 + GetParam());
+  const DataType t = type();
+  const std::size_t elem = datatype_size(t), count = 70001;
+  for (int nranks : {2, 3, 8, 1000}) {
+    SCOPED_TRACE(std::string(datatype_name(t)) + " avg premul nranks=" + std::to_string(nranks));
+    const auto host = random_elements(t, count, rng);
+    std::vector<char> want(count * elem);
+    avg_premul_cpu(t, want.data(), host.data(), count, nranks);
+    DeviceBuffer src(count * elem), dst(count * elem);
+    ASSERT_TRUE(src.ok() && dst.ok());
+    ASSERT_EQ(cudaMemcpy(src.ptr(0), host.data(), count * elem, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(avg_premul_cuda(t, dst.ptr(0), src.ptr(0), count, nranks, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    std::vector<char> got(count * elem);
+    ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr(0), count * elem, cudaMemcpyDeviceToHost), cudaSuccess);
+    int bad = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!same_result(t, test::load_bits(got.data(), i, t), test::load_bits(want.data(), i, t)))
+        ++bad;
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 TEST_P(KernelsReduceCuda, FinalizeIsANoOpExceptForAvg) {
   const DataType t = type();
   const std::size_t count = 1000, bytes = count * datatype_size(t);
@@ -308,8 +334,8 @@ TEST(KernelsReduceCudaApi, CapturesIntoACudaGraph) {
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   EXPECT_EQ(reduce_cuda(DataType::Float32, ReduceOp::Sum, a.ptr(0), srcs, 2, count, stream),
             cudaSuccess);
-  EXPECT_EQ(finalize_cuda(DataType::Float32, ReduceOp::Avg, a.ptr(0), count, 2, stream),
-            cudaSuccess);
+  // Times 1/2 (avg's pre-multiply), exactly a division by 2.
+  EXPECT_EQ(avg_premul_cuda(DataType::Float32, a.ptr(0), a.ptr(0), count, 2, stream), cudaSuccess);
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);

@@ -1,0 +1,81 @@
+// The interposer's device scratch on the emulated CUDA runtime: freeing never waits for the
+// whole device (an abort must return while another communicator's kernel is stuck), frees
+// are ordered after the scratch's last uses (the emulation's race detector checks that),
+// growth does not keep every old buffer, and no CUDA probe leaves an error behind for the
+// application's next cudaGetLastError.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "plugin/interposer/cuda_probe.h"
+#include "plugin/interposer/device_scratch.h"
+#include "tests/emu/emu_runtime.h"
+
+namespace topocoll::plugin::interposer {
+namespace {
+
+struct Stream {
+  Stream() { EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess); }
+  ~Stream() { cudaStreamDestroy(s); }
+  cudaStream_t s = nullptr;
+};
+
+// One use of the scratch on `stream`, as a collective's kernels would make.
+void use(DeviceScratch& scratch, std::size_t bytes, cudaStream_t stream) {
+  void* p = scratch.reserve(bytes);
+  ASSERT_NE(p, nullptr);
+  scratch.order_after_previous(stream);
+  ASSERT_EQ(cudaMemsetAsync(p, 1, bytes, stream), cudaSuccess);
+  scratch.mark_used({stream});
+}
+
+TEST(DeviceScratchEmu, DestroyFreesAfterTheLastUses) {
+  const std::size_t before = emu::live_device_bytes();
+  Stream a, b;
+  {
+    DeviceScratch scratch(0);
+    use(scratch, 1000, a.s);
+    use(scratch, 1000, b.s);
+  }  // the communicator goes (destroy or abort): frees ordered after both streams' uses
+  EXPECT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+  EXPECT_EQ(emu::live_device_bytes(), before) << "the scratch's memory was not freed";
+}
+
+TEST(DeviceScratchEmu, NoDeviceWideWaitOnDestroy) {
+  Stream a;
+  auto scratch = std::make_unique<DeviceScratch>(0);
+  use(*scratch, 4096, a.s);
+  const long syncs = emu::device_synchronization_count();
+  scratch.reset();
+  EXPECT_EQ(emu::device_synchronization_count(), syncs)
+      << "destroying the scratch synchronised the whole device (cudaFree)";
+}
+
+TEST(DeviceScratchEmu, GrowthFreesTheOldEagerBuffer) {
+  Stream a;
+  const std::size_t before = emu::live_device_bytes();
+  DeviceScratch scratch(0);
+  use(scratch, 1 << 20, a.s);
+  use(scratch, 4 << 20, a.s);
+  use(scratch, 16 << 20, a.s);
+  ASSERT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(emu::live_device_bytes() - before, std::size_t(16) << 20)
+      << "grown-out buffers are kept";
+}
+
+TEST(DeviceScratchEmu, CaptureProbeLeavesNoErrorBehind) {
+  Stream capturing;
+  ASSERT_EQ(cudaStreamBeginCapture(capturing.s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  // The legacy stream's capture query fails while another stream captures in global mode.
+  EXPECT_FALSE(stream_capturing(nullptr));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a failed CUDA query left its error behind";
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(capturing.s, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+}
+
+}  // namespace
+}  // namespace topocoll::plugin::interposer
