@@ -47,7 +47,7 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   cmake --build "$tsan_dir" -j"$jobs" --target "${targets[@]}"
   # The multi-process socket group tests fork eight ranks each under a wall-clock deadline;
   # ThreadSanitizer slows every process ~5-15x, so they run alone, the rest in parallel.
-  alone='^SocketGroup\.'
+  alone='^(SocketGroup\.|KillAndStop/FaultMatrix\.|Bootstrap\.)'
   ctest --test-dir "$tsan_dir" -j"$jobs" --output-on-failure -LE gpu -E "_NOT_BUILT\$|$alone" || status=1
   ctest --test-dir "$tsan_dir" --output-on-failure -LE gpu -R "$alone" || status=1
 fi

@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -111,6 +114,43 @@ TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
   std::string out;
   EXPECT_NE(run(kTopocoll + " bench --ranks 2 --sizes 1K --iters 2 --warmup 0 --json /dev/full", &out), 0) << out;
   EXPECT_NE(out.find("cannot write --json /dev/full: No space left on device"), std::string::npos) << out;
+}
+
+// The fault matrix at the CLI (issue 15): one rank of `topocoll bench` killed or stopped
+// mid-run. Every other rank's message names it, the launcher exits non-zero, and no rank
+// process is left behind (the launcher kills a stopped one after its grace period).
+void expect_fault_named(const std::string& signal_name, int deadline_s) {
+  const std::string out_file = ::testing::TempDir() + "/bench_fault_" + signal_name + ".txt";
+  const std::string script =
+      kTopocoll + " bench --ranks 4 --sizes 4M --algos ring --iters 100000 --seconds 3600 -c 0 > " + out_file +
+      " 2>&1 & L=$!; sleep 2; R=$(pgrep -P $L | sed -n 3p); kill -" + signal_name +
+      " $R; wait $L; echo \"launcher exit $?\" >> " + out_file + "; pgrep -P $L >/dev/null && echo LEFT_BEHIND >> " +
+      out_file + "; true";
+  const auto started = std::chrono::steady_clock::now();
+  std::string ignored;
+  run("timeout " + std::to_string(deadline_s) + " sh -c '" + script + "'", &ignored);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(deadline_s));
+  std::ifstream in(out_file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string how = signal_name == "KILL" ? "died" : "stopped answering";
+  int named = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("rank 2 (") != std::string::npos && line.find(how) != std::string::npos) ++named;
+  EXPECT_GE(named, 3) << "every other rank names rank 2:\n" << text;
+  EXPECT_EQ(text.find("launcher exit 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("launcher exit"), std::string::npos) << text;
+  EXPECT_EQ(text.find("LEFT_BEHIND"), std::string::npos) << text;
+}
+
+TEST(BenchCli, ARankKilledMidRunIsNamedByEveryOtherRank) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  expect_fault_named("KILL", 60);
+}
+
+TEST(BenchCli, ARankStoppedMidRunIsNamedByEveryOtherRank) {
+  if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
+  expect_fault_named("STOP", 90);  // 10 s silence limit, then the launcher's 15 s grace
 }
 
 }  // namespace

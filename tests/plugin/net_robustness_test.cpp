@@ -335,5 +335,44 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
+
+// Fault matrix, net plugin harness: a receiver stopped (SIGSTOP) mid-transfer. Its sockets
+// stay open, so only the stall timeout can tell: the send fails at TOPOCOLL_NET_TIMEOUT_MS
+// with a WARN naming the peer's address, and the sender then ends the stopped rank.
+TEST(NetPluginErrors, ReceiverStoppedMidTransferFailsTheSendAtTheTimeout) {
+  auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
+    ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "1500", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    PeerComms comms;
+    RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms));
+    const size_t size = 64 << 20;
+    std::vector<uint8_t> buffer(size, 7);
+    void* r = nullptr;
+    if (rank == 1) {
+      const pid_t me = ::getpid();
+      RANK_REQUIRE(mesh.send(1, 0, &me, sizeof me));
+      ::raise(SIGSTOP);
+      return 0;
+    }
+    pid_t stopped = 0;
+    RANK_REQUIRE(mesh.recv(1, 0, &stopped, sizeof stopped), "receiver never started");
+    RANK_REQUIRE(net->isend(comms.send[1], buffer.data(), size, 0, nullptr, nullptr, &r) == ncclSuccess && r);
+    const auto started = std::chrono::steady_clock::now();
+    ncclResult_t res = wait_request(net, r, nullptr, 20000);
+    const auto took = std::chrono::steady_clock::now() - started;
+    ::kill(stopped, SIGKILL);
+    RANK_REQUIRE(res == ncclSystemError, "send to a stopped receiver returned %d", int(res));
+    RANK_REQUIRE(took < std::chrono::seconds(6), "the send failed only after %lld ms",
+                 (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "the peer stopped reading"), "no WARN naming the stall");
+    close_all(net, &comms);
+    return 0;
+  });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].signal, SIGKILL) << describe(results);
+  EXPECT_TRUE(results[0].exited && results[0].exit_code == 0) << describe(results);
+}
+
 }  // namespace
 }  // namespace topocoll::testing
