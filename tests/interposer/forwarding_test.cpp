@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/interposer.h"
 #include "plugin/interposer/plan_cache.h"
 #include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
@@ -234,11 +235,11 @@ class ServedForwarding : public Forwarding {
 // NCCL hands out a freed communicator's address again.
 TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   const ncclComm_t other = fake_comm(0x2000);
-  CommState* first = served_state(comm_);
+  CommState* first = served_state(comm_).get();
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(served_state(other), nullptr);
-  EXPECT_EQ(served_state(comm_), first);  // cached answer
-  std::unique_ptr<CommState> taken = CommRegistry::instance().remove(comm_);
+  EXPECT_EQ(served_state(comm_).get(), first);  // cached answer
+  std::shared_ptr<CommState> taken = CommRegistry::instance().remove(comm_);
   ASSERT_EQ(taken.get(), first);
   EXPECT_EQ(served_state(comm_), nullptr);
   auto unserved = std::make_unique<CommState>();
@@ -248,11 +249,31 @@ TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   EXPECT_EQ(served_state(comm_), nullptr);
   taken->comm = comm_;
   CommRegistry::instance().insert(std::move(taken));
-  EXPECT_EQ(served_state(comm_), first);
+  EXPECT_EQ(served_state(comm_).get(), first);
   // Another thread sees the same registry through its own cache.
   CommState* seen = nullptr;
-  std::thread([&] { seen = served_state(comm_); }).join();
+  std::thread([&] { seen = served_state(comm_).get(); }).join();
   EXPECT_EQ(seen, first);
+}
+
+// A call holds its communicator's state by shared reference: an abort from another thread
+// meanwhile (a watchdog) takes the state out of the registry, but the call's state stays
+// valid until the call lets go; only then is it freed.
+TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) {
+  std::shared_ptr<CommState> held = served_state(comm_);  // what serve_collective holds
+  ASSERT_NE(held, nullptr);
+  std::weak_ptr<CommState> watch = held;
+  // The interposer's abort path, with NCCL's own abort left out (the handle is a fake).
+  std::thread([&] {
+    EXPECT_EQ(comm_release(comm_, true, [](ncclComm_t) { return ncclSuccess; }), ncclSuccess);
+  }).join();
+  EXPECT_EQ(CommRegistry::instance().find(comm_), nullptr);
+  EXPECT_EQ(served_state(comm_), nullptr);
+  ASSERT_FALSE(watch.expired()) << "the abort freed the state of a call still running";
+  EXPECT_EQ(held->comm, comm_);
+  EXPECT_EQ(held->plans.find({sched::Collective::AllReduce, int(ncclFloat32), 4}), nullptr);
+  held.reset();
+  EXPECT_TRUE(watch.expired()) << "the state outlived its last user";
 }
 
 // ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
@@ -303,7 +324,7 @@ TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
   plan->route = Route::Nccl;
   plan->algo = "nccl";
   plan->reason = "test";
-  CommState* st = served_state(comm_);
+  CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
   alignas(16) char in[64] = {}, out[64] = {};
@@ -324,7 +345,7 @@ TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
 TEST_F(ServedForwarding, PlanCacheKeepsTheFirstPlanPerKey) {
   // Two threads may plan one key at once: the first stored plan wins; a key that differs
   // only in datatype is a different plan.
-  CommState* st = served_state(comm_);
+  CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   const PlanKey key{sched::Collective::AllGather, int(ncclInt8), 3};
   EXPECT_EQ(st->plans.find(key), nullptr);
