@@ -40,6 +40,9 @@ struct InterposerConfig {
   // TOPOCOLL_PLAN_CACHE_BYTES: most memory one communicator's plans may hold (least
   // recently used out beyond it; plugin/interposer/plan_cache.h).
   int64_t plan_cache_bytes = int64_t(256) << 20;
+  // TOPOCOLL_AUTO_MARGIN: in auto, another route must be predicted this many times faster
+  // than NCCL's best (>= 1).
+  double auto_margin = 1.3;
 };
 
 // Re-reads the environment every call (tests); bad values WARN and keep the default.
