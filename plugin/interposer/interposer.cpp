@@ -113,14 +113,25 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
   CurrentDeviceGuard device_guard;
   std::vector<std::size_t> needs;
+  // The most any rank needs, so every rank's scratch grows at the same call (batch_scratch.h).
   for (const PendingCollective& c : calls)
-    needs.push_back(exec::scratch_bytes(*c.plan->schedule, c.state->rank,
-                                        kernels::DataType(int(c.call.datatype)), reduce_op_of(c.call)));
+    needs.push_back(exec::max_scratch_bytes(*c.plan->schedule, kernels::DataType(int(c.call.datatype)),
+                                            reduce_op_of(c.call)));
   std::vector<char*> regions;
-  if (!reserve_batch_scratch(calls, needs, device_guard, regions)) return ncclSystemError;
+  std::vector<char> to_nccl;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions, to_nccl)) return ncclSystemError;
+  // Calls without scratch go to NCCL on the user's communicator, in one group.
+  if (std::find(to_nccl.begin(), to_nccl.end(), 1) != to_nccl.end()) {
+    ncclResult_t r = pncclGroupStart();
+    for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
+      if (to_nccl[i]) r = forward_collective(calls[i].call, calls[i].call.comm);
+    const ncclResult_t end = pncclGroupEnd();
+    if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
+  }
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;
   for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (to_nccl[i]) continue;
     const PendingCollective& c = calls[i];
     CommState* st = c.state.get();
     device_guard.use(st->device);

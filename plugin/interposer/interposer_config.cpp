@@ -60,6 +60,7 @@ InterposerConfig read_interposer_config() {
   c.step_overhead_us =
       static_cast<double>(param_int("TOPOCOLL_STEP_OVERHEAD_US", 8, 0, 1000000));
   c.plan_cache_bytes = param_bytes("TOPOCOLL_PLAN_CACHE_BYTES", c.plan_cache_bytes);
+  c.scratch_max_bytes = param_bytes("TOPOCOLL_SCRATCH_MAX_BYTES", c.scratch_max_bytes);
   const std::string margin = param_string("TOPOCOLL_AUTO_MARGIN", "");
   if (!margin.empty()) {
     char* end = nullptr;

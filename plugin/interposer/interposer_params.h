@@ -43,6 +43,9 @@ struct InterposerConfig {
   // TOPOCOLL_AUTO_MARGIN: in auto, another route must be predicted this many times faster
   // than NCCL's best (>= 1).
   double auto_margin = 1.3;
+  // TOPOCOLL_SCRATCH_MAX_BYTES: most device scratch one communicator's calls of one batch
+  // may take; beyond it the calls go to NCCL (on every rank alike).
+  int64_t scratch_max_bytes = int64_t(2) << 30;
 };
 
 // Re-reads the environment every call (tests); bad values WARN and keep the default.

@@ -79,7 +79,12 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
     needs[i] = blocks[i] * std::size_t(c.state->nranks);
   }
   std::vector<char*> regions;
-  if (!reserve_batch_scratch(calls, needs, device_guard, regions)) return ncclSystemError;
+  std::vector<char> to_nccl;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions, to_nccl)) return ncclSystemError;
+  // A call without its permutation scratch runs on the user's communicator (every rank of
+  // it decided alike), where NCCL's block order is already the user's.
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (to_nccl[i]) needs[i] = 0;
   auto permute = [&](std::size_t i, bool to_ring) {
     const CollectiveCall& call = calls[i].call;
     char* user = static_cast<char*>(to_ring ? const_cast<void*>(call.sendbuff) : call.recvbuff);
@@ -101,7 +106,8 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   r = pncclGroupStart();
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
     CollectiveCall call = calls[i].call;
-    const ncclComm_t comm = calls[i].state->ring_comm ? calls[i].state->ring_comm.load() : call.comm;
+    const ncclComm_t comm =
+        calls[i].state->ring_comm && !to_nccl[i] ? calls[i].state->ring_comm.load() : call.comm;
     if (needs[i] > 0 && call.collective == Collective::ReduceScatter) call.sendbuff = regions[i];
     if (needs[i] > 0 && call.collective == Collective::AllGather) call.recvbuff = regions[i];
     r = forward_collective(call, comm);

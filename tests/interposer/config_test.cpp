@@ -21,7 +21,8 @@ class Config : public ::testing::Test {
   void SetUp() override {
     for (const char* v : {"TOPOCOLL_ENABLE", "TOPOCOLL_TOPO_FILE", "TOPOCOLL_ALGO", "TOPOCOLL_MIN_BYTES",
                           "TOPOCOLL_MAX_BYTES", "TOPOCOLL_STEP_OVERHEAD_US",
-                          "TOPOCOLL_PLAN_CACHE_BYTES", "TOPOCOLL_AUTO_MARGIN"})
+                          "TOPOCOLL_PLAN_CACHE_BYTES", "TOPOCOLL_AUTO_MARGIN",
+                          "TOPOCOLL_SCRATCH_MAX_BYTES"})
       unsetenv(v);
   }
   // Reads the configuration and returns what was printed on stderr.
@@ -43,6 +44,7 @@ TEST_F(Config, Defaults) {
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 8.0);
   EXPECT_EQ(c.plan_cache_bytes, int64_t(256) << 20);
   EXPECT_DOUBLE_EQ(c.auto_margin, 1.3);
+  EXPECT_EQ(c.scratch_max_bytes, int64_t(2) << 30);
 }
 
 TEST_F(Config, AutoMargin) {
@@ -65,6 +67,7 @@ TEST_F(Config, GoodValues) {
   setenv("TOPOCOLL_MAX_BYTES", "1G", 1);
   setenv("TOPOCOLL_STEP_OVERHEAD_US", "12", 1);
   setenv("TOPOCOLL_PLAN_CACHE_BYTES", "16M", 1);
+  setenv("TOPOCOLL_SCRATCH_MAX_BYTES", "512M", 1);
   InterposerConfig c;
   EXPECT_EQ(read(c), "");
   EXPECT_FALSE(c.enable);
@@ -74,6 +77,7 @@ TEST_F(Config, GoodValues) {
   EXPECT_EQ(c.max_bytes, int64_t(1) << 30);
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 12.0);
   EXPECT_EQ(c.plan_cache_bytes, int64_t(16) << 20);
+  EXPECT_EQ(c.scratch_max_bytes, int64_t(512) << 20);
 }
 
 TEST_F(Config, EveryAlgoNameRoundTrips) {

@@ -3,13 +3,17 @@
 // registered and released; groups are forwarded with their nesting intact.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/plan_cache.h"
+#include "plugin/interposer/rank_exchange.h"
+#include "sched/generator.h"
 #include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
@@ -254,6 +258,52 @@ TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   CommState* seen = nullptr;
   std::thread([&] { seen = served_state(comm_).get(); }).join();
   EXPECT_EQ(seen, first);
+}
+
+// Growing the scratch is voted on by every rank of the communicator; when any rank cannot
+// allocate, the call goes to NCCL unchanged on every rank (here: this rank cannot, as there
+// is no device; its peers could), instead of failing the user's collective.
+TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  st->scratch = std::make_unique<DeviceScratch>(0);
+  const int64_t count = 4096;
+  auto plan = std::make_shared<Plan>();
+  plan->route = Route::Schedule;
+  plan->algo = "hd";
+  plan->schedule = std::make_shared<const sched::Schedule>(
+      sched::generate("hd", sched::Collective::AllReduce, 8, count));
+  st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, plan);
+  // The vote in host memory (no device here); the peers voted "ready".
+  const ExchangeCudaCalls saved = exchange_cuda_calls();
+  ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
+  cuda.malloc = [](void** p, std::size_t n) { *p = std::calloc(1, n); return cudaSuccess; };
+  cuda.free = [](void* p) { std::free(p); return cudaSuccess; };
+  cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
+  cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
+  cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+  cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  };
+  cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
+    std::memset(d, v, n);
+    return cudaSuccess;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  exchange_cuda_calls() = saved;
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0})) << "this rank voted 'cannot'";
+  bool forwarded = false;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclAllReduce" && c.sendbuff == in.data() && c.recvbuff == out.data() &&
+        c.count == std::size_t(count) && c.comm == comm_)
+      forwarded = true;
+  EXPECT_TRUE(forwarded) << "the user's allreduce did not reach NCCL";
+  stub_nccl::reset();
 }
 
 // A call holds its communicator's state by shared reference: an abort from another thread
