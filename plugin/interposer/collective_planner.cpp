@@ -135,6 +135,8 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
 
     if (config.algo == AlgoChoice::NcclTopoRing) {
       if (c == Collective::AllToAll) return nccl_plan("nccl-topo-ring has no all-to-all form", nccl_us);
+      if (config.ring_comm == RingCommMode::Off)
+        return nccl_plan("TOPOCOLL_ALGO=nccl-topo-ring with TOPOCOLL_RING_COMM=off", nccl_us);
       auto p = std::make_shared<Plan>();
       p->route = Route::NcclTopoRing;
       p->algo = "nccl-topo-ring";
@@ -163,7 +165,7 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     const double margin = std::max(1.0, config.auto_margin);
     std::string best = "nccl";
     double best_us = nccl_us / margin;
-    if (c != Collective::AllToAll) {
+    if (c != Collective::AllToAll && config.ring_comm != RingCommMode::Off) {
       const double us = topo_ring_us();
       if (us < best_us) {
         best = "nccl-topo-ring";

@@ -19,6 +19,7 @@
 #include "plugin/interposer/interposer_params.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/rank_identity.h"
+#include "plugin/interposer/ring_comm.h"
 #include "plugin/log.h"
 
 namespace topocoll::plugin::interposer {
@@ -80,12 +81,26 @@ void unprepare_service(CommState& st) noexcept {
   st.topology.reset();
 }
 
-void register_served(std::unique_ptr<CommState> st) {
+CommState* register_served(std::unique_ptr<CommState> st) {
   st->served = true;
+  CommState* registered = st.get();
   TC_INFO(NCCL_INIT, "communicator %p rank %d/%d served on topology '%s' (endpoint %d)",
           static_cast<void*>(st->comm), st->rank, st->nranks, st->topology->name().c_str(),
           st->placement.endpoint_of_rank[std::size_t(st->rank)]);
   CommRegistry::instance().insert(std::move(st));
+  return registered;
+}
+
+// The topology-ordered split at init (TOPOCOLL_RING_COMM=init): every rank of a served
+// communicator reaches this alike, so the collective split matches. Off: never split, its
+// route stays on the user's communicator.
+void split_ring_comms_at_init(const std::vector<CommState*>& served) {
+  const RingCommMode mode = interposer_config().ring_comm;
+  if (mode == RingCommMode::Off) {
+    for (CommState* st : served) st->ring_comm_failed = true;
+    return;
+  }
+  if (mode == RingCommMode::Init) create_ring_comms(served);
 }
 
 // cudaDeviceGetPCIBusId's form, "" when CUDA cannot say (host_gpu_index then keeps the
@@ -163,6 +178,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
   std::vector<ReadyVote> votes(batch.size());
   std::vector<std::string> local_errors(batch.size());
   std::vector<ReadyVote> voting;
+  std::vector<CommState*> served_now;
+  served_now.reserve(batch.size());
   std::vector<std::size_t> voter_of;
   voting.reserve(batch.size());
   voter_of.reserve(batch.size());
@@ -236,11 +253,12 @@ void finish_inits(std::vector<PendingInit>& pending) {
       register_unserved(std::move(st), why);
       continue;
     }
-    register_served(std::move(st));
+    served_now.push_back(register_served(std::move(st)));
   } catch (const std::exception& e) {
     TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
             static_cast<void*>(batch[i].comm), e.what());
   }
+  split_ring_comms_at_init(served_now);
 }
 
 LocalServiceCheck& local_service_check() {
@@ -317,14 +335,16 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
       }
     }
   }
+  std::vector<CommState*> served_now;
   for (auto& st : states) {
     if (why.empty()) {
-      register_served(std::move(st));
+      served_now.push_back(register_served(std::move(st)));
     } else {
       unprepare_service(*st);
       register_unserved(std::move(st), why);
     }
   }
+  split_ring_comms_at_init(served_now);
 }
 
 ncclResult_t comm_finalize(ncclComm_t comm) {

@@ -55,6 +55,16 @@ struct CommState {
   // run_ring_calls).
   std::vector<int> ring_order;
   bool ring_permutes = false;
+  // Buffers the user registered on this communicator (ncclCommRegister), mirrored on
+  // ring_comm so NCCL's zero-copy paths see them there too (buffer_registration.h).
+  struct Registration {
+    void* buff = nullptr;
+    std::size_t size = 0;
+    void* handle = nullptr;       // the user's handle, from the user's communicator
+    void* ring_handle = nullptr;  // the same buffer's on ring_comm, null if none
+  };
+  std::mutex registrations_mutex;
+  std::vector<Registration> registrations;
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};

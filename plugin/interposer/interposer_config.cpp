@@ -61,6 +61,8 @@ InterposerConfig read_interposer_config() {
       static_cast<double>(param_int("TOPOCOLL_STEP_OVERHEAD_US", 8, 0, 1000000));
   c.plan_cache_bytes = param_bytes("TOPOCOLL_PLAN_CACHE_BYTES", c.plan_cache_bytes);
   c.scratch_max_bytes = param_bytes("TOPOCOLL_SCRATCH_MAX_BYTES", c.scratch_max_bytes);
+  const std::string ring = param_choice("TOPOCOLL_RING_COMM", "init", {"init", "lazy", "off"});
+  c.ring_comm = ring == "lazy" ? RingCommMode::Lazy : ring == "off" ? RingCommMode::Off : RingCommMode::Init;
   const std::string margin = param_string("TOPOCOLL_AUTO_MARGIN", "");
   if (!margin.empty()) {
     char* end = nullptr;

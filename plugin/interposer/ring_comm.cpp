@@ -6,6 +6,7 @@
 #include "kernels/datatype.h"
 #include "plugin/interposer/batch_scratch.h"
 #include "plugin/interposer/block_permutation.h"
+#include "plugin/interposer/buffer_registration.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
@@ -32,7 +33,12 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     int key = 0;
     for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
       if (st->ring_order[pos] == st->rank) key = int(pos);
-    results[i] = pncclCommSplit(st->comm, 0, key, &made[i], nullptr);
+    // Resource sharing with the parent (NCCL's splitShare): the split reuses the user's
+    // communicator's buffers and proxies instead of doubling them.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.splitShare = 1;
+    config.blocking = 1;
+    results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
   }
   const ncclResult_t end = pncclGroupEnd();
   for (std::size_t i = 0; i < todo.size(); ++i) {
@@ -46,6 +52,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     st->ring_comm = made[i];
     TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
             static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
+    mirror_registrations(*st);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/plan_cache.h"
 #include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/ring_comm.h"
 #include "sched/generator.h"
 #include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
@@ -303,6 +304,52 @@ TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) 
         c.count == std::size_t(count) && c.comm == comm_)
       forwarded = true;
   EXPECT_TRUE(forwarded) << "the user's allreduce did not reach NCCL";
+  stub_nccl::reset();
+}
+
+// The topology-ordered split shares the parent's resources (splitShare), carries the
+// buffers the user registered on the parent (before and after the split), reports its
+// asynchronous errors through the parent, and is revoked with it.
+TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  alignas(16) static char early[256], late[256];
+  void* early_handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comm_, early, sizeof early, &early_handle), ncclSuccess);
+  create_ring_comms({st});
+  const ncclComm_t ring = st->ring_comm.load();
+  ASSERT_NE(ring, nullptr);
+  void* late_handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comm_, late, sizeof late, &late_handle), ncclSuccess);
+  int split_share = -2, registered_on_ring = 0;
+  for (const Call& c : stub_nccl::calls()) {
+    if (c.fn == "pncclCommSplit" && c.comm == comm_) split_share = c.op;
+    if (c.fn == "pncclCommRegister" && c.comm == ring) ++registered_on_ring;
+  }
+  EXPECT_EQ(split_share, 1) << "the split must be created with splitShare=1";
+  EXPECT_EQ(registered_on_ring, 2) << "both buffers registered on the split";
+
+  stub_nccl::reset();
+  ASSERT_EQ(ncclCommDeregister(comm_, early_handle), ncclSuccess);
+  int deregistered = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommDeregister" && (c.comm == ring || c.comm == comm_)) ++deregistered;
+  EXPECT_EQ(deregistered, 2);
+
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  stub_nccl::set_async_error(ring, ncclRemoteError);
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError) << "the split's error must reach the user";
+
+  stub_nccl::reset();
+  ASSERT_EQ(ncclCommRevoke(comm_, 0), ncclSuccess);
+  int revoked = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommRevoke" && (c.comm == ring || c.comm == comm_)) ++revoked;
+  EXPECT_EQ(revoked, 2);
   stub_nccl::reset();
 }
 
