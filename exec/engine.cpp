@@ -2,6 +2,7 @@
 
 #include "kernels/avg_scalar.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +42,14 @@ std::size_t scratch_bytes(const sched::Schedule& schedule, int rank, kernels::Da
   const std::size_t own = scratch_bytes(schedule.programs[std::size_t(rank)], dtype);
   const std::size_t staging = avg_staging_bytes(schedule, dtype, op);
   return staging ? (own + 15) / 16 * 16 + staging : own;
+}
+
+std::size_t max_scratch_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
+                              kernels::ReduceOp op) {
+  std::size_t most = 0;
+  for (int r = 0; r < int(schedule.programs.size()); ++r)
+    most = std::max(most, scratch_bytes(schedule, r, dtype, op));
+  return most;
 }
 
 namespace {

@@ -34,6 +34,9 @@ std::size_t scratch_bytes(const sched::RankProgram& program, kernels::DataType d
 // program's scratch_elems.
 std::size_t scratch_bytes(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
                           kernels::ReduceOp op);
+// The most scratch_bytes(schedule, r, dtype, op) of any rank r: the same on every rank.
+std::size_t max_scratch_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
+                              kernels::ReduceOp op);
 // The extra bytes of the overload above over the program's own scratch.
 std::size_t avg_staging_bytes(const sched::Schedule& schedule, kernels::DataType dtype,
                               kernels::ReduceOp op);

@@ -16,7 +16,7 @@
 //     always one of the inputs, bit for bit.
 //   - Avg on integers divides once at the end (finalize), truncating toward zero like NCCL's
 //     SumPostDiv. Avg on floating types is NCCL's PreMulSum: each input times 1/nranks, then
-//     Sum (kernels/avg_scalar.h); divide_by_ranks is not used for them.
+//     Sum (kernels/avg_scalar.h); divide_by_ranks leaves them unchanged.
 #pragma once
 
 #include <cstdint>
@@ -186,8 +186,8 @@ TOPOCOLL_HD T apply_op(T a, T b) {
   }
 }
 
-// Avg's final step: x / nranks, once. Integers truncate toward zero (NCCL's SumPostDiv);
-// floating types divide in float (double for float64), correctly rounded, then round back.
+// Avg's final step: x / nranks, once, for integers, truncating toward zero (NCCL's
+// SumPostDiv). Floating types were pre-multiplied (kernels/avg_scalar.h): x unchanged.
 template <class T>
 TOPOCOLL_HD T divide_by_ranks(T x, int nranks) {
   if constexpr (std::is_integral_v<T>) {
@@ -198,11 +198,9 @@ TOPOCOLL_HD T divide_by_ranks(T x, int nranks) {
       return static_cast<T>(static_cast<Wide>(x) / static_cast<Wide>(nranks));
     else
       return static_cast<T>(static_cast<UWide>(x) / static_cast<UWide>(nranks));
-  } else if constexpr (NarrowFloat<T>::value) {
-    using N = NarrowFloat<T>;
-    return N::from_float(N::to_float(x) / static_cast<float>(nranks));
   } else {
-    return x / static_cast<T>(nranks);
+    (void)nranks;
+    return x;
   }
 }
 

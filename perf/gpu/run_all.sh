@@ -6,13 +6,18 @@
 #   1. configures (if BUILD_DIR has no CMakeCache.txt) and builds the library, the GPU tests
 #      and the check/benchmark programs;
 #   2. the kernels' GPU tests and benchmark (perf/kernels/run_gpu.sh), when present;
-#   3. ctest: every test labelled gpu, then the interposer's CPU tests;
+#   3. ctest: every test labelled gpu (the CUDA kernels incl. avg's pre-multiply against
+#      the CPU reference), then the interposer's CPU tests and the runtime-dependency check
+#      (no libcudart.so NEEDED: the CUDA runtime is static);
 #   4. 2, 4 and 8 processes on the one GPU, each its own NCCL "host" (NCCL_HOSTID=s<rank>,
 #      NCCL_SOCKET_IFNAME=lo), allreduce / reduce-scatter / allgather / all-to-all through
 #      LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops, uneven
 #      counts, in/out of place, user groups, CUDA graph capture, split communicators), with
 #      TOPOCOLL_ALGO=auto, hd, ring and nccl-topo-ring; then NAP (4 and 8 processes) with
-#      fc, fc-direct and hier;
+#      fc, fc-direct and hier; then the variants of issue 13: the topology-ordered split
+#      created lazily and off (TOPOCOLL_RING_COMM), auto with no margin
+#      (TOPOCOLL_AUTO_MARGIN=1, so more calls take topocoll routes), and a scratch cap that
+#      sends large calls to NCCL on every rank (TOPOCOLL_SCRATCH_MAX_BYTES=1M);
 #   5. the same process counts benchmarked: topocoll's entry points beside NCCL's own
 #      (pnccl*) in the same run;
 #   6. perf/gpu/torch_check.py under torchrun with LD_PRELOAD, when PyTorch is installed;
@@ -85,8 +90,9 @@ fi
 if want build; then
   run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
       interposer_forwarding interposer_init_exchange interposer_nccl_backend interposer_config \
-      interposer_agreement interposer_group_queue \
-      interposer_symbols interposer_forwarding_bench || { echo "build failed: $out"; exit 1; }
+      interposer_agreement interposer_group_queue interposer_plan_cache \
+      interposer_symbols interposer_forwarding_bench kernels_reduce_cpu_test sched_split_alignment_test \
+      || { echo "build failed: $out"; exit 1; }
 fi
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
@@ -105,7 +111,7 @@ fi
 if want ctest; then
 # The kernels' GPU tests ran in stage kernels.
 run ctest-gpu ctest --test-dir "$build" -L gpu -E '^Kernels' --output-on-failure --timeout 600
-run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|InterposerSymbols|InitExchange|NcclBackend)' -LE gpu --output-on-failure
+run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|PlanCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime)' -LE gpu --output-on-failure
 run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 fi
 
@@ -131,6 +137,13 @@ want check && for n in 4 8; do
     TOPOLOGY_ARGS="--kind nap" run "check-nap$n-$algo" ranks "check-nap$n-$algo" "$n" check "$algo"
   done
 done
+# Issue 13's settings: the split at first use and never; auto with no margin; a scratch cap.
+want check && {
+  TOPOCOLL_RING_COMM=lazy run check-n4-nccl-topo-ring-lazy ranks check-n4-nccl-topo-ring-lazy 4 check nccl-topo-ring
+  TOPOCOLL_RING_COMM=off run check-n4-auto-ring-off ranks check-n4-auto-ring-off 4 check auto
+  TOPOCOLL_AUTO_MARGIN=1 run check-n8-auto-margin1 ranks check-n8-auto-margin1 8 check auto
+  TOPOCOLL_SCRATCH_MAX_BYTES=1M run check-n4-hd-scratch1M ranks check-n4-hd-scratch1M 4 check hd
+}
 # auto: topocoll's choice; hd: the EFLOPS schedule forced; both beside NCCL's own numbers.
 want bench && for n in 2 4 8; do
   for algo in auto hd; do

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exec/engine.h"
+#include "plugin/interposer/nccl_baseline.h"
 #include "sched/cost_model.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
@@ -20,9 +21,6 @@ using sched::Collective;
 // synchronisation with the neighbour (about a microsecond with its low-latency protocol),
 // not a host round trip.
 constexpr double kNcclStepUs = 1.0;
-// Auto leaves NCCL only for a route predicted at least 5% faster: the model is coarse, and
-// leaving NCCL costs a second communicator or scratch memory.
-constexpr double kMargin = 0.95;
 
 sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, double alpha_us,
                                bool verify) {
@@ -42,6 +40,12 @@ sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, dou
 std::string format_us(double us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f us", us);
+  return buf;
+}
+
+std::string format_ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
   return buf;
 }
 
@@ -100,10 +104,18 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     if (bytes > double(config.max_bytes)) return nccl_plan("above TOPOCOLL_MAX_BYTES");
     if (n < 2) return nccl_plan("single-rank communicator");
 
-    // NCCL itself: its ring in rank order (all-to-all: direct pairs), in-kernel steps.
+    // NCCL itself: the fastest of its algorithms and protocols (nccl_baseline.h), or its
+    // ring in rank order (all-to-all: direct pairs) with in-kernel steps where that is
+    // predicted faster still: the smaller estimate, so topocoll has to beat NCCL's best.
     const std::string nccl_algo = c == Collective::AllToAll ? "direct" : "ring";
-    const double nccl_us =
+    double nccl_us =
         sched::make_plan(*in.topology, request_for(in, nccl_algo, kNcclStepUs, false)).predicted_us;
+    std::string nccl_name = "nccl " + nccl_algo;
+    if (const std::optional<NcclBaseline> best = nccl_best(*in.topology, *in.placement, c, bytes))
+      if (best->us < nccl_us) {
+        nccl_us = best->us;
+        nccl_name = "nccl " + best->algo;
+      }
     // Reduce-scatter and allgather on the topology-ordered split permute their blocks
     // through scratch unless its order is the rank order (interposer.cpp): one local copy
     // of the whole buffer, read and written.
@@ -123,6 +135,8 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
 
     if (config.algo == AlgoChoice::NcclTopoRing) {
       if (c == Collective::AllToAll) return nccl_plan("nccl-topo-ring has no all-to-all form", nccl_us);
+      if (config.ring_comm == RingCommMode::Off)
+        return nccl_plan("TOPOCOLL_ALGO=nccl-topo-ring with TOPOCOLL_RING_COMM=off", nccl_us);
       auto p = std::make_shared<Plan>();
       p->route = Route::NcclTopoRing;
       p->algo = "nccl-topo-ring";
@@ -145,10 +159,13 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
                            "TOPOCOLL_ALGO=" + std::string(to_string(config.algo)));
     }
 
-    // Auto: NCCL, NCCL on the topology ring, or the planner's fastest schedule.
+    // Auto: NCCL, NCCL on the topology ring, or the planner's fastest schedule. Another
+    // route must be predicted TOPOCOLL_AUTO_MARGIN times faster than NCCL's best: a
+    // mis-modelled win costs users more than a missed one.
+    const double margin = std::max(1.0, config.auto_margin);
     std::string best = "nccl";
-    double best_us = nccl_us * kMargin;
-    if (c != Collective::AllToAll) {
+    double best_us = nccl_us / margin;
+    if (c != Collective::AllToAll && config.ring_comm != RingCommMode::Off) {
       const double us = topo_ring_us();
       if (us < best_us) {
         best = "nccl-topo-ring";
@@ -166,17 +183,19 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     }
     if (have_schedule && planned.predicted_us < best_us) {
       const std::string why = "auto: " + planned.algo + " " + format_us(planned.predicted_us) +
-                              " vs nccl " + format_us(nccl_us);
+                              " vs " + nccl_name + " " + format_us(nccl_us);
       return schedule_plan(std::move(planned), in, nccl_us, why);
     }
     if (best == "nccl")
-      return nccl_plan("auto: nccl " + format_us(nccl_us) + ", nothing predicted 5% faster", nccl_us);
+      return nccl_plan("auto: " + nccl_name + " " + format_us(nccl_us) + ", nothing predicted " +
+                           format_ratio(margin) + "x faster",
+                       nccl_us);
     auto p = std::make_shared<Plan>();
     p->route = Route::NcclTopoRing;
     p->algo = best;
     p->predicted_us = best_us;
     p->nccl_us = nccl_us;
-    p->reason = "auto: nccl-topo-ring " + format_us(best_us) + " vs nccl " + format_us(nccl_us);
+    p->reason = "auto: nccl-topo-ring " + format_us(best_us) + " vs " + nccl_name + " " + format_us(nccl_us);
     return p;
   } catch (const std::exception& e) {
     return nccl_plan(std::string("planning failed: ") + e.what());

@@ -22,7 +22,7 @@ CommRegistry& CommRegistry::instance() {
   return *registry;
 }
 
-void CommRegistry::insert(std::unique_ptr<CommState> state) {
+void CommRegistry::insert(std::shared_ptr<CommState> state) {
   std::unique_lock lock(mutex_);
   const bool served = state->served;
   auto& slot = states_[state->comm];
@@ -38,11 +38,17 @@ CommState* CommRegistry::find(ncclComm_t comm) const {
   return it == states_.end() ? nullptr : it->second.get();
 }
 
-std::unique_ptr<CommState> CommRegistry::remove(ncclComm_t comm) {
+std::shared_ptr<CommState> CommRegistry::share(ncclComm_t comm) const {
+  std::shared_lock lock(mutex_);
+  auto it = states_.find(comm);
+  return it == states_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<CommState> CommRegistry::remove(ncclComm_t comm) {
   std::unique_lock lock(mutex_);
   auto it = states_.find(comm);
   if (it == states_.end()) return nullptr;
-  std::unique_ptr<CommState> state = std::move(it->second);
+  std::shared_ptr<CommState> state = std::move(it->second);
   states_.erase(it);
   if (state->served) served_count_.fetch_sub(1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_acq_rel);

@@ -46,7 +46,8 @@ struct CommState {
   std::unique_ptr<DeviceScratch> scratch;
   // Lazily split copy of this communicator in topology ring order (nccl-topo-ring); created
   // and used by the thread that drives the communicator, as NCCL requires.
-  ncclComm_t ring_comm = nullptr;
+  // Atomic: an abort on another thread clears it while a call may read it.
+  std::atomic<ncclComm_t> ring_comm{nullptr};
   bool ring_comm_failed = false;
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
   // allgather deliver blocks in ring_comm's rank order, so when it is not the identity
@@ -54,6 +55,16 @@ struct CommState {
   // run_ring_calls).
   std::vector<int> ring_order;
   bool ring_permutes = false;
+  // Buffers the user registered on this communicator (ncclCommRegister), mirrored on
+  // ring_comm so NCCL's zero-copy paths see them there too (buffer_registration.h).
+  struct Registration {
+    void* buff = nullptr;
+    std::size_t size = 0;
+    void* handle = nullptr;       // the user's handle, from the user's communicator
+    void* ring_handle = nullptr;  // the same buffer's on ring_comm, null if none
+  };
+  std::mutex registrations_mutex;
+  std::vector<Registration> registrations;
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};
@@ -69,10 +80,14 @@ class CommRegistry {
   static CommRegistry& instance();
 
   // Replaces any earlier entry for the same handle (NCCL may reuse a freed address).
-  void insert(std::unique_ptr<CommState> state);
-  // Null when the communicator was not created through the interposer.
+  void insert(std::shared_ptr<CommState> state);
+  // Null when the communicator was not created through the interposer. For the thread that
+  // creates and releases the communicator (init, finalize, tests); calls take share().
   CommState* find(ncclComm_t comm) const;
-  std::unique_ptr<CommState> remove(ncclComm_t comm);
+  // The state with shared ownership: a call holds it while it runs, so a destroy or abort
+  // from another thread meanwhile only takes it out of the registry.
+  std::shared_ptr<CommState> share(ncclComm_t comm) const;
+  std::shared_ptr<CommState> remove(ncclComm_t comm);
   // True when at least one registered communicator is served (hot-path gate).
   bool any_served() const { return served_count_.load(std::memory_order_relaxed) > 0; }
   std::size_t size() const;
@@ -81,21 +96,23 @@ class CommRegistry {
 
  private:
   mutable std::shared_mutex mutex_;
-  std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> states_;
+  std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> states_;
   std::atomic<int> served_count_{0};
   std::atomic<uint64_t> generation_{1};
 };
 
 // The state of a served communicator, or null (not ours, not served): the hot-path check.
 // A thread usually drives a few communicators (PyTorch: the default group and subgroups),
-// so it remembers its last few answers; any insert/remove invalidates them all. As with
-// NCCL itself, a communicator must not be destroyed while another thread still uses it.
-inline CommState* served_state(ncclComm_t comm) {
+// so it remembers its last few answers; any insert/remove invalidates them all. The
+// answer is a shared reference (the cache holds weak ones, so a released communicator's
+// state is not kept alive by threads that stopped calling): an abort from another thread
+// while the call runs cannot free what the call uses.
+inline std::shared_ptr<CommState> served_state(ncclComm_t comm) {
   CommRegistry& registry = CommRegistry::instance();
   if (!registry.any_served()) return nullptr;
   struct Entry {
     ncclComm_t comm = nullptr;
-    CommState* state = nullptr;
+    std::weak_ptr<CommState> state;  // expired: not served (or released)
   };
   struct Cache {
     uint64_t generation = 0;  // 0: nothing cached (the registry starts at 1)
@@ -109,9 +126,9 @@ inline CommState* served_state(ncclComm_t comm) {
     cache.generation = generation;
   } else {
     for (const Entry& e : cache.entries)
-      if (e.comm == comm && comm) return e.state;
+      if (e.comm == comm && comm) return e.state.lock();
   }
-  CommState* state = registry.find(comm);
+  std::shared_ptr<CommState> state = registry.share(comm);
   if (state && !state->served) state = nullptr;
   cache.entries[cache.next++ % cache.entries.size()] = {comm, state};
   return state;

@@ -32,6 +32,10 @@ class DeviceScratch {
   // replayed concurrently on one communicator still share the captured region.
   void* reserve(std::size_t bytes, bool captured = false);
   std::size_t capacity() const { return eager_.capacity; }
+  // Whether reserve(bytes, captured) is served without allocating.
+  bool fits(std::size_t bytes, bool captured = false) const {
+    return bytes <= (captured ? captured_ : eager_).capacity;
+  }
 
   // Orders a call on `stream` after every use of the scratch by the previous batch (the
   // calls of one run) on other streams. Skipped while `stream` is being captured (an event

@@ -69,6 +69,9 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
 
 bool interposer_enabled();
 
+// One WARN per process for each distinct fallback reason site.
+#define TC_FALLBACK_ONCE(fmt, ...) TC_ONCE(TC_WARN(fmt, ##__VA_ARGS__))
+
 struct CommState;
 // Called at the end of preparing a served communicator on this rank (null by default);
 // a throw there is a local init failure, which the ready vote shares with every rank. Lets

@@ -1,4 +1,6 @@
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "plugin/interposer/interposer_params.h"
 #include "plugin/log.h"
@@ -58,6 +60,17 @@ InterposerConfig read_interposer_config() {
   c.step_overhead_us =
       static_cast<double>(param_int("TOPOCOLL_STEP_OVERHEAD_US", 8, 0, 1000000));
   c.plan_cache_bytes = param_bytes("TOPOCOLL_PLAN_CACHE_BYTES", c.plan_cache_bytes);
+  c.scratch_max_bytes = param_bytes("TOPOCOLL_SCRATCH_MAX_BYTES", c.scratch_max_bytes);
+  const std::string ring = param_choice("TOPOCOLL_RING_COMM", "init", {"init", "lazy", "off"});
+  c.ring_comm = ring == "lazy" ? RingCommMode::Lazy : ring == "off" ? RingCommMode::Off : RingCommMode::Init;
+  const std::string margin = param_string("TOPOCOLL_AUTO_MARGIN", "");
+  if (!margin.empty()) {
+    char* end = nullptr;
+    const double m = std::strtod(margin.c_str(), &end);
+    if (end && *end == '\0' && m >= 1.0 && m <= 100.0) c.auto_margin = m;
+    else TC_WARN("TOPOCOLL_AUTO_MARGIN=%s is not a number from 1 to 100; using %.2f",
+                 margin.c_str(), c.auto_margin);
+  }
   return c;
 }
 

@@ -1,5 +1,6 @@
 // The interposer of a build without CUDA: nothing can run on a device, so every call goes
 // to NCCL unchanged (the entry points then cost one branch more than NCCL's own).
+#include "plugin/interposer/buffer_registration.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/interposer_params.h"
 #include "plugin/log.h"
@@ -37,5 +38,11 @@ ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
 ncclResult_t comm_release(ncclComm_t comm, bool, ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   return nccl_release(comm);
 }
+ncclResult_t comm_register(ncclComm_t comm, void* buff, std::size_t size, void** handle) {
+  return pncclCommRegister(comm, buff, size, handle);
+}
+ncclResult_t comm_deregister(ncclComm_t comm, void* handle) { return pncclCommDeregister(comm, handle); }
+ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* e) { return pncclCommGetAsyncError(comm, e); }
+ncclResult_t comm_revoke(ncclComm_t comm, int flags) { return pncclCommRevoke(comm, flags); }
 
 }  // namespace topocoll::plugin::interposer

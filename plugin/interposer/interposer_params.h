@@ -28,6 +28,13 @@ std::optional<AlgoChoice> parse_algo_choice(std::string_view text);
 // empty for Auto, Nccl and NcclTopoRing.
 std::string_view schedule_algo_name(AlgoChoice);
 
+// When the topology-ordered communicator (nccl-topo-ring) is split from the user's.
+enum class RingCommMode : uint8_t {
+  Init,  // at communicator init, on every served communicator (the default)
+  Lazy,  // at the first call routed to it
+  Off,   // never: nccl-topo-ring is not used
+};
+
 struct InterposerConfig {
   bool enable = true;            // TOPOCOLL_ENABLE: 0 = pure forwarding to NCCL
   std::string topo_file;         // TOPOCOLL_TOPO_FILE: empty = no topology, pure forwarding
@@ -40,6 +47,13 @@ struct InterposerConfig {
   // TOPOCOLL_PLAN_CACHE_BYTES: most memory one communicator's plans may hold (least
   // recently used out beyond it; plugin/interposer/plan_cache.h).
   int64_t plan_cache_bytes = int64_t(256) << 20;
+  // TOPOCOLL_AUTO_MARGIN: in auto, another route must be predicted this many times faster
+  // than NCCL's best (>= 1).
+  double auto_margin = 1.3;
+  // TOPOCOLL_SCRATCH_MAX_BYTES: most device scratch one communicator's calls of one batch
+  // may take; beyond it the calls go to NCCL (on every rank alike).
+  int64_t scratch_max_bytes = int64_t(2) << 30;
+  RingCommMode ring_comm = RingCommMode::Init;  // TOPOCOLL_RING_COMM: init | lazy | off
 };
 
 // Re-reads the environment every call (tests); bad values WARN and keep the default.

@@ -9,6 +9,7 @@
 #if TOPOCOLL_INTERPOSER_CUDA
 #include "exec/nccl_backend.h"
 #endif
+#include "plugin/interposer/buffer_registration.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/log.h"
@@ -165,6 +166,29 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   after_create(r, newcomm ? *newcomm : nullptr, config, comm);
   return r;
+}
+
+// --- what the topology-ordered split must follow (buffer_registration.h) -------------------
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
+                                              void** handle) {
+  if (!ti::interposer_enabled()) return pncclCommRegister(comm, buff, size, handle);
+  return guarded("ncclCommRegister", [&] { return ti::comm_register(comm, buff, size, handle); });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  if (!ti::interposer_enabled()) return pncclCommDeregister(comm, handle);
+  return guarded("ncclCommDeregister", [&] { return ti::comm_deregister(comm, handle); });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!ti::interposer_enabled()) return pncclCommGetAsyncError(comm, asyncError);
+  return guarded("ncclCommGetAsyncError", [&] { return ti::comm_async_error(comm, asyncError); });
+}
+
+TOPOCOLL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (!ti::interposer_enabled()) return pncclCommRevoke(comm, revokeFlags);
+  return guarded("ncclCommRevoke", [&] { return ti::comm_revoke(comm, revokeFlags); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {

@@ -261,6 +261,25 @@ bool is_capturing(cudaStream_t stream) { return resolve(stream)->capture != null
 
 long device_synchronization_count() { return device_synchronizations.load(); }
 
+namespace {
+std::mutex event_counts_mu;
+std::map<std::string, long>& event_counts() {
+  static std::map<std::string, long> counts;
+  return counts;
+}
+}  // namespace
+
+void count_event(const char* what) {
+  std::lock_guard<std::mutex> lock(event_counts_mu);
+  ++event_counts()[what];
+}
+
+long event_count(const char* what) {
+  std::lock_guard<std::mutex> lock(event_counts_mu);
+  auto it = event_counts().find(what);
+  return it == event_counts().end() ? 0 : it->second;
+}
+
 std::size_t live_device_bytes() {
   auto& d = detector();
   std::lock_guard<std::mutex> lock(d.mu);
@@ -496,6 +515,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
+  topocoll::emu::count_event("cudaMemcpyAsync");
   check_copy(dst, src, count, kind);
   if (count)
     enqueue(stream, [=] {

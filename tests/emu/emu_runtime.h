@@ -58,6 +58,10 @@ TOPOCOLL_EMU_API long device_synchronization_count();
 // Bytes of device memory allocated and not yet freed (a stream-ordered free counts once
 // its stream has reached it).
 TOPOCOLL_EMU_API std::size_t live_device_bytes();
+// Counters of named events ("cudaMemcpyAsync", "copy_ranges launch"), process-wide, so
+// tests can tell how work was issued.
+TOPOCOLL_EMU_API void count_event(const char* what);
+TOPOCOLL_EMU_API long event_count(const char* what);
 
 // Device memory is host memory from cudaMalloc. Aborts (via fail) unless [p, p + bytes)
 // lies inside one live allocation: an out-of-bounds or freed buffer is a test failure, not

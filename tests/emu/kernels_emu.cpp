@@ -3,7 +3,9 @@
 // reference (kernels/reduce_cpu.h, bitwise the kernels' semantics) runs as stream work, so
 // it lands in stream order and inside graph captures exactly where the launch would.
 #include <array>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/reduce_cpu.h"
 #include "kernels/reduce_cuda.h"
@@ -44,6 +46,32 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
   emu::enqueue(stream, [=] {
     emu::access(dst, bytes, true, stream, "finalize kernel destination");
     finalize_cpu(type, op, dst, count, nranks);
+  });
+  return cudaSuccess;
+}
+
+// The batched copy kernel: one piece of stream work for every range (one launch), each
+// range's source read and destination written. Counted, so tests can tell one launch from
+// one cudaMemcpyAsync per range.
+cudaError_t copy_ranges_cuda(const CopyRange* ranges, int n, cudaStream_t stream) {
+  if (n < 0 || (n > 0 && !ranges)) return cudaErrorInvalidValue;
+  std::vector<CopyRange> copies;
+  for (int i = 0; i < n; ++i) {
+    if (ranges[i].bytes == 0) continue;
+    if (!ranges[i].dst || !ranges[i].src) return cudaErrorInvalidValue;
+    emu::check_device_range(ranges[i].src, ranges[i].bytes, "copy kernel source");
+    emu::check_device_range(ranges[i].dst, ranges[i].bytes, "copy kernel destination");
+    copies.push_back(ranges[i]);
+  }
+  if (copies.empty()) return cudaSuccess;
+  const int launches = int((copies.size() + kMaxCopyRangesPerLaunch - 1) / kMaxCopyRangesPerLaunch);
+  for (int l = 0; l < launches; ++l) emu::count_event("copy_ranges launch");
+  emu::enqueue(stream, [copies, stream] {
+    for (const CopyRange& c : copies) {
+      emu::access(c.src, c.bytes, false, stream, "copy kernel source");
+      emu::access(c.dst, c.bytes, true, stream, "copy kernel destination");
+      std::memcpy(c.dst, c.src, c.bytes);
+    }
   });
   return cudaSuccess;
 }

@@ -334,6 +334,22 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
 
 NCCL_EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return pncclCommDestroy(comm); }
 
+// Registration has no effect on the emulated transport: the buffer is its own handle.
+NCCL_EMU_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** handle) {
+  if (!comm || !handle) return ncclInvalidArgument;
+  *handle = buff;
+  return ncclSuccess;
+}
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void*) {
+  return comm ? ncclSuccess : ncclInvalidArgument;
+}
+
+// Revocation is not emulated (no operation is ever in flight across calls here).
+NCCL_EMU_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int) {
+  return comm ? ncclSuccess : ncclInvalidArgument;
+}
+
 NCCL_EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   return guarded([&] {
     check_comm(comm, "ncclCommGetAsyncError");

@@ -397,7 +397,8 @@ void store_small(ncclDataType_t type, std::byte* at, int v) {
 }
 
 // 11 ranks (more than one reduce_cpu call can take), every datatype and op: every rank's
-// result is bitwise the left-to-right fold over ranks 0..10, then the op's finalize.
+// result is bitwise the left-to-right fold over ranks 0..10 (floating avg: of the inputs
+// pre-multiplied by 1/11, NCCL's PreMulSum), then the op's finalize.
 TEST(NcclEmu, EveryDatatypeAndOpFoldsInRankOrder) {
   namespace k = topocoll::kernels;
   const int n = 11;
@@ -414,9 +415,12 @@ TEST(NcclEmu, EveryDatatypeAndOpFoldsInRankOrder) {
       for (int r = 0; r < n; ++r)
         for (std::size_t i = 0; i < count; ++i)
           store_small(type, in[r].data() + i * size, int((std::size_t(r) * 3 + i) % 5) + 1);
-      std::vector<std::byte> want = in[0];
+      std::vector<std::vector<std::byte>> folded = in;
+      if (op == ncclAvg)
+        for (auto& x : folded) k::avg_premul_cpu(k::DataType(t), x.data(), x.data(), count, n);
+      std::vector<std::byte> want = folded[0];
       for (int r = 1; r < n; ++r) {
-        const void* sources[2] = {want.data(), in[r].data()};
+        const void* sources[2] = {want.data(), folded[r].data()};
         k::reduce_cpu(k::DataType(t), k::ReduceOp(o), want.data(), sources, 2, count);
       }
       k::finalize_cpu(k::DataType(t), k::ReduceOp(o), want.data(), count, n);

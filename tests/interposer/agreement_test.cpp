@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/nccl_baseline.h"
 #include "plugin/interposer/rank_identity.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
@@ -258,6 +259,32 @@ TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
       }
       EXPECT_FALSE(a->reason.empty());
     }
+}
+
+// Auto compares against NCCL's best algorithm/protocol (the tuner's model of Ring, Tree,
+// PAT with LL/LL128/Simple) and leaves NCCL only with TOPOCOLL_AUTO_MARGIN to spare.
+TEST_F(Planner, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
+  InterposerConfig cfg;
+  EXPECT_DOUBLE_EQ(cfg.auto_margin, 1.3);
+  int taken = 0;
+  for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
+                 sched::Collective::AllGather})
+    for (int64_t count : {1, 1000, 1 << 16, 1 << 20, 1 << 24}) {
+      const PlanInput in = input(c, count);
+      const double bytes = double(call_bytes(c, std::size_t(count), 4, 8));
+      const auto best = nccl_best(topology_, placement_, c, bytes);
+      ASSERT_TRUE(best.has_value());
+      auto p = make_plan(in, cfg);
+      EXPECT_LE(p->nccl_us, best->us + 1e-9) << "NCCL's best must bound what topocoll beats";
+      if (p->route != Route::Nccl) {
+        ++taken;
+        EXPECT_LE(p->predicted_us * 1.3, p->nccl_us + 1e-9) << p->reason;
+      }
+      InterposerConfig strict = cfg;
+      strict.auto_margin = 1000.0;
+      EXPECT_EQ(make_plan(in, strict)->route, Route::Nccl) << "margin 1000: " << p->reason;
+    }
+  (void)taken;
 }
 
 TEST(CallBytes, NcclTestsSizeConvention) {

@@ -21,7 +21,8 @@ class Config : public ::testing::Test {
   void SetUp() override {
     for (const char* v : {"TOPOCOLL_ENABLE", "TOPOCOLL_TOPO_FILE", "TOPOCOLL_ALGO", "TOPOCOLL_MIN_BYTES",
                           "TOPOCOLL_MAX_BYTES", "TOPOCOLL_STEP_OVERHEAD_US",
-                          "TOPOCOLL_PLAN_CACHE_BYTES"})
+                          "TOPOCOLL_PLAN_CACHE_BYTES", "TOPOCOLL_AUTO_MARGIN",
+                          "TOPOCOLL_SCRATCH_MAX_BYTES"})
       unsetenv(v);
   }
   // Reads the configuration and returns what was printed on stderr.
@@ -42,6 +43,20 @@ TEST_F(Config, Defaults) {
   EXPECT_EQ(c.max_bytes, INT64_MAX);
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 8.0);
   EXPECT_EQ(c.plan_cache_bytes, int64_t(256) << 20);
+  EXPECT_DOUBLE_EQ(c.auto_margin, 1.3);
+  EXPECT_EQ(c.scratch_max_bytes, int64_t(2) << 30);
+}
+
+TEST_F(Config, AutoMargin) {
+  setenv("TOPOCOLL_AUTO_MARGIN", "2.5", 1);
+  InterposerConfig c;
+  EXPECT_EQ(read(c), "");
+  EXPECT_DOUBLE_EQ(c.auto_margin, 2.5);
+  for (const char* bad : {"0.9", "fast", "1.5x", "1000"}) {
+    setenv("TOPOCOLL_AUTO_MARGIN", bad, 1);
+    EXPECT_NE(read(c).find("TOPOCOLL_AUTO_MARGIN"), std::string::npos) << bad;
+    EXPECT_DOUBLE_EQ(c.auto_margin, 1.3) << bad;
+  }
 }
 
 TEST_F(Config, GoodValues) {
@@ -52,6 +67,7 @@ TEST_F(Config, GoodValues) {
   setenv("TOPOCOLL_MAX_BYTES", "1G", 1);
   setenv("TOPOCOLL_STEP_OVERHEAD_US", "12", 1);
   setenv("TOPOCOLL_PLAN_CACHE_BYTES", "16M", 1);
+  setenv("TOPOCOLL_SCRATCH_MAX_BYTES", "512M", 1);
   InterposerConfig c;
   EXPECT_EQ(read(c), "");
   EXPECT_FALSE(c.enable);
@@ -61,6 +77,7 @@ TEST_F(Config, GoodValues) {
   EXPECT_EQ(c.max_bytes, int64_t(1) << 30);
   EXPECT_DOUBLE_EQ(c.step_overhead_us, 12.0);
   EXPECT_EQ(c.plan_cache_bytes, int64_t(16) << 20);
+  EXPECT_EQ(c.scratch_max_bytes, int64_t(512) << 20);
 }
 
 TEST_F(Config, EveryAlgoNameRoundTrips) {

@@ -3,12 +3,18 @@
 // registered and released; groups are forwarded with their nesting intact.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer.h"
 #include "plugin/interposer/plan_cache.h"
+#include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/ring_comm.h"
+#include "sched/generator.h"
 #include "sched/placement.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
@@ -234,11 +240,11 @@ class ServedForwarding : public Forwarding {
 // NCCL hands out a freed communicator's address again.
 TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   const ncclComm_t other = fake_comm(0x2000);
-  CommState* first = served_state(comm_);
+  CommState* first = served_state(comm_).get();
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(served_state(other), nullptr);
-  EXPECT_EQ(served_state(comm_), first);  // cached answer
-  std::unique_ptr<CommState> taken = CommRegistry::instance().remove(comm_);
+  EXPECT_EQ(served_state(comm_).get(), first);  // cached answer
+  std::shared_ptr<CommState> taken = CommRegistry::instance().remove(comm_);
   ASSERT_EQ(taken.get(), first);
   EXPECT_EQ(served_state(comm_), nullptr);
   auto unserved = std::make_unique<CommState>();
@@ -248,11 +254,123 @@ TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   EXPECT_EQ(served_state(comm_), nullptr);
   taken->comm = comm_;
   CommRegistry::instance().insert(std::move(taken));
-  EXPECT_EQ(served_state(comm_), first);
+  EXPECT_EQ(served_state(comm_).get(), first);
   // Another thread sees the same registry through its own cache.
   CommState* seen = nullptr;
-  std::thread([&] { seen = served_state(comm_); }).join();
+  std::thread([&] { seen = served_state(comm_).get(); }).join();
   EXPECT_EQ(seen, first);
+}
+
+// Growing the scratch is voted on by every rank of the communicator; when any rank cannot
+// allocate, the call goes to NCCL unchanged on every rank (here: this rank cannot, as there
+// is no device; its peers could), instead of failing the user's collective.
+TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  st->scratch = std::make_unique<DeviceScratch>(0);
+  const int64_t count = 4096;
+  auto plan = std::make_shared<Plan>();
+  plan->route = Route::Schedule;
+  plan->algo = "hd";
+  plan->schedule = std::make_shared<const sched::Schedule>(
+      sched::generate("hd", sched::Collective::AllReduce, 8, count));
+  st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, plan);
+  // The vote in host memory (no device here); the peers voted "ready".
+  const ExchangeCudaCalls saved = exchange_cuda_calls();
+  ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
+  cuda.malloc = [](void** p, std::size_t n) { *p = std::calloc(1, n); return cudaSuccess; };
+  cuda.free = [](void* p) { std::free(p); return cudaSuccess; };
+  cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
+  cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
+  cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+  cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  };
+  cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
+    std::memset(d, v, n);
+    return cudaSuccess;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr),
+            ncclSuccess);
+  exchange_cuda_calls() = saved;
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0})) << "this rank voted 'cannot'";
+  bool forwarded = false;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclAllReduce" && c.sendbuff == in.data() && c.recvbuff == out.data() &&
+        c.count == std::size_t(count) && c.comm == comm_)
+      forwarded = true;
+  EXPECT_TRUE(forwarded) << "the user's allreduce did not reach NCCL";
+  stub_nccl::reset();
+}
+
+// The topology-ordered split shares the parent's resources (splitShare), carries the
+// buffers the user registered on the parent (before and after the split), reports its
+// asynchronous errors through the parent, and is revoked with it.
+TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  alignas(16) static char early[256], late[256];
+  void* early_handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comm_, early, sizeof early, &early_handle), ncclSuccess);
+  create_ring_comms({st});
+  const ncclComm_t ring = st->ring_comm.load();
+  ASSERT_NE(ring, nullptr);
+  void* late_handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comm_, late, sizeof late, &late_handle), ncclSuccess);
+  int split_share = -2, registered_on_ring = 0;
+  for (const Call& c : stub_nccl::calls()) {
+    if (c.fn == "pncclCommSplit" && c.comm == comm_) split_share = c.op;
+    if (c.fn == "pncclCommRegister" && c.comm == ring) ++registered_on_ring;
+  }
+  EXPECT_EQ(split_share, 1) << "the split must be created with splitShare=1";
+  EXPECT_EQ(registered_on_ring, 2) << "both buffers registered on the split";
+
+  stub_nccl::reset();
+  ASSERT_EQ(ncclCommDeregister(comm_, early_handle), ncclSuccess);
+  int deregistered = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommDeregister" && (c.comm == ring || c.comm == comm_)) ++deregistered;
+  EXPECT_EQ(deregistered, 2);
+
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  stub_nccl::set_async_error(ring, ncclRemoteError);
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError) << "the split's error must reach the user";
+
+  stub_nccl::reset();
+  ASSERT_EQ(ncclCommRevoke(comm_, 0), ncclSuccess);
+  int revoked = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommRevoke" && (c.comm == ring || c.comm == comm_)) ++revoked;
+  EXPECT_EQ(revoked, 2);
+  stub_nccl::reset();
+}
+
+// A call holds its communicator's state by shared reference: an abort from another thread
+// meanwhile (a watchdog) takes the state out of the registry, but the call's state stays
+// valid until the call lets go; only then is it freed.
+TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) {
+  std::shared_ptr<CommState> held = served_state(comm_);  // what serve_collective holds
+  ASSERT_NE(held, nullptr);
+  std::weak_ptr<CommState> watch = held;
+  // The interposer's abort path, with NCCL's own abort left out (the handle is a fake).
+  std::thread([&] {
+    EXPECT_EQ(comm_release(comm_, true, [](ncclComm_t) { return ncclSuccess; }), ncclSuccess);
+  }).join();
+  EXPECT_EQ(CommRegistry::instance().find(comm_), nullptr);
+  EXPECT_EQ(served_state(comm_), nullptr);
+  ASSERT_FALSE(watch.expired()) << "the abort freed the state of a call still running";
+  EXPECT_EQ(held->comm, comm_);
+  EXPECT_EQ(held->plans.find({sched::Collective::AllReduce, int(ncclFloat32), 4}), nullptr);
+  held.reset();
+  EXPECT_TRUE(watch.expired()) << "the state outlived its last user";
 }
 
 // ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
@@ -303,7 +421,7 @@ TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
   plan->route = Route::Nccl;
   plan->algo = "nccl";
   plan->reason = "test";
-  CommState* st = served_state(comm_);
+  CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
   alignas(16) char in[64] = {}, out[64] = {};
@@ -324,7 +442,7 @@ TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
 TEST_F(ServedForwarding, PlanCacheKeepsTheFirstPlanPerKey) {
   // Two threads may plan one key at once: the first stored plan wins; a key that differs
   // only in datatype is a different plan.
-  CommState* st = served_state(comm_);
+  CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   const PlanKey key{sched::Collective::AllGather, int(ncclInt8), 3};
   EXPECT_EQ(st->plans.find(key), nullptr);

@@ -270,8 +270,9 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
   const std::string err = ::testing::internal::GetCapturedStderr();
   const auto after = after_allgather();
-  // The exchange's group end, then the vote in its own group.
-  ASSERT_EQ(after.size(), 4u);
+  // The exchange's group end, then the vote in its own group, then (TOPOCOLL_RING_COMM=init,
+  // the default) the topology-ordered split with resource sharing in its own group.
+  ASSERT_EQ(after.size(), 7u);
   EXPECT_EQ(after[0].fn, "pncclGroupEnd");
   EXPECT_EQ(after[1].fn, "pncclGroupStart");
   EXPECT_EQ(after[2].fn, "pncclAllReduce");
@@ -280,6 +281,11 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   EXPECT_EQ(after[2].count, 1u);
   EXPECT_EQ(after[2].comm, comm);
   EXPECT_EQ(after[3].fn, "pncclGroupEnd");
+  EXPECT_EQ(after[4].fn, "pncclGroupStart");
+  EXPECT_EQ(after[5].fn, "pncclCommSplit");
+  EXPECT_EQ(after[5].comm, comm);
+  EXPECT_EQ(after[5].op, 1) << "splitShare";
+  EXPECT_EQ(after[6].fn, "pncclGroupEnd");
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
   CommState* st = CommRegistry::instance().find(comm);
   ASSERT_NE(st, nullptr);
@@ -382,8 +388,9 @@ TEST_F(InitReadyVote, CreationInsideAGroupVotesAfterTheExchangeAtTheOutermostEnd
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   ::testing::internal::GetCapturedStderr();
   const auto after = after_allgather();
-  ASSERT_EQ(after.size(), 4u);
+  ASSERT_EQ(after.size(), 7u);  // group end, the vote, the split at init
   EXPECT_EQ(after[2].fn, "pncclAllReduce");
+  EXPECT_EQ(after[5].fn, "pncclCommSplit");
   EXPECT_EQ(stub_nccl::group_depth(), 0);
   ASSERT_NE(CommRegistry::instance().find(a), nullptr);
   EXPECT_TRUE(CommRegistry::instance().find(a)->served);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 namespace stub_nccl {
@@ -30,6 +31,7 @@ std::vector<unsigned char> g_allgather_result;
 bool g_have_peers_min = false;
 int g_peers_min = 1;
 std::vector<int> g_votes;
+std::map<ncclComm_t, ncclResult_t> g_async_errors;
 
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
@@ -65,6 +67,16 @@ void reset() {
   g_allgather_result.clear();
   g_have_peers_min = false;
   g_votes.clear();
+  g_async_errors.clear();
+}
+void set_async_error(ncclComm_t comm, ncclResult_t error) {
+  std::lock_guard lock(g_mutex);
+  g_async_errors[comm] = error;
+}
+ncclResult_t async_error_of(ncclComm_t comm) {
+  std::lock_guard lock(g_mutex);
+  auto it = g_async_errors.find(comm);
+  return it == g_async_errors.end() ? ncclSuccess : it->second;
 }
 void set_allgather_result(std::vector<unsigned char> bytes) {
   std::lock_guard lock(g_mutex);
@@ -184,9 +196,25 @@ STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int
   return record({"pncclCommInitAll", nullptr, nullptr, size_t(ndev)});
 }
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
-                                        ncclConfig_t*) {
+                                        ncclConfig_t* config) {
   *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
-  return record({"pncclCommSplit", nullptr, nullptr, 0, -1, -1, color, key, c});
+  // `op` carries the config's splitShare (-1 without a config).
+  return record({"pncclCommSplit", nullptr, nullptr, 0, -1, config ? config->splitShare : -1,
+                 color, key, c});
+}
+STUB_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t c, void* buff, size_t size, void** handle) {
+  *handle = buff;
+  return record({"pncclCommRegister", buff, nullptr, size, -1, -1, -1, -1, c});
+}
+STUB_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t c, void* handle) {
+  return record({"pncclCommDeregister", handle, nullptr, 0, -1, -1, -1, -1, c});
+}
+STUB_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t c, ncclResult_t* e) {
+  *e = stub_nccl::async_error_of(c);
+  return record({"pncclCommGetAsyncError", nullptr, nullptr, 0, -1, -1, -1, -1, c});
+}
+STUB_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t c, int flags) {
+  return record({"pncclCommRevoke", nullptr, nullptr, 0, -1, flags, -1, -1, c});
 }
 STUB_EXPORT ncclResult_t pncclCommShrink(ncclComm_t c, int*, int n, ncclComm_t* out,
                                          ncclConfig_t*, int) {

@@ -52,5 +52,8 @@ STUB_NCCL_API void set_allreduce_min_peers(int peers_min);
 STUB_NCCL_API std::vector<int> allreduce_min_votes();
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
+// What pncclCommGetAsyncError reports for `comm` (ncclSuccess unless set); reset() clears.
+STUB_NCCL_API void set_async_error(ncclComm_t comm, ncclResult_t error);
+STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
 
 }  // namespace stub_nccl

@@ -33,7 +33,8 @@ const char* const kInterposed[] = {
     "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclAlltoAll",
     "ncclGroupStart", "ncclGroupEnd", "ncclGroupSimulateEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
     "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit", "ncclCommShrink",
-    "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort"};
+    "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort", "ncclCommRegister",
+    "ncclCommDeregister", "ncclCommGetAsyncError", "ncclCommRevoke"};
 
 TEST(InterposerSymbols, ExactlyTheInterposedNcclNamesAreDefined) {
   const auto syms = dynamic_symbols(TOPOCOLL_PLUGIN_PATH);

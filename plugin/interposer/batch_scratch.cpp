@@ -1,0 +1,104 @@
+#include "plugin/interposer/batch_scratch.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "plugin/interposer/cuda_probe.h"
+#include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer.h"
+#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/rank_exchange.h"
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+
+bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
+                           const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,
+                           std::vector<char*>& regions, std::vector<char>& to_nccl) {
+  regions.assign(calls.size(), nullptr);
+  to_nccl.assign(calls.size(), 0);
+  const std::size_t max_bytes =
+      std::size_t(std::max<int64_t>(0, interposer_config().scratch_max_bytes));
+  std::vector<std::pair<CommState*, std::size_t>> totals;
+  std::vector<std::size_t> offsets(calls.size(), 0);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (needs[i] == 0) continue;
+    CommState* st = calls[i].state.get();
+    auto it = std::find_if(totals.begin(), totals.end(), [&](auto& t) { return t.first == st; });
+    if (it == totals.end()) it = totals.insert(totals.end(), {st, 0});
+    offsets[i] = it->second;
+    it->second += (needs[i] + 255) / 256 * 256;
+  }
+  // Needs are the same on every rank (the most any rank of the schedule needs), so are the
+  // totals and the scratch's growth history: every rank grows at the same call. A growth is
+  // then voted on (one 4-byte allreduce on the communicator): if any rank could not
+  // allocate, every rank sends that communicator's calls of this batch to NCCL.
+  auto fall_back = [&](CommState* st, const char* why) {
+    TC_FALLBACK_ONCE("topocoll scratch %s: such calls go to NCCL (on every rank alike)", why);
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (calls[i].state.get() == st) to_nccl[i] = 1;
+  };
+  std::vector<ReadyVote> votes;
+  std::vector<std::pair<CommState*, char*>> bases;
+  for (auto& [st, total] : totals) {
+    if (!st->scratch) throw std::logic_error("served communicator without scratch");
+    if (total > max_bytes) {
+      fall_back(st, "above TOPOCOLL_SCRATCH_MAX_BYTES");
+      continue;
+    }
+    device_guard.use(st->device);
+    bool captured = false;
+    for (const PendingCollective& c : calls)
+      if (c.state.get() == st && stream_capturing(c.call.stream)) captured = true;
+    const bool grows = !st->scratch->fits(total, captured);
+    char* base = static_cast<char*>(st->scratch->reserve(total, captured));
+    if (grows && !captured) {
+      // No vote inside a capture (the vote synchronises): there a failure stays an error.
+      ReadyVote v;
+      v.comm = st->comm;
+      v.device = st->device;
+      v.ready = base ? 1 : 0;
+      votes.push_back(std::move(v));
+    } else if (!base) {
+      TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
+      return false;
+    }
+    bases.push_back({st, base});
+  }
+  agree_ready(votes);
+  for (const ReadyVote& v : votes)
+    if (!v.all_ready)
+      for (auto& [st, base] : bases)
+        if (st->comm == v.comm) {
+          if (!v.error.empty()) TC_WARN("comm %p: scratch vote: %s", static_cast<void*>(st->comm), v.error.c_str());
+          fall_back(st, "allocation failed on some rank");
+          base = nullptr;
+        }
+  for (auto& [st, base] : bases)
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (needs[i] > 0 && calls[i].state.get() == st && base) regions[i] = base + offsets[i];
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (needs[i] == 0 || to_nccl[i]) continue;
+    device_guard.use(calls[i].state->device);
+    calls[i].state->scratch->order_after_previous(calls[i].call.stream);
+  }
+  return true;
+}
+
+void mark_batch_scratch_used(const std::vector<PendingCollective>& calls,
+                             const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard) {
+  std::vector<CommState*> done;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CommState* st = calls[i].state.get();
+    if (needs[i] == 0 || std::find(done.begin(), done.end(), st) != done.end()) continue;
+    done.push_back(st);
+    std::vector<cudaStream_t> streams;
+    for (std::size_t k = 0; k < calls.size(); ++k)
+      if (needs[k] > 0 && calls[k].state.get() == st) streams.push_back(calls[k].call.stream);
+    device_guard.use(st->device);
+    st->scratch->mark_used(streams);
+  }
+}
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,72 @@
+#include "plugin/interposer/buffer_registration.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+
+#include "plugin/interposer/comm_state.h"
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+
+ncclResult_t comm_register(ncclComm_t comm, void* buff, std::size_t size, void** handle) {
+  const ncclResult_t r = pncclCommRegister(comm, buff, size, handle);
+  if (r != ncclSuccess || !handle) return r;
+  std::shared_ptr<CommState> st = CommRegistry::instance().share(comm);
+  if (!st || !st->served) return r;
+  CommState::Registration reg{buff, size, *handle, nullptr};
+  std::lock_guard lock(st->registrations_mutex);
+  if (ncclComm_t ring = st->ring_comm.load()) {
+    if (pncclCommRegister(ring, buff, size, &reg.ring_handle) != ncclSuccess) {
+      reg.ring_handle = nullptr;
+      TC_WARN("comm %p: registering %zu bytes on the topology-ordered communicator failed; "
+              "NCCL there copies instead", static_cast<void*>(comm), size);
+    }
+  }
+  st->registrations.push_back(reg);
+  return r;
+}
+
+ncclResult_t comm_deregister(ncclComm_t comm, void* handle) {
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    std::lock_guard lock(st->registrations_mutex);
+    auto it = std::find_if(st->registrations.begin(), st->registrations.end(),
+                           [&](const CommState::Registration& r) { return r.handle == handle; });
+    if (it != st->registrations.end()) {
+      if (ncclComm_t ring = st->ring_comm.load(); ring && it->ring_handle)
+        pncclCommDeregister(ring, it->ring_handle);
+      st->registrations.erase(it);
+    }
+  }
+  return pncclCommDeregister(comm, handle);
+}
+
+ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error) {
+  const ncclResult_t r = pncclCommGetAsyncError(comm, async_error);
+  if (r != ncclSuccess || !async_error || *async_error != ncclSuccess) return r;
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+    if (ncclComm_t ring = st->ring_comm.load()) {
+      ncclResult_t ring_error = ncclSuccess;
+      if (pncclCommGetAsyncError(ring, &ring_error) == ncclSuccess && ring_error != ncclSuccess &&
+          ring_error != ncclInProgress)
+        *async_error = ring_error;
+    }
+  return r;
+}
+
+ncclResult_t comm_revoke(ncclComm_t comm, int flags) {
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+    if (ncclComm_t ring = st->ring_comm.load()) pncclCommRevoke(ring, flags);
+  return pncclCommRevoke(comm, flags);
+}
+
+void mirror_registrations(CommState& st) {
+  ncclComm_t ring = st.ring_comm.load();
+  if (!ring) return;
+  std::lock_guard lock(st.registrations_mutex);
+  for (CommState::Registration& reg : st.registrations)
+    if (!reg.ring_handle && pncclCommRegister(ring, reg.buff, reg.size, &reg.ring_handle) != ncclSuccess)
+      reg.ring_handle = nullptr;
+}
+
+}  // namespace topocoll::plugin::interposer

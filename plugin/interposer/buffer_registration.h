@@ -1,0 +1,24 @@
+// What the user does to a served communicator that the topology-ordered split (ring_comm.h)
+// must see too: buffers registered with ncclCommRegister are registered on the split as
+// well (and deregistered with it), an asynchronous error of the split is reported by
+// ncclCommGetAsyncError on the user's communicator, and ncclCommRevoke revokes both.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+
+namespace topocoll::plugin::interposer {
+
+struct CommState;
+
+ncclResult_t comm_register(ncclComm_t comm, void* buff, std::size_t size, void** handle);
+ncclResult_t comm_deregister(ncclComm_t comm, void* handle);
+// The user's communicator's error, else the split's (other than ncclInProgress).
+ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error);
+ncclResult_t comm_revoke(ncclComm_t comm, int flags);
+
+// Registers on a just-created ring_comm every buffer registered so far on the user's.
+void mirror_registrations(CommState& state);
+
+}  // namespace topocoll::plugin::interposer

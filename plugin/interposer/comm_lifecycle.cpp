@@ -1,0 +1,389 @@
+#include "plugin/interposer/comm_lifecycle.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/device_guard.h"
+#include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer.h"
+#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/rank_identity.h"
+#include "plugin/interposer/ring_comm.h"
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+namespace {
+
+// NCCL_COMM_BLOCKING is NCCL's default for configs that leave `blocking` undefined.
+bool default_blocking() {
+  const char* v = std::getenv("NCCL_COMM_BLOCKING");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool config_blocking(const ncclConfig_t* config, ncclComm_t parent) {
+  if (config && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
+  if (!config && parent) {
+    // A split without a config inherits the parent's.
+    if (CommState* p = CommRegistry::instance().find(parent)) return p->blocking;
+  }
+  return default_blocking();
+}
+
+// Whether this build and configuration run the init exchange at all. It must come out the
+// same on every rank (same environment, same build), or a rank would skip a collective its
+// peers run: documented in docs/usage.md.
+bool exchange_wanted() {
+  const InterposerConfig& cfg = interposer_config();
+  return cfg.enable && !cfg.topo_file.empty();
+}
+
+std::unique_ptr<CommState> describe_comm(ncclComm_t comm, bool blocking) {
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->blocking = blocking;
+  pncclCommCount(comm, &st->nranks);
+  pncclCommUserRank(comm, &st->rank);
+  pncclCommCuDevice(comm, &st->device);
+  return st;
+}
+
+void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
+  st->served = false;
+  st->fallback_reason = std::move(reason);
+  CommRegistry::instance().insert(std::move(st));
+}
+
+// The state a served communicator needs on this rank (topology, placement, scratch);
+// throws on a local failure (an allocation), which the ready vote then shares.
+void prepare_service(CommState& st, ServiceAgreement& a) {
+  st.topology = configured_topology().topology;
+  st.placement = std::move(a.placement);
+  st.scratch = std::make_unique<DeviceScratch>(st.device);
+  st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
+  if (LocalServiceCheck check = local_service_check()) check(st);
+}
+
+// Frees what prepare_service set up: the communicator goes to NCCL.
+void unprepare_service(CommState& st) noexcept {
+  st.scratch.reset();
+  st.placement = sched::Placement{};
+  st.topology.reset();
+}
+
+CommState* register_served(std::unique_ptr<CommState> st) {
+  st->served = true;
+  CommState* registered = st.get();
+  TC_INFO(NCCL_INIT, "communicator %p rank %d/%d served on topology '%s' (endpoint %d)",
+          static_cast<void*>(st->comm), st->rank, st->nranks, st->topology->name().c_str(),
+          st->placement.endpoint_of_rank[std::size_t(st->rank)]);
+  CommRegistry::instance().insert(std::move(st));
+  return registered;
+}
+
+// The topology-ordered split at init (TOPOCOLL_RING_COMM=init): every rank of a served
+// communicator reaches this alike, so the collective split matches. Off: never split, its
+// route stays on the user's communicator.
+void split_ring_comms_at_init(const std::vector<CommState*>& served) {
+  const RingCommMode mode = interposer_config().ring_comm;
+  if (mode == RingCommMode::Off) {
+    for (CommState* st : served) st->ring_comm_failed = true;
+    return;
+  }
+  if (mode == RingCommMode::Init) create_ring_comms(served);
+}
+
+// cudaDeviceGetPCIBusId's form, "" when CUDA cannot say (host_gpu_index then keeps the
+// ordinal).
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (device < 0 || cudaDeviceGetPCIBusId(id, int(sizeof id), device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
+}  // namespace
+
+// Runs the init exchange for communicators NCCL has finished creating. Every blocking,
+// multi-rank communicator here joins the exchange on every rank whatever fails on this one
+// before it (its peers would otherwise wait in NCCL forever): a failure only turns its
+// record into a "cannot serve" one (mark_unserved).
+void finish_inits(std::vector<PendingInit>& pending) {
+  if (pending.empty()) return;
+  // Taken out first: if anything below throws, no communicator is left pending to be
+  // exchanged later, at a point its peers would not match (a hang or a mismatched call).
+  std::vector<PendingInit> inits;
+  inits.swap(pending);
+  std::vector<std::unique_ptr<CommState>> states;
+  std::vector<IdentityExchange> batch;
+  // Reserved up front so that adding an entry below cannot throw.
+  states.reserve(inits.size());
+  batch.reserve(inits.size());
+  const ConfiguredTopology& topo = configured_topology();
+  if (!topo.error.empty()) TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", topo.error.c_str()));
+  for (const PendingInit& p : inits) {
+    IdentityExchange x;
+    x.comm = p.comm;
+    std::unique_ptr<CommState> st;
+    try {
+      st = describe_comm(p.comm, p.blocking);
+      if (!p.blocking) {
+        // Decided identically on every rank (same config), so no exchange: nobody waits.
+        TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+        register_unserved(std::move(st), "non-blocking communicator");
+        continue;
+      }
+      if (st->nranks < 2) {
+        register_unserved(std::move(st), "single-rank communicator");
+        continue;
+      }
+      x.nranks = st->nranks;
+      x.rank = st->rank;
+      x.device = st->device;
+      x.mine = make_identity(local_host_name(), host_gpu_index(st->device, pci_bus_id(st->device)),
+                             topo, true);
+    } catch (...) {
+      // Same skip rules as above, from NCCL's own answers (no allocation).
+      if (!p.blocking) continue;
+      x.nranks = 0;
+      pncclCommCount(p.comm, &x.nranks);
+      pncclCommUserRank(p.comm, &x.rank);
+      pncclCommCuDevice(p.comm, &x.device);
+      if (x.nranks < 2) continue;
+      x.mine = RankIdentity{};
+      mark_unserved(x.mine, "host error in topocoll init");
+      st.reset();
+      TC_WARN("communicator %p: topocoll init failed before the init exchange; it joins the "
+              "exchange as unable to serve and every rank falls back to NCCL",
+              static_cast<void*>(p.comm));
+    }
+    batch.push_back(std::move(x));
+    states.push_back(std::move(st));
+  }
+  // Sized before the exchange: nothing between it and the ready vote allocates outside a
+  // try, so a rank that joined the one always joins the other.
+  std::vector<ServiceAgreement> agreed(batch.size());
+  std::vector<ReadyVote> votes(batch.size());
+  std::vector<std::string> local_errors(batch.size());
+  std::vector<ReadyVote> voting;
+  std::vector<CommState*> served_now;
+  served_now.reserve(batch.size());
+  std::vector<std::size_t> voter_of;
+  voting.reserve(batch.size());
+  voter_of.reserve(batch.size());
+  exchange_identities(batch);
+
+  // Decided from the same records on every rank; then prepared locally, which may fail on
+  // one rank only, so every rank that joined the exchange votes on it (agree_ready).
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const IdentityExchange& x = batch[i];
+    votes[i].comm = x.comm;
+    votes[i].device = x.device;
+    try {
+      if (!states[i]) states[i] = describe_comm(x.comm, true);
+      if (!x.error.empty()) {
+        local_errors[i] = x.error;
+        continue;
+      }
+      if (!x.prepare_error.empty())
+        TC_WARN("communicator %p rank %d: %s; joined the init exchange as unable to serve, so "
+                "every rank falls back to NCCL", static_cast<void*>(x.comm), x.rank,
+                x.prepare_error.c_str());
+      // A record marked by mark_unserved makes the agreement fall back on every rank.
+      agreed[i] = agree_on_service(x.all, topo.topology.get());
+      if (!agreed[i].served) continue;
+      prepare_service(*states[i], agreed[i]);
+      votes[i].ready = 1;
+    } catch (const std::exception& e) {
+      local_errors[i] = std::string("topocoll init failed after the init exchange: ") + e.what();
+      if (states[i]) unprepare_service(*states[i]);
+    }
+  }
+  // Only communicators whose rank joined the allgather vote: its peers joined it too, and a
+  // rank that could not read the records back cannot know whether they agreed to serve, so
+  // the vote runs whatever the agreement said (one more 4-byte collective per init).
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (batch[i].joined) {
+      voting.push_back(std::move(votes[i]));
+      voter_of.push_back(i);
+    }
+  agree_ready(voting);
+  for (std::size_t k = 0; k < voting.size(); ++k) votes[voter_of[k]] = std::move(voting[k]);
+
+  for (std::size_t i = 0; i < batch.size(); ++i) try {
+    const IdentityExchange& x = batch[i];
+    std::unique_ptr<CommState>& st = states[i];
+    if (!st) {  // describe_comm threw: NCCL keeps the communicator, unregistered
+      TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm),
+              local_errors[i].c_str());
+      continue;
+    }
+    if (!local_errors[i].empty() || (x.joined && !votes[i].error.empty())) {
+      const std::string& why = local_errors[i].empty() ? votes[i].error : local_errors[i];
+      TC_WARN("communicator %p rank %d: %s; falls back to NCCL", static_cast<void*>(x.comm),
+              x.rank, why.c_str());
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
+      continue;
+    }
+    if (!agreed[i].served) {
+      // Every rank reaches the same verdict; rank 0 says why once per communicator.
+      if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                                 static_cast<void*>(st->comm), st->nranks, agreed[i].reason.c_str());
+      register_unserved(std::move(st), agreed[i].reason);
+      continue;
+    }
+    if (!votes[i].all_ready) {
+      const char* why = "a rank could not complete topocoll init after the agreement";
+      if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                                 static_cast<void*>(st->comm), st->nranks, why);
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
+      continue;
+    }
+    served_now.push_back(register_served(std::move(st)));
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
+            static_cast<void*>(batch[i].comm), e.what());
+  }
+  split_ring_comms_at_init(served_now);
+}
+
+LocalServiceCheck& local_service_check() {
+  static LocalServiceCheck check = nullptr;
+  return check;
+}
+
+void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+  if (!comm || !interposer_enabled()) return;
+  const bool blocking = config_blocking(config, parent);
+  if (!exchange_wanted()) {
+    register_unserved(describe_comm(comm, blocking), "no topology configured");
+    return;
+  }
+  ThreadGroup& g = thread_group();
+  g.inits.push_back({comm, blocking});
+  // Inside a group the communicator is usable only after the outermost ncclGroupEnd.
+  if (!g.depth.inside()) finish_inits(g.inits);
+}
+
+void comm_created_in_progress(ncclComm_t comm) {
+  if (!comm || !interposer_enabled()) return;
+  // Only a non-blocking init returns ncclInProgress, and NCCL may not answer queries on the
+  // communicator yet: registered as is, so a split of it with no config inherits
+  // non-blocking (config_blocking) and falls back like it, never NCCL_COMM_BLOCKING.
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->blocking = false;
+  TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+  register_unserved(std::move(st), "non-blocking communicator");
+}
+
+void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {
+  if (!interposer_enabled() || ndev < 1) return;
+  if (!exchange_wanted()) {
+    for (int i = 0; i < ndev; ++i) register_unserved(describe_comm(comms[i], true), "no topology configured");
+    return;
+  }
+  const ConfiguredTopology& topo = configured_topology();
+  std::vector<RankIdentity> all(static_cast<std::size_t>(ndev));
+  const std::string host = local_host_name();
+  for (int i = 0; i < ndev; ++i) {
+    const int device = devlist ? devlist[i] : i;
+    all[std::size_t(i)] = make_identity(host, host_gpu_index(device, pci_bus_id(device)), topo, true);
+  }
+  // All ranks are in this process: no exchange, and a local failure of one is known to
+  // all, so every communicator of the clique falls back together.
+  std::vector<std::unique_ptr<CommState>> states;
+  for (int i = 0; i < ndev; ++i) states.push_back(describe_comm(comms[i], default_blocking()));
+  std::string why;
+  if (!states[0]->blocking) {
+    // ncclCommInitAll takes NCCL's default config: NCCL_COMM_BLOCKING=0 makes it
+    // non-blocking, which topocoll does not serve (same rule as finish_inits).
+    TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+    why = "non-blocking communicator";
+  } else if (ndev < 2) {
+    why = "single-rank communicator";
+  } else {
+    for (auto& st : states) {
+      ServiceAgreement a = agree_on_service(all, topo.topology.get());
+      if (!a.served) {
+        TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
+                static_cast<void*>(st->comm), st->nranks, a.reason.c_str());
+        why = a.reason;
+        break;
+      }
+      try {
+        prepare_service(*st, a);
+      } catch (const std::exception& e) {
+        why = std::string("topocoll init of a rank failed: ") + e.what();
+        TC_WARN("ncclCommInitAll communicator %p: %s; every rank falls back to NCCL",
+                static_cast<void*>(st->comm), why.c_str());
+        break;
+      }
+    }
+  }
+  std::vector<CommState*> served_now;
+  for (auto& st : states) {
+    if (why.empty()) {
+      served_now.push_back(register_served(std::move(st)));
+    } else {
+      unprepare_service(*st);
+      register_unserved(std::move(st), why);
+    }
+  }
+  split_ring_comms_at_init(served_now);
+}
+
+ncclResult_t comm_finalize(ncclComm_t comm) {
+  CommState* st = CommRegistry::instance().find(comm);
+  if (st && st->ring_comm) return pncclCommFinalize(st->ring_comm);
+  return ncclSuccess;
+}
+
+ncclResult_t comm_release(ncclComm_t comm, bool abort,
+                          ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
+  std::shared_ptr<CommState> st;
+  try {
+    // Calls still queued in this thread's open group (an abort during error recovery) go
+    // with the communicator.
+    ThreadGroup& g = thread_group();
+    std::erase_if(g.collectives, [&](const PendingCollective& p) { return p.call.comm == comm; });
+    std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
+    st = CommRegistry::instance().remove(comm);
+    if (st && st->ring_comm) {
+      CurrentDeviceGuard device_guard;
+      device_guard.use(st->device);
+      if (abort) pncclCommAbort(st->ring_comm);
+      else pncclCommDestroy(st->ring_comm);
+      st->ring_comm = nullptr;
+    }
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
+  }
+  // NCCL's own destroy/abort first: an abort ends the user's communicator's kernels, so the
+  // scratch below is freed only when nothing can still be waiting on the device for it.
+  const ncclResult_t r = nccl_release(comm);
+  if (st) {
+    CurrentDeviceGuard device_guard;
+    device_guard.use(st->device);
+    // Drops the registry's reference: the scratch is freed (stream-ordered) now, or by a
+    // call still running on another thread when it ends.
+    st.reset();
+  }
+  return r;
+}
+
+}  // namespace topocoll::plugin::interposer

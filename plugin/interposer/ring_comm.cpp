@@ -1,0 +1,130 @@
+#include "plugin/interposer/ring_comm.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/datatype.h"
+#include "plugin/interposer/batch_scratch.h"
+#include "plugin/interposer/block_permutation.h"
+#include "plugin/interposer/buffer_registration.h"
+#include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/cuda_probe.h"
+#include "plugin/interposer/device_guard.h"
+#include "plugin/log.h"
+#include "sched/ring.h"
+
+namespace topocoll::plugin::interposer {
+
+using sched::Collective;
+
+void create_ring_comms(const std::vector<CommState*>& states) {
+  std::vector<CommState*> todo;
+  for (CommState* st : states)
+    if (!st->ring_comm && !st->ring_comm_failed) todo.push_back(st);
+  if (todo.empty()) return;
+  std::vector<ncclComm_t> made(todo.size(), nullptr);
+  std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
+  ncclResult_t r = pncclGroupStart();
+  for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
+    CommState* st = todo[i];
+    st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
+    // A permutation of 0..n-1 is the identity exactly when it is sorted.
+    st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
+    int key = 0;
+    for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
+      if (st->ring_order[pos] == st->rank) key = int(pos);
+    // Resource sharing with the parent (NCCL's splitShare): the split reuses the user's
+    // communicator's buffers and proxies instead of doubling them.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.splitShare = 1;
+    config.blocking = 1;
+    results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
+  }
+  const ncclResult_t end = pncclGroupEnd();
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    CommState* st = todo[i];
+    if (r != ncclSuccess || end != ncclSuccess || results[i] != ncclSuccess || !made[i]) {
+      st->ring_comm_failed = true;
+      TC_WARN("comm %p: topology-ordered communicator could not be created; using NCCL on the "
+              "user's communicator", static_cast<void*>(st->comm));
+      continue;
+    }
+    st->ring_comm = made[i];
+    TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
+            static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
+    mirror_registrations(*st);
+  }
+}
+
+// NCCL's collective on the topology-ordered communicator. Allreduce runs there as called;
+// reduce-scatter and allgather number their blocks by ring_comm's ranks, so unless that
+// order is the user's, reduce-scatter reads its input permuted into scratch and allgather
+// writes scratch that is then permuted into the user's buffer: results land as NCCL's
+// would on the user's communicator.
+ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
+  if (calls.empty()) return ncclSuccess;
+  // Creating a communicator is not allowed while a stream is being captured (NCCL allocates
+  // device memory): such calls use the user's communicator until one is created outside a
+  // capture. Capture is the same on every rank of an SPMD program, so all decide alike.
+  std::vector<CommState*> states;
+  for (const auto& c : calls)
+    if (!stream_capturing(c.call.stream)) states.push_back(c.state.get());
+    else if (!c.state->ring_comm)
+      TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
+                                 "capture; captured calls use the user's communicator"));
+  create_ring_comms(states);
+
+  CurrentDeviceGuard device_guard;
+  std::vector<std::size_t> needs(calls.size(), 0);
+  std::vector<std::size_t> blocks(calls.size(), 0);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const PendingCollective& c = calls[i];
+    if (!c.state->ring_comm || c.call.collective == Collective::AllReduce ||
+        !c.state->ring_permutes)
+      continue;
+    blocks[i] = c.call.count * kernels::datatype_size(kernels::DataType(int(c.call.datatype)));
+    needs[i] = blocks[i] * std::size_t(c.state->nranks);
+  }
+  std::vector<char*> regions;
+  std::vector<char> to_nccl;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions, to_nccl)) return ncclSystemError;
+  // A call without its permutation scratch runs on the user's communicator (every rank of
+  // it decided alike), where NCCL's block order is already the user's.
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (to_nccl[i]) needs[i] = 0;
+  auto permute = [&](std::size_t i, bool to_ring) {
+    const CollectiveCall& call = calls[i].call;
+    char* user = static_cast<char*>(to_ring ? const_cast<void*>(call.sendbuff) : call.recvbuff);
+    device_guard.use(calls[i].state->device);
+    const cudaError_t e =
+        permute_blocks(calls[i].state->ring_order, to_ring, user, regions[i], blocks[i], call.stream);
+    if (e != cudaSuccess)
+      TC_WARN("comm %p: permuting blocks for the topology-ordered communicator failed: %s",
+              static_cast<void*>(calls[i].state->comm), cudaGetErrorString(e));
+    return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+  };
+
+  // Stream order: reduce-scatter inputs are permuted before NCCL's group is enqueued (at
+  // its end), allgather outputs after.
+  ncclResult_t r = ncclSuccess;
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
+    if (needs[i] > 0 && calls[i].call.collective == Collective::ReduceScatter) r = permute(i, true);
+  if (r != ncclSuccess) return r;
+  r = pncclGroupStart();
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
+    CollectiveCall call = calls[i].call;
+    const ncclComm_t comm =
+        calls[i].state->ring_comm && !to_nccl[i] ? calls[i].state->ring_comm.load() : call.comm;
+    if (needs[i] > 0 && call.collective == Collective::ReduceScatter) call.sendbuff = regions[i];
+    if (needs[i] > 0 && call.collective == Collective::AllGather) call.recvbuff = regions[i];
+    r = forward_collective(call, comm);
+  }
+  const ncclResult_t end = pncclGroupEnd();
+  if (r == ncclSuccess) r = end;
+  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
+    if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
+  mark_batch_scratch_used(calls, needs, device_guard);
+  return r;
+}
+
+}  // namespace topocoll::plugin::interposer

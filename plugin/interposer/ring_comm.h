@@ -1,0 +1,26 @@
+// The topology-ordered communicator (route nccl-topo-ring): NCCL's own collective on a
+// communicator split from the user's in topology ring order, with the blocks of
+// reduce-scatter and allgather permuted between the two rank orders.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "plugin/interposer/thread_group.h"
+
+namespace topocoll::plugin::interposer {
+
+struct CommState;
+
+// Splits each state's communicator in topology ring order (ring_comm), all in one NCCL
+// group (one thread may drive several ranks). A failure marks ring_comm_failed: its calls
+// then stay on the user's communicator.
+void create_ring_comms(const std::vector<CommState*>& states);
+
+// The batch's nccl-topo-ring calls, as NCCL would deliver them on the user's communicator.
+ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls);
+
+}  // namespace topocoll::plugin::interposer

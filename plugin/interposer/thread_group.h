@@ -1,0 +1,43 @@
+// What one thread has open inside a user's ncclGroupStart/End: the nesting depth, the
+// communicators created in the group (their topocoll init runs after the outermost end)
+// and the served collectives queued until then. Each entry of a collective holds its
+// communicator's state by shared_ptr: a destroy or abort from another thread while the call
+// is queued or running cannot free what the call still uses.
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+#include <vector>
+
+#include "plugin/interposer/collective_queue.h"
+#include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/interposer.h"
+
+namespace topocoll::plugin::interposer {
+
+// A served collective waiting for the outermost ncclGroupEnd (or running now).
+struct PendingCollective {
+  std::shared_ptr<CommState> state;
+  CollectiveCall call;
+  std::shared_ptr<const Plan> plan;
+};
+
+// Communicators created inside a user group finish their topocoll init after it closes.
+struct PendingInit {
+  ncclComm_t comm = nullptr;
+  bool blocking = true;
+};
+
+struct ThreadGroup {
+  GroupDepth depth;
+  std::vector<PendingInit> inits;
+  std::vector<PendingCollective> collectives;
+};
+
+inline ThreadGroup& thread_group() {
+  thread_local ThreadGroup group;
+  return group;
+}
+
+}  // namespace topocoll::plugin::interposer
