@@ -272,6 +272,16 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
   plan.elem_size = r.elem_size;
   plan.placement = placement_for(t, r);
   int n = plan.placement.nranks();
+  // Planning budget. NAP routes are multipath (k local switches, torus dimension orders),
+  // so the order search and the per-link accounting grow with ranks x paths: 1,024 ranks
+  // plan in seconds, 4,096 took minutes and a 65,536-endpoint torus gigabytes. Refused up
+  // front, naming the size and the limit, rather than running unbounded.
+  if (t.kind() == topo::TopologyKind::Nap && n > kMaxNapPlanRanks)
+    throw std::invalid_argument("planning " + std::to_string(n) + " ranks of NAP topology \"" +
+                                t.name() + "\" exceeds the planner's budget of " +
+                                std::to_string(kMaxNapPlanRanks) +
+                                " ranks on NAP (multipath routes make planning grow with ranks x "
+                                "paths); plan part of it with --ranks");
   int64_t count = plan_count(r, n);
   RouteCache routes(t);
 

@@ -17,6 +17,10 @@
 
 namespace topocoll::sched {
 
+// make_plan refuses more ranks than this on a NAP topology (std::invalid_argument naming
+// both): its multipath routes make planning grow with ranks x paths.
+inline constexpr int kMaxNapPlanRanks = 1024;
+
 struct PlanRequest {
   Collective collective = Collective::AllReduce;
   // ring, ring-topo, hd, hd-naive, fc, fc-direct, hier, hier-hd, direct, or auto

@@ -48,6 +48,30 @@ TEST(Plan, EveryExamplePlansWithAuto) {
   }
 }
 
+// Issue 15, finding 11: a NAP beyond the planning budget is refused up front, naming the
+// size and the limit (it took minutes and gigabytes); part of it still plans.
+TEST(Plan, NapBeyondThePlanningBudgetIsRefusedUpFront) {
+  topo::NapShape shape;
+  shape.packages = 16;
+  shape.nodes_per_package = 128;
+  shape.local_switches = 8;
+  shape.torus = {4, 4};
+  const Topology t = topo::generate_nap(shape);
+  PlanRequest r;
+  r.bytes = 1 << 20;
+  try {
+    make_plan(t, r);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("planning 2048 ranks"), std::string::npos) << what;
+    EXPECT_NE(what.find("budget of " + std::to_string(kMaxNapPlanRanks)), std::string::npos) << what;
+  }
+  r.nranks = 64;
+  r.algo = "hd";
+  EXPECT_GT(make_plan(t, r).predicted_us, 0);
+}
+
 TEST(Plan, HdOnBigraph32IsPairwiseWithLoadOne) {
   Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
   PlanRequest req;
