@@ -19,6 +19,7 @@
 
 #include "accept/acceptance_report.h"
 #include "exec/bootstrap.h"
+#include "exec/pipeline.h"
 #include "net/transport_options.h"
 #include "sched/cost_model.h"
 #include "topo/topology.h"
@@ -41,7 +42,8 @@ struct AcceptanceOptions {
   std::vector<uint32_t> lane_marks;     // where flows stripe: the socket mark of lane j
   std::map<std::string, int> known_addresses;  // address -> graph node, where known
   net::TransportOptions transport;      // the collectives' transport
-  sched::CostParams cost;               // the collectives' predictions
+  // The collectives' predictions, with the engine's pipelining (exec/pipeline.h).
+  sched::CostParams cost{.pipeline = exec::PipelineOptions::process_default().shape};
 };
 
 // Returns the process's exit code: rank 0 returns 0 only when the cluster passed; the

@@ -72,6 +72,19 @@ class Backend {
   // 1/nranks scalar (kernels/avg_scalar.h); dst may equal src.
   virtual void avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
                           int64_t count) = 0;
+
+  // --- overlap (engine pipelining, exec/pipeline.h) ----------------------------------
+  // Whether local ops can run while later transfers move. Without it the engine never runs
+  // a step in rounds.
+  virtual bool overlaps_local_ops() const { return false; }
+  // Local ops called between begin_overlapped_local_ops() and end_overlapped_local_ops()
+  // see every transfer batch completed before the begin, in the order called, and may still
+  // be running while later batches move (the engine posts nothing later that touches their
+  // bytes); join_local_ops() orders everything after them (transfers, local ops, the
+  // caller's next use of the buffers). Errors of overlapped ops may surface at the join.
+  virtual void begin_overlapped_local_ops() {}
+  virtual void end_overlapped_local_ops() {}
+  virtual void join_local_ops() {}
 };
 
 }  // namespace topocoll::exec

@@ -82,7 +82,8 @@ const void* buffer_base(const Buffers& b, Buf which) {
 }  // namespace
 
 Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
-                     kernels::ReduceOp op, const Buffers& buffers, Backend& backend)
+                     kernels::ReduceOp op, const Buffers& buffers, Backend& backend,
+                     const PipelineOptions& pipeline)
     : schedule_(&schedule), buffers_(buffers), backend_(&backend) {
   if (!kernels::is_valid(dtype))
     throw std::invalid_argument("invalid datatype " + std::to_string(int(dtype)));
@@ -155,6 +156,12 @@ Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataTyp
       }
     }
   }
+  if (pipeline.shape.enabled()) {
+    cuts_.reserve(std::size_t(prog.num_steps()));
+    const auto address = [this](const BufRef& ref) { return reinterpret_cast<uintptr_t>(resolve(ref)); };
+    for (int s = 0; s < prog.num_steps(); ++s)
+      cuts_.push_back(cut_step(prog, s, binding_.elem_bytes(), pipeline.shape, address));
+  }
 }
 
 void* Execution::resolve(const BufRef& ref) const {
@@ -163,20 +170,41 @@ void* Execution::resolve(const BufRef& ref) const {
   return base + ref.offset * int64_t(binding_.elem_bytes());
 }
 
+void Execution::stage_input_before_step0() {
+  if (step_ == 0 && staged_input_)
+    backend_->avg_premul(binding_, staged_input_, user_input_, schedule_->input_count);
+}
+
+void Execution::post_piece(const Op& o, const OpPiece& piece) {
+  const std::size_t elem = binding_.elem_bytes();
+  const std::size_t bytes = std::size_t(piece.end - piece.begin) * elem;
+  if (o.kind == OpKind::Send) {
+    BufRef at = o.src();
+    at.offset += piece.begin;
+    backend_->post_send(o.peer, resolve(at), bytes);
+  } else {
+    BufRef at = o.dst;
+    at.offset += piece.begin;
+    backend_->post_recv(o.peer, resolve(at), bytes);
+  }
+}
+
 void Execution::post_transfers() {
   if (done()) throw std::logic_error("post_transfers after the last step");
   if (posted_) throw std::logic_error("post_transfers twice for one step");
-  const std::size_t elem = binding_.elem_bytes();
-  if (step_ == 0 && staged_input_)
-    backend_->avg_premul(binding_, staged_input_, user_input_, schedule_->input_count);
+  stage_input_before_step0();
   backend_->begin_transfers();
   posted_ = true;
-  for (const Op& o : program_->step(step_)) {
+  const auto ops = program_->step(step_);
+  if (!cuts_.empty() && cuts_[std::size_t(step_)].pieces_cut) {
+    // Every round's pieces in one batch, in the order the overlapped path posts them.
+    for (const auto& round : cuts_[std::size_t(step_)].transfers)
+      for (const OpPiece& p : round) post_piece(ops[p.op], p);
+    return;
+  }
+  for (const Op& o : ops) {
     if (o.count == 0) continue;  // both sides skip: matching ops have equal counts
-    if (o.kind == OpKind::Send)
-      backend_->post_send(o.peer, resolve(o.src()), std::size_t(o.count) * elem);
-    else if (o.kind == OpKind::Recv)
-      backend_->post_recv(o.peer, resolve(o.dst), std::size_t(o.count) * elem);
+    if (o.kind == OpKind::Send || o.kind == OpKind::Recv) post_piece(o, OpPiece{0, 0, o.count});
   }
 }
 
@@ -186,30 +214,76 @@ void Execution::complete_transfers() {
   backend_->end_transfers();
 }
 
+// Elements [begin, end) of a local op.
+void Execution::run_local_op(const Op& o, int64_t begin, int64_t end) {
+  const auto at = [&](BufRef ref) {
+    ref.offset += begin;
+    return resolve(ref);
+  };
+  const int64_t count = end - begin;
+  switch (o.kind) {
+    case OpKind::Reduce: {
+      const void* srcs[sched::kMaxReduceInputs];
+      for (int k = 0; k < o.nsrc; ++k) srcs[k] = at(o.srcs[k]);
+      backend_->reduce(binding_, at(o.dst), srcs, o.nsrc, count);
+      break;
+    }
+    case OpKind::Copy:
+      backend_->copy(at(o.dst), at(o.src()), std::size_t(count) * binding_.elem_bytes());
+      break;
+    case OpKind::Finalize:
+      backend_->finalize(binding_, at(o.dst), count);
+      break;
+    default:
+      break;
+  }
+}
+
 void Execution::run_local_ops() {
   if (!transferred_) throw std::logic_error("run_local_ops before the step's transfers");
-  for (const Op& o : program_->step(step_)) {
-    if (o.count == 0) continue;
-    switch (o.kind) {
-      case OpKind::Reduce: {
-        const void* srcs[sched::kMaxReduceInputs];
-        for (int k = 0; k < o.nsrc; ++k) srcs[k] = resolve(o.srcs[k]);
-        backend_->reduce(binding_, resolve(o.dst), srcs, o.nsrc, o.count);
-        break;
-      }
-      case OpKind::Copy:
-        backend_->copy(resolve(o.dst), resolve(o.src()),
-                       std::size_t(o.count) * binding_.elem_bytes());
-        break;
-      case OpKind::Finalize:
-        backend_->finalize(binding_, resolve(o.dst), o.count);
-        break;
-      default:
-        break;
-    }
-  }
+  for (const Op& o : program_->step(step_))
+    if (o.count > 0) run_local_op(o, 0, o.count);
   posted_ = transferred_ = false;
   ++step_;
+}
+
+// Round j: one transfer batch of every message's piece j; then the local pieces it made
+// ready, overlapped, so they run while round j + 1 moves (exec/pipeline.h).
+void Execution::run_overlapped_step() {
+  const StepCut& cut = cuts_[std::size_t(step_)];
+  const auto ops = program_->step(step_);
+  stage_input_before_step0();
+  posted_ = true;
+  try {
+    for (std::size_t j = 0; j < cut.transfers.size(); ++j) {
+      backend_->begin_transfers();
+      for (const OpPiece& p : cut.transfers[j]) post_piece(ops[p.op], p);
+      backend_->end_transfers();
+      if (cut.local_ops[j].empty()) continue;
+      backend_->begin_overlapped_local_ops();
+      for (const OpPiece& p : cut.local_ops[j]) run_local_op(ops[p.op], p.begin, p.end);
+      backend_->end_overlapped_local_ops();
+    }
+  } catch (...) {
+    try {
+      backend_->join_local_ops();  // nothing of this step may still run on the buffers
+    } catch (...) {
+    }
+    throw;
+  }
+  backend_->join_local_ops();
+  posted_ = transferred_ = false;
+  ++step_;
+}
+
+bool Execution::next_step_overlaps() const {
+  return !done() && !cuts_.empty() && cuts_[std::size_t(step_)].overlapped() &&
+         backend_->overlaps_local_ops();
+}
+
+int Execution::overlapped_steps() const {
+  if (!backend_->overlaps_local_ops()) return 0;
+  return int(std::count_if(cuts_.begin(), cuts_.end(), [](const StepCut& c) { return c.overlapped(); }));
 }
 
 void Execution::restart() {
@@ -219,6 +293,10 @@ void Execution::restart() {
 
 bool Execution::advance_one_step() {
   if (done()) return false;
+  if (next_step_overlaps()) {
+    run_overlapped_step();
+    return !done();
+  }
   post_transfers();
   complete_transfers();
   run_local_ops();
@@ -231,6 +309,7 @@ void Execution::run() {
 }
 
 void run_interleaved(std::span<Execution* const> executions) {
+  if (executions.size() == 1) return executions[0]->run();
   for (;;) {
     bool any = false;
     for (Execution* e : executions)

@@ -11,8 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "exec/backend.h"
+#include "exec/pipeline.h"
 #include "kernels/datatype.h"
 #include "sched/schedule.h"
 
@@ -49,8 +51,11 @@ class Execution {
   // the schedule), that peers are valid, and that the type/op are valid; throws
   // std::invalid_argument naming the rank, step and op otherwise. Null buffers are allowed
   // only where the program never touches them (e.g. count 0).
+  // Large steps are cut into pieces by `pipeline` (exec/pipeline.h), which must be the same
+  // on every rank; their rounds overlap local ops with transfers where the backend can.
   Execution(const sched::Schedule& schedule, int rank, kernels::DataType dtype,
-            kernels::ReduceOp op, const Buffers& buffers, Backend& backend);
+            kernels::ReduceOp op, const Buffers& buffers, Backend& backend,
+            const PipelineOptions& pipeline = PipelineOptions::process_default());
 
   int rank() const { return binding_.rank; }
   int num_steps() const { return program_->num_steps(); }
@@ -60,7 +65,8 @@ class Execution {
   Backend& backend() const { return *backend_; }
 
   // The three phases of the next step; call them in this order (run_interleaved does).
-  // With nested batches the transfers are complete only once the outermost batch has
+  // Phases never overlap: a cut step posts all its pieces in one batch, then runs its
+  // local ops whole. With nested batches the transfers are complete only once the outermost batch has
   // closed, so run local ops after every execution's complete_transfers().
   void post_transfers();      // backend.begin_transfers() + the step's sends and receives
   void complete_transfers();  // backend.end_transfers()
@@ -75,13 +81,22 @@ class Execution {
   // a benchmark reuses one checked Execution). Only between steps.
   void restart();
 
-  // One whole step; returns true while steps remain.
+  // One whole step, in overlapped rounds where it was cut so and the backend overlaps;
+  // returns true while steps remain.
   bool advance_one_step();
+  // Whether the next step runs in overlapped rounds (tests and logs).
+  bool next_step_overlaps() const;
+  // Steps that run in overlapped rounds (of num_steps()).
+  int overlapped_steps() const;
   // Every remaining step.
   void run();
 
  private:
   void* resolve(const sched::BufRef& ref) const;
+  void stage_input_before_step0();
+  void post_piece(const sched::Op& o, const OpPiece& piece);
+  void run_local_op(const sched::Op& o, int64_t begin, int64_t end);
+  void run_overlapped_step();
 
   const sched::Schedule* schedule_;
   const sched::RankProgram* program_;
@@ -90,6 +105,7 @@ class Execution {
   const void* user_input_ = nullptr;  // the caller's input when staged_input_ replaces it
   void* staged_input_ = nullptr;
   Backend* backend_;
+  std::vector<StepCut> cuts_;  // per step; empty when the pipeline is off
   int step_ = 0;
   bool posted_ = false;
   bool transferred_ = false;
@@ -98,7 +114,7 @@ class Execution {
 // Runs all executions to completion, step by step across them: per round, every unfinished
 // execution posts its next step's transfers (nested batches), then every batch completes,
 // then every execution runs its local ops. Executions may have different step counts and
-// backends.
+// backends. A single execution runs alone (Execution::run), so its steps may overlap.
 void run_interleaved(std::span<Execution* const> executions);
 
 }  // namespace topocoll::exec

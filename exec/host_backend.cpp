@@ -1,5 +1,6 @@
 #include "exec/host_backend.h"
 
+#include <array>
 #include <cstring>
 
 #include "kernels/reduce_cpu.h"
@@ -23,15 +24,26 @@ void HostBackend::end_transfers() {
 
 void HostBackend::reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs,
                          int nsrc, int64_t count) {
-  kernels::reduce_cpu(binding.dtype, binding.op, dst, srcs, nsrc, count);
+  if (!deferring_) return kernels::reduce_cpu(binding.dtype, binding.op, dst, srcs, nsrc, count);
+  std::array<const void*, sched::kMaxReduceInputs> inputs{};
+  std::copy(srcs, srcs + nsrc, inputs.begin());  // the engine's array lives on its stack
+  worker_.submit([dtype = binding.dtype, op = binding.op, dst, inputs, nsrc, count] {
+    kernels::reduce_cpu(dtype, op, dst, inputs.data(), nsrc, count);
+  });
 }
 
 void HostBackend::copy(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src) std::memmove(dst, src, bytes);
+  if (dst == src) return;
+  if (!deferring_) return void(std::memmove(dst, src, bytes));
+  worker_.submit([dst, src, bytes] { std::memmove(dst, src, bytes); });
 }
 
 void HostBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t count) {
-  kernels::finalize_cpu(binding.dtype, binding.op, dst, count, binding.nranks);
+  if (!deferring_)
+    return kernels::finalize_cpu(binding.dtype, binding.op, dst, count, binding.nranks);
+  worker_.submit([dtype = binding.dtype, op = binding.op, dst, count, n = binding.nranks] {
+    kernels::finalize_cpu(dtype, op, dst, count, n);
+  });
 }
 
 void HostBackend::avg_premul(const CollectiveBinding& binding, void* dst, const void* src,

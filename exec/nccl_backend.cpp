@@ -25,6 +25,35 @@ void check_cuda(cudaError_t e, const char* what) {
 
 }  // namespace
 
+std::unique_ptr<OverlapLane> OverlapLane::create(int device) {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (previous != device && cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  std::unique_ptr<OverlapLane> lane(new OverlapLane);
+  const bool ok =
+      cudaStreamCreateWithFlags(&lane->stream_, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaEventCreateWithFlags(&lane->transfers_done_, cudaEventDisableTiming) == cudaSuccess &&
+      cudaEventCreateWithFlags(&lane->local_done_, cudaEventDisableTiming) == cudaSuccess;
+  if (!ok) {
+    cudaGetLastError();  // not the application's error to find later
+    lane.reset();
+  }
+  if (previous != device) cudaSetDevice(previous);
+  return lane;
+}
+
+OverlapLane::~OverlapLane() {
+  if (local_done_) cudaEventDestroy(local_done_);
+  if (transfers_done_) cudaEventDestroy(transfers_done_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
 void NcclBackend::make_device_current() {
   int current = -1;
   check_cuda(cudaGetDevice(&current), "cudaGetDevice");
@@ -60,21 +89,21 @@ void NcclBackend::reduce(const CollectiveBinding& binding, void* dst, const void
                          int nsrc, int64_t count) {
   make_device_current();
   check_cuda(kernels::reduce_cuda(binding.dtype, binding.op, dst, srcs, nsrc,
-                                  std::size_t(count), stream_),
+                                  std::size_t(count), work_stream_),
              "reduce kernel launch");
 }
 
 void NcclBackend::copy(void* dst, const void* src, std::size_t bytes) {
   if (dst == src || bytes == 0) return;
   make_device_current();
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, work_stream_),
              "cudaMemcpyAsync");
 }
 
 void NcclBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t count) {
   make_device_current();
   check_cuda(kernels::finalize_cuda(binding.dtype, binding.op, dst, std::size_t(count),
-                                    binding.nranks, stream_),
+                                    binding.nranks, work_stream_),
              "finalize kernel launch");
 }
 
@@ -84,6 +113,29 @@ void NcclBackend::avg_premul(const CollectiveBinding& binding, void* dst, const 
   check_cuda(kernels::avg_premul_cuda(binding.dtype, dst, src, std::size_t(count),
                                       binding.nranks, stream_),
              "avg pre-multiply kernel launch");
+}
+
+// The lane waits for everything enqueued on the user's stream so far: the round's group.
+void NcclBackend::begin_overlapped_local_ops() {
+  if (!lane_) return;
+  make_device_current();
+  check_cuda(cudaEventRecord(lane_->transfers_done(), stream_), "cudaEventRecord (round done)");
+  check_cuda(cudaStreamWaitEvent(lane_->stream(), lane_->transfers_done(), 0),
+             "cudaStreamWaitEvent (lane after round)");
+  work_stream_ = lane_->stream();
+  lane_pending_ = true;
+}
+
+void NcclBackend::end_overlapped_local_ops() { work_stream_ = stream_; }
+
+void NcclBackend::join_local_ops() {
+  work_stream_ = stream_;
+  if (!lane_ || !lane_pending_) return;
+  lane_pending_ = false;
+  make_device_current();
+  check_cuda(cudaEventRecord(lane_->local_done(), lane_->stream()), "cudaEventRecord (lane done)");
+  check_cuda(cudaStreamWaitEvent(stream_, lane_->local_done(), 0),
+             "cudaStreamWaitEvent (stream after lane)");
 }
 
 }  // namespace topocoll::exec

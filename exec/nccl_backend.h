@@ -8,6 +8,11 @@
 // group nesting, so several executions (run_interleaved) post one step together in one
 // NCCL group, even across communicators on different devices driven by one thread.
 //
+// Pipelined steps (exec/pipeline.h): with an OverlapLane the local ops of round j run on the
+// lane's stream, ordered after round j's group by an event, while round j + 1's group moves
+// on the user's stream; the step's join makes the user's stream wait for the lane. Captured
+// into a CUDA graph this is the usual fork/join of two streams.
+//
 // It calls NCCL's strong pnccl* symbols directly so that, inside the interposer, its
 // transfers never come back through the interposed nccl* entry points.
 #pragma once
@@ -15,6 +20,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <memory>
 #include <string>
 
 #include "exec/backend.h"
@@ -34,11 +40,34 @@ class NcclCallError : public BackendError {
   ncclResult_t result_;
 };
 
+// A second stream and two events one communicator lends its pipelined steps. Made once per
+// communicator; destroying them never waits for the device (CUDA releases them when their
+// work is done).
+class OverlapLane {
+ public:
+  // On `device` (the current device is restored). Null, with CUDA's error cleared, when
+  // CUDA cannot make them: the steps then run without overlap.
+  static std::unique_ptr<OverlapLane> create(int device);
+  ~OverlapLane();
+  OverlapLane(const OverlapLane&) = delete;
+  OverlapLane& operator=(const OverlapLane&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cudaEvent_t transfers_done() const { return transfers_done_; }
+  cudaEvent_t local_done() const { return local_done_; }
+
+ private:
+  OverlapLane() = default;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t transfers_done_ = nullptr, local_done_ = nullptr;
+};
+
 class NcclBackend final : public Backend {
  public:
   // `device` is the communicator's CUDA device; kernels are launched with it current.
-  NcclBackend(ncclComm_t comm, cudaStream_t stream, int device)
-      : comm_(comm), stream_(stream), device_(device) {}
+  // `lane` (may be null: no overlap) must outlive the backend.
+  NcclBackend(ncclComm_t comm, cudaStream_t stream, int device, OverlapLane* lane = nullptr)
+      : comm_(comm), stream_(stream), device_(device), lane_(lane), work_stream_(stream) {}
 
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
@@ -58,12 +87,20 @@ class NcclBackend final : public Backend {
   void avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
                   int64_t count) override;
 
+  bool overlaps_local_ops() const override { return lane_ != nullptr; }
+  void begin_overlapped_local_ops() override;
+  void end_overlapped_local_ops() override;
+  void join_local_ops() override;
+
  private:
   void make_device_current();
 
   ncclComm_t comm_;
   cudaStream_t stream_;
   int device_;
+  OverlapLane* lane_;
+  cudaStream_t work_stream_;  // where local ops go: stream_, or the lane's while overlapped
+  bool lane_pending_ = false;  // overlapped work not yet joined into stream_
   int open_batches_ = 0;
 };
 

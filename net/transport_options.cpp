@@ -18,10 +18,8 @@ TransportOptions TransportOptions::normalized() const {
   return o;
 }
 
-namespace {
-// Reads one integer variable; a bad or out-of-range value keeps the default with a warning.
-void read_int(const char* env, long long min, long long max, long long* value,
-              std::vector<std::string>* warnings) {
+void read_env_integer(const char* env, long long min, long long max, long long* value,
+                      std::vector<std::string>* warnings) {
   const char* text = std::getenv(env);
   if (!text || !*text) return;
   std::string_view s(text);
@@ -41,6 +39,8 @@ void read_int(const char* env, long long min, long long max, long long* value,
   }
   *value = v * scale;
 }
+
+namespace {
 // A comma-separated list of socket marks (decimal or 0x hex), 1..16 of them, none zero.
 void read_marks(const char* env, std::vector<uint32_t>* marks, std::vector<std::string>* warnings) {
   const char* text = std::getenv(env);
@@ -74,13 +74,13 @@ TransportOptions TransportOptions::from_environment(std::vector<std::string>* wa
   long long sockets = o.sockets_per_conn, threads = o.threads_per_conn, timeout = o.timeout_ms,
             chunk = (long long)o.chunk_bytes, min_stripe = (long long)o.min_stripe_bytes,
             eager = (long long)o.eager_bytes, rendezvous = o.rendezvous ? 1 : 0;
-  read_int("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, &sockets, warnings);
-  read_int("TOPOCOLL_NET_THREADS", 1, 16, &threads, warnings);
-  read_int("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, &timeout, warnings);
-  read_int("TOPOCOLL_NET_CHUNK_BYTES", 4096, 64LL << 20, &chunk, warnings);
-  read_int("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64LL << 20, &min_stripe, warnings);
-  read_int("TOPOCOLL_NET_EAGER_BYTES", 0, 1LL << 20, &eager, warnings);
-  read_int("TOPOCOLL_NET_RENDEZVOUS", 0, 1, &rendezvous, warnings);
+  read_env_integer("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, &sockets, warnings);
+  read_env_integer("TOPOCOLL_NET_THREADS", 1, 16, &threads, warnings);
+  read_env_integer("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, &timeout, warnings);
+  read_env_integer("TOPOCOLL_NET_CHUNK_BYTES", 4096, 64LL << 20, &chunk, warnings);
+  read_env_integer("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64LL << 20, &min_stripe, warnings);
+  read_env_integer("TOPOCOLL_NET_EAGER_BYTES", 0, 1LL << 20, &eager, warnings);
+  read_env_integer("TOPOCOLL_NET_RENDEZVOUS", 0, 1, &rendezvous, warnings);
   o.sockets_per_conn = int(sockets);
   o.threads_per_conn = int(threads);
   o.timeout_ms = int(timeout);

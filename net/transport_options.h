@@ -37,4 +37,10 @@ struct TransportOptions {
   std::string describe() const;  // "sockets=4 threads=2 chunk=524288 timeout_ms=60000"
 };
 
+// Reads one integer variable (an optional K or M suffix scales it by 1024 or 1024^2) into
+// *value; unset leaves it; a bad or out-of-range value keeps it and appends a warning naming
+// the variable and the range to *warnings (when not null).
+void read_env_integer(const char* env, long long min, long long max, long long* value,
+                      std::vector<std::string>* warnings);
+
 }  // namespace topocoll::net

@@ -11,6 +11,14 @@
 //                             slowest flow)
 //             + gamma * (most bytes one rank reduces or copies)
 //    (message handling is CPU work that overlaps the wire; alpha is the serial part)
+//  pipelined step (exec/pipeline.h): a step whose largest message is cut into C > 1 pieces
+//    and that reduces or copies runs C rounds, the local ops of round j overlapping the
+//    transfers of round j + 1, a pipeline of C stages of two kinds:
+//      t = max(alpha_message * messages, latency + wire / C)   one round's transfers
+//      r = gamma * bytes / C                                  one round's local ops
+//      time = C * alpha + t + (C - 1) * max(t, r) + r
+//    (C = 1 gives the step time above). A cut step without local ops posts every piece in
+//    one batch: alpha + max(alpha_message * messages * C, slowest flow) + 0.
 //  total      = sum of steps (steps with no transfer and no local op cost nothing).
 #pragma once
 
@@ -18,6 +26,7 @@
 #include <vector>
 
 #include "sched/link_load.h"
+#include "sched/pipelining.h"
 #include "sched/placement.h"
 #include "sched/schedule.h"
 #include "topo/topology.h"
@@ -33,13 +42,17 @@ struct CostParams {
   // Reduction cost per byte of reduce input: a GPU reduces at ~1500 GB/s of memory traffic.
   double gamma_us_per_byte = 1.0 / 1.5e6;
   bool include_latency = true;  // link and switch latencies from the topology
+  // How the engine cuts large steps (exec/pipeline.h); off by default, set it to the
+  // engine's (exec::PipelineOptions) to predict what runs.
+  PipelineShape pipeline{};
 };
 
 struct StepCost {
   double time_us = 0;
   double transfer_us = 0;  // slowest flow, latency included
   double reduce_us = 0;
-  double message_us = 0;  // alpha_message x the busiest rank's messages
+  double message_us = 0;  // alpha_message x the busiest rank's messages (uncut)
+  int rounds = 1;         // pipelined rounds (1: not pipelined)
   int slowest_flow_src = -1, slowest_flow_dst = -1;  // communicator ranks
 };
 

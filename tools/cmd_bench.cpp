@@ -23,6 +23,7 @@
 #include "exec/bootstrap.h"
 #include "exec/host_backend.h"
 #include "exec/local_launcher.h"
+#include "exec/pipeline.h"
 #include "exec/rank_environment.h"
 #include "exec/socket_host_transport.h"
 #include "kernels/datatype.h"
@@ -84,7 +85,8 @@ struct BenchArgs {
   int rank = -1;                       // from --rank: this process is one rank of --ranks
   std::string bootstrap;               // --bootstrap HOST:PORT
   std::string fabric;                  // --fabric NAME: ranks inside an emulated fabric
-  sched::CostParams cost;
+  // Predictions of what the engine runs: its pipelining included (exec/pipeline.h).
+  sched::CostParams cost{.pipeline = exec::PipelineOptions::process_default().shape};
 };
 
 // A sweep longer than this is a typo (--factor 1.0000001 would print rows for days).

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/pipeline.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -177,6 +178,7 @@ void print_text(const Topology& t, const Plan& plan) {
 
 int run_plan(std::span<const std::string> args) {
   PlanRequest req;
+  req.cost.pipeline = exec::PipelineOptions::process_default().shape;  // what the engine runs
   std::string topo_file;
   bool as_json = false, have_coll = false, have_bytes = false;
   for (size_t i = 0; i < args.size(); ++i) {

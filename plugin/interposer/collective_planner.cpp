@@ -32,6 +32,8 @@ sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, dou
   r.elem_size = in.elem_bytes;
   r.endpoints = in.placement->endpoint_of_rank;
   r.cost.alpha_us = alpha_us;
+  // topocoll's own schedules run pipelined (exec/pipeline.h); NCCL's modelled ring does not.
+  if (verify) r.cost.pipeline = exec::PipelineOptions::process_default().shape;
   r.verify = verify;
   r.keep_link_detail = false;
   return r;

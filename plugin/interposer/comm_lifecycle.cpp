@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/nccl_backend.h"
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_guard.h"
@@ -70,6 +71,11 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   st.topology = configured_topology().topology;
   st.placement = std::move(a.placement);
   st.scratch = std::make_unique<DeviceScratch>(st.device);
+  // Only pipelined steps use it; without one they run unoverlapped (same bytes either way).
+  st.overlap_lane = exec::OverlapLane::create(st.device);
+  if (!st.overlap_lane)
+    TC_WARN("communicator %p: no CUDA stream for overlapping reduces with transfers; "
+            "pipelined steps run without overlap", static_cast<void*>(st.comm));
   st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
@@ -77,6 +83,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
 // Frees what prepare_service set up: the communicator goes to NCCL.
 void unprepare_service(CommState& st) noexcept {
   st.scratch.reset();
+  st.overlap_lane.reset();
   st.placement = sched::Placement{};
   st.topology.reset();
 }

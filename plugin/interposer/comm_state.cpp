@@ -1,6 +1,7 @@
 #include "plugin/interposer/comm_state.h"
 
 #if TOPOCOLL_INTERPOSER_CUDA
+#include "exec/nccl_backend.h"
 #include "plugin/interposer/device_scratch.h"
 #endif
 
@@ -10,8 +11,13 @@ namespace topocoll::plugin::interposer {
 CommState::CommState() = default;
 CommState::~CommState() = default;
 #else
-// Without CUDA there is no scratch; the pointer stays null.
+// Without CUDA there is no scratch and no lane; the pointers stay null.
 class DeviceScratch {};
+}  // namespace topocoll::plugin::interposer
+namespace topocoll::exec {
+class OverlapLane {};
+}  // namespace topocoll::exec
+namespace topocoll::plugin::interposer {
 CommState::CommState() = default;
 CommState::~CommState() = default;
 #endif

@@ -25,6 +25,10 @@
 #include "sched/placement.h"
 #include "topo/topology.h"
 
+namespace topocoll::exec {
+class OverlapLane;
+}  // namespace topocoll::exec
+
 namespace topocoll::plugin::interposer {
 
 class DeviceScratch;
@@ -44,6 +48,9 @@ struct CommState {
 
   // Device scratch grown on demand, freed with the communicator.
   std::unique_ptr<DeviceScratch> scratch;
+  // The second stream pipelined steps overlap their reduces on (exec/nccl_backend.h); null:
+  // no overlap.
+  std::unique_ptr<exec::OverlapLane> overlap_lane;
   // Lazily split copy of this communicator in topology ring order (nccl-topo-ring); created
   // and used by the thread that drives the communicator, as NCCL requires.
   // Atomic: an abort on another thread clears it while a call may read it.

@@ -18,6 +18,7 @@
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_lifecycle.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/interposer_params.h"
 #include "plugin/interposer/ring_comm.h"
@@ -141,7 +142,11 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     q.dtype = kernels::DataType(int(c.call.datatype));
     q.op = reduce_op_of(c.call);
     q.buffers = {c.call.sendbuff, c.call.recvbuff, regions[i]};
-    backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device));
+    // A call being captured into a CUDA graph runs its pipelined steps without the lane:
+    // overlap there would need the lane's fork and join captured with it, which the host
+    // emulation cannot check (exec/nccl_backend.h). Same bytes either way.
+    exec::OverlapLane* lane = stream_capturing(c.call.stream) ? nullptr : st->overlap_lane.get();
+    backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device, lane));
     q.backend = backends.back();
     queue.push(std::move(q));
   }
