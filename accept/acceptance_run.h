@@ -43,7 +43,7 @@ struct AcceptanceOptions {
   std::map<std::string, int> known_addresses;  // address -> graph node, where known
   net::TransportOptions transport;      // the collectives' transport
   // The collectives' predictions, with the engine's pipelining (exec/pipeline.h).
-  sched::CostParams cost{.pipeline = exec::PipelineOptions::process_default().shape};
+  sched::CostParams cost{.pipeline = exec::PipelineOptions::host_default().shape};
 };
 
 // Returns the process's exit code: rank 0 returns 0 only when the cluster passed; the

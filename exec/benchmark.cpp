@@ -105,7 +105,8 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   const Buffers bufs{buffers.input.data(), buffers.output.data(), buffers.scratch.data()};
 
   int64_t wrong = 0;
-  Execution execution(schedule, rank, c.dtype, c.op, bufs, backend);  // checked once
+  // Checked once; pipelined as the host backend's settings say (exec/pipeline.h).
+  Execution execution(schedule, rank, c.dtype, c.op, bufs, backend, PipelineOptions::host_default());
   auto one_iteration = [&]() -> double {
     if (settings.check) std::memset(buffers.output.data(), 0xA5, out_bytes);  // stale = wrong
     execution.restart();

@@ -7,8 +7,10 @@
 
 namespace topocoll::exec {
 
-PipelineOptions PipelineOptions::from_environment(std::vector<std::string>* warnings) {
+PipelineOptions PipelineOptions::from_environment(std::vector<std::string>* warnings,
+                                                  std::size_t default_chunk_bytes) {
   PipelineOptions o;
+  o.shape.chunk_bytes = default_chunk_bytes;
   long long chunk = (long long)o.shape.chunk_bytes, max_chunks = o.shape.max_chunks;
   // 0 or 64 KiB .. 1 GiB: a smaller piece is all per-message overhead (and would take the
   // host transport's eager path, one message at a time).
@@ -30,6 +32,16 @@ const PipelineOptions& PipelineOptions::process_default() {
   static const PipelineOptions options = [] {
     std::vector<std::string> warnings;
     PipelineOptions o = from_environment(&warnings);
+    for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
+    return o;
+  }();
+  return options;
+}
+
+const PipelineOptions& PipelineOptions::host_default() {
+  static const PipelineOptions options = [] {
+    std::vector<std::string> warnings;
+    PipelineOptions o = from_environment(&warnings, 0);
     for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
     return o;
   }();

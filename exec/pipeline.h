@@ -33,18 +33,27 @@
 
 namespace topocoll::exec {
 
-// TOPOCOLL_PIPELINE_CHUNK_BYTES (0 = off, else 64 KiB .. 1 GiB; default 1 MiB) and
+// TOPOCOLL_PIPELINE_CHUNK_BYTES (0 = off, else 64 KiB .. 1 GiB) and
 // TOPOCOLL_PIPELINE_MAX_CHUNKS (2..64; default 8). Must be the same on every rank.
+// Unset, the chunk is 1 MiB on the NCCL backend, where the reduce kernels and the transfers
+// use different engines, and 0 on the host backend: on a host the reduce and the socket
+// copies compete for the same cores, and with no core to spare the rounds only add their
+// per-round costs (8 ranks on 2 cores: ring and hd 10-20 % slower at 16-64 MiB,
+// perf/results/host-vs-openmpi.md); set it where a host has cores to spare.
 struct PipelineOptions {
   static constexpr std::size_t kDefaultChunkBytes = std::size_t(1) << 20;
   static constexpr int kDefaultMaxChunks = 8;
   sched::PipelineShape shape{kDefaultChunkBytes, kDefaultMaxChunks};
 
-  // Defaults overridden by the environment; a bad value is left at its default and a
-  // warning naming the variable and its range is appended to *warnings (when not null).
-  static PipelineOptions from_environment(std::vector<std::string>* warnings = nullptr);
-  // from_environment() read once per process (warnings printed to stderr once).
+  // Defaults (chunk `default_chunk_bytes`) overridden by the environment; a bad value is
+  // left at its default and a warning naming the variable and its range is appended to
+  // *warnings (when not null).
+  static PipelineOptions from_environment(std::vector<std::string>* warnings = nullptr,
+                                          std::size_t default_chunk_bytes = kDefaultChunkBytes);
+  // from_environment() read once per process (warnings printed to stderr once): for the
+  // NCCL backend (unset: 1 MiB) and for the host backend (unset: off).
   static const PipelineOptions& process_default();
+  static const PipelineOptions& host_default();
   static PipelineOptions off() { return PipelineOptions{sched::PipelineShape{0, 1}}; }
 };
 

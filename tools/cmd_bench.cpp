@@ -86,7 +86,7 @@ struct BenchArgs {
   std::string bootstrap;               // --bootstrap HOST:PORT
   std::string fabric;                  // --fabric NAME: ranks inside an emulated fabric
   // Predictions of what the engine runs: its pipelining included (exec/pipeline.h).
-  sched::CostParams cost{.pipeline = exec::PipelineOptions::process_default().shape};
+  sched::CostParams cost{.pipeline = exec::PipelineOptions::host_default().shape};
 };
 
 // A sweep longer than this is a typo (--factor 1.0000001 would print rows for days).

@@ -63,11 +63,21 @@ RD_MAX = 1 << 20  # recursive doubling moves the whole vector every step: small 
 EAGER_MAX = 64 << 10  # TOPOCOLL_NET_EAGER_BYTES' default
 
 
-def run_topocoll(cli, ranks, sizes, algos, eager=True):
+PIPELINE_MIN = 2 << 20  # below, no step of 8 ranks is cut at the default 1 MiB chunk
+
+
+def run_topocoll(cli, ranks, sizes, algos, eager=True, pipeline=False):
     out = {}
     env = dict(os.environ)
+    suffix = ""
     if not eager:
         env["TOPOCOLL_NET_EAGER_BYTES"] = "0"  # every message through the progress threads
+        suffix = "-no-eager"
+    if pipeline:
+        # Off by default on the host backend (exec/pipeline.h); on here: each round's
+        # reduce on a worker thread behind the next round's transfers.
+        env["TOPOCOLL_PIPELINE_CHUNK_BYTES"] = "1M"
+        suffix = "-pipelined"
     for size in sizes:
         here = [x for x in algos if x != "rd" or size <= RD_MAX]
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
@@ -75,7 +85,7 @@ def run_topocoll(cli, ranks, sizes, algos, eager=True):
                 "--iters", str(iters_for(size)), "--warmup", "2", "--seconds", "1000", "--json", f.name],
                env=env)
             for row in json.load(open(f.name)):
-                out[(row["algo"] + ("" if eager else "-no-eager"), row["bytes"])] = row["time_us"]
+                out[(row["algo"] + suffix, row["bytes"])] = row["time_us"]
     return out
 
 
@@ -109,11 +119,16 @@ def main():
                 # the progress threads' hand-offs cost per step (the profile of issue 14).
                 for (algo, k), v in run_topocoll(cli, a.ranks, [size], ["hd"], eager=False).items():
                     samples.setdefault((algo, k), []).append(v)
+            if size >= PIPELINE_MIN:
+                # The same ring and hd pipelined: what overlapping each round's reduce with
+                # the next round's transfers gains (or costs) here.
+                for (algo, k), v in run_topocoll(cli, a.ranks, [size], ["ring", "hd"], pipeline=True).items():
+                    samples.setdefault((algo, k), []).append(v)
         print(f"round {rnd + 1}/{a.rounds} done", flush=True)
     rows = []
     for size in SIZES:
         row = {"bytes": size}
-        for who in ["openmpi"] + algos + ["hd-no-eager"]:
+        for who in ["openmpi"] + algos + ["hd-no-eager", "ring-pipelined", "hd-pipelined"]:
             v = samples.get((who, size), [])
             row[who] = {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v)} if v else None
         best = min((x for x in algos if row[x]), key=lambda x: row[x]["median_us"])
@@ -147,13 +162,14 @@ def main():
              "(host backend, socket transport, every result checked)",
              "",
              "",
-             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | best / Open MPI | target | hd, eager channel off |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | best / Open MPI | target | hd, eager channel off | ring pipelined (1 MiB) | hd pipelined (1 MiB) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cell = lambda x: f"{r[x]['median_us']:.0f} ({r[x]['min_us']:.0f}-{r[x]['max_us']:.0f})" if r[x] else "-"
         lines.append(f"| {human(r['bytes'])} | {cell('openmpi')} | {cell('ring')} | {cell('hd')} | {cell('rd')} | "
                      f"{r['best_over_openmpi']:.2f} ({r['best']}) | <= {r['target']} "
-                     f"{'met' if r['target_met'] else 'MISSED'} | {cell('hd-no-eager')} |")
+                     f"{'met' if r['target_met'] else 'MISSED'} | {cell('hd-no-eager')} | "
+                     f"{cell('ring-pipelined')} | {cell('hd-pipelined')} |")
     if plugin_rows:
         lines += ["", "Net plugin through its C ABI (2 ranks, isend/irecv/test as NCCL's proxy calls them; "
                   "perf/plugin/net_plugin_pingpong):", "",

@@ -95,6 +95,10 @@ TEST(PipelineOptions, EnvironmentValuesOutOfRangeAreNamedAndLeftAtTheirDefault) 
     EXPECT_NE(warnings[0].find("TOPOCOLL_PIPELINE_CHUNK_BYTES"), std::string::npos) << warnings[0];
     EXPECT_EQ(o.shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
   }
+  // Unset: the caller's default (the host backend's is off, the NCCL backend's 1 MiB).
+  unsetenv("TOPOCOLL_PIPELINE_CHUNK_BYTES");
+  EXPECT_FALSE(PipelineOptions::from_environment(nullptr, 0).shape.enabled());
+  EXPECT_EQ(PipelineOptions::from_environment().shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
   EnvGuard env;
   env.set("TOPOCOLL_PIPELINE_MAX_CHUNKS", "1");
   std::vector<std::string> warnings;
