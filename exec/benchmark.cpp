@@ -107,20 +107,26 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   int64_t wrong = 0;
   // Checked once; pipelined as the host backend's settings say (exec/pipeline.h).
   Execution execution(schedule, rank, c.dtype, c.op, bufs, backend, PipelineOptions::host_default());
-  auto one_iteration = [&]() -> double {
-    if (settings.check) std::memset(buffers.output.data(), 0xA5, out_bytes);  // stale = wrong
+  // Results are checked on the warm-up iterations and once after the timed ones, as
+  // nccl-tests' -c does, never between timed iterations: with more ranks than cores one
+  // rank's check (a memset and a compare of its whole output) ran while the other ranks
+  // timed their collective, and took a third of the machine's CPU at 2 MiB (perf record,
+  // 8 ranks on 2 cores).
+  auto one_iteration = [&](bool checked) -> double {
+    checked = checked && settings.check && !expected.empty();
+    if (checked) std::memset(buffers.output.data(), 0xA5, out_bytes);  // stale = wrong
     execution.restart();
     const auto t0 = Clock::now();
     execution.run();
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    if (settings.check && !expected.empty())
-      for (std::size_t i = 0; i < out_bytes; i += e)
+    if (checked && std::memcmp(buffers.output.data(), expected.data(), out_bytes) != 0)
+      for (std::size_t i = 0; i < out_bytes; i += e)  // count the wrong elements
         wrong += std::memcmp(buffers.output.data() + i, expected.data() + i, e) != 0;
     return us;
   };
 
   double warm_us = 0;
-  for (int i = 0; i < std::max(1, settings.warmup); ++i) warm_us = one_iteration();
+  for (int i = 0; i < std::max(1, settings.warmup); ++i) warm_us = one_iteration(true);
   // Every rank runs the same number of iterations: decided from the slowest warm-up.
   double slowest_warm = 0;
   for (const auto& s : group.allgather(pack(warm_us)))
@@ -131,7 +137,8 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
                        std::max(2, settings.iters));
   group.barrier();
   std::vector<double> times(iters);
-  for (int i = 0; i < iters; ++i) times[i] = one_iteration();
+  for (int i = 0; i < iters; ++i) times[i] = one_iteration(false);
+  one_iteration(true);  // the timed iterations' result, checked
   // Median per rank: robust to the odd descheduled iteration on a shared machine.
   std::sort(times.begin(), times.end());
   const double median_us = iters % 2 ? times[iters / 2]

@@ -1,6 +1,6 @@
 // Benchmark of one collective schedule on a host-backend group, nccl-tests style: warm-up,
-// timed iterations, every iteration's result checked against the exact expected data
-// (exec/collective_check.h), the median iteration time of the slowest rank reported,
+// timed iterations; the warm-up iterations' and one final iteration's results checked against
+// the exact expected data (exec/collective_check.h), the median iteration time of the slowest rank reported,
 // algbw/busbw computed as nccl-tests does (doc/PERFORMANCE.md there: busbw = algbw *
 // 2(n-1)/n for allreduce, (n-1)/n for reduce-scatter, allgather and all-to-all).
 #pragma once
@@ -21,7 +21,7 @@ struct BenchmarkSettings {
   kernels::ReduceOp op = kernels::ReduceOp::Sum;
   int iters = 20;
   int warmup = 2;
-  bool check = true;  // verify every iteration (outside the timed region)
+  bool check = true;  // verify the warm-up iterations and one after the timed ones
   // Large sizes run fewer iterations (at least 2) so one case takes about this long.
   double target_seconds = 1.0;
 };
@@ -38,7 +38,7 @@ struct BenchmarkRow {
   double time_us = 0;  // median iteration time of the slowest rank
   double algbw_gbs = 0;
   double busbw_gbs = 0;
-  int64_t wrong = -1;  // wrong elements over all ranks and iterations; -1 = not checked
+  int64_t wrong = -1;  // wrong elements over all ranks and checked iterations; -1 = not checked
   // From the planner when a topology was given; negative when unknown.
   double predicted_us = -1;
   double max_link_load = -1;

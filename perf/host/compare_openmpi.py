@@ -170,6 +170,14 @@ def main():
                      f"{r['best_over_openmpi']:.2f} ({r['best']}) | <= {r['target']} "
                      f"{'met' if r['target_met'] else 'MISSED'} | {cell('hd-no-eager')} | "
                      f"{cell('ring-pipelined')} | {cell('hd-pipelined')} |")
+    lines += ["",
+              "The pipelined columns run the same ring and hd with TOPOCOLL_PIPELINE_CHUNK_BYTES=1M "
+              "(exec/pipeline.h): each step's messages cut into pieces of at least 1 MiB (at most 8), "
+              "each round's reduce on a worker thread while the next round moves. The host backend "
+              "leaves it off by default because of what these columns show on a machine with no core "
+              "to spare: the reduce and the socket copies compete for the same 2 cores, so the rounds "
+              "add their per-round costs (a clear-to-send each) and hide nothing. On the NCCL backend, "
+              "where the reduce kernels and the transfers use different engines, it is on by default."]
     if plugin_rows:
         lines += ["", "Net plugin through its C ABI (2 ranks, isend/irecv/test as NCCL's proxy calls them; "
                   "perf/plugin/net_plugin_pingpong):", "",
