@@ -60,6 +60,8 @@ SocketHostTransport::SocketHostTransport(BootstrapClient& bootstrap, std::string
   eager_->set_peers(std::move(eager_peers));
   send_.resize(nranks_);
   recv_.resize(nranks_);
+  gated_.resize(std::size_t(nranks_));
+  gated_eager_.assign(std::size_t(nranks_), 0);
   pending_.reserve(64);
 }
 
@@ -80,6 +82,14 @@ void SocketHostTransport::fail(const Pending& p, const std::string& why) {
 void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes) {
   check_peer(peer, "send to");
   if (is_eager(bytes)) {
+    const bool needs_cts = gated(bytes);
+    if (needs_cts || gated_eager_[std::size_t(peer)] > 0) {  // wait_all starts it, in order
+      if (needs_cts) eager_->expect_clear_to_send(peer);
+      gated_[std::size_t(peer)].push_back(Gated{-1, src, bytes, needs_cts});
+      ++gated_eager_[std::size_t(peer)];
+      ++gated_count_;
+      return;
+    }
     try {
       return eager_->post_send(peer, src, bytes);  // moves bytes now: a dead peer shows here
     } catch (const BackendError& e) {
@@ -100,6 +110,8 @@ void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes
   if (options_.rendezvous) {
     p.awaiting_cts = true;  // wait_all starts it when the receiver says it is ready
     eager_->expect_clear_to_send(peer);
+    gated_[std::size_t(peer)].push_back(Gated{int(pending_.size()) - 1, src, bytes, true});
+    ++gated_count_;
     return;
   }
   if (auto st = send_[peer]->isend(src, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
@@ -109,7 +121,9 @@ void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
   check_peer(peer, "receive from");
   if (is_eager(bytes)) {
     try {
-      return eager_->post_recv(peer, dst, bytes);
+      eager_->post_recv(peer, dst, bytes);
+      if (gated(bytes)) eager_->post_clear_to_send(peer, bytes);
+      return;
     } catch (const BackendError& e) {
       throw_with_verdict(e);
     }
@@ -178,6 +192,32 @@ void SocketHostTransport::throw_with_verdict(const BackendError& e) {
   throw BackendError(what + "; the group failed: " + verdict);
 }
 
+// Starts every gated send whose clear-to-send has come, per peer in posting order (the
+// receiver announced them in that order), and the eager sends queued behind them.
+bool SocketHostTransport::start_gated_sends() {
+  if (gated_count_ == 0) return false;
+  bool started = false;
+  for (int peer = 0; peer < nranks_; ++peer) {
+    std::deque<Gated>& queue = gated_[std::size_t(peer)];
+    while (!queue.empty()) {
+      const Gated g = queue.front();
+      if (g.needs_cts && !eager_->take_clear_to_send(peer, g.bytes)) break;
+      queue.pop_front();
+      --gated_count_;
+      started = true;
+      if (g.pending >= 0) {
+        Pending& p = pending_[std::size_t(g.pending)];
+        p.awaiting_cts = false;
+        if (auto st = send_[peer]->isend(p.ptr, p.bytes, 0, &p.request); !st.ok()) fail(p, st.message);
+      } else {
+        --gated_eager_[std::size_t(peer)];
+        eager_->post_send(peer, g.src, g.bytes);
+      }
+    }
+  }
+  return started;
+}
+
 void SocketHostTransport::wait_for_transfers() {
   for (Pending& p : pending_) {
     if (p.is_send || p.request) continue;
@@ -189,18 +229,15 @@ void SocketHostTransport::wait_for_transfers() {
   auto last_progress = Clock::now();
   const auto timeout = std::chrono::milliseconds(options_.timeout_ms);
   net::CompletionSignal& signal = net::completion_signal();
-  while (left > 0 || !eager_->idle()) {
+  while (left > 0 || !eager_->idle() || gated_count_ > 0) {
     const uint64_t generation = signal.generation();  // before testing: no wake-up is lost
     bool progressed = eager_->progress();
+    if (start_gated_sends()) {
+      eager_->progress();
+      progressed = true;
+    }
     for (Pending& p : pending_) {
-      if (p.done) continue;
-      if (p.awaiting_cts) {
-        if (!eager_->take_clear_to_send(p.peer, p.bytes)) continue;
-        p.awaiting_cts = false;
-        progressed = true;
-        if (auto st = send_[p.peer]->isend(p.ptr, p.bytes, 0, &p.request); !st.ok())
-          fail(p, st.message);
-      }
+      if (p.done || p.awaiting_cts) continue;
       bool done = false;
       std::size_t size = 0;
       const net::NetStatus st = p.is_send ? send_[p.peer]->test(p.request, &done, &size)
@@ -214,7 +251,7 @@ void SocketHostTransport::wait_for_transfers() {
       --left;
       progressed = true;
     }
-    if (left == 0 && eager_->idle()) break;
+    if (left == 0 && eager_->idle() && gated_count_ == 0) break;
     if (progressed) {
       last_progress = Clock::now();
       continue;

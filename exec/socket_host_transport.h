@@ -5,13 +5,15 @@
 // time a step waits for a message from it (so a ring opens 2 connections, not P-1).
 // Messages up to TransportOptions::eager_bytes skip the connection and its progress
 // threads: the eager channel (exec/eager_channel.h) moves them on the caller's thread.
-// Larger ones rendezvous (TransportOptions::rendezvous): the receiver's clear-to-send, over
-// the eager channel, starts each one, so no step's bytes reach a rank still in the step
-// before (what keeps a contention-free schedule contention-free on a real network).
+// Every message above 64 KiB rendezvous (TransportOptions::rendezvous): the receiver's
+// clear-to-send, over the eager channel, starts each one, so no step's bytes reach a rank
+// still in the step before (what keeps a contention-free schedule contention-free on a
+// real network); smaller ones go at once.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,8 +58,22 @@ class SocketHostTransport final : public HostTransport {
     bool awaiting_cts = false;
     bool done = false;
   };
+  // A send that waits for its clear-to-send (rendezvous), or an eager send queued behind
+  // one so the eager channel keeps the pair's order. Per peer, in posting order: the
+  // receiver announces its receives in that same order, whichever channel carries them.
+  struct Gated {
+    int pending = -1;  // index into pending_ (a connection transfer); -1: an eager send
+    const void* src = nullptr;
+    std::size_t bytes = 0;
+    bool needs_cts = true;
+  };
   void check_peer(int peer, const char* what) const;
   bool is_eager(std::size_t bytes) const { return bytes <= options_.eager_bytes; }
+  // Eager messages above this wait for the receiver's clear-to-send like connection ones:
+  // small enough below that a step's early bytes fit the peer's socket buffer.
+  static constexpr std::size_t kUngatedEagerBytes = 64 * 1024;
+  bool gated(std::size_t bytes) const { return options_.rendezvous && bytes > kUngatedEagerBytes; }
+  bool start_gated_sends();
   [[noreturn]] void fail_no_progress();
   void wait_for_transfers();
   // Group health through the bootstrap (exec/bootstrap.h): throws the root's verdict when
@@ -75,6 +91,9 @@ class SocketHostTransport final : public HostTransport {
   std::vector<std::unique_ptr<net::SendComm>> send_;
   std::vector<std::unique_ptr<net::RecvComm>> recv_;
   std::vector<Pending> pending_;  // connection transfers; capacity kept across steps
+  std::vector<std::deque<Gated>> gated_;  // per peer
+  std::vector<int> gated_eager_;          // per peer: eager sends in gated_
+  int gated_count_ = 0;
   std::unique_ptr<EagerChannel> eager_;
   BootstrapClient* group_;
   std::chrono::steady_clock::time_point last_group_check_{};

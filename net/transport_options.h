@@ -18,9 +18,9 @@ struct TransportOptions {
   // over the sockets in pieces of at least this many bytes (1 = always over every socket).
   size_t min_stripe_bytes = 64 * 1024;
   // TOPOCOLL_NET_EAGER_BYTES (0..1 MiB; host backend only): messages up to this size take
-  // the caller-driven eager channel (exec/eager_channel.h) instead of a striped connection.
-  // 0 = never.
-  size_t eager_bytes = 64 * 1024;
+  // the caller-driven eager channel (exec/eager_channel.h) instead of a striped connection
+  // (those above 64 KiB after the receiver's clear-to-send, as connection ones). 0 = never.
+  size_t eager_bytes = 1024 * 1024;
   // TOPOCOLL_NET_RENDEZVOUS (0|1; host backend only): a larger message starts only when the
   // receiver's clear-to-send says it posted the receive (exec/eager_channel.h).
   bool rendezvous = true;

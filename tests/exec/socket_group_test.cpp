@@ -214,11 +214,21 @@ TEST(SocketGroup, ARankDyingMidRunFailsTheOthersInsteadOfHanging) {
 
 // Eager (caller-driven) and striped (progress-thread) messages of one pair, posted in one
 // step in both directions, arrive whole and in place: sizes around the eager limit, and 0.
+// One batch of messages of every class between one pair: eager at once (<= 64 KiB), eager
+// after the receiver's clear-to-send (64 KiB .. eager size), and striped connections after
+// it (above); a small eager message posted behind a gated one keeps its place, and the
+// clear-to-sends of both gated classes are taken in posting order. Also with the eager
+// channel at 64 KiB (every larger message striped) and off.
 TEST(SocketGroup, EagerAndStripedMessagesOfOnePairAllArriveIntact) {
-  const std::vector<std::size_t> sizes = {100, 200000, 8, 65536, 65537, 0, 3, 1 << 20};
+  const std::vector<std::size_t> sizes = {100, 200000, 8, (1 << 20) + 5, 65536, 65537, 0,
+                                          3, 1 << 20, 2500000, 70000, 16};
+  for (std::size_t eager : {std::size_t(1) << 20, std::size_t(64) << 10, std::size_t(0)}) {
+  SCOPED_TRACE("eager bytes " + std::to_string(eager));
   const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
                                                                      BootstrapClient& boot) {
-    SocketHostTransport transport(boot, "127.0.0.1", small_options(10000));
+    net::TransportOptions options = small_options(10000);
+    options.eager_bytes = eager;
+    SocketHostTransport transport(boot, "127.0.0.1", options);
     const int peer = 1 - rank;
     std::vector<std::vector<unsigned char>> out(sizes.size()), in(sizes.size());
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -240,6 +250,7 @@ TEST(SocketGroup, EagerAndStripedMessagesOfOnePairAllArriveIntact) {
   });
   EXPECT_EQ(status[0], 0);
   EXPECT_EQ(status[1], 0);
+  }
 }
 
 // Strangers on a rank's eager port (garbage bytes, a hello for another listener, one that
