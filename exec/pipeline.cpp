@@ -28,23 +28,23 @@ PipelineOptions PipelineOptions::from_environment(std::vector<std::string>* warn
   return o;
 }
 
+namespace {
+// The environment read once, its warnings printed once.
+PipelineOptions read_once(std::size_t default_chunk_bytes) {
+  std::vector<std::string> warnings;
+  PipelineOptions o = PipelineOptions::from_environment(&warnings, default_chunk_bytes);
+  for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
+  return o;
+}
+}  // namespace
+
 const PipelineOptions& PipelineOptions::process_default() {
-  static const PipelineOptions options = [] {
-    std::vector<std::string> warnings;
-    PipelineOptions o = from_environment(&warnings);
-    for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
-    return o;
-  }();
+  static const PipelineOptions options = read_once(kDefaultChunkBytes);
   return options;
 }
 
 const PipelineOptions& PipelineOptions::host_default() {
-  static const PipelineOptions options = [] {
-    std::vector<std::string> warnings;
-    PipelineOptions o = from_environment(&warnings, 0);
-    for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
-    return o;
-  }();
+  static const PipelineOptions options = read_once(0);
   return options;
 }
 

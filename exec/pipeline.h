@@ -38,7 +38,7 @@ namespace topocoll::exec {
 // Unset, the chunk is 1 MiB on the NCCL backend, where the reduce kernels and the transfers
 // use different engines, and 0 on the host backend: on a host the reduce and the socket
 // copies compete for the same cores, and with no core to spare the rounds only add their
-// per-round costs (8 ranks on 2 cores: ring and hd 10-20 % slower at 16-64 MiB,
+// per-round costs (8 ranks on 2 cores: ring and hd 6-30 % slower at 16-64 MiB,
 // perf/results/host-vs-openmpi.md); set it where a host has cores to spare.
 struct PipelineOptions {
   static constexpr std::size_t kDefaultChunkBytes = std::size_t(1) << 20;

@@ -40,14 +40,15 @@ sources_of() {
     handshake) echo tests/fuzz/handshake_fuzz.cpp net/hello_check.cpp net/socket_calls.cpp net/socket_address.cpp ;;
     connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
     env) echo tests/fuzz/env_fuzz.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp exec/rank_environment.cpp \
-           net/transport_options.cpp ;;
+           net/transport_options.cpp exec/pipeline.cpp ;;
     *) echo "fuzz: unknown target '$1'" >&2; return 1 ;;
   esac
 }
 watched_of() {
   case "$1" in
     topology) echo topo tests/fuzz ;;
-    bootstrap|env) echo exec net tests/fuzz ;;
+    bootstrap) echo exec net tests/fuzz ;;
+    env) echo exec net sched tests/fuzz ;;
     *) echo net tests/fuzz ;;
   esac
 }

@@ -17,9 +17,10 @@
 #      fc, fc-direct and hier; then the variants of issue 13: the topology-ordered split
 #      created lazily and off (TOPOCOLL_RING_COMM), auto with no margin
 #      (TOPOCOLL_AUTO_MARGIN=1, so more calls take topocoll routes), and a scratch cap that
-#      sends large calls to NCCL on every rank (TOPOCOLL_SCRATCH_MAX_BYTES=1M);
+#      sends large calls to NCCL on every rank (TOPOCOLL_SCRATCH_MAX_BYTES=1M), and pipelined
+#      steps at 64 KiB chunks (TOPOCOLL_PIPELINE_CHUNK_BYTES; reduces on the overlap lane);
 #   5. the same process counts benchmarked: topocoll's entry points beside NCCL's own
-#      (pnccl*) in the same run;
+#      (pnccl*) in the same run; hd again with pipelining off (TOPOCOLL_PIPELINE_CHUNK_BYTES=0);
 #   6. perf/gpu/torch_check.py under torchrun with LD_PRELOAD, when PyTorch is installed;
 #   7. nccl-tests all_reduce_perf -c 1 under LD_PRELOAD when NCCL_TESTS_SRC names a
 #      nccl-tests source tree (built here, never committed).
@@ -143,6 +144,11 @@ want check && {
   TOPOCOLL_RING_COMM=off run check-n4-auto-ring-off ranks check-n4-auto-ring-off 4 check auto
   TOPOCOLL_AUTO_MARGIN=1 run check-n8-auto-margin1 ranks check-n8-auto-margin1 8 check auto
   TOPOCOLL_SCRATCH_MAX_BYTES=1M run check-n4-hd-scratch1M ranks check-n4-hd-scratch1M 4 check hd
+  # Pipelined steps (exec/pipeline.h) at the smallest chunk, so the check's sizes are cut
+  # and every round's reduce runs on the overlap lane's stream (graph-captured calls do not).
+  TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n4-hd-pipelined ranks check-n4-hd-pipelined 4 check hd
+  TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n8-ring-pipelined ranks check-n8-ring-pipelined 8 check ring
+  TOPOCOLL_PIPELINE_CHUNK_BYTES=64K TOPOLOGY_ARGS="--kind nap" run check-nap8-fc-pipelined ranks check-nap8-fc-pipelined 8 check fc
 }
 # auto: topocoll's choice; hd: the EFLOPS schedule forced; both beside NCCL's own numbers.
 want bench && for n in 2 4 8; do
@@ -151,6 +157,14 @@ want bench && for n in 2 4 8; do
       grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-$algo/rank0.log" > "$out/bench-n$n-$algo.txt"
     fi
   done
+done
+# hd with pipelining off beside the default (1 MiB chunks, reduces overlapped on a second
+# stream): what the overlap gains on a GPU, where reduce kernels and transfers do not compete.
+want bench && for n in 4 8; do
+  if TOPOCOLL_PIPELINE_CHUNK_BYTES=0 run "bench-n$n-hd-unpipelined" ranks "bench-n$n-hd-unpipelined" "$n" bench hd \
+      --json "$out/bench-n$n-hd-unpipelined.json"; then
+    grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-hd-unpipelined/rank0.log" > "$out/bench-n$n-hd-unpipelined.txt"
+  fi
 done
 
 # --- 6. PyTorch ---------------------------------------------------------------------------

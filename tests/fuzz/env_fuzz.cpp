@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/bootstrap.h"
+#include "exec/pipeline.h"
 #include "exec/rank_environment.h"
 #include "net/transport_options.h"
 
@@ -19,7 +20,8 @@ const char* const kVariables[] = {
     "TOPOCOLL_NET_SOCKETS_PER_CONN", "TOPOCOLL_NET_THREADS", "TOPOCOLL_NET_TIMEOUT_MS",
     "TOPOCOLL_NET_CHUNK_BYTES",      "TOPOCOLL_NET_MIN_STRIPE_BYTES", "TOPOCOLL_NET_EAGER_BYTES",
     "TOPOCOLL_NET_LANE_MARKS",       "TOPOCOLL_RANK",       "TOPOCOLL_NRANKS",
-    "TOPOCOLL_BOOTSTRAP",            "MASTER_ADDR",         "MASTER_PORT"};
+    "TOPOCOLL_BOOTSTRAP",            "MASTER_ADDR",         "MASTER_PORT",
+    "TOPOCOLL_PIPELINE_CHUNK_BYTES", "TOPOCOLL_PIPELINE_MAX_CHUNKS"};
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,6 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       o.threads_per_conn > o.sockets_per_conn || o.timeout_ms < 1 || o.chunk_bytes < 4096 ||
       o.chunk_bytes > (size_t(64) << 20) || o.min_stripe_bytes < 1 || o.min_stripe_bytes > o.chunk_bytes ||
       o.lane_marks.size() > 16)
+    __builtin_trap();
+  const exec::PipelineOptions p = exec::PipelineOptions::from_environment(&warnings);
+  if ((p.shape.chunk_bytes != 0 && (p.shape.chunk_bytes < (size_t(64) << 10) ||
+                                    p.shape.chunk_bytes > (size_t(1) << 30))) ||
+      p.shape.max_chunks < 2 || p.shape.max_chunks > 64)
     __builtin_trap();
   try {
     if (const auto env = exec::rank_environment_from_env()) {
