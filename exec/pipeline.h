@@ -35,13 +35,15 @@ namespace topocoll::exec {
 
 // TOPOCOLL_PIPELINE_CHUNK_BYTES (0 = off, else 64 KiB .. 1 GiB) and
 // TOPOCOLL_PIPELINE_MAX_CHUNKS (2..64; default 8). Must be the same on every rank.
-// Unset, the chunk is 1 MiB on the NCCL backend, where the reduce kernels and the transfers
-// use different engines, and 0 on the host backend: on a host the reduce and the socket
+// Unset, the chunk is 4 MiB on the NCCL backend, where the reduce kernels and the transfers
+// use different engines (the model, sched/cost_model.h, gains R (C-1)/C of a step's reduce
+// time R and pays (C-1) alphas for C rounds: with kernels at ~1500 GB/s the reduce is
+// small beside the wire, so rounds stay few), and 0 on the host backend: on a host the reduce and the socket
 // copies compete for the same cores, and with no core to spare the rounds only add their
 // per-round costs (8 ranks on 2 cores: ring and hd 6-30 % slower at 16-64 MiB,
 // perf/results/host-vs-openmpi.md); set it where a host has cores to spare.
 struct PipelineOptions {
-  static constexpr std::size_t kDefaultChunkBytes = std::size_t(1) << 20;
+  static constexpr std::size_t kDefaultChunkBytes = std::size_t(4) << 20;
   static constexpr int kDefaultMaxChunks = 8;
   sched::PipelineShape shape{kDefaultChunkBytes, kDefaultMaxChunks};
 
@@ -51,7 +53,7 @@ struct PipelineOptions {
   static PipelineOptions from_environment(std::vector<std::string>* warnings = nullptr,
                                           std::size_t default_chunk_bytes = kDefaultChunkBytes);
   // from_environment() read once per process (warnings printed to stderr once): for the
-  // NCCL backend (unset: 1 MiB) and for the host backend (unset: off).
+  // NCCL backend (unset: 4 MiB) and for the host backend (unset: off).
   static const PipelineOptions& process_default();
   static const PipelineOptions& host_default();
   static PipelineOptions off() { return PipelineOptions{sched::PipelineShape{0, 1}}; }

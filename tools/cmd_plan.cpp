@@ -100,7 +100,8 @@ json plan_json(const Topology& t, const Plan& plan) {
                  {"bottleneck_link", load.bottleneck_link},
                  {"time_us", cost.time_us},
                  {"transfer_us", cost.transfer_us},
-                 {"reduce_us", cost.reduce_us}};
+                 {"reduce_us", cost.reduce_us},
+                 {"rounds", cost.rounds}};
     json loads = json::array();
     for (const auto& u : load.links) loads.push_back({{"link", u.link}, {"flows", u.flows}, {"bytes", u.bytes}});
     step["link_loads"] = loads;
