@@ -178,6 +178,8 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count(), 1, 100));
     if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) break;
     size_t k = 0;
+    // Connections accepted below have no entry in fds until the next poll.
+    const size_t polled_incoming = incoming.size();
     if (fds[k++].revents & POLLIN)
       for (;;) {
         const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -235,7 +237,8 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
         }
       }
     }
-    for (auto& in : incoming) {
+    for (size_t j = 0; j < polled_incoming; ++j) {
+      Incoming& in = incoming[j];
       const short ev = fds[k++].revents;
       if (in.fd < 0 || !ev) continue;
       for (;;) {
