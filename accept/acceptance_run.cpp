@@ -96,6 +96,15 @@ class Run {
     say("[" + phase + "] skipped: " + why);
   }
   double budget_left() const { return std::chrono::duration<double>(deadline_ - Clock::now()).count(); }
+  // The budget left to the rank with the least. Each rank's clock started when it did, and
+  // busy ranks run late: a decision that changes which group steps come next (one more
+  // round, a skipped phase, a collective's size) must be taken alike on every rank, or the
+  // ranks go different ways through the bootstrap and plan different schedules.
+  double agreed_budget_left() {
+    double least = budget_left();
+    for (const auto& left : group_.allgather(std::to_string(least))) least = std::min(least, std::stod(left));
+    return least;
+  }
 
   // --- 1. inventory ----------------------------------------------------------------------
   void inventory() {
@@ -210,7 +219,7 @@ class Run {
     std::vector<FlowMeasurement> all;
     int measured_rounds = 0;
     for (size_t r = 0; r < plan.rounds.size(); ++r) {
-      if (budget_left() < seconds + 1) break;
+      if (agreed_budget_left() < seconds + 1) break;
       auto round = measure_round(uint32_t(r), plan.rounds[r].flows, seconds);
       int bad = 0, dead = 0;
       for (auto& m : round) {
@@ -290,7 +299,7 @@ class Run {
     std::vector<int> slowest = r_.localization.unexplained_flows;  // the slowest first
     std::stable_sort(slowest.begin(), slowest.end(), [&](int a, int b) { return flows_[a].ratio() < flows_[b].ratio(); });
     for (int i : slowest) {
-      if (checked >= 6 || budget_left() < 3 * seconds + 2) break;
+      if (checked >= 6 || agreed_budget_left() < 3 * seconds + 2) break;
       ++checked;
       InterferenceCheck c{flows_[i], {}, {}, false};
       c.alone = measure_round(uint32_t(100000 + 2 * checked), {flows_[i].flow}, seconds)[0];
@@ -329,18 +338,19 @@ class Run {
 
   // --- 4. collectives --------------------------------------------------------------------
   void collectives(std::string* local_failure) {
+    const double left = agreed_budget_left();
     std::string why_not;
     if (!r_.inventory.problems.empty()) why_not = "the inventory found problems";
     for (const auto& f : r_.localization.findings)
       if (f.kind == "dead cable" || f.kind == "unreachable endpoint") why_not = "dead cables or endpoints";
     if (r_.inventory.present.size() < 2) why_not = "fewer than two measurable endpoints";
-    if (budget_left() < 10) why_not = "the budget is spent";
+    if (left < 10) why_not = "the budget is spent";
     if (!why_not.empty()) {
       skip("collectives", why_not);
       return;
     }
     net::TransportOptions transport = o_.transport;
-    transport.timeout_ms = int(std::clamp(budget_left() * 1000.0, 5000.0, double(transport.timeout_ms)));
+    transport.timeout_ms = int(std::clamp(left * 1000.0, 5000.0, double(transport.timeout_ms)));
     std::vector<int> endpoints(r_.identities.size());
     for (size_t i = 0; i < endpoints.size(); ++i) endpoints[i] = r_.inventory.endpoint_of_rank[i];
     exec::SocketHostTransport host_transport(group_, r_.identities[me_].address, transport);
@@ -376,7 +386,8 @@ class Run {
       }
       planned.push_back({collective, algo, {}});
     }
-    const double per_case = budget_left() * 0.8 / std::max<size_t>(1, planned.size()) / 5;  // warm-up + 3 + check
+    // From the agreed budget: every rank sizes each case alike (and so plans the same schedule).
+    const double per_case = left * 0.8 / std::max<size_t>(1, planned.size()) / 5;  // warm-up + 3 + check
     bool ok = true;
     for (auto& p : planned) {
       sched::PlanRequest req;

@@ -1,0 +1,122 @@
+// run_acceptance in one process: two ranks, threads on loopback, standing for the two GPUs
+// of one server of bigraph-32 (renamed after this machine). Each rank's budget clock starts
+// when it does, so ranks see different budgets left; every decision that steers the group
+// (run a phase or skip it, a collective's size) must still be taken alike on every rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "accept/acceptance_run.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::accept {
+namespace {
+
+std::string this_host() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// bigraph-32 with s0 renamed after this host and given a second GPU, on s1's port of L0.
+topo::Topology two_gpus_here() {
+  auto doc = nlohmann::json::parse(std::ifstream(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json"));
+  auto& s0 = doc["servers"][0];
+  s0["name"] = this_host();
+  s0["nics"].push_back({{"name", "nic1"}, {"gpu", 1}, {"switch", "L0"}});
+  doc["servers"].erase(1);  // s1, whose port on L0 the second NIC takes
+  const std::string path = ::testing::TempDir() + "acceptance-run-two-gpus.json";
+  std::ofstream(path) << doc.dump();
+  return topo::load_topology_file(path);
+}
+
+struct RankRun {
+  int status = -1;
+  std::string error;
+};
+
+// Runs both ranks with their own budgets; returns rank 0's progress lines.
+std::vector<std::string> run_two_ranks(const std::vector<double>& budgets, std::vector<RankRun>* runs,
+                                       double alpha_us = 0) {
+  const topo::Topology t = two_gpus_here();
+  exec::BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(30));
+  std::vector<std::string> lines;
+  std::mutex mutex;
+  runs->assign(2, {});
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        AcceptanceOptions o;
+        o.topology = t;
+        o.topology_file = "two GPUs here";
+        o.expected_endpoints = {*t.find_endpoint(this_host(), 0), *t.find_endpoint(this_host(), 1)};
+        o.budget_s = budgets[r];
+        o.phases = {"inventory", "collectives"};
+        o.bind = "127.0.0.1";
+        o.gpu = r;
+        if (alpha_us > 0) o.cost.alpha_us = alpha_us;
+        exec::BootstrapClient group({"127.0.0.1", root.port()}, r, 2, std::chrono::seconds(30));
+        (*runs)[r].status = run_acceptance(o, group, [&](const std::string& line) {
+          std::lock_guard lock(mutex);
+          lines.push_back(line);
+        });
+      } catch (const std::exception& e) {
+        (*runs)[r].error = e.what();
+      }
+    });
+  for (auto& th : ranks) th.join();
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+TEST(AcceptanceRun, ARankWithTooLittleBudgetLeftSkipsTheCollectivesForEveryRank) {
+  // Rank 0 has less than the collectives' 10 s minimum left, rank 1 plenty: all skip.
+  std::vector<RankRun> runs;
+  const auto lines = run_two_ranks({8, 120}, &runs);
+  const std::string out = joined(lines);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(runs[r].error, "") << "rank " << r << "\n" << out;
+    EXPECT_EQ(runs[r].status, 0) << "rank " << r << "\n" << out;
+  }
+  EXPECT_NE(out.find("[collectives] skipped: the budget is spent"), std::string::npos) << out;
+}
+
+TEST(AcceptanceRun, RanksWithDifferentBudgetsRunTheSameCollectivesAndCheckThem) {
+  // A per-step cost of 0.5 s in the model (the loopback run itself is fast): a case's size is
+  // halved until its prediction fits the budget's share, which for rank 0 alone would mean
+  // the smallest size and for rank 1 alone the largest. Both must plan the same.
+  std::vector<RankRun> runs;
+  const auto lines = run_two_ranks({30, 300}, &runs, 5e5);
+  const std::string out = joined(lines);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(runs[r].error, "") << "rank " << r << "\n" << out;
+    EXPECT_EQ(runs[r].status, 0) << "rank " << r << "\n" << out;
+  }
+  EXPECT_NE(out.find("[collectives] "), std::string::npos) << out;
+  EXPECT_EQ(out.find("[collectives] skipped"), std::string::npos) << out;
+  // Sized by the least budget left (rank 0's): the smallest size.
+  EXPECT_NE(out.find("allreduce ring 65536 B: "), std::string::npos) << out;
+  int checked = 0;
+  for (const auto& line : lines)
+    if (line.find(" ms measured, ") != std::string::npos) {  // one per collective run
+      ++checked;
+      EXPECT_NE(line.find(" ms predicted, 0 wrong"), std::string::npos) << line;
+    }
+  EXPECT_GE(checked, 3) << out;
+  EXPECT_EQ(out.find("planned a different"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASS"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace topocoll::accept
