@@ -105,6 +105,12 @@ nlohmann::json report_json(const topo::Topology& t, const AcceptanceResult& r) {
                        {"ratio", m.ratio()}, {"dead", m.dead}, {"error", m.error}, {"rtt_us", m.rtt_us}});
   j["flows"] = flows;
   j["flow_seconds"] = r.flow_seconds;
+  nlohmann::json rechecks = nlohmann::json::array();
+  for (const auto& c : r.rechecks)
+    rechecks.push_back({{"round", c.first.round}, {"src", t.endpoints()[c.first.flow.src].id},
+                        {"dst", t.endpoints()[c.first.flow.dst].id}, {"lane", c.first.flow.lane},
+                        {"first_ratio", c.first.ratio()}, {"again_ratio", c.again.ratio()}, {"again_dead", c.again.dead}});
+  j["rechecks"] = rechecks;
   nlohmann::json unreachable = nlohmann::json::array();
   for (int l : r.unreachable_links) unreachable.push_back(topo::link_name(t, l));
   j["unmeasured_links"] = unreachable;

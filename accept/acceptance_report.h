@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accept/interference.h"
 #include "accept/inventory.h"
 #include "accept/localization.h"
+#include "accept/recheck.h"
 #include "accept/wiring.h"
 #include "topo/topology.h"
 
@@ -19,13 +21,6 @@ struct PhaseResult {
   std::string name;    // inventory, cables, wiring, collectives
   std::string status;  // pass, fail, skipped
   std::string summary;
-};
-
-// A flow slow in its round though each of its cables was fast for another flow: measured
-// alone, and (when fast alone) beside its round's flows once more.
-struct InterferenceCheck {
-  FlowMeasurement in_round, alone, again;
-  bool interference = false;  // fast alone, slow beside its round's flows both times
 };
 
 struct CollectiveCheck {
@@ -45,6 +40,7 @@ struct AcceptanceResult {
   InventoryMatch inventory;
   std::vector<std::vector<FlowMeasurement>> rounds;  // the cable phase, round by round
   double flow_seconds = 0;  // how long each round's flows ran
+  std::vector<Recheck> rechecks;  // slow flows across slow cables, run again; rounds hold the faster
   Localization localization;
   std::vector<int> unreachable_links;  // no flow between present endpoints crosses them
   WiringReport wiring;

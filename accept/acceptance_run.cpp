@@ -12,7 +12,9 @@
 #include <set>
 
 #include "accept/flow_probe.h"
+#include "accept/interference.h"
 #include "accept/path_probe.h"
+#include "accept/recheck.h"
 #include "exec/benchmark.h"
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
@@ -234,6 +236,7 @@ class Run {
       ++measured_rounds;
     }
     r_.localization = localize(t_, all, o_.threshold);
+    recheck_slow_flows(all, seconds);
     flows_ = all;
     int ok = 0, slow = 0, dead = 0, unmeasured = 0;
     for (int c : topo::cable_links(t_))
@@ -254,6 +257,36 @@ class Run {
     say("[cables] " + summary + (failed ? "  FAIL" : "  PASS"));
     for (const auto& f : r_.localization.findings)
       if (f.kind != "unexplained") say("  " + f.kind + ": " + f.detail + " (" + f.certainty + ")");
+  }
+
+  // A cable is named slow only when its slow flows are slow again (accept/recheck.h): each
+  // round with such flows runs once more with only them, and every flow counts at its
+  // faster run. `all` is the cable phase's flows, round after round, as r_.rounds holds them.
+  void recheck_slow_flows(std::vector<FlowMeasurement>& all, double seconds) {
+    const auto plan = flows_to_recheck(r_.localization, all, o_.threshold, 6);
+    if (plan.empty()) return;
+    int flows = 0, still_slow = 0;
+    for (const auto& [round, indices] : plan) {
+      if (agreed_budget_left() < seconds + 1) break;
+      std::vector<ProbeFlow> again;
+      for (int i : indices) again.push_back(all[i].flow);
+      const auto measured = measure_round(uint32_t(50000 + round), again, seconds);
+      for (size_t k = 0; k < indices.size(); ++k) {
+        Recheck c{all[indices[k]], measured[k]};
+        c.again.round = round;
+        all[indices[k]] = c.best();
+        ++flows;
+        still_slow += all[indices[k]].dead || all[indices[k]].ratio() < o_.threshold;
+        r_.rechecks.push_back(std::move(c));
+      }
+    }
+    if (flows == 0) return;
+    size_t at = 0;
+    for (auto& round : r_.rounds)
+      for (auto& m : round) m = all[at++];
+    r_.localization = localize(t_, all, o_.threshold);
+    say("  recheck: " + std::to_string(flows) + " slow flows across slow cables run again, " +
+        std::to_string(still_slow) + " slow again");
   }
 
   // --- 3. wiring -------------------------------------------------------------------------
@@ -291,9 +324,9 @@ class Run {
       }
     r_.wiring = analyze_wiring(t_, observations, o_.known_addresses);
     // Flows slow beside their round though every cable of theirs was fast elsewhere: alone,
-    // then beside the same round once more. Slow again beside it but fast alone, the flow
-    // shares a cable with one of them that the file says it does not; fast again, it was a
-    // passing disturbance.
+    // then beside the same round once more (accept/interference.h judges them). About half
+    // as fast beside it as alone, the flow shares a cable with one of them that the file
+    // says it does not; faster, it was a passing disturbance.
     const double seconds = std::clamp(r_.flow_seconds, 0.3, 1.0);
     int checked = 0;
     std::vector<int> slowest = r_.localization.unexplained_flows;  // the slowest first
@@ -312,8 +345,8 @@ class Run {
           same.push_back(round[k].flow);
         }
         c.again = measure_round(uint32_t(100001 + 2 * checked), same, seconds)[position];
-        c.interference = c.again.dead || c.again.ratio() < o_.threshold;
       }
+      c.interference = judge_interference(c, o_.threshold);
       r_.interference.push_back(c);
     }
     const int interfering = int(std::count_if(r_.interference.begin(), r_.interference.end(),

@@ -1,0 +1,12 @@
+#include "accept/interference.h"
+
+namespace topocoll::accept {
+
+bool judge_interference(const InterferenceCheck& c, double threshold) {
+  if (c.alone.dead || c.alone.ratio() < threshold) return false;  // its own cables are slow
+  if (c.again.dead) return true;  // fast alone, nothing arrives beside its round
+  const double beside = (c.in_round.ratio() + c.again.ratio()) / 2;
+  return beside < kSharedCableFraction * c.alone.ratio();
+}
+
+}  // namespace topocoll::accept
