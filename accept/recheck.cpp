@@ -1,10 +1,11 @@
 #include "accept/recheck.h"
 
 #include <algorithm>
+#include <map>
 
 namespace topocoll::accept {
 
-std::map<int, std::vector<int>> flows_to_recheck(const Localization& loc, const std::vector<FlowMeasurement>& flows,
+std::vector<std::pair<int, std::vector<int>>> flows_to_recheck(const Localization& loc, const std::vector<FlowMeasurement>& flows,
                                                  double threshold, int max_rounds) {
   std::map<int, std::vector<int>> by_round;
   std::map<int, double> nearest;  // round -> its slow flows' best ratio
@@ -18,11 +19,10 @@ std::map<int, std::vector<int>> flows_to_recheck(const Localization& loc, const 
     by_round[m.round].push_back(int(i));
     nearest[m.round] = std::max(nearest[m.round], m.ratio());
   }
-  std::vector<int> rounds;
-  for (const auto& [r, _] : by_round) rounds.push_back(r);
-  std::stable_sort(rounds.begin(), rounds.end(), [&](int a, int b) { return nearest[a] > nearest[b]; });
-  std::map<int, std::vector<int>> out;
-  for (size_t k = 0; k < rounds.size() && int(k) < max_rounds; ++k) out[rounds[k]] = by_round[rounds[k]];
+  std::vector<std::pair<int, std::vector<int>>> out(by_round.begin(), by_round.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto& a, const auto& b) { return nearest[a.first] > nearest[b.first]; });
+  if (out.size() > size_t(std::max(0, max_rounds))) out.resize(size_t(std::max(0, max_rounds)));
   return out;
 }
 

@@ -33,13 +33,13 @@ TEST(Recheck, OnlyAliveSlowFlowsAcrossSlowCablesRunAgainGroupedByRound) {
                                         flow(t, 4, 21, 1, 0, true), flow(t, 5, 22, 2, 0.95)};
   const auto loc = localize(t, flows, 0.8);
   const auto plan = flows_to_recheck(loc, flows, 0.8, 6);
-  ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan.at(0), std::vector<int>{0});
-  EXPECT_EQ(plan.at(1), std::vector<int>{2});
-  // With room for one round, the one nearest the threshold: 77 % may be the machine.
-  const auto one = flows_to_recheck(loc, flows, 0.8, 1);
-  ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one.begin()->first, 0);
+  // The round nearest the threshold first (77 % may be the machine), then the 30 % one.
+  using Plan = std::vector<std::pair<int, std::vector<int>>>;
+  EXPECT_EQ(plan, (Plan{{0, {0}}, {1, {2}}}));
+  EXPECT_EQ(flows_to_recheck(loc, flows, 0.8, 1), (Plan{{0, {0}}}));
+  // Order by nearness, not by round: the 30 % flow in round 0, the 77 % one in round 1.
+  flows[0].round = 1, flows[2].round = 0;
+  EXPECT_EQ(flows_to_recheck(loc, flows, 0.8, 6), (Plan{{1, {0}}, {0, {2}}}));
 }
 
 TEST(Recheck, AFlowSlowOnceClearsItsCableADegradedCableStaysNamed) {
