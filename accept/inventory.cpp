@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "config/local_host.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
 
@@ -68,9 +69,7 @@ RankIdentity describe_this_rank(int rank, int gpu, const std::string& bind,
   RankIdentity r;
   r.rank = rank;
   r.gpu = gpu;
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  r.host = name;
+  r.host = config::local_host().name;
   r.gpus_visible = count_nvidia_gpus();
   const auto interfaces = net::list_interfaces();
   for (const auto& i : interfaces)
@@ -103,14 +102,12 @@ InventoryMatch match_inventory(const topo::Topology& t, const std::vector<RankId
   std::map<int, int> owner;  // endpoint -> first rank
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankIdentity& r = ranks[i];
-    bool host_known = false;
     std::string gpus;
-    for (const auto& h : t.hosts())
-      if (h.name == r.host) {
-        host_known = true;
-        for (int e : h.endpoints) gpus += (gpus.empty() ? "" : ", ") + std::to_string(t.endpoints()[e].gpu);
-      }
-    if (!host_known) {
+    const std::optional<int> host = t.find_host(r.host);
+    if (host)
+      for (int e : t.hosts()[*host].endpoints)
+        gpus += (gpus.empty() ? "" : ", ") + std::to_string(t.endpoints()[e].gpu);
+    if (!host) {
       m.problems.push_back({"extra host", r.rank, -1,
                             "rank " + std::to_string(r.rank) + " runs on host '" + r.host +
                                 "', which the topology does not list"});

@@ -15,7 +15,7 @@ namespace topocoll::accept {
 
 struct RankIdentity {
   int rank = -1;
-  std::string host;  // gethostname()
+  std::string host;  // config::local_host(): TOPOCOLL_HOSTNAME, NCCL_HOSTID, gethostname()
   int gpu = 0;       // CUDA device index the rank stands for (--gpu, LOCAL_RANK, ...)
   int gpus_visible = 0;  // NVIDIA devices this host shows (0 without a driver)
   std::vector<std::pair<std::string, std::string>> interfaces;  // name, address

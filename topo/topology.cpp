@@ -54,12 +54,24 @@ int Topology::package_count() const {
   return count;
 }
 
-std::optional<int> Topology::find_endpoint(std::string_view host, int gpu) const {
-  for (const auto& h : hosts_) {
-    if (h.name != host) continue;
-    for (int e : h.endpoints)
-      if (endpoints_[e].gpu == gpu) return e;
+std::optional<int> Topology::find_host(std::string_view name) const {
+  for (int h = 0; h < int(hosts_.size()); ++h)
+    if (hosts_[h].name == name) return h;
+  const auto short_name = [](std::string_view n) { return n.substr(0, n.find('.')); };
+  std::optional<int> found;
+  for (int h = 0; h < int(hosts_.size()); ++h) {
+    if (short_name(hosts_[h].name) != short_name(name)) continue;
+    if (found) return std::nullopt;  // ambiguous: node7.a and node7.b
+    found = h;
   }
+  return found;
+}
+
+std::optional<int> Topology::find_endpoint(std::string_view host, int gpu) const {
+  const std::optional<int> h = find_host(host);
+  if (!h) return std::nullopt;
+  for (int e : hosts_[*h].endpoints)
+    if (endpoints_[e].gpu == gpu) return e;
   return std::nullopt;
 }
 

@@ -154,6 +154,11 @@ class Topology {
   // BiGraph only: switches per group.
   int switches_per_group() const { return switches_per_group_; }
 
+  // The host called `name`: the exact name, else the one host whose name agrees up to the
+  // first dot ("node7.cluster.local" finds "node7" and the reverse), as gethostname() may
+  // or may not include the domain. Nothing when no host or several match.
+  std::optional<int> find_host(std::string_view name) const;
+  // GPU `gpu` of the host find_host(host) finds.
   std::optional<int> find_endpoint(std::string_view host, int gpu) const;
   std::optional<int> find_endpoint_by_id(std::string_view id) const;
   std::optional<int> find_switch(std::string_view id) const;

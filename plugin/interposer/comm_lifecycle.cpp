@@ -159,7 +159,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
       x.nranks = st->nranks;
       x.rank = st->rank;
       x.device = st->device;
-      x.mine = make_identity(local_host_name(), host_gpu_index(st->device, pci_bus_id(st->device)),
+      x.mine = make_identity(local_host_name(topo), host_gpu_index(st->device, pci_bus_id(st->device)),
                              topo, true);
     } catch (...) {
       // Same skip rules as above, from NCCL's own answers (no allocation).
@@ -306,7 +306,7 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
   }
   const ConfiguredTopology& topo = configured_topology();
   std::vector<RankIdentity> all(static_cast<std::size_t>(ndev));
-  const std::string host = local_host_name();
+  const std::string host = local_host_name(topo);
   for (int i = 0; i < ndev; ++i) {
     const int device = devlist ? devlist[i] : i;
     all[std::size_t(i)] = make_identity(host, host_gpu_index(device, pci_bus_id(device)), topo, true);

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "config/local_host.h"
 #include "plugin/interposer/interposer_params.h"
 #include "topo/topology_json.h"
 
@@ -81,12 +82,11 @@ const ConfiguredTopology& configured_topology() {
   return loaded;
 }
 
-std::string local_host_name() {
-  if (const char* id = std::getenv("NCCL_HOSTID"); id && *id) return id;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "localhost";
-  if (char* dot = std::strchr(host, '.')) *dot = '\0';
-  return host;
+std::string local_host_name(const ConfiguredTopology& topology) {
+  const std::string name = config::local_host().name;
+  if (topology.topology)
+    if (const std::optional<int> h = topology.topology->find_host(name)) return topology.topology->hosts()[*h].name;
+  return name;
 }
 
 int host_gpu_index(int cuda_ordinal, const std::string& pci_bus_id,

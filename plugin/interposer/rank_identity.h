@@ -48,9 +48,9 @@ const ConfiguredTopology& configured_topology();
 // Loads one file (tests; configured_topology() uses it).
 ConfiguredTopology load_configured_topology(const std::string& path);
 
-// NCCL_HOSTID when set (NCCL then treats the process as that host), else the host name up
-// to the first dot.
-std::string local_host_name();
+// This process's host (config/local_host.h: TOPOCOLL_HOSTNAME, NCCL_HOSTID, gethostname()),
+// spelled as `topology` spells it when the topology has it (with or without the domain).
+std::string local_host_name(const ConfiguredTopology& topology);
 // CUDA_VISIBLE_DEVICES maps the process's device ordinal to the host's index when it is a
 // list of integers. When it names GPUs by UUID (GPU-..., MIG-...), the index is the
 // position of the device's PCI bus id (`pci_bus_id`, cudaDeviceGetPCIBusId's form) among

@@ -1,6 +1,5 @@
 #include "plugin/net/net_device.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -8,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "config/local_host.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
 #include "plugin/log.h"
@@ -19,13 +19,6 @@ namespace topocoll::plugin {
 namespace {
 
 constexpr int kDefaultSpeedMbps = 10000;  // an interface that does not report its speed
-
-std::string this_host() {
-  if (!net_hostname().empty()) return net_hostname();
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
 
 std::string pci_path_of(const std::string& interface_name) {
   std::error_code ec;
@@ -168,15 +161,16 @@ DeviceCatalog discover_devices() {
   if (!file.empty()) {
     try {
       auto topology = std::make_shared<const topo::Topology>(topo::load_topology_file(file));
-      catalog.host = this_host();
-      auto host = std::find_if(topology->hosts().begin(), topology->hosts().end(),
-                               [&](const topo::Host& h) { return h.name == catalog.host; });
-      if (host == topology->hosts().end()) {
-        TC_WARN("NET: host \"%s\" is not in topology %s (%s); set TOPOCOLL_HOSTNAME to its name there. "
-                "Using the host's interfaces, without plane routing",
-                catalog.host.c_str(), topology->name().c_str(), file.c_str());
+      const config::LocalHost local = config::local_host();
+      catalog.host = local.name;
+      const std::optional<int> host = topology->find_host(local.name);
+      if (!host) {
+        TC_WARN("NET: host \"%s\" (from %s) is not in topology %s (%s); set TOPOCOLL_HOSTNAME to its "
+                "name there. Using the host's interfaces, without plane routing",
+                local.name.c_str(), local.source, topology->name().c_str(), file.c_str());
       } else {
-        catalog.devices = topology_devices(*topology, *host);
+        catalog.host = topology->hosts()[*host].name;
+        catalog.devices = topology_devices(*topology, topology->hosts()[*host]);
         catalog.topology_fingerprint = fingerprint(*topology);
         catalog.topology = std::move(topology);
       }

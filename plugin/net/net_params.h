@@ -9,8 +9,8 @@ namespace topocoll::plugin {
 
 // Topology JSON; devices and plane routing come from it when set.
 TOPOCOLL_PARAM_STRING(net_topo_file, "TOPO_FILE", "")
-// This host's name in the topology (default: gethostname()).
-TOPOCOLL_PARAM_STRING(net_hostname, "HOSTNAME", "")
+// This host's name in the topology: config/local_host.h (TOPOCOLL_HOSTNAME, NCCL_HOSTID,
+// gethostname()), the rule every face shares.
 // Interface selection without a topology; overrides NCCL_SOCKET_IFNAME.
 TOPOCOLL_PARAM_STRING(net_ifname, "NET_IFNAME", "")
 // IP address of each topology NIC: "nic0=10.0.0.1,nic1=10.0.1.1".

@@ -142,10 +142,22 @@ TEST(Agreement, TopologyFileErrorsNameTheFile) {
 }
 
 TEST(Identity, HostAndGpuAsTheTopologyNamesThem) {
+  const ConfiguredTopology none;
   setenv("NCCL_HOSTID", "node17", 1);
-  EXPECT_EQ(local_host_name(), "node17");
+  EXPECT_EQ(local_host_name(none), "node17");
   unsetenv("NCCL_HOSTID");
-  EXPECT_FALSE(local_host_name().empty());
+  EXPECT_FALSE(local_host_name(none).empty());
+  // The topology's spelling wins: a fully qualified name finds the short one in the file.
+  ConfiguredTopology two;
+  two.topology = std::make_shared<const topo::Topology>(bigraph(2, 2));
+  const std::string first = two.topology->hosts()[0].name;
+  setenv("NCCL_HOSTID", (first + ".cluster.example").c_str(), 1);
+  EXPECT_EQ(local_host_name(two), first);
+  // TOPOCOLL_HOSTNAME comes before NCCL_HOSTID.
+  setenv("TOPOCOLL_HOSTNAME", two.topology->hosts()[1].name.c_str(), 1);
+  EXPECT_EQ(local_host_name(two), two.topology->hosts()[1].name);
+  unsetenv("TOPOCOLL_HOSTNAME");
+  unsetenv("NCCL_HOSTID");
   setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
   EXPECT_EQ(host_gpu_index(0), 3);
   EXPECT_EQ(host_gpu_index(1), 5);

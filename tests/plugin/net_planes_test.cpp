@@ -117,11 +117,38 @@ TEST(NetPluginPlanes, HostMissingFromTheTopologyFallsBackToInterfacesWithAWarn) 
     RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 1, "%d devices", ndev);
     ncclNetProperties_v11_t props;
     RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && std::strcmp(props.name, "lo") == 0);
-    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "\"not-a-host\" is not in topology"), "no WARN naming the host");
+    RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "\"not-a-host\" (from TOPOCOLL_HOSTNAME) is not in topology"),
+                 "no WARN naming the host and where its name came from");
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+// The rule every face shares (config/local_host.h): with no TOPOCOLL_HOSTNAME, NCCL_HOSTID
+// names the host, as it does for NCCL and the interposer; a domain does not hide it. The
+// first H100 run had the interposer find s0 this way while the net face looked for "vm".
+TEST(NetPluginPlanes, HostFromNcclHostIdWithOrWithoutDomain) {
+  for (const char* id : {"s1", "s1.cluster.example"}) {
+    auto results = run_ranks(1, [id](int, RankMesh&) {
+      ::setenv("TOPOCOLL_TOPO_FILE", kTopology.c_str(), 1);
+      ::unsetenv("TOPOCOLL_HOSTNAME");
+      ::setenv("NCCL_HOSTID", id, 1);
+      ::setenv("TOPOCOLL_NET_PLANE_ADDRS", "nic0=127.0.0.1,nic1=127.0.0.2", 1);
+      const ncclNet_v11_t* net = net_v11();
+      RANK_REQUIRE(net);
+      void* ctx = nullptr;
+      RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+      int ndev = 0;
+      RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 2, "%d devices", ndev);
+      RANK_REQUIRE(logged_contains(NCCL_LOG_INFO, "endpoint s1.g0") && logged_contains(NCCL_LOG_INFO, "endpoint s1.g1"),
+                   "devices are not host s1's endpoints");
+      RANK_REQUIRE(!logged_contains(NCCL_LOG_WARN, "is not in topology"), "host not found");
+      RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+      return 0;
+    });
+    EXPECT_TRUE(all_ok(results)) << id << ": " << describe(results);
+  }
 }
 
 TEST(NetPluginPlanes, InterfaceSelectorPicksDevicesWithoutTopology) {

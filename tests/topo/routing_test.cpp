@@ -46,6 +46,17 @@ TEST(TopoBiGraphRouting, DefaultShapeCounts) {
   EXPECT_FALSE(t.find_endpoint("s5", 1));
 }
 
+// gethostname() may or may not carry the domain; the file may or may not spell it.
+TEST(TopoHosts, FoundWithOrWithoutTheDomain) {
+  Topology t = generate_bigraph({});
+  EXPECT_EQ(t.find_host("s5"), 5);
+  EXPECT_EQ(t.find_host("s5.cluster.example"), 5);
+  EXPECT_EQ(t.find_endpoint("s5.cluster.example", 0), 5);
+  EXPECT_FALSE(t.find_host("s55"));
+  EXPECT_FALSE(t.find_host("vm"));
+  EXPECT_FALSE(t.find_host(""));
+}
+
 TEST(TopoBiGraphRouting, EveryPairFollowsTheRules) {
   Topology t = generate_bigraph({});
   std::map<int, std::set<int>> middles_from_switch;  // same-group middles per source switch
