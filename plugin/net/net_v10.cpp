@@ -45,11 +45,6 @@ ncclResult_t iflush_v10(void* recv_comm, int n, void** data, int* sizes, void**,
   return iflush(recv_comm, n, data, sizes, request);
 }
 
-ncclResult_t make_vdevice_v10(int* d, ncclNetVDeviceProps_v10_t* props) {
-  if (!props) return ncclInvalidArgument;
-  return make_vdevice(d, props->ndevs, props->devs);
-}
-
 }  // namespace
 }  // namespace topocoll::plugin::socket_net
 
@@ -61,6 +56,6 @@ TOPOCOLL_NET_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     sn::listen,        sn::connect_v10,   sn::accept_v10,    sn::reg_mr,
     sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_v10,     sn::irecv_v10,
     sn::iflush_v10,    sn::test,          sn::close_send,    sn::close_recv,
-    sn::close_listen,  sn::get_device_mr, sn::irecv_consumed, sn::make_vdevice_v10,
+    sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
 };
 }  // extern "C"

@@ -69,11 +69,6 @@ ncclResult_t iflush_v11(void* recv_comm, int n, void** data, int* sizes, void**,
   return iflush(recv_comm, n, data, sizes, request);
 }
 
-ncclResult_t make_vdevice_v11(int* d, ncclNetVDeviceProps_v11_t* props) {
-  if (!props) return ncclInvalidArgument;
-  return make_vdevice(d, props->ndevs, props->devs);
-}
-
 ncclResult_t set_net_attr_v11(void*, ncclNetAttr_v11_t*) { return ncclSuccess; }  // hints only
 
 }  // namespace
@@ -87,7 +82,7 @@ TOPOCOLL_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     sn::listen_v11,     sn::connect_v11,    sn::accept_v11,     sn::reg_mr,
     sn::reg_mr_dmabuf,  sn::dereg_mr,       sn::isend_v11,      sn::irecv_v11,
     sn::iflush_v11,     sn::test,           sn::close_send,     sn::close_recv,
-    sn::close_listen,   sn::get_device_mr,  sn::irecv_consumed, sn::make_vdevice_v11,
+    sn::close_listen,   nullptr /* getDeviceMr */,  nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
     sn::finalize_v11,   sn::set_net_attr_v11,
 };
 }  // extern "C"

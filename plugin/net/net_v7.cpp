@@ -41,6 +41,6 @@ TOPOCOLL_NET_EXPORT ncclNet_v7_t ncclNetPlugin_v7 = {
     sn::listen,        sn::connect_v7,    sn::accept_v7,      sn::reg_mr_v7,
     sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
     sn::iflush_int,    sn::test,          sn::close_send,     sn::close_recv,
-    sn::close_listen,  sn::get_device_mr, sn::irecv_consumed,
+    sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */,
 };
 }  // extern "C"

@@ -35,6 +35,6 @@ TOPOCOLL_NET_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     sn::listen,        sn::connect_v8,    sn::accept_v8,      sn::reg_mr,
     sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
     sn::iflush_int,    sn::test,          sn::close_send,     sn::close_recv,
-    sn::close_listen,  sn::get_device_mr, sn::irecv_consumed,
+    sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */,
 };
 }  // extern "C"

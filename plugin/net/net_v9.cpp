@@ -41,11 +41,6 @@ ncclResult_t iflush_v9(void* recv_comm, int n, void** data, int* sizes, void**, 
   return iflush(recv_comm, n, data, sizes, request);
 }
 
-ncclResult_t make_vdevice_v9(int* d, ncclNetVDeviceProps_v9_t* props) {
-  if (!props) return ncclInvalidArgument;
-  return make_vdevice(d, props->ndevs, props->devs);
-}
-
 }  // namespace
 }  // namespace topocoll::plugin::socket_net
 
@@ -57,6 +52,6 @@ TOPOCOLL_NET_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     sn::listen,        sn::connect_v9,    sn::accept_v9,      sn::reg_mr,
     sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_v9,       sn::irecv_v9,
     sn::iflush_v9,     sn::test,          sn::close_send,     sn::close_recv,
-    sn::close_listen,  sn::get_device_mr, sn::irecv_consumed, sn::make_vdevice_v9,
+    sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
 };
 }  // extern "C"

@@ -484,28 +484,4 @@ ncclResult_t close_listen(void* listen_comm) {
   });
 }
 
-ncclResult_t get_device_mr(void*, void*, void** dptr_mhandle) {
-  if (dptr_mhandle) *dptr_mhandle = nullptr;
-  TC_WARN("NET/topocoll: getDeviceMr: no device offload (netDeviceType is host)");
-  return ncclInternalError;
-}
-
-ncclResult_t irecv_consumed(void*, int, void*) {
-  TC_WARN("NET/topocoll: irecvConsumed: no device offload (netDeviceType is host)");
-  return ncclInternalError;
-}
-
-ncclResult_t make_vdevice(int* dev, int ndevs, const int* devs) {
-  if (!dev || !devs) return ncclInvalidArgument;
-  return guarded("makeVDevice", [&] {
-    // A virtual NIC of one physical NIC is that NIC; merging several is not supported.
-    if (ndevs == 1 && valid_dev(devs[0], "makeVDevice")) {
-      *dev = devs[0];
-      return ncclSuccess;
-    }
-    TC_WARN("NET/topocoll: makeVDevice: merging %d NICs into one virtual NIC is not supported", ndevs);
-    return ncclInvalidUsage;
-  });
-}
-
 }  // namespace topocoll::plugin::socket_net

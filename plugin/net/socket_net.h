@@ -46,9 +46,11 @@ ncclResult_t test(void* request, int* done, int* sizes);
 ncclResult_t close_send(void* send_comm);
 ncclResult_t close_recv(void* recv_comm);
 ncclResult_t close_listen(void* listen_comm);
-ncclResult_t get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
-ncclResult_t irecv_consumed(void* recv_comm, int n, void* request);
-ncclResult_t make_vdevice(int* dev, int ndevs, const int* devs);
+// getDeviceMr, irecvConsumed and makeVDevice are exported as null, as NCCL's own Socket
+// transport does: NCCL 2.28's proxy calls irecvConsumed after every received step whenever
+// the pointer is set (transport/net.cc), and tries NIC fusion whenever makeVDevice is set.
+// A host-memory transport has no device offload and does not merge NICs (that would undo
+// plane routing).
 
 // Fills a version's properties struct from DeviceProperties (fields every version has).
 template <typename Props>

@@ -20,6 +20,7 @@
 #include "tests/emu/nccl_emu_comm.h"
 #include "tests/emu/nccl_emu_failure.h"
 #include "tests/emu/nccl_emu_group.h"
+#include "tests/emu/nccl_emu_net_proxy.h"
 #include "tests/emu/nccl_emu_transport.h"
 
 #define NCCL_EMU_EXPORT __attribute__((visibility("default")))
@@ -88,6 +89,12 @@ void check_buffer(const void* buffer, std::size_t count, std::size_t size, int b
   if (bytes > 0 && !buffer) invalid(std::string(call) + ": " + name + " is NULL");
 }
 
+// NCCL initializes its net plugin for every communicator (a v11 context each).
+void open_on_net(const ncclComm& comm) {
+  if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(comm))
+    proxy->open_comm(comm.key, comm.rank, comm.cuda_device);
+}
+
 ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, int rank,
                        const char* call) {
   return guarded([&] {
@@ -105,6 +112,7 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
     for (int p = 0; p < nranks; ++p)
       if (p != rank) comm->addresses[std::size_t(p)] = emu::socket_name(comm->key, p);
     if (nranks > 1) emu::listen_at(emu::socket_name(comm->key, rank));
+    open_on_net(*comm);
     *newcomm = comm.release();
     return ncclSuccess;
   });
@@ -122,6 +130,7 @@ std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey&
     // Child messages reuse the parent's process addresses.
     child->addresses.push_back(parent.addresses[std::size_t(members[i])]);
   }
+  open_on_net(*child);
   return child;
 }
 
@@ -328,8 +337,12 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
 NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;  // as NCCL
   emu::Mailbox::process().discard(comm->key, comm->rank);
-  delete comm;
-  return ncclSuccess;
+  const std::unique_ptr<ncclComm> owned(comm);
+  return guarded([&] {
+    if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(*comm))
+      proxy->close_comm(comm->key, emu::timeout());
+    return ncclSuccess;
+  });
 }
 
 NCCL_EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return pncclCommDestroy(comm); }

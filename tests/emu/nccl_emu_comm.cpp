@@ -9,6 +9,7 @@
 #include <random>
 
 #include "tests/emu/nccl_emu_failure.h"
+#include "tests/emu/nccl_emu_net_proxy.h"
 #include "tests/emu/nccl_emu_transport.h"
 
 namespace topocoll::emu {
@@ -77,16 +78,27 @@ bool tracing() {
   return text && std::strcmp(text, "1") == 0;
 }
 
+bool has_remote_ranks(const ncclComm& comm) {
+  for (const std::string& address : comm.addresses)
+    if (!address.empty()) return true;
+  return false;
+}
+
 void send_to(const ncclComm& comm, int peer, Channel channel, const void* data,
              std::size_t bytes) {
   const MessageKey key{comm.key, comm.rank, peer, channel};
-  send_message(comm.addresses[std::size_t(peer)], key, data, bytes, timeout());
+  const std::string& address = comm.addresses[std::size_t(peer)];
+  if (NetProxy* proxy = NetProxy::active(); proxy && !address.empty())
+    return proxy->send(address, key, data, bytes);
+  send_message(address, key, data, bytes, timeout());
 }
 
 void receive_from(const ncclComm& comm, int peer, Channel channel, void* into,
                   std::size_t bytes) {
   const MessageKey key{comm.key, peer, comm.rank, channel};
   const std::chrono::milliseconds limit = timeout();
+  if (NetProxy* proxy = NetProxy::active(); proxy && !comm.addresses[std::size_t(peer)].empty())
+    return proxy->receive(key, into, bytes, limit);
   const std::string where = "communicator " + describe(comm.key) + " rank " +
                             std::to_string(comm.rank) + "/" + std::to_string(comm.nranks) +
                             ", " + channel_name(channel) + " message from peer " +

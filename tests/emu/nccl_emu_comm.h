@@ -40,6 +40,10 @@ std::string describe(const CommKey& key);
 std::chrono::milliseconds timeout();
 bool tracing();  // TOPOCOLL_EMU_TRACE=1
 
+// Whether any rank of `comm` lives in another process (its messages then cross the net
+// plugin when NCCL_NET_PLUGIN is set).
+bool has_remote_ranks(const ncclComm& comm);
+
 // Eager: returns once the bytes are copied out of `data`.
 void send_to(const ncclComm& comm, int peer, Channel channel, const void* data,
              std::size_t bytes);

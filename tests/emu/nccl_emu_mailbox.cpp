@@ -5,7 +5,13 @@
 namespace topocoll::emu {
 
 const char* channel_name(Channel channel) {
-  return channel == Channel::User ? "user send/recv" : "collective";
+  switch (channel) {
+    case Channel::User: return "user send/recv";
+    case Channel::Collective: return "collective";
+    case Channel::NetSetup: return "net setup";
+    case Channel::NetHandle: return "net handle";
+  }
+  return "unknown channel";
 }
 
 Mailbox& Mailbox::process() {

@@ -24,8 +24,9 @@ struct CommKey {
 };
 
 // User point-to-point traffic and the traffic a collective makes for itself are kept apart,
-// so a user's ncclRecv can never consume a collective's message or the reverse.
-enum class Channel : std::int32_t { User = 0, Collective = 1 };
+// so a user's ncclRecv can never consume a collective's message or the reverse. NetSetup and
+// NetHandle carry the net plugin's connection setup (nccl_emu_net_proxy.h), never data.
+enum class Channel : std::int32_t { User = 0, Collective = 1, NetSetup = 2, NetHandle = 3 };
 const char* channel_name(Channel channel);
 
 struct MessageKey {

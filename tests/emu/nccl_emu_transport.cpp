@@ -123,13 +123,40 @@ class Receiver {
     if (!read_fully(fd, bytes.data(), bytes.size())) return false;
     const MessageKey key{{header.comm_hi, header.comm_lo}, header.source, header.destination,
                          Channel(header.channel)};
+    if (key.channel == Channel::NetSetup || key.channel == Channel::NetHandle) {
+      ControlHandler handler;
+      {
+        std::lock_guard lock(process().mutex_);
+        handler = process().control_;
+      }
+      if (handler) handler(key, std::move(bytes));
+      return true;
+    }
     Mailbox::process().deliver(key, std::move(bytes));
     return true;
   }
 
+ public:
+  void set_control(ControlHandler handler) {
+    std::lock_guard lock(mutex_);
+    control_ = std::move(handler);
+  }
+  void add_name(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    if (first_name_.empty()) first_name_ = name;
+  }
+  std::string first_name() {
+    std::lock_guard lock(mutex_);
+    return first_name_;
+  }
+
+ private:
+
   std::mutex mutex_;
   std::vector<int> new_listeners_;
   int wake_[2] = {-1, -1};
+  ControlHandler control_;
+  std::string first_name_;
 };
 
 // Outgoing connections, one per destination name, reused so that messages between two
@@ -204,7 +231,12 @@ void listen_at(const std::string& name) {
                                         "): is this rank initialized twice?");
   }
   Receiver::process().add_listener(fd);
+  Receiver::process().add_name(name);
 }
+
+void set_control_handler(ControlHandler handler) { Receiver::process().set_control(std::move(handler)); }
+
+std::string process_address() { return Receiver::process().first_name(); }
 
 void send_message(const std::string& address, const MessageKey& key, const void* data,
                   std::size_t bytes, std::chrono::milliseconds timeout) {

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "tests/emu/nccl_emu_mailbox.h"
 
@@ -25,5 +27,13 @@ void listen_at(const std::string& name);
 // until `timeout`, then Failure.
 void send_message(const std::string& address, const MessageKey& key, const void* data,
                   std::size_t bytes, std::chrono::milliseconds timeout);
+
+// Messages on the NetSetup and NetHandle channels go to this handler (on the receiver
+// thread) instead of the mailbox.
+using ControlHandler = std::function<void(const MessageKey& key, std::vector<std::byte> payload)>;
+void set_control_handler(ControlHandler handler);
+
+// A name this process answers at (the first it listened at); empty before any.
+std::string process_address();
 
 }  // namespace topocoll::emu

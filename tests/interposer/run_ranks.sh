@@ -11,6 +11,10 @@
 # communicator (a check that silently fell back to NCCL proves nothing). Used by
 # perf/gpu/run_all.sh on the GPU machine and by the host emulation's tests (tests/emu).
 # RANK_TIMEOUT_S (default 300) bounds each process; extra environment passes through.
+# FACES (default "preload") names how NCCL meets PLUGIN, comma-separated: preload
+# (LD_PRELOAD, the interposer), net (NCCL_NET_PLUGIN: all inter-rank traffic over topocoll's
+# net plugin), tuner (NCCL_TUNER_PLUGIN). With net, rank 0 must log "Using network topocoll"
+# and no rank may log that its host is missing from the topology.
 set -uo pipefail
 if [ $# -lt 6 ]; then
   echo "usage: run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [options...]" >&2
@@ -26,12 +30,23 @@ if [ "${#hosts[@]}" -lt "$n" ]; then
   echo "run_ranks.sh: the topology has ${#hosts[@]} GPUs, fewer than $n ranks" >&2
   exit 1
 fi
+faces=${FACES:-preload}
+face_env=()
+for face in ${faces//,/ }; do
+  case $face in
+    preload) face_env+=(LD_PRELOAD="$plugin") ;;
+    net) face_env+=(NCCL_NET_PLUGIN="$plugin") ;;
+    tuner) face_env+=(NCCL_TUNER_PLUGIN="$plugin") ;;
+    *) echo "run_ranks.sh: FACES=$faces: unknown face '$face' (preload, net, tuner)" >&2; exit 2 ;;
+  esac
+done
+has_face() { [[ ",$faces," == *",$1,"* ]]; }
 rm -f "$dir/id"
 pids=()
 for ((r = 0; r < n; r++)); do
   cmd=(env NCCL_HOSTID="${hosts[$r]}" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
-       NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV TOPOCOLL_TOPO_FILE="$dir/topology.json"
-       TOPOCOLL_ALGO="$algo" LD_PRELOAD="$plugin" timeout "${RANK_TIMEOUT_S:-300}"
+       NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV,NET TOPOCOLL_TOPO_FILE="$dir/topology.json"
+       TOPOCOLL_ALGO="$algo" "${face_env[@]}" timeout "${RANK_TIMEOUT_S:-300}"
        "$check" "$mode" --rank "$r" --nranks "$n" --id-file "$dir/id" "$@")
   [ "$r" -eq 0 ] && echo "(x$n, rank r: NCCL_HOSTID=<host r of hosts.txt> --rank <r>) ${TOPOLOGY_ARGS:+TOPOLOGY_ARGS=\"$TOPOLOGY_ARGS\" }${cmd[*]}" > "$dir/command.txt"
   "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
@@ -42,8 +57,22 @@ for ((r = 0; r < n; r++)); do
   wait "${pids[$r]}" || { echo "rank $r failed: $dir/rank$r.log" >&2; rc=1; }
 done
 grep -h "topocoll:" "$dir/rank0.log" > "$dir/decisions.txt" 2>/dev/null
-if ! grep -q "served on topology" "$dir/rank0.log"; then
+if has_face preload && ! grep -q "served on topology" "$dir/rank0.log"; then
   echo "communicator not served (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2
+  rc=1
+fi
+if has_face net; then
+  if ! grep -q "Using network topocoll" "$dir/rank0.log"; then
+    echo "NCCL did not use the topocoll net plugin (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2
+    rc=1
+  fi
+  if grep -l "is not in topology" "$dir"/rank*.log >&2; then
+    echo "the net plugin did not find its host in the topology (NCCL_HOSTID=<host>)" | tee -a "$dir/decisions.txt" >&2
+    rc=1
+  fi
+fi
+if has_face tuner && ! grep -q "TUNER/Plugin: Using topocoll" "$dir/rank0.log"; then
+  echo "NCCL did not load the topocoll tuner (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2
   rc=1
 fi
 if [ $rc -ne 0 ]; then

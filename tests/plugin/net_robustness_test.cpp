@@ -86,13 +86,9 @@ TEST(NetPluginErrors, CudaMemoryRegistrationIsRefusedHostIsANoOp) {
     int size = 64;
     void* data = buffer;
     RANK_REQUIRE(net->iflush(comms.recv[peer], 1, &data, &size, &mh, &flush) == ncclSuccess && flush == nullptr);
-    void* dptr = nullptr;
-    RANK_REQUIRE(net->getDeviceMr(comms.send[peer], mh, &dptr) != ncclSuccess);
-    ncclNetVDeviceProps_v11_t one{1, {0}};
-    int vdev = -1;
-    RANK_REQUIRE(net->makeVDevice(&vdev, &one) == ncclSuccess && vdev == 0);
-    ncclNetVDeviceProps_v11_t two{2, {0, 0}};
-    RANK_REQUIRE(net->makeVDevice(&vdev, &two) != ncclSuccess);
+    // As NCCL's Socket transport: no device offload, no NIC fusion (NCCL 2.28 calls
+    // irecvConsumed after every received step whenever it is set).
+    RANK_REQUIRE(net->getDeviceMr == nullptr && net->irecvConsumed == nullptr && net->makeVDevice == nullptr);
     char c = 0;
     RANK_REQUIRE(mesh.send(rank, peer, &c, 1) && mesh.recv(peer, rank, &c, 1));
     close_all(net, &comms);
