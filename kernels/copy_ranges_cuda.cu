@@ -6,6 +6,7 @@
 
 #include "kernels/copy_ranges_cuda.h"
 #include "kernels/device_occupancy.h"
+#include "kernels/launch_arguments.h"
 #include "kernels/thread_loops.h"
 
 namespace topocoll::kernels {
@@ -47,16 +48,15 @@ cudaError_t launch_batch(const CopyBatch& batch, int n, std::size_t max_bytes,
 }  // namespace
 
 cudaError_t copy_ranges_cuda(const CopyRange* ranges, int n, cudaStream_t stream) {
-  if (n < 0 || (n > 0 && ranges == nullptr)) return cudaErrorInvalidValue;
+  if (const Launch l = check_copy_ranges(ranges, n); l != Launch::Run)
+    return l == Launch::Nothing ? cudaSuccess : cudaErrorInvalidValue;
   int nonempty = 0;
   const CopyRange* only = nullptr;
   for (int i = 0; i < n; ++i) {
     if (ranges[i].bytes == 0) continue;
-    if (ranges[i].dst == nullptr || ranges[i].src == nullptr) return cudaErrorInvalidValue;
     ++nonempty;
     only = &ranges[i];
   }
-  if (nonempty == 0) return cudaSuccess;
   if (nonempty == 1)
     return cudaMemcpyAsync(only->dst, only->src, only->bytes, cudaMemcpyDeviceToDevice, stream);
   CopyBatch batch{};

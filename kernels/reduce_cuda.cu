@@ -14,6 +14,7 @@
 #include "kernels/avg_scalar.h"
 #include "kernels/device_occupancy.h"
 #include "kernels/element_ops.h"
+#include "kernels/launch_arguments.h"
 #include "kernels/reduce_cuda.h"
 #include "kernels/thread_loops.h"
 
@@ -72,10 +73,6 @@ constexpr int kSlotFinalize = kSlotReduce + kNumDataTypes * kNumReduceOps;  // +
 constexpr int kSlotPremul = kSlotFinalize + kNumDataTypes;                  // + type
 static_assert(kSlotPremul + kNumDataTypes <= kOccupancySlots);
 
-bool aligned_to(const void* p, std::size_t elem) {
-  return reinterpret_cast<std::uintptr_t>(p) % elem == 0;
-}
-
 cudaError_t launch(const void* kernel, int slot, std::size_t work_items, void* args,
                    cudaStream_t stream) {
   int resident = 0;
@@ -94,15 +91,12 @@ cudaError_t launch(const void* kernel, int slot, std::size_t work_items, void* a
 
 cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const* srcs, int nsrc,
                         std::size_t count, cudaStream_t stream) {
-  if (!is_valid(type) || !is_valid(op) || nsrc < 1 || nsrc > kMaxReduceInputs)
-    return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
+  if (const Launch l = check_reduce(type, op, dst, srcs, nsrc, count); l != Launch::Run)
+    return l == Launch::Nothing ? cudaSuccess : cudaErrorInvalidValue;
   const std::size_t elem = datatype_size(type);
-  if (dst == nullptr || srcs == nullptr || !aligned_to(dst, elem)) return cudaErrorInvalidValue;
   ReduceArgs a{};
   const void* ptrs[kMaxReduceInputs + 1];
   for (int j = 0; j < nsrc; ++j) {
-    if (srcs[j] == nullptr || !aligned_to(srcs[j], elem)) return cudaErrorInvalidValue;
     a.srcs[j] = srcs[j];
     ptrs[j] = srcs[j];
   }
@@ -120,11 +114,10 @@ cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const
 }
 
 namespace {
+// Arguments already checked (check_map).
 cudaError_t launch_map(const std::array<MapKernel, kNumDataTypes>& table, int slot_base,
                        DataType type, MapArgs& a, cudaStream_t stream) {
   const std::size_t elem = datatype_size(type);
-  if (a.dst == nullptr || a.src == nullptr || !aligned_to(a.dst, elem) || !aligned_to(a.src, elem))
-    return cudaErrorInvalidValue;
   const void* ptrs[2] = {a.src, a.dst};
   const VectorSplit s = split_for_vectors(ptrs, 2, a.count, elem);
   a.head = s.head;
@@ -133,12 +126,13 @@ cudaError_t launch_map(const std::array<MapKernel, kNumDataTypes>& table, int sl
   return launch(reinterpret_cast<const void*>(table[t]), slot_base + t, s.packs ? s.packs : a.count,
                 &a, stream);
 }
+
+cudaError_t result_of(Launch l) { return l == Launch::Nothing ? cudaSuccess : cudaErrorInvalidValue; }
 }  // namespace
 
 cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t count, int nranks,
                           cudaStream_t stream) {
-  if (!is_valid(type) || !is_valid(op) || nranks < 1) return cudaErrorInvalidValue;
-  if (op != ReduceOp::Avg || avg_premultiplies(type) || count == 0) return cudaSuccess;
+  if (const Launch l = check_finalize(type, op, dst, count, nranks); l != Launch::Run) return result_of(l);
   MapArgs a{};
   a.src = dst;
   a.dst = dst;
@@ -149,9 +143,7 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
 
 cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
                         const void* host_scalar, cudaStream_t stream) {
-  if (!is_valid(type)) return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
-  if (host_scalar == nullptr) return cudaErrorInvalidValue;
+  if (const Launch l = check_premul(type, dst, src, count, host_scalar); l != Launch::Run) return result_of(l);
   MapArgs a{};
   a.src = src;
   a.dst = dst;
@@ -162,12 +154,9 @@ cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t c
 
 cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
                             int nranks, cudaStream_t stream) {
-  if (!is_valid(type) || nranks < 1) return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
-  if (!avg_premultiplies(type)) {
-    if (dst == src) return cudaSuccess;
+  if (const Launch l = check_avg_premul(type, dst, src, count, nranks); l != Launch::Run) return result_of(l);
+  if (!avg_premultiplies(type))
     return cudaMemcpyAsync(dst, src, count * datatype_size(type), cudaMemcpyDeviceToDevice, stream);
-  }
   const std::uint64_t scalar = avg_scalar_bits(type, nranks);
   return premul_cuda(type, dst, src, count, &scalar, stream);
 }

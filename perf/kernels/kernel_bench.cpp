@@ -82,6 +82,8 @@ class BufferSets {
       CHECK_CUDA(cudaMemset(p, 0x3C, bytes));
       ptrs_.push_back(p);
     }
+    // The memsets ran on the legacy stream, which the benchmark's stream does not wait for.
+    CHECK_CUDA(cudaDeviceSynchronize());
   }
   ~BufferSets() {
     for (void* p : ptrs_) cudaFree(p);

@@ -1,5 +1,6 @@
 // The CUDA kernels the NCCL backend launches (kernels/reduce_cuda.h), for the host
-// emulation (emu_runtime.h): the same arguments checked the same way, then the CPU
+// emulation (emu_runtime.h): the same arguments checked by the same rules
+// (kernels/launch_arguments.h), then the CPU
 // reference (kernels/reduce_cpu.h, bitwise the kernels' semantics) runs as stream work, so
 // it lands in stream order and inside graph captures exactly where the launch would.
 #include <array>
@@ -7,21 +8,36 @@
 #include <string>
 #include <vector>
 
+#include "kernels/launch_arguments.h"
 #include "kernels/reduce_cpu.h"
 #include "kernels/reduce_cuda.h"
 #include "tests/emu/emu_runtime.h"
 
 namespace topocoll::kernels {
+namespace {
+cudaError_t result_of(Launch l) { return l == Launch::Nothing ? cudaSuccess : cudaErrorInvalidValue; }
+
+// An element-wise map kernel as stream work: `src` read, `dst` written, then `body`.
+template <class Body>
+void enqueue_map(const char* what, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                 Body body) {
+  const std::string source = std::string(what) + " source", destination = std::string(what) + " destination";
+  emu::check_device_range(src, bytes, source.c_str());
+  emu::check_device_range(dst, bytes, destination.c_str());
+  emu::enqueue(stream, [=] {
+    emu::access(src, bytes, false, stream, source.c_str());
+    emu::access(dst, bytes, true, stream, destination.c_str());
+    body();
+  });
+}
+}  // namespace
 
 cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const* srcs, int nsrc,
                         std::size_t count, cudaStream_t stream) {
-  if (!is_valid(type) || !is_valid(op) || nsrc < 1 || nsrc > kMaxReduceInputs || !dst || !srcs)
-    return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
+  if (const Launch l = check_reduce(type, op, dst, srcs, nsrc, count); l != Launch::Run) return result_of(l);
   const std::size_t bytes = count * datatype_size(type);
   std::array<const void*, kMaxReduceInputs> inputs{};  // by value, as a kernel launch takes them
   for (int i = 0; i < nsrc; ++i) {
-    if (!srcs[i]) return cudaErrorInvalidValue;
     emu::check_device_range(srcs[i], bytes, "reduce kernel source");
     inputs[std::size_t(i)] = srcs[i];
   }
@@ -39,14 +55,27 @@ cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const
 
 cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t count, int nranks,
                           cudaStream_t stream) {
-  if (!is_valid(type) || !is_valid(op) || !dst || nranks < 1) return cudaErrorInvalidValue;
-  if (count == 0 || op != ReduceOp::Avg) return cudaSuccess;
-  const std::size_t bytes = count * datatype_size(type);
-  emu::check_device_range(dst, bytes, "finalize kernel destination");
-  emu::enqueue(stream, [=] {
-    emu::access(dst, bytes, true, stream, "finalize kernel destination");
-    finalize_cpu(type, op, dst, count, nranks);
-  });
+  if (const Launch l = check_finalize(type, op, dst, count, nranks); l != Launch::Run) return result_of(l);
+  enqueue_map("finalize kernel", dst, dst, count * datatype_size(type), stream,
+              [=] { finalize_cpu(type, op, dst, count, nranks); });
+  return cudaSuccess;
+}
+
+cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
+                        const void* host_scalar, cudaStream_t stream) {
+  if (const Launch l = check_premul(type, dst, src, count, host_scalar); l != Launch::Run) return result_of(l);
+  std::uint64_t scalar = 0;  // read during the call, as the launch takes it
+  std::memcpy(&scalar, host_scalar, datatype_size(type));
+  enqueue_map("pre-multiply kernel", dst, src, count * datatype_size(type), stream,
+              [=] { premul_cpu(type, dst, src, count, &scalar); });
+  return cudaSuccess;
+}
+
+cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
+                            int nranks, cudaStream_t stream) {
+  if (const Launch l = check_avg_premul(type, dst, src, count, nranks); l != Launch::Run) return result_of(l);
+  enqueue_map("avg pre-multiply kernel", dst, src, count * datatype_size(type), stream,
+              [=] { avg_premul_cpu(type, dst, src, count, nranks); });
   return cudaSuccess;
 }
 
@@ -54,16 +83,14 @@ cudaError_t finalize_cuda(DataType type, ReduceOp op, void* dst, std::size_t cou
 // range's source read and destination written. Counted, so tests can tell one launch from
 // one cudaMemcpyAsync per range.
 cudaError_t copy_ranges_cuda(const CopyRange* ranges, int n, cudaStream_t stream) {
-  if (n < 0 || (n > 0 && !ranges)) return cudaErrorInvalidValue;
+  if (const Launch l = check_copy_ranges(ranges, n); l != Launch::Run) return result_of(l);
   std::vector<CopyRange> copies;
   for (int i = 0; i < n; ++i) {
     if (ranges[i].bytes == 0) continue;
-    if (!ranges[i].dst || !ranges[i].src) return cudaErrorInvalidValue;
     emu::check_device_range(ranges[i].src, ranges[i].bytes, "copy kernel source");
     emu::check_device_range(ranges[i].dst, ranges[i].bytes, "copy kernel destination");
     copies.push_back(ranges[i]);
   }
-  if (copies.empty()) return cudaSuccess;
   const int launches = int((copies.size() + kMaxCopyRangesPerLaunch - 1) / kMaxCopyRangesPerLaunch);
   for (int l = 0; l < launches; ++l) emu::count_event("copy_ranges launch");
   emu::enqueue(stream, [copies, stream] {
@@ -72,21 +99,6 @@ cudaError_t copy_ranges_cuda(const CopyRange* ranges, int n, cudaStream_t stream
       emu::access(c.dst, c.bytes, true, stream, "copy kernel destination");
       std::memcpy(c.dst, c.src, c.bytes);
     }
-  });
-  return cudaSuccess;
-}
-
-cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
-                            int nranks, cudaStream_t stream) {
-  if (!is_valid(type) || !dst || !src || nranks < 1) return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
-  const std::size_t bytes = count * datatype_size(type);
-  emu::check_device_range(src, bytes, "avg pre-multiply kernel source");
-  emu::check_device_range(dst, bytes, "avg pre-multiply kernel destination");
-  emu::enqueue(stream, [=] {
-    emu::access(src, bytes, false, stream, "avg pre-multiply kernel source");
-    emu::access(dst, bytes, true, stream, "avg pre-multiply kernel destination");
-    avg_premul_cpu(type, dst, src, count, nranks);
   });
   return cudaSuccess;
 }

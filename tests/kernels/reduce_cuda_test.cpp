@@ -4,6 +4,12 @@
 // element the kernel forgot cannot pass by luck) and guard bytes around it checked. Results
 // must be bitwise equal; the only latitude is NaN payloads (any NaN matches any NaN).
 // Every case skips when no CUDA device is present.
+//
+// Every touch of device memory is ordered on the stream the kernels run on (upload, poison,
+// download below): the legacy default stream, where cudaMemset and cudaMemcpy run, is not
+// ordered against a cudaStreamNonBlocking stream, and on an H100 the poison landed after the
+// kernel. The same file also runs on the host emulation's CUDA runtime (tests/emu), whose
+// stream-ordering race detector fails any access these helpers leave unordered.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -60,6 +66,40 @@ class DeviceBuffer {
   std::size_t bytes_;
 };
 
+// A cudaStreamNonBlocking stream, destroyed with its scope.
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  OwnedStream() {
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) stream = nullptr;
+  }
+  ~OwnedStream() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+  bool ok() const { return stream != nullptr; }
+};
+
+// Host to device on `stream`. The host bytes may be reused at once: a copy from pageable
+// memory returns once they are staged.
+::testing::AssertionResult upload(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "upload: " << cudaGetErrorString(e);
+}
+
+::testing::AssertionResult poison(void* dst, unsigned char byte, std::size_t bytes, cudaStream_t stream) {
+  const cudaError_t e = cudaMemsetAsync(dst, byte, bytes, stream);
+  if (e == cudaSuccess) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "poison: " << cudaGetErrorString(e);
+}
+
+// Device to host after everything issued on `stream`.
+::testing::AssertionResult download(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e == cudaSuccess) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "download: " << cudaGetErrorString(e);
+}
+
 std::vector<char> random_elements(DataType t, std::size_t count, std::mt19937_64& rng) {
   std::vector<char> v(count * datatype_size(t) + 8);
   for (std::size_t i = 0; i < count; ++i) test::store_bits(v.data(), i, t, random_bits(t, rng));
@@ -110,39 +150,35 @@ void run_case(const Case& c, std::mt19937_64& rng, cudaStream_t stream) {
   const std::size_t dst_offset = c.alias >= 0 ? c.src_offsets[c.alias] : c.dst_offset;
   char* dst = dst_owner.ptr(dst_offset);
 
-  for (unsigned char poison : {0x5A, 0xA5}) {
+  for (unsigned char fill : {0x5A, 0xA5}) {
     std::vector<const void*> srcs;
     for (int j = 0; j < c.nsrc; ++j) {
       // Sources get a poisoned frame too, so an in-place destination's guards are checked.
-      ASSERT_EQ(cudaMemset(dev[j]->base(), poison, dev[j]->total()), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(dev[j]->ptr(c.src_offsets[j]), host[j].data(), bytes,
-                           cudaMemcpyHostToDevice),
-                cudaSuccess);
+      ASSERT_TRUE(poison(dev[j]->base(), fill, dev[j]->total(), stream));
+      ASSERT_TRUE(upload(dev[j]->ptr(c.src_offsets[j]), host[j].data(), bytes, stream));
       srcs.push_back(dev[j]->ptr(c.src_offsets[j]));
     }
     if (c.alias < 0) {
-      ASSERT_EQ(cudaMemset(dst_buf.base(), poison, dst_buf.total()), cudaSuccess);
+      ASSERT_TRUE(poison(dst_buf.base(), fill, dst_buf.total(), stream));
     }
     ASSERT_EQ(reduce_cuda(c.type, c.op, dst, srcs.data(), c.nsrc, c.count, stream), cudaSuccess);
     ASSERT_EQ(finalize_cuda(c.type, c.op, dst, c.count, c.nsrc, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
     std::vector<unsigned char> got(dst_owner.total());
-    ASSERT_EQ(cudaMemcpy(got.data(), dst_owner.base(), got.size(), cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    ASSERT_TRUE(download(got.data(), dst_owner.base(), got.size(), stream));
     const std::size_t first = kGuard + dst_offset;
     int bad = 0;
     for (std::size_t i = 0; i < c.count; ++i) {
       const std::uint64_t g = test::load_bits(got.data() + first, i, c.type);
       const std::uint64_t w = test::load_bits(want.data(), i, c.type);
       if (!same_result(c.type, g, w) && ++bad <= 5)
-        ADD_FAILURE() << "poison 0x" << std::hex << int(poison) << ": element " << std::dec << i
+        ADD_FAILURE() << "poison 0x" << std::hex << int(fill) << ": element " << std::dec << i
                       << " got 0x" << std::hex << g << " want 0x" << w;
     }
     EXPECT_EQ(bad, 0);
     for (std::size_t b = 0; b < got.size(); ++b) {
       if (b >= first && b < first + bytes) continue;
-      if (got[b] != poison) {
+      if (got[b] != fill) {
         ADD_FAILURE() << "byte " << b << " outside the destination was written";
         break;
       }
@@ -222,14 +258,11 @@ TEST_P(KernelsReduceCuda, PremulMatchesCpu) {
       premul_cpu(t, want.data(), host.data(), count, &scalar);
       DeviceBuffer src(count * elem), dst(count * elem);
       ASSERT_TRUE(src.ok() && dst.ok());
-      ASSERT_EQ(cudaMemcpy(src.ptr(off), host.data(), count * elem, cudaMemcpyHostToDevice),
-                cudaSuccess);
-      ASSERT_EQ(cudaMemset(dst.base(), 0x5A, dst.total()), cudaSuccess);
+      ASSERT_TRUE(upload(src.ptr(off), host.data(), count * elem, stream_));
+      ASSERT_TRUE(poison(dst.base(), 0x5A, dst.total(), stream_));
       ASSERT_EQ(premul_cuda(t, dst.ptr(off), src.ptr(off), count, &scalar, stream_), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
       std::vector<char> got(count * elem + 8);
-      ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr(off), count * elem, cudaMemcpyDeviceToHost),
-                cudaSuccess);
+      ASSERT_TRUE(download(got.data(), dst.ptr(off), count * elem, stream_));
       int bad = 0;
       for (std::size_t i = 0; i < count; ++i)
         if (!same_result(t, test::load_bits(got.data(), i, t), test::load_bits(want.data(), i, t)))
@@ -251,11 +284,10 @@ TEST_P(KernelsReduceCuda, AvgPremulMatchesCpu) {
     avg_premul_cpu(t, want.data(), host.data(), count, nranks);
     DeviceBuffer src(count * elem), dst(count * elem);
     ASSERT_TRUE(src.ok() && dst.ok());
-    ASSERT_EQ(cudaMemcpy(src.ptr(0), host.data(), count * elem, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_TRUE(upload(src.ptr(0), host.data(), count * elem, stream_));
     ASSERT_EQ(avg_premul_cuda(t, dst.ptr(0), src.ptr(0), count, nranks, stream_), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     std::vector<char> got(count * elem);
-    ASSERT_EQ(cudaMemcpy(got.data(), dst.ptr(0), count * elem, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_TRUE(download(got.data(), dst.ptr(0), count * elem, stream_));
     int bad = 0;
     for (std::size_t i = 0; i < count; ++i)
       if (!same_result(t, test::load_bits(got.data(), i, t), test::load_bits(want.data(), i, t)))
@@ -271,12 +303,11 @@ TEST_P(KernelsReduceCuda, FinalizeIsANoOpExceptForAvg) {
   const auto host = random_elements(t, count, rng);
   DeviceBuffer buf(bytes);
   ASSERT_TRUE(buf.ok());
-  ASSERT_EQ(cudaMemcpy(buf.ptr(0), host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_TRUE(upload(buf.ptr(0), host.data(), bytes, stream_));
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min})
     ASSERT_EQ(finalize_cuda(t, op, buf.ptr(0), count, 7, stream_), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   std::vector<char> got(bytes);
-  ASSERT_EQ(cudaMemcpy(got.data(), buf.ptr(0), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_TRUE(download(got.data(), buf.ptr(0), bytes, stream_));
   EXPECT_EQ(std::memcmp(got.data(), host.data(), bytes), 0);
 }
 
@@ -327,8 +358,8 @@ TEST(KernelsReduceCudaApi, CapturesIntoACudaGraph) {
   ASSERT_TRUE(a.ok() && b.ok());
   std::vector<float> ha(count), hb(count);
   for (std::size_t i = 0; i < count; ++i) ha[i] = float(i), hb[i] = 0.5f;
-  ASSERT_EQ(cudaMemcpy(a.ptr(0), ha.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(b.ptr(0), hb.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_TRUE(upload(a.ptr(0), ha.data(), count * 4, stream));
+  ASSERT_TRUE(upload(b.ptr(0), hb.data(), count * 4, stream));
   const void* srcs[2] = {a.ptr(0), b.ptr(0)};
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
@@ -341,9 +372,8 @@ TEST(KernelsReduceCudaApi, CapturesIntoACudaGraph) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);  // twice: ((x+.5)/2 + .5)/2
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   std::vector<float> got(count);
-  ASSERT_EQ(cudaMemcpy(got.data(), a.ptr(0), count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_TRUE(download(got.data(), a.ptr(0), count * 4, stream));
   for (std::size_t i = 0; i < count; ++i) {
     const float once = (float(i) + 0.5f) / 2.0f;
     ASSERT_EQ(got[i], (once + 0.5f) / 2.0f) << i;
@@ -355,6 +385,9 @@ TEST(KernelsReduceCudaApi, CapturesIntoACudaGraph) {
 
 TEST(KernelsCopyRangesCuda, CopiesEveryRangeAndNothingElse) {
   REQUIRE_DEVICE();
+  OwnedStream owned;
+  ASSERT_TRUE(owned.ok());
+  const cudaStream_t stream = owned.stream;
   std::mt19937_64 rng(6000);
   const std::size_t sizes[] = {0, 1, 3, 15, 16, 17, 255, 4095, 65536 + 7, (1u << 20) + 5};
   for (int n : {1, 2, 5, 16, 17, 40}) {
@@ -376,19 +409,18 @@ TEST(KernelsCopyRangesCuda, CopiesEveryRangeAndNothingElse) {
     for (auto& b : src) b = static_cast<unsigned char>(rng());
     DeviceBuffer dsrc(src_total), ddst(dst_total);
     ASSERT_TRUE(dsrc.ok() && ddst.ok());
-    ASSERT_EQ(cudaMemcpy(dsrc.ptr(0), src.data(), src_total, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemset(ddst.base(), 0xEE, ddst.total()), cudaSuccess);
+    ASSERT_TRUE(upload(dsrc.ptr(0), src.data(), src_total, stream));
+    ASSERT_TRUE(poison(ddst.base(), 0xEE, ddst.total(), stream));
     for (int i = 0; i < n; ++i) {
       ranges[i].src = dsrc.ptr(src_at[i]);
       ranges[i].dst = ddst.ptr(dst_at[i]);
     }
-    ASSERT_EQ(copy_ranges_cuda(ranges.data(), n, nullptr), cudaSuccess);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(copy_ranges_cuda(ranges.data(), n, stream), cudaSuccess);
     std::vector<unsigned char> want(ddst.total(), 0xEE);
     for (int i = 0; i < n; ++i)
       std::memcpy(want.data() + kGuard + dst_at[i], src.data() + src_at[i], ranges[i].bytes);
     std::vector<unsigned char> got(ddst.total());
-    ASSERT_EQ(cudaMemcpy(got.data(), ddst.base(), got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_TRUE(download(got.data(), ddst.base(), got.size(), stream));
     std::size_t first_bad = got.size();
     for (std::size_t b = 0; b < got.size() && first_bad == got.size(); ++b)
       if (got[b] != want[b]) first_bad = b;
