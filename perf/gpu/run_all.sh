@@ -1,44 +1,60 @@
 #!/usr/bin/env bash
-# The whole GPU check of topocoll in one call, on a machine with (at least) one GPU:
+# The whole GPU check of topocoll, on a machine with (at least) one GPU, in stages that
+# each fit in one 10-minute call of a fresh machine (the build, ~90 s on 16 cores, comes
+# first whenever BUILD_DIR holds none):
 #
 #   perf/gpu/run_all.sh [BUILD_DIR]          (default BUILD_DIR: build-gpu in the repository)
+#   STAGES="kernels ctest" RESULTS_DIR=$OUT/gpu perf/gpu/run_all.sh
 #
-#   1. configures (if BUILD_DIR has no CMakeCache.txt) and builds the library, the GPU tests
-#      and the check/benchmark programs;
-#   2. the kernels' GPU tests and benchmark (perf/kernels/run_gpu.sh), when present;
-#   3. ctest: every test labelled gpu (the CUDA kernels incl. avg's pre-multiply against
-#      the CPU reference), then the interposer's CPU tests and the runtime-dependency check
-#      (no libcudart.so NEEDED: the CUDA runtime is static);
-#   4. 2, 4 and 8 processes on the one GPU, each its own NCCL "host" (NCCL_HOSTID=s<rank>,
-#      NCCL_SOCKET_IFNAME=lo), allreduce / reduce-scatter / allgather / all-to-all through
-#      LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops, uneven
-#      counts, in/out of place, user groups, CUDA graph capture, split communicators), with
-#      TOPOCOLL_ALGO=auto, hd, ring and nccl-topo-ring; then NAP (4 and 8 processes) with
-#      fc, fc-direct and hier; then the variants of issue 13: the topology-ordered split
-#      created lazily and off (TOPOCOLL_RING_COMM), auto with no margin
-#      (TOPOCOLL_AUTO_MARGIN=1, so more calls take topocoll routes), and a scratch cap that
-#      sends large calls to NCCL on every rank (TOPOCOLL_SCRATCH_MAX_BYTES=1M), and pipelined
-#      steps at 64 KiB chunks (TOPOCOLL_PIPELINE_CHUNK_BYTES; reduces on the overlap lane);
-#   5. the same process counts benchmarked: topocoll's entry points beside NCCL's own
-#      (pnccl*) in the same run; hd again with pipelining off (TOPOCOLL_PIPELINE_CHUNK_BYTES=0);
-#   6. perf/gpu/torch_check.py under torchrun with LD_PRELOAD, when PyTorch is installed;
-#   7. nccl-tests all_reduce_perf -c 1 under LD_PRELOAD when NCCL_TESTS_SRC names a
-#      nccl-tests source tree (built here, never committed).
+# Stages (STAGES, default: all of them, in this order):
+#   build           configure and build (implied by every other stage when nothing is built)
+#   kernels         the kernels' GPU tests and kernel_bench (perf/kernels/run_gpu.sh)
+#   kernels-repeat  the kernel GPU tests again: REPEAT (10) times in one process, and the
+#                   ctest cases 8 at a time (GPU streams of several processes at once)
+#   ctest           every other test labelled gpu, the interposer's CPU tests, the
+#                   runtime-dependency check (no libcudart.so NEEDED) and the forwarding cost
+#   check-small     2 and 4 processes on the one GPU, each its own NCCL "host"
+#                   (NCCL_HOSTID=s<rank>, NCCL_SOCKET_IFNAME=lo), every collective through
+#                   LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops,
+#                   uneven counts, in/out of place, user groups, CUDA graphs, split
+#                   communicators), TOPOCOLL_ALGO=auto, hd, ring, nccl-topo-ring
+#   check-n8        the same with 8 processes
+#   check-nap       NAP (4 and 8 processes) with fc, fc-direct and hier
+#   check-variants  the topology-ordered split lazy and off, auto with no margin, a scratch
+#                   cap, pipelined steps at 64 KiB
+#   net             the net plugin loaded by NCCL (NCCL_NET_PLUGIN, no LD_PRELOAD): 2 and 4
+#                   processes of the same check with NCCL's own collectives, then with the
+#                   interposer and the tuner loaded too
+#   bench           2, 4 and 8 processes, topocoll's entry points beside NCCL's own (pnccl*)
+#                   in one run, auto and hd (and hd unpipelined), under MPS
+#   torch           perf/gpu/torch_check.py under torchrun with LD_PRELOAD (if PyTorch is there)
+#   nccl-tests      all_reduce_perf -c 1 under mpirun, 2 and 4 ranks, NCCL alone, through
+#                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
+#   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin beside NCCL's own
+#                   Socket transport, interleaved rounds, time ratio per size, under MPS
+# "check" stands for the four check-* stages.
 #
-# Everything lands in perf/results/gpu-<device>-<date>/: commands.txt (every command run),
-# device.txt, the logs, bench-*.json/txt and summary.md. Exit status 0 only if every check
-# that ran passed.
+# What a fresh GPU machine lacks travels with the repository (perf/gpu/fetch_debs.sh):
+#   DEPS_DIR (default perf/gpu/debs): .deb files unpacked with dpkg -x into BUILD_DIR/deps
+#            when the build does not find nlohmann-json and GoogleTest on the system;
+#   NCCL:    NCCL_HOME if set, else the nvidia-nccl wheel of python3 (the NCCL PyTorch
+#            loads), else what CMake finds; that library is first on LD_LIBRARY_PATH for
+#            every process, so all stages run one NCCL (device.txt names it);
+#   MPS:     benchmark stages start nvidia-cuda-mps-control (MPS=0 to skip) and stop it:
+#            without it every process on the one GPU waits for its time slice (4 KiB
+#            allreduce, 4 ranks: 27 ms without MPS, 0.22 ms with it).
 #
-# STAGES (default "build kernels ctest check bench torch nccl-tests") runs a subset, e.g.
-# when a machine limits how long one command may run: run "build kernels ctest" first,
-# then "check", then "bench torch nccl-tests" with the same BUILD_DIR and RESULTS_DIR
-# (default: a new perf/results/gpu-<device>-<date>/ per call).
+# Everything lands in RESULTS_DIR (default perf/results/gpu-<device>-<date>/): commands.txt,
+# device.txt, one log per check, bench-*.json/txt, nccl-tests tables and summary.md (one
+# line per check; later calls with the same RESULTS_DIR append). Exit status 0 only if
+# every check that ran passed.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$cuda_home/bin:$PATH"
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ -n "$gpu" ] || gpu="unknown-gpu"
@@ -48,7 +64,9 @@ out=${RESULTS_DIR:-$root/perf/results/gpu-$device-$stamp}
 mkdir -p "$out"
 summary="$out/summary.md"
 failed=0
-stages=" ${STAGES:-build kernels ctest check bench torch nccl-tests} "
+all_stages="build kernels kernels-repeat ctest check-small check-n8 check-nap check-variants net bench torch nccl-tests net-vs-socket"
+stages=" ${STAGES:-$all_stages} "
+stages=${stages/ check / check-small check-n8 check-nap check-variants }
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
@@ -65,60 +83,110 @@ run() {
 }
 skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 
+# --- what this machine lacks: packages as .debs, NCCL from the wheel -------------------------
+deps_dir=${DEPS_DIR:-$root/perf/gpu/debs}
+prefix=$build/deps
+if ! dpkg-query -W nlohmann-json3-dev libgtest-dev > /dev/null 2>&1; then
+  if [ ! -d "$prefix/usr" ] && ls "$deps_dir"/*.deb > /dev/null 2>&1; then
+    mkdir -p "$prefix"
+    for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$prefix"; done
+  fi
+  if [ -d "$prefix/usr" ]; then
+    export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  else
+    echo "run_all.sh: nlohmann-json / GoogleTest are not installed and $deps_dir has no .debs" \
+         "(run perf/gpu/fetch_debs.sh where apt works and carry the directory)" >&2
+  fi
+fi
+# iproute2 from the .debs (the emulated fabric's ip and tc) when the machine has none.
+if ! command -v ip > /dev/null && { [ -x "$prefix/usr/bin/ip" ] || [ -x "$prefix/bin/ip" ]; }; then
+  export PATH="$prefix/usr/bin:$prefix/bin:$prefix/usr/sbin:$prefix/sbin:$PATH"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+if [ -z "${NCCL_HOME:-}" ]; then
+  wheel=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0] if s else '')" 2>/dev/null)
+  [ -n "$wheel" ] && [ -f "$wheel/include/nccl.h" ] && export NCCL_HOME=$wheel
+fi
+if [ -n "${NCCL_HOME:-}" ]; then
+  nccl_lib=$NCCL_HOME/lib
+  [ -d "$NCCL_HOME/lib64" ] && nccl_lib=$NCCL_HOME/lib64
+  export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+# --- MPS for the benchmark stages ------------------------------------------------------------
+mps_started=0
+start_mps() {
+  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] && command -v nvidia-cuda-mps-control > /dev/null || return 0
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    mps_started=1
+    echo "MPS: started for the benchmark stages ($(date -u +%T))" >> "$out/device.txt"
+  fi
+}
+stop_mps() {
+  [ $mps_started = 1 ] || return 0
+  echo quit | nvidia-cuda-mps-control
+  mps_started=0
+}
+trap stop_mps EXIT
+
 {
   echo "# topocoll GPU check on $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   nvidia-smi 2>&1 | head -n 20
-  echo "NCCL: $(ls -l "$cuda_home"/lib64/libnccl.so* 2>/dev/null | head -n 3)"
-  echo "nvcc: $("$cuda_home"/bin/nvcc --version 2>/dev/null | tail -n 1)"
-} > "$out/device.txt"
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1)"
+  echo "NCCL_HOME: ${NCCL_HOME:-unset, CMake searched}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  python3 -c "import torch; print('torch', torch.__version__, 'NCCL', torch.cuda.nccl.version())" 2>/dev/null
+  mpirun --version 2>/dev/null | head -n 1
+} >> "$out/device.txt"
 if [ ! -f "$summary" ]; then
   {
     echo "# GPU check: $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
-    echo "Commands: commands.txt. Device: device.txt."
+    echo "Commands: commands.txt. Device, NCCL and CUDA: device.txt."
     echo
     echo "| check | result | time |"
     echo "|---|---|---|"
   } > "$summary"
 fi
 
-# --- 1. build ---------------------------------------------------------------------------
-if want build && [ ! -f "$build/CMakeCache.txt" ]; then
+# --- build ------------------------------------------------------------------------------------
+if [ ! -f "$build/CMakeCache.txt" ]; then
   run configure cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
       -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || { echo "configure failed: $out"; exit 1; }
+  grep "topocoll:" "$out/configure.log" >> "$out/device.txt"
 fi
-if want build; then
-  run build cmake --build "$build" -j"$jobs" --target nccl-topocoll interposer_gpu_check interposer_gpu \
-      interposer_forwarding interposer_init_exchange interposer_nccl_backend interposer_config \
-      interposer_agreement interposer_group_queue interposer_plan_cache \
-      interposer_symbols interposer_forwarding_bench kernels_reduce_cpu_test sched_split_alignment_test \
-      || { echo "build failed: $out"; exit 1; }
+if want build || [ ! -f "$build/.built" ]; then
+  run build cmake --build "$build" -j"$jobs" || { echo "build failed: $out"; exit 1; }
+  touch "$build/.built"
 fi
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
-[ -n "$plugin" ] && [ -n "$check" ] || { echo "no build in $build: run with STAGES including build"; exit 1; }
+[ -n "$plugin" ] && [ -n "$check" ] || { echo "no plugin or check program in $build"; exit 1; }
 echo "plugin: $plugin" >> "$out/device.txt"
 
-# --- 2. kernels ---------------------------------------------------------------------------
-if ! want kernels; then :
-elif [ -f "$root/perf/kernels/run_gpu.sh" ]; then
-  run kernels bash "$root/perf/kernels/run_gpu.sh" "$build"
-else
-  skip kernels "perf/kernels/run_gpu.sh not present"
-fi
+# --- kernels ----------------------------------------------------------------------------------
+want kernels && run kernels env KERNELS_RESULTS="$out" bash "$root/perf/kernels/run_gpu.sh" "$build"
+want kernels-repeat && {
+  run kernels-repeat "$build/tests/kernels/kernels_reduce_cuda_test" --gtest_repeat="${REPEAT:-10}" \
+      --gtest_brief=1
+  run kernels-parallel ctest --test-dir "$build" -L gpu -R '^(Types/)?Kernels' -j8 --repeat until-fail:3 \
+      --output-on-failure --timeout 900
+}
 
-# --- 3. ctest -----------------------------------------------------------------------------
-if want ctest; then
-# The kernels' GPU tests ran in stage kernels.
-run ctest-gpu ctest --test-dir "$build" -L gpu -E '^Kernels' --output-on-failure --timeout 600
-run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|PlanCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime)' -LE gpu --output-on-failure
-run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
-fi
+# --- ctest ------------------------------------------------------------------------------------
+want ctest && {
+  run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
+  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|PlanCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
+  run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
+}
 
-# --- 4./5. multi-process through the interposer ----------------------------------------------
+# --- multi-process checks ---------------------------------------------------------------------
 # ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check
-# (tests/interposer/run_ranks.sh, shared with the host emulation's tests).
+# (tests/interposer/run_ranks.sh, shared with the host emulation's tests; FACES picks how
+# NCCL meets the library: preload, net, tuner).
 ranks() {
   local name=$1 n=$2 mode=$3 algo=$4; shift 4
   local rc=0
@@ -126,55 +194,62 @@ ranks() {
   log_cmd "$(cat "$out/$name/command.txt" 2>/dev/null)"
   return $rc
 }
-
-want check && for n in 2 4 8; do
-  for algo in auto hd ring nccl-topo-ring; do
-    run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
+check_bigraph() {
+  for n in "$@"; do
+    for algo in auto hd ring nccl-topo-ring; do
+      run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
+    done
   done
-done
-# NAP (packages of two nodes on a torus) with its own schedules.
-want check && for n in 4 8; do
+}
+want check-small && check_bigraph 2 4
+want check-n8 && check_bigraph 8
+want check-nap && for n in 4 8; do
   for algo in fc fc-direct hier; do
     TOPOLOGY_ARGS="--kind nap" run "check-nap$n-$algo" ranks "check-nap$n-$algo" "$n" check "$algo"
   done
 done
-# Issue 13's settings: the split at first use and never; auto with no margin; a scratch cap.
-want check && {
+want check-variants && {
   TOPOCOLL_RING_COMM=lazy run check-n4-nccl-topo-ring-lazy ranks check-n4-nccl-topo-ring-lazy 4 check nccl-topo-ring
   TOPOCOLL_RING_COMM=off run check-n4-auto-ring-off ranks check-n4-auto-ring-off 4 check auto
   TOPOCOLL_AUTO_MARGIN=1 run check-n8-auto-margin1 ranks check-n8-auto-margin1 8 check auto
   TOPOCOLL_SCRATCH_MAX_BYTES=1M run check-n4-hd-scratch1M ranks check-n4-hd-scratch1M 4 check hd
-  # Pipelined steps (exec/pipeline.h) at the smallest chunk, so the check's sizes are cut
-  # and every round's reduce runs on the overlap lane's stream (graph-captured calls do not).
+  # Pipelined steps at the smallest chunk: every round's reduce on the overlap lane's stream.
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n4-hd-pipelined ranks check-n4-hd-pipelined 4 check hd
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n8-ring-pipelined ranks check-n8-ring-pipelined 8 check ring
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K TOPOLOGY_ARGS="--kind nap" run check-nap8-fc-pipelined ranks check-nap8-fc-pipelined 8 check fc
 }
-# auto: topocoll's choice; hd: the EFLOPS schedule forced; both beside NCCL's own numbers.
-want bench && for n in 2 4 8; do
-  for algo in auto hd; do
-    if run "bench-n$n-$algo" ranks "bench-n$n-$algo" "$n" bench "$algo" --json "$out/bench-n$n-$algo.json"; then
-      grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-$algo/rank0.log" > "$out/bench-n$n-$algo.txt"
-    fi
-  done
-done
-# hd with pipelining off beside the default (1 MiB chunks, reduces overlapped on a second
-# stream): what the overlap gains on a GPU, where reduce kernels and transfers do not compete.
-want bench && for n in 4 8; do
-  if TOPOCOLL_PIPELINE_CHUNK_BYTES=0 run "bench-n$n-hd-unpipelined" ranks "bench-n$n-hd-unpipelined" "$n" bench hd \
-      --json "$out/bench-n$n-hd-unpipelined.json"; then
-    grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-hd-unpipelined/rank0.log" > "$out/bench-n$n-hd-unpipelined.txt"
-  fi
+# The net plugin as NCCL loads it: NCCL's own collectives over it, then the whole library.
+want net && for n in 2 4; do
+  FACES=net run "net-n$n" ranks "net-n$n" "$n" check auto
+  FACES=preload,net,tuner run "net-n$n-all-faces" ranks "net-n$n-all-faces" "$n" check hd
 done
 
-# --- 6. PyTorch ---------------------------------------------------------------------------
+# --- benchmarks (under MPS) -------------------------------------------------------------------
+if want bench; then
+  start_mps
+  for n in 2 4 8; do
+    for algo in auto hd; do
+      if run "bench-n$n-$algo" ranks "bench-n$n-$algo" "$n" bench "$algo" --json "$out/bench-n$n-$algo.json"; then
+        grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-$algo/rank0.log" > "$out/bench-n$n-$algo.txt"
+      fi
+    done
+  done
+  # hd with pipelining off beside the default: what the overlap lane gains on a GPU.
+  for n in 4 8; do
+    if TOPOCOLL_PIPELINE_CHUNK_BYTES=0 run "bench-n$n-hd-unpipelined" ranks "bench-n$n-hd-unpipelined" "$n" bench hd \
+        --json "$out/bench-n$n-hd-unpipelined.json"; then
+      grep -E "^(collective|allreduce|reducescatter|allgather) " "$out/bench-n$n-hd-unpipelined/rank0.log" > "$out/bench-n$n-hd-unpipelined.txt"
+    fi
+  done
+  stop_mps
+fi
+
+# --- PyTorch ----------------------------------------------------------------------------------
 if ! want torch; then :
 elif python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
-  nccl_dir=$(python3 -c "import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), 'lib'))" 2>/dev/null || true)
   for n in 2 4; do
     "$check" topology --nranks "$n" --out "$out/torch-topology-n$n.json" > /dev/null
-    run "torch-n$n" env LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}" \
-        LD_PRELOAD="$plugin" TOPOCOLL_TOPO_FILE="$out/torch-topology-n$n.json" NCCL_SOCKET_IFNAME=lo \
+    run "torch-n$n" env LD_PRELOAD="$plugin" TOPOCOLL_TOPO_FILE="$out/torch-topology-n$n.json" NCCL_SOCKET_IFNAME=lo \
         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL \
         python3 -m torch.distributed.run --standalone --nproc_per_node "$n" "$root/perf/gpu/torch_check.py"
   done
@@ -182,49 +257,88 @@ else
   skip torch "PyTorch with CUDA not installed"
 fi
 
-# --- 7. nccl-tests ------------------------------------------------------------------------
-if ! want nccl-tests; then :
-elif [ -n "${NCCL_TESTS_SRC:-}" ] && [ -d "$NCCL_TESTS_SRC" ]; then
+# --- nccl-tests -------------------------------------------------------------------------------
+# Built once per BUILD_DIR, only the binaries run, for this GPU's architecture only.
+nccl_tests_build() {
   nt_build="$build/nccl-tests"
-  mpi=0
-  command -v mpirun > /dev/null && mpi=1
-  if run nccl-tests-build make -C "$NCCL_TESTS_SRC" -j"$jobs" MPI=$mpi CUDA_HOME="$cuda_home" \
-      NCCL_HOME="$cuda_home" BUILDDIR="$nt_build"; then
-    if [ $mpi -eq 1 ]; then
-      for n in 2 4; do
-        "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
-        # Each MPI rank becomes its own NCCL host.
-        cat > "$out/nccl-tests-rank.sh" <<'EOS'
+  [ -x "$nt_build/all_reduce_perf" ] && return 0
+  local cc inc
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.')
+  inc=$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)
+  run nccl-tests-build make -C "$NCCL_TESTS_SRC/src" -j"$jobs" MPI=1 MPI_HOME="$(dirname "${inc:-/usr/include}")" \
+      CUDA_HOME="$cuda_home" NCCL_HOME="${NCCL_HOME:-$cuda_home}" BUILDDIR="$nt_build" \
+      NVCC_GENCODE="-gencode=arch=compute_${cc:-90},code=sm_${cc:-90}" \
+      "$nt_build/all_reduce_perf" "$nt_build/reduce_scatter_perf" "$nt_build/all_gather_perf"
+}
+# nccl-tests picks its GPU from the local rank it derives from host names: each MPI rank
+# gets its own UTS namespace and host name s<rank> (and NCCL_HOSTID), so one GPU serves all.
+rank_wrapper=$out/nccl-tests-rank.sh
+cat > "$rank_wrapper" <<'EOS'
 #!/usr/bin/env bash
-export NCCL_HOSTID=s${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
-exec "$@"
+r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+export NCCL_HOSTID=s$r
+exec unshare --uts bash -c 'hostname "s$0" && exec "$@"' "$r" "$@"
 EOS
-        chmod +x "$out/nccl-tests-rank.sh"
-        for path in nccl topocoll; do
-          preload=""; [ $path = topocoll ] && preload="$plugin"
-          run "nccl-tests-n$n-$path" mpirun --allow-run-as-root -np "$n" -x LD_PRELOAD="$preload" \
-              -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json" -x NCCL_SOCKET_IFNAME=lo \
-              -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,COLL \
-              "$out/nccl-tests-rank.sh" "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
-        done
+chmod +x "$rank_wrapper"
+# nt NAME NRANKS BINARY [env VAR=VALUE...] -- [args]: one nccl-tests run under mpirun.
+nt() {
+  local name=$1 n=$2 binary=$3; shift 3
+  local xs=(-x LD_LIBRARY_PATH -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json"
+            -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
+  local preload=default
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    xs+=(-x "$1")
+    [[ "$1" == LD_PRELOAD=* ]] && preload=""
+    shift
+  done
+  [ "${1:-}" = -- ] && shift
+  [ -n "$preload" ] && xs+=(-x LD_PRELOAD=)
+  "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
+  run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader "${xs[@]}" \
+      "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@"
+}
+if want nccl-tests || want net-vs-socket; then
+  if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "${NCCL_TESTS_SRC:-}/src" ]; then
+    skip nccl-tests "NCCL_TESTS_SRC does not name a nccl-tests source tree"
+  elif ! command -v mpirun > /dev/null || ! command -v unshare > /dev/null; then
+    skip nccl-tests "needs mpirun and unshare"
+  elif nccl_tests_build; then
+    start_mps
+    want nccl-tests && for n in 2 4; do
+      nt "nccl-tests-n$n-nccl" "$n" all_reduce_perf -- -b 1K -e 64M -f 4
+      nt "nccl-tests-n$n-preload" "$n" all_reduce_perf LD_PRELOAD="$plugin" -- -b 1K -e 64M -f 4
+      nt "nccl-tests-n$n-tuner" "$n" all_reduce_perf NCCL_TUNER_PLUGIN="$plugin" -- -b 1K -e 64M -f 4
+      python3 "$root/perf/gpu/nccl_tests_table.py" --title "all_reduce_perf, $n ranks on one GPU (MPS)" \
+          --json "$out/nccl-tests-n$n.json" nccl="$out/nccl-tests-n$n-nccl.log" \
+          preload="$out/nccl-tests-n$n-preload.log" tuner="$out/nccl-tests-n$n-tuner.log" \
+          > "$out/nccl-tests-n$n.md" || failed=1
+    done
+    # The net plugin beside NCCL's own Socket transport, rounds interleaved.
+    want net-vs-socket && for n in 2 4; do
+      for round in 1 2 3; do
+        nt "nvs-n$n-socket-r$round" "$n" all_reduce_perf NCCL_NET=Socket -- -b 1K -e 64M -f 4 -w 5 -n 20
+        nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
-    else
-      # Without MPI nccl-tests runs one process; with one GPU that is one rank: this only
-      # shows that the preloaded library forwards a real NCCL job intact.
-      run nccl-tests-g1-nccl "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
-      run nccl-tests-g1-topocoll env LD_PRELOAD="$plugin" NCCL_DEBUG=INFO \
-          "$nt_build/all_reduce_perf" -b 1K -e 64M -f 4 -g 1 -c 1
-    fi
+      args=()
+      for round in 1 2 3; do
+        args+=("socket-r$round=$out/nvs-n$n-socket-r$round.log" "topocoll-r$round=$out/nvs-n$n-topocoll-r$round.log")
+      done
+      python3 "$root/perf/gpu/nccl_tests_table.py" --title "net plugin vs NCCL Socket, all_reduce_perf, $n ranks (MPS)" \
+          --json "$out/net-vs-socket-n$n.json" "${args[@]}" > "$out/net-vs-socket-n$n.md" || failed=1
+    done
+    stop_mps
   fi
-else
-  skip nccl-tests "NCCL_TESTS_SRC not set"
 fi
 
-want bench && {
-  echo
-  echo "Per-process logs and the decisions topocoll logged (NCCL_DEBUG=INFO): check-*/, bench-*/."
-  echo "Benchmarks (path topocoll = through the interposer, nccl = NCCL's own pnccl* in the same run):"
-  for f in "$out"/bench-n*.txt; do [ -f "$f" ] && { echo; echo "### $(basename "$f" .txt)"; echo '```'; cat "$f"; echo '```'; }; done
+{
+  for f in "$out"/nccl-tests-n*.md "$out"/net-vs-socket-n*.md; do [ -f "$f" ] && { echo; cat "$f"; }; done
+  if want bench; then
+    echo
+    echo "Benchmarks run under MPS (nvidia-cuda-mps-control) unless device.txt says otherwise."
+    echo "Per-process logs and topocoll's decisions (NCCL_DEBUG=INFO): check-*/, bench-*/."
+    echo "path topocoll = through the interposer, nccl = NCCL's own pnccl* in the same run:"
+    for f in "$out"/bench-n*.txt; do [ -f "$f" ] && { echo; echo "### $(basename "$f" .txt)"; echo '```'; cat "$f"; echo '```'; }; done
+  fi
 } >> "$summary"
 echo "results: $out (failed=$failed)"
 exit $failed

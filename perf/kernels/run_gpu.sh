@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the kernel GPU tests and kernel_bench on this machine's GPU and records both under
-# perf/results/kernels-<device>-<date>.{txt,json}.
+# perf/results/kernels-<device>-<date>.{txt,json} (KERNELS_RESULTS: another directory).
 #
 #   perf/kernels/run_gpu.sh [BUILD_DIR]
 #
@@ -24,8 +24,9 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ -n "$gpu" ] || gpu="unknown-gpu"
 device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
 stamp=$(date -u +%Y%m%d-%H%M)
-mkdir -p "$root/perf/results"
-out="$root/perf/results/kernels-$device-$stamp"
+results=${KERNELS_RESULTS:-$root/perf/results}
+mkdir -p "$results"
+out="$results/kernels-$device-$stamp"
 
 {
   echo "# topocoll kernels on $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Side-by-side table of nccl-tests runs (all_reduce_perf & co.), one column group per run.
+
+    nccl_tests_table.py [--json OUT.json] [--title TEXT] LABEL=LOG [LABEL=LOG ...]
+
+Each LOG is one nccl-tests output. Per size: the out-of-place time (us) and bus bandwidth
+(GB/s) of every run, each run's time as a ratio of the first run's (below 1 = faster than
+the first), and the largest #wrong of any run. Prints a Markdown table; --json writes the
+same numbers. Exit status 1 if a log has no result lines or any result is wrong.
+"""
+import argparse
+import json
+import re
+import sys
+
+# size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+"
+                 r"(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:  # "N/A" for wrong counts nccl-tests did not check
+        return None
+
+
+def parse(path):
+    rows = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = ROW.match(line)
+            if not m:
+                continue
+            size = int(m.group(1))
+            rows[size] = {
+                "time_us": number(m.group(6)), "algbw": number(m.group(7)), "busbw": number(m.group(8)),
+                "wrong": number(m.group(9)),
+                "inplace_time_us": number(m.group(10)), "inplace_busbw": number(m.group(12)),
+                "inplace_wrong": number(m.group(13)),
+            }
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", help="LABEL=LOG")
+    ap.add_argument("--json")
+    ap.add_argument("--title", default="")
+    a = ap.parse_args()
+    runs = []
+    for spec in a.runs:
+        label, _, path = spec.partition("=")
+        if not path:
+            ap.error(f"{spec}: expected LABEL=LOG")
+        rows = parse(path)
+        if not rows:
+            print(f"{path}: no nccl-tests result lines", file=sys.stderr)
+            return 1
+        runs.append((label, path, rows))
+    sizes = sorted(set().union(*(r[2].keys() for r in runs)))
+    base = runs[0][2]
+    if a.title:
+        print(f"### {a.title}\n")
+    head = "| size (B) | " + " | ".join(f"{l} time (us) | {l} busbw (GB/s)" for l, _, _ in runs)
+    head += "".join(f" | {l} / {runs[0][0]} time" for l, _, _ in runs[1:]) + " | #wrong |"
+    print(head)
+    print("|" + "---|" * (1 + 2 * len(runs) + len(runs) - 1 + 1))
+    bad = False
+    table = []
+    for s in sizes:
+        cells, entry = [str(s)], {"size": s, "runs": {}}
+        wrong = 0.0
+        for label, _, rows in runs:
+            r = rows.get(s)
+            entry["runs"][label] = r
+            cells += [f"{r['time_us']:.1f}" if r and r["time_us"] is not None else "-",
+                      f"{r['busbw']:.2f}" if r and r["busbw"] is not None else "-"]
+            for k in ("wrong", "inplace_wrong"):
+                if r and r[k]:
+                    wrong = max(wrong, r[k])
+        for label, _, rows in runs[1:]:
+            r, b = rows.get(s), base.get(s)
+            ratio = r["time_us"] / b["time_us"] if r and b and r["time_us"] and b["time_us"] else None
+            entry.setdefault("time_ratio", {})[label] = ratio
+            cells.append(f"{ratio:.2f}" if ratio is not None else "-")
+        cells.append(f"{wrong:g}")
+        bad |= wrong > 0
+        table.append(entry)
+        print("| " + " | ".join(cells) + " |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"title": a.title, "runs": [{"label": l, "log": p} for l, p, _ in runs], "sizes": table},
+                      f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
