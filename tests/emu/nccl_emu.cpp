@@ -103,6 +103,7 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
     if (rank < 0 || rank >= nranks)
       invalid(std::string(call) + ": rank " + std::to_string(rank) + " is outside 0.." +
               std::to_string(nranks - 1));
+    emu::NetProxy::active();  // before this process listens: peers may set up connections at once
     auto comm = std::make_unique<ncclComm>();
     comm->key = emu::key_of(id);
     comm->rank = rank;

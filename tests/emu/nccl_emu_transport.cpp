@@ -128,6 +128,8 @@ class Receiver {
       {
         std::lock_guard lock(process().mutex_);
         handler = process().control_;
+        // A peer may reach this process between its listen and its net proxy's start.
+        if (!handler) process().early_controls_.emplace_back(key, std::move(bytes));
       }
       if (handler) handler(key, std::move(bytes));
       return true;
@@ -138,8 +140,13 @@ class Receiver {
 
  public:
   void set_control(ControlHandler handler) {
-    std::lock_guard lock(mutex_);
-    control_ = std::move(handler);
+    std::vector<std::pair<MessageKey, std::vector<std::byte>>> early;
+    {
+      std::lock_guard lock(mutex_);
+      control_ = handler;
+      early.swap(early_controls_);
+    }
+    for (auto& [key, bytes] : early) handler(key, std::move(bytes));
   }
   void add_name(const std::string& name) {
     std::lock_guard lock(mutex_);
@@ -156,6 +163,7 @@ class Receiver {
   std::vector<int> new_listeners_;
   int wake_[2] = {-1, -1};
   ControlHandler control_;
+  std::vector<std::pair<MessageKey, std::vector<std::byte>>> early_controls_;
   std::string first_name_;
 };
 
