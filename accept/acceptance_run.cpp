@@ -16,6 +16,7 @@
 #include "accept/path_probe.h"
 #include "accept/recheck.h"
 #include "exec/benchmark.h"
+#include "exec/external_program.h"
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
 #include "kernels/datatype.h"
@@ -476,8 +477,7 @@ class Run {
     const std::string dot = o_.report_dir + "/topology.dot";
     std::ofstream(dot) << report_dot(t_, r_);
     const std::string png = o_.report_dir + "/topology.png";
-    const std::string command = "dot -Tpng -o '" + png + "' '" + dot + "' 2>/dev/null";
-    const bool drawn = std::system(command.c_str()) == 0;
+    const bool drawn = exec::run_program({"dot", "-Tpng", "-o", exec::path_argument(png), exec::path_argument(dot)}).succeeded();
     if (progress_)
       progress_("report: " + o_.report_dir + "/report.json, report.txt, " + (drawn ? "topology.png" : "topology.dot (no Graphviz for the PNG)"));
   }
