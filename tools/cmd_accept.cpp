@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "accept/acceptance_run.h"
+#include "accept/report_files.h"
 #include "exec/bootstrap.h"
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
@@ -170,6 +171,8 @@ int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   std::vector<std::string> warnings;
   a.options.transport = net::TransportOptions::from_environment(&warnings);
   const auto root_address = exec::BootstrapAddress::parse(env.bootstrap);
+  // Rank 0 writes the report: an unwritable --report fails now, not after the budget.
+  if (env.rank == 0 && !a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   std::unique_ptr<exec::BootstrapRoot> root;
   if (env.rank == 0 && !env.root_served_externally)
     root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks);
@@ -215,6 +218,7 @@ int run_accept(std::span<const std::string> args) {
     throw std::invalid_argument(
         "no ranks: start one process per endpoint under mpirun/srun/torchrun (or with --rank, "
         "--ranks and --bootstrap), or use --fabric NAME on an emulated fabric");
+  if (!a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   // One rank per endpoint of the fabric (or the ones --endpoints names).
   const auto f = fabric::LiveFabric::open(a.fabric);
   std::vector<int> endpoints = a.topo.empty() ? endpoint_list(f.topology(), a.endpoints) : std::vector<int>{};

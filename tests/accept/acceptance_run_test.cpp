@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accept/acceptance_run.h"
+#include "accept/report_files.h"
 #include "exec/external_program.h"
 #include "topo/topology_json.h"
 
@@ -165,6 +166,32 @@ TEST(AcceptanceReport, AQuoteInTheReportPathIsAFileNameNotShellSyntax) {
     EXPECT_EQ(joined(lines).find("no Graphviz"), std::string::npos) << joined(lines);
   }
   fs::remove_all(base);
+}
+
+TEST(AcceptanceReport, EveryMissingDirectoryOfTheReportPathIsCreated) {
+  const fs::path base = fs::path(::testing::TempDir()) / "accept-report-deep";
+  fs::remove_all(base);
+  const fs::path dir = base / "nonexist" / "deeper";
+  std::vector<std::string> lines;
+  const RankRun run = run_one_rank_with_report(dir.string(), &lines);
+  EXPECT_EQ(run.error, "") << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "report.json")) << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "report.txt")) << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "topology.dot")) << joined(lines);
+  fs::remove_all(base);
+}
+
+TEST(AcceptanceReport, AReportThatCannotBeWrittenFailsTheRunSayingWhy) {
+  for (const std::string& dir : {std::string("/proc/x"), std::string("/dev/null/report")}) {
+    std::vector<std::string> lines;
+    const RankRun run = run_one_rank_with_report(dir, &lines);
+    const std::string out = joined(lines);
+    EXPECT_EQ(run.error, "") << out;
+    EXPECT_NE(run.status, 0) << "a run whose report was lost passed\n" << out;
+    EXPECT_NE(out.find("report: NOT written: cannot create "), std::string::npos) << out;
+    EXPECT_EQ(out.find(dir + "/report.json, report.txt"), std::string::npos) << "claims a report it did not write\n" << out;
+  }
+  EXPECT_THROW(prepare_report_dir("/proc/x"), ReportError);
 }
 
 }  // namespace
