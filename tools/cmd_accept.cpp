@@ -164,6 +164,12 @@ void load_topology(AcceptArgs& a) {
               t.graph_node({topo::NodeRef::Type::Switch, *mine});
 }
 
+// Ranks of an acceptance run diverge between rounds by up to the budget (one rank probes
+// the paths of many flows while another has none), so a round may wait that long.
+std::chrono::milliseconds round_limit(const AcceptArgs& a) {
+  return std::max(exec::kDefaultRoundLimit, std::chrono::milliseconds(int64_t(a.options.budget_s * 1000)));
+}
+
 int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   load_topology(a);
   a.options.expected_endpoints = endpoint_list(a.options.topology, a.endpoints);
@@ -175,8 +181,10 @@ int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   if (env.rank == 0 && !a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   std::unique_ptr<exec::BootstrapRoot> root;
   if (env.rank == 0 && !env.root_served_externally)
-    root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks);
-  exec::BootstrapClient group(root_address, env.rank, env.nranks);
+    root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks, std::chrono::seconds(60),
+                                                 exec::kDefaultSilenceLimit, round_limit(a));
+  exec::BootstrapClient group(root_address, env.rank, env.nranks, std::chrono::seconds(60),
+                              exec::kDefaultSilenceLimit, round_limit(a));
   if (env.rank == 0) {
     for (const auto& w : warnings) std::fprintf(stderr, "topocoll accept: %s\n", w.c_str());
     std::printf("accept: %s (%s), %d ranks, budget %.0f s, threshold %.0f %%\n",
@@ -236,6 +244,7 @@ int run_accept(std::span<const std::string> args) {
   exec::LaunchOptions options = launch;
   // Ranks get the budget plus the rendezvous and the report to finish before they are ended.
   options.grace = std::chrono::seconds(30);
+  options.round_limit = round_limit(a);
   return exec::launch_local_group(exec::current_executable(), child_args, ranks, options);
 }
 
