@@ -137,6 +137,9 @@ BootstrapAddress BootstrapAddress::parse(const std::string& text) {
     a.host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
+  if (a.host.empty())
+    throw std::invalid_argument("bootstrap address '" + text + "': no host before the port (give the root's "
+                                "host name or address, e.g. node0:" + port + ")");
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(port) > 65535)
@@ -463,7 +466,7 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
   if (root.port == 0)
     throw std::invalid_argument("bootstrap: root address " + root.to_string() + " has port 0 (no root listens there)");
   const auto deadline = Clock::now() + timeout;
-  std::string last_error;
+  int last_error = 0;  // what the last attempt the deadline did not cut short got
   while (fd_ < 0) {
     AddrInfo ai;
     resolve(root, false, &ai);
@@ -478,21 +481,28 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
         const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(2));
         int err = ETIMEDOUT;
         socklen_t len = sizeof err;
-        if (wait_fd(fd, POLLOUT, slice)) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        const bool answered = wait_fd(fd, POLLOUT, slice);
+        if (answered) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         rc = err == 0 ? 0 : -1;
-        errno = err;
+        // An attempt our own deadline cut short says nothing about the root.
+        errno = !answered && slice == deadline && last_error != 0 ? last_error : err;
       }
       if (rc == 0) {
         fd_ = fd;
       } else {
-        last_error = errno_text();
+        last_error = errno;
         ::close(fd);
       }
     }
     if (fd_ >= 0) break;
     if (Clock::now() > deadline)
       throw std::runtime_error("bootstrap: cannot reach root " + root.to_string() + " within " +
-                               std::to_string(timeout.count()) + " ms: " + last_error);
+                               std::to_string(timeout.count()) + " ms: " +
+                               (last_error == ECONNREFUSED
+                                    ? "connection refused: nothing listens there (is rank 0, or the launcher "
+                                      "serving the root, running, and is the port right?)"
+                                    : last_error == 0 ? std::string("no connection could be attempted")
+                                                      : std::string(std::strerror(last_error))));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // root not up yet
   }
   set_nonblocking(fd_);

@@ -443,6 +443,31 @@ TEST(Bootstrap, UnreachableRootFailsAfterTheTimeout) {
   }
 }
 
+// Issue 24, item 7: nothing listening at the root's address was reported as "Connection
+// timed out" after the whole timeout; an address without a host was taken for loopback.
+TEST(Bootstrap, ARefusedConnectionIsReportedAsRefusedAndAnEmptyHostAsMalformed) {
+  uint16_t port = 0;
+  {
+    BootstrapRoot probe({"127.0.0.1", 0}, 1, std::chrono::milliseconds(1));
+    port = probe.port();
+  }  // closed again: nobody listens there now
+  std::string error;
+  try {
+    BootstrapClient client({"127.0.0.1", port}, 0, 2, std::chrono::milliseconds(1500));
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("connection refused"), std::string::npos) << error;
+  EXPECT_EQ(error.find("timed out"), std::string::npos) << error;
+  try {
+    BootstrapAddress::parse(":29600");
+    ADD_FAILURE() << "an address without a host was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no host"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(BootstrapAddress::parse("[]:29600"), std::invalid_argument);
+}
+
 TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
   BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(5));
   BootstrapClient wrong({"127.0.0.1", root.port()}, 0, 3, std::chrono::seconds(5));
