@@ -123,7 +123,7 @@ std::string machine_cannot_run(const FabricSize& size, const std::string& probe)
   if (auto r = run_command({"ip", "netns", "add", probe}); r.status != 0)
     return "cannot create network namespaces here (" + r.output.substr(0, r.output.find('\n')) + ")";
   std::string reason;
-  if (auto r = run_command({"ip", "-n", probe, "link", "add", "tfprobe0", "type", "veth", "peer",
+  if (auto r = run_command({"ip", "-n", probe, "link", "add", "name", "tfprobe0", "type", "veth", "peer",
                             "name", "tfprobe1"});
       r.status != 0) {
     reason = "cannot create veth pairs here (" + r.output.substr(0, r.output.find('\n')) + ")";
@@ -324,11 +324,11 @@ void LiveFabric::rewire(const std::string& first, const std::string& second) con
     return false;
   }();
   const VethEnd to1 = swapped_now ? far1 : far2, to2 = swapped_now ? far2 : far1;
-  run_checked({"ip", "-n", ns(near1), "link", "del", near1.interface}, "unplugging " + first);
-  run_checked({"ip", "-n", ns(near2), "link", "del", near2.interface}, "unplugging " + second);
+  run_checked({"ip", "-n", ns(near1), "link", "del", "dev", near1.interface}, "unplugging " + first);
+  run_checked({"ip", "-n", ns(near2), "link", "del", "dev", near2.interface}, "unplugging " + second);
   run_checked({"ip", "-batch", "-"}, "plugging the cables in again",
-              "link add " + near1.interface + " netns " + ns(near1) + " type veth peer name " +
-                  to1.interface + " netns " + ns(to1) + "\nlink add " + near2.interface + " netns " +
+              "link add name " + near1.interface + " netns " + ns(near1) + " type veth peer name " +
+                  to1.interface + " netns " + ns(to1) + "\nlink add name " + near2.interface + " netns " +
                   ns(near2) + " type veth peer name " + to2.interface + " netns " + ns(to2) + "\n");
   // Deleting the veths removed their addresses, routes and shapers: put them back.
   std::set<int> touched = {near1.ns, far1.ns, near2.ns, far2.ns};

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +159,36 @@ TEST(FabricLive, DownCleansUpAfterACrashedUpAndItsProcesses) {
   const auto nothing = shell_run(kCli + " fabric down --name tlcrash");
   EXPECT_NE(nothing.status, 0);
   EXPECT_NE(nothing.output.find("no fabric named tlcrash"), std::string::npos) << nothing.output;
+}
+
+std::set<std::string> root_namespace_links() {
+  std::set<std::string> out;
+  std::istringstream in(shell_run("ip -o link show").output);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(": ");
+    if (colon != std::string::npos) out.insert(line.substr(colon + 2, line.find(':', colon + 2) - colon - 2));
+  }
+  return out;
+}
+
+// Issue 24, finding 5: NICs named as `ip` keywords (alias, help, name, netns, dev, up) and
+// as the kernel's own /proc/sys entries (all, default). The fabric comes up with them inside
+// its namespaces, nothing appears in the machine's own namespace, and traffic crosses them.
+TEST(FabricLive, NicsNamedAsIpKeywordsComeUpInsideTheFabricOnly) {
+  REQUIRE_FABRIC();
+  const auto links_before = root_namespace_links();
+  FabricUp f("tlkw", "../tests/data/fabric/keyword_names.json", "10");
+  EXPECT_EQ(root_namespace_links(), links_before) << "a link was made in the machine's own namespace";
+  ASSERT_TRUE(f.ok()) << f.output();
+  for (const char* nic : {"alias", "help", "name", "netns"})
+    EXPECT_EQ(shell_run(std::string("ip -n tf-tlkw-help link show dev ") + nic).status, 0) << nic;
+  for (const char* nic : {"dev", "up"})
+    EXPECT_EQ(shell_run(std::string("ip -n tf-tlkw-h1 link show dev ") + nic).status, 0) << nic;
+  std::string out;
+  const auto rows = bench("--fabric tlkw --endpoints help.g0,h1.g1,help.g3,h1.g0 --algos ring --sizes 16K"
+                          " --iters 1 --warmup 0", &out);
+  ASSERT_FALSE(rows.is_null()) << out;
+  EXPECT_EQ(rows[0]["wrong"], 0);
 }
 
 TEST(FabricLive, RefusalsSayWhyAndLeaveNothing) {
