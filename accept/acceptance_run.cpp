@@ -1,12 +1,10 @@
 #include "accept/acceptance_run.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <set>
@@ -15,6 +13,7 @@
 #include "accept/interference.h"
 #include "accept/path_probe.h"
 #include "accept/recheck.h"
+#include "accept/report_files.h"
 #include "exec/benchmark.h"
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
@@ -82,7 +81,12 @@ class Run {
     }
     r_.duration_s = seconds_since(start_);
     if (me_ != 0) return local_failure.empty() ? 0 : 1;
-    write_report();
+    try {
+      write_report();
+    } catch (const ReportError& e) {
+      if (progress_) progress_("report: NOT written: " + std::string(e.what()));
+      return 1;  // a run whose report is lost does not pass, whatever it found
+    }
     return r_.passed() ? 0 : 1;
   }
 
@@ -466,20 +470,16 @@ class Run {
   }
 
   // --- report ----------------------------------------------------------------------------
+  // Throws ReportError when a file cannot be written: the run then fails, saying why.
   void write_report() {
     const std::string text = report_text(t_, r_);
     if (progress_) progress_(text.substr(text.find("verdict:")));
     if (o_.report_dir.empty()) return;
-    ::mkdir(o_.report_dir.c_str(), 0755);
-    std::ofstream(o_.report_dir + "/report.json") << report_json(t_, r_).dump(1) << "\n";
-    std::ofstream(o_.report_dir + "/report.txt") << text;
-    const std::string dot = o_.report_dir + "/topology.dot";
-    std::ofstream(dot) << report_dot(t_, r_);
-    const std::string png = o_.report_dir + "/topology.png";
-    const std::string command = "dot -Tpng -o '" + png + "' '" + dot + "' 2>/dev/null";
-    const bool drawn = std::system(command.c_str()) == 0;
+    const WrittenReport w =
+        write_report_files(o_.report_dir, report_json(t_, r_).dump(1) + "\n", text, report_dot(t_, r_));
     if (progress_)
-      progress_("report: " + o_.report_dir + "/report.json, report.txt, " + (drawn ? "topology.png" : "topology.dot (no Graphviz for the PNG)"));
+      progress_("report: " + o_.report_dir + "/report.json, report.txt, " +
+                (w.drawn ? "topology.png" : "topology.dot (" + w.not_drawn + ")"));
   }
 
   const AcceptanceOptions& o_;

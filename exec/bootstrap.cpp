@@ -137,6 +137,9 @@ BootstrapAddress BootstrapAddress::parse(const std::string& text) {
     a.host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
+  if (a.host.empty())
+    throw std::invalid_argument("bootstrap address '" + text + "': no host before the port (give the root's "
+                                "host name or address, e.g. node0:" + port + ")");
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(port) > 65535)
@@ -153,8 +156,9 @@ std::string BootstrapAddress::to_string() const {
 // --- root ----------------------------------------------------------------------------------
 
 BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
-                             std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit)
-    : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit) {
+                             std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit,
+                             std::chrono::milliseconds round_limit)
+    : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit), round_limit_(round_limit) {
   if (nranks < 1) throw std::invalid_argument("bootstrap root: nranks must be >= 1");
   AddrInfo ai;
   resolve(address, true, &ai);
@@ -226,6 +230,8 @@ void BootstrapRoot::serve() {
   std::vector<Joining> joining;
   std::vector<Member> ranks(nranks_);
   int joined = 0, round = 0;
+  bool round_open = false;  // a rank contributed to the current round, at round_opened
+  Clock::time_point round_opened;
   const auto registration_deadline = Clock::now() + timeout_;
   std::string failure;  // once set the group is over; ranks joining later are told why
   auto last_beat = Clock::now();
@@ -403,7 +409,24 @@ void BootstrapRoot::serve() {
              " (it ended early, most likely with its own error)");
         continue;
       }
-      if (with_blob < nranks_) continue;
+      if (with_blob > 0 && !round_open) round_open = true, round_opened = t;
+      if (with_blob < nranks_) {
+        if (round_open && t - round_opened > round_limit_) {
+          // Their heartbeats still come, so the processes live: hung in their own work.
+          std::string missing;
+          int listed = 0;
+          for (int r = 0; r < nranks_; ++r)
+            if (!ranks[r].has_blob && listed++ < 8) missing += (missing.empty() ? "" : ", ") + rank_name(r);
+          if (nranks_ - with_blob > 8) missing += ", ...";
+          fail("bootstrap: round " + std::to_string(round) + " did not complete within " +
+               std::to_string(ms_of(round_limit_)) + " ms of its first contribution: " + missing +
+               " never contributed to it, though its heartbeat still comes (a live process that hangs in "
+               "its own work, or waits for something that does not come); " + std::to_string(with_blob) +
+               " of " + std::to_string(nranks_) + " ranks wait in it");
+        }
+        continue;
+      }
+      round_open = false;
       std::string reply;
       for (auto& m : ranks) {
         const uint64_t n = m.blob.size();
@@ -433,15 +456,17 @@ void BootstrapRoot::serve() {
 // --- client --------------------------------------------------------------------------------
 
 BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nranks,
-                                 std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit)
-    : rank_(rank), nranks_(nranks), root_name_(root.to_string()), timeout_(timeout), silence_limit_(silence_limit) {
+                                 std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit,
+                                 std::chrono::milliseconds round_limit)
+    : rank_(rank), nranks_(nranks), root_name_(root.to_string()), timeout_(timeout), silence_limit_(silence_limit),
+      round_limit_(round_limit) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
     throw std::invalid_argument("bootstrap: rank " + std::to_string(rank) + " of " +
                                 std::to_string(nranks) + " is not a valid rank");
   if (root.port == 0)
     throw std::invalid_argument("bootstrap: root address " + root.to_string() + " has port 0 (no root listens there)");
   const auto deadline = Clock::now() + timeout;
-  std::string last_error;
+  int last_error = 0;  // what the last attempt the deadline did not cut short got
   while (fd_ < 0) {
     AddrInfo ai;
     resolve(root, false, &ai);
@@ -456,21 +481,28 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
         const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(2));
         int err = ETIMEDOUT;
         socklen_t len = sizeof err;
-        if (wait_fd(fd, POLLOUT, slice)) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        const bool answered = wait_fd(fd, POLLOUT, slice);
+        if (answered) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         rc = err == 0 ? 0 : -1;
-        errno = err;
+        // An attempt our own deadline cut short says nothing about the root.
+        errno = !answered && slice == deadline && last_error != 0 ? last_error : err;
       }
       if (rc == 0) {
         fd_ = fd;
       } else {
-        last_error = errno_text();
+        last_error = errno;
         ::close(fd);
       }
     }
     if (fd_ >= 0) break;
     if (Clock::now() > deadline)
       throw std::runtime_error("bootstrap: cannot reach root " + root.to_string() + " within " +
-                               std::to_string(timeout.count()) + " ms: " + last_error);
+                               std::to_string(timeout.count()) + " ms: " +
+                               (last_error == ECONNREFUSED
+                                    ? "connection refused: nothing listens there (is rank 0, or the launcher "
+                                      "serving the root, running, and is the port right?)"
+                                    : last_error == 0 ? std::string("no connection could be attempted")
+                                                      : std::string(std::strerror(last_error))));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // root not up yet
   }
   set_nonblocking(fd_);
@@ -567,10 +599,14 @@ std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
     send_locked(wire::blob_frame(mine), Clock::now() + std::chrono::minutes(30));
     uint32_t status = 0;
     std::string reply;
-    // A round may take long (a benchmark runs between barriers); the root's heartbeat says
-    // it is still there, and its word ends the wait when the group fails.
-    while (!read_root(Clock::now() + std::chrono::hours(24), &status, &reply)) {
-    }
+    // The root ends a round that waits too long for a rank, telling every rank; this limit
+    // only guards against a root that answers yet never decides.
+    const auto deadline = Clock::now() + round_limit_ + silence_limit_;
+    if (!read_root(deadline, &status, &reply))
+      throw std::runtime_error("the bootstrap root at " + root_name_ + " neither completed round " +
+                               std::to_string(round_) + " nor failed it within " +
+                               std::to_string(ms_of(round_limit_ + silence_limit_)) +
+                               " ms of this rank's contribution, although it answers");
     if (status == wire::kGroupFailed) {
       verdict_ = reply;
       throw std::runtime_error(reply);
@@ -586,6 +622,7 @@ std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
       pos += n;
     }
     if (int(out.size()) != nranks_) throw std::runtime_error("bootstrap: malformed reply");
+    ++round_;
     return out;
   } catch (const std::exception& e) {
     if (verdict_.empty()) verdict_ = e.what();

@@ -9,7 +9,10 @@
 // root. A rank silent for the silence limit (stopped, hung, host gone), a rank whose
 // connection closes without a goodbye (killed, crashed), or one that leaves while the
 // others wait for a round fails the group: the root tells every rank the reason, naming
-// the rank. A root silent that long is named by every rank. Registration is concurrent;
+// the rank. A root silent that long is named by every rank. A round that some ranks have
+// entered and others do not enter within the round limit fails the group naming the ranks
+// that never contributed (their heartbeat runs, but they hang in their own work); every
+// rank, waiting or not, is told. Registration is concurrent;
 // strays on the port are closed after a short read deadline; a rank claimed twice or a
 // hello of the wrong group size fails the group at once, and ranks joining after a failed
 // registration are told the reason until the registration timeout.
@@ -37,15 +40,23 @@ struct BootstrapAddress {
 
 // A rank or root silent this long has stopped answering (heartbeats are sent every second).
 inline constexpr std::chrono::milliseconds kDefaultSilenceLimit{10000};
+// A round's last contribution must come this soon after its first. Ranks of one group do the
+// same work between rounds (a collective, a benchmark's iterations), so the gap is their
+// skew, not the work's length; twice the data path's no-progress limit, so a rank stuck
+// waiting for a transfer reports its own error first. Runs whose ranks legitimately diverge
+// for longer give a longer limit (accept: its budget).
+inline constexpr std::chrono::milliseconds kDefaultRoundLimit{120000};
 
 // Serves one group's rendezvous on its own thread until every rank has disconnected.
 class BootstrapRoot {
  public:
   // Binds address (port 0 = ephemeral; port() then says which). Throws std::runtime_error.
-  // `timeout` bounds registration; `silence_limit` how long a joined rank may stay silent.
+  // `timeout` bounds registration; `silence_limit` how long a joined rank may stay silent;
+  // `round_limit` how long a round may wait for its last contribution after its first.
   BootstrapRoot(const BootstrapAddress& address, int nranks,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                std::chrono::milliseconds silence_limit = kDefaultSilenceLimit);
+                std::chrono::milliseconds silence_limit = kDefaultSilenceLimit,
+                std::chrono::milliseconds round_limit = kDefaultRoundLimit);
   // Stops waiting for ranks that have not joined yet (telling those that did), then joins
   // the serving thread; a group already running is served until its ranks leave.
   ~BootstrapRoot();
@@ -62,7 +73,7 @@ class BootstrapRoot {
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   int nranks_;
-  std::chrono::milliseconds timeout_, silence_limit_;
+  std::chrono::milliseconds timeout_, silence_limit_, round_limit_;
   mutable std::mutex error_mutex_;
   std::string error_;
   std::atomic<bool> stopping_{false};
@@ -73,9 +84,12 @@ class BootstrapClient {
  public:
   // Connects to the root (retrying until it is up or the timeout passes), registers
   // rank/nranks and starts heartbeating. Throws std::runtime_error naming the address.
+  // `round_limit` as the root's: a round neither completed nor failed by the root within it
+  // (and the silence limit) after this rank's contribution is an error naming the root.
   BootstrapClient(const BootstrapAddress& root, int rank, int nranks,
                   std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                  std::chrono::milliseconds silence_limit = kDefaultSilenceLimit);
+                  std::chrono::milliseconds silence_limit = kDefaultSilenceLimit,
+                  std::chrono::milliseconds round_limit = kDefaultRoundLimit);
   ~BootstrapClient();  // says goodbye: leaving is then not mistaken for a crash
   BootstrapClient(const BootstrapClient&) = delete;
   BootstrapClient& operator=(const BootstrapClient&) = delete;
@@ -107,7 +121,8 @@ class BootstrapClient {
   int fd_ = -1;
   int rank_, nranks_;
   std::string root_name_, local_ip_;
-  std::chrono::milliseconds timeout_, silence_limit_;
+  std::chrono::milliseconds timeout_, silence_limit_, round_limit_;
+  int round_ = 0;  // rounds completed
   std::string inbox_, verdict_;
   std::chrono::steady_clock::time_point root_heard_;
   std::mutex send_mutex_;  // heartbeat thread and allgather both write

@@ -11,41 +11,32 @@
 #include <cstring>
 
 #include "exec/backend.h"
+#include "exec/eager_wire.h"
 #include "net/socket_calls.h"
 
 namespace topocoll::exec {
 
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x54434531;    // "TCE1"
-constexpr uint32_t kMessageMagic = 0x54434d31;  // "TCM1"
-constexpr uint32_t kClearToSendMagic = 0x54434331;  // "TCC1": header only, size = announced
-constexpr uint16_t kEagerVersion = 1;
-constexpr std::size_t kHeaderBytes = 8;  // magic, size (u32 each)
-constexpr std::size_t kHelloBytes = 24;
+using eager_wire::kClearToSendMagic;
+using eager_wire::kHeaderBytes;
+using eager_wire::kHelloBytes;
+using eager_wire::kMessageMagic;
 // A connection that has not said who it is within this long is a stranger: closed.
 constexpr int kHelloDeadlineMs = 5000;
 // Unidentified connections kept at once; beyond it the oldest is closed (a flood of
 // connections must not exhaust descriptors).
 constexpr std::size_t kMaxStrangers = 64;
+// Clear-to-sends that arrived before any send of ours awaits them. A receiver announces the
+// large receives of one batch and waits for them, and each announcement is taken before we
+// send into it, so a real peer is ahead of us by at most one batch's receives from us (a
+// step's messages cut into at most 64 pieces each); more is a flood, not a schedule.
+constexpr int kMaxEarlyClearToSend = 4096;
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-void put_u32(unsigned char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void put_u64(unsigned char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-uint32_t get_u32(const unsigned char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t get_u64(const unsigned char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
 }
 
 }  // namespace
@@ -77,17 +68,25 @@ EagerChannel::~EagerChannel() = default;
 
 void EagerChannel::set_peers(std::vector<Address> peers) { peers_ = std::move(peers); }
 
+std::string EagerChannel::sending_to(int peer) const {
+  return "rank " + std::to_string(peer) +
+         (peer < int(peers_.size()) ? " at " + peers_[peer].address.to_string() : "");
+}
+
+std::string EagerChannel::received_from(int peer) const {
+  return "rank " + std::to_string(peer) + " (eager connection from " + recv_[peer].from.to_string() + ")";
+}
+
 void EagerChannel::fail(bool send, int peer, const Message& m, const std::string& why) const {
   throw BackendError("rank " + std::to_string(rank_) + ": " +
-                     (send ? "send to rank " : "receive from rank ") + std::to_string(peer) +
+                     (send ? "send to " + sending_to(peer) : "receive from " + received_from(peer)) +
                      " (" + std::to_string(m.bytes) + " bytes, eager): " + why);
 }
 
 void EagerChannel::open_send_link(int peer) {
   SendLink& link = send_[peer];
   const net::SocketAddress& to = peers_.at(peer).address;
-  const std::string what = "rank " + std::to_string(rank_) + ": eager connect to rank " +
-                           std::to_string(peer) + " at " + to.to_string();
+  const std::string what = "rank " + std::to_string(rank_) + ": eager connect to " + sending_to(peer);
   if (auto st = net::open_tcp_socket(to.family, &link.socket); !st.ok())
     throw BackendError(what + ": " + st.message);
   net::set_no_delay(link.socket.get());
@@ -106,11 +105,10 @@ void EagerChannel::open_send_link(int peer) {
   if (::connect(link.socket.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
       errno != EINPROGRESS)
     throw BackendError(what + ": " + net::errno_text(errno));
-  put_u32(link.hello, kHelloMagic);
-  put_u32(link.hello + 4, kEagerVersion);
-  put_u32(link.hello + 8, uint32_t(rank_));
-  put_u32(link.hello + 12, 0);
-  put_u64(link.hello + 16, peers_[peer].nonce);
+  eager_wire::Hello hello;
+  hello.rank = uint32_t(rank_);
+  hello.nonce = peers_[peer].nonce;
+  std::memcpy(link.hello, &hello, sizeof hello);
   link.hello_left = kHelloBytes;
 }
 
@@ -170,9 +168,11 @@ bool EagerChannel::take_clear_to_send(int peer, std::size_t bytes) {
   if (link.clear_to_send.empty()) return false;
   const uint32_t announced = link.clear_to_send.front();
   if (announced != uint32_t(std::min<std::size_t>(bytes, UINT32_MAX)))
-    throw BackendError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(peer) +
-                       " (" + std::to_string(bytes) + " bytes): rank " + std::to_string(peer) +
-                       " posted a receive of " + std::to_string(announced) + " bytes");
+    throw BackendError("rank " + std::to_string(rank_) + ": send to " + sending_to(peer) + " (" +
+                       std::to_string(bytes) + " bytes): rank " + std::to_string(peer) +
+                       " posted a receive of " + std::to_string(announced) +
+                       " bytes (its clear-to-send came over the eager connection from " +
+                       link.from.to_string() + ")");
   link.clear_to_send.pop_front();
   --link.awaited_cts;
   --awaited_cts_;
@@ -226,8 +226,8 @@ bool EagerChannel::read_link(int peer) {
   RecvLink& link = recv_[peer];
   bool moved = false;
   auto closed = [&](const Message* m) {
-    const std::string why = "rank " + std::to_string(peer) +
-                            " closed its eager connection (the process exited or failed)";
+    const std::string why = "the eager connection from " + link.from.to_string() + " that claimed rank " +
+                            std::to_string(peer) + " closed (the process exited or failed)";
     if (m) fail(false, peer, *m, why);
     throw BackendError("rank " + std::to_string(rank_) + ": waiting for rank " +
                        std::to_string(peer) + ": " + why);
@@ -241,21 +241,30 @@ bool EagerChannel::read_link(int peer) {
       if (n < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
-        throw BackendError("rank " + std::to_string(rank_) + ": receive from rank " +
-                           std::to_string(peer) + " (eager): " + net::errno_text(errno));
+        throw BackendError("rank " + std::to_string(rank_) + ": receive from " + received_from(peer) +
+                           ": " + net::errno_text(errno));
       }
       link.header_got += std::size_t(n);
-      moved = true;
       if (link.header_got < kHeaderBytes) return moved;
       if (link.header[0] == kClearToSendMagic) {
-        link.clear_to_send.push_back(link.header[1]);
         link.header_got = 0;
+        // Only a clear-to-send a send of ours awaits is progress: early ones must neither
+        // pile up nor hold off the no-progress timeout.
+        const int early = int(link.clear_to_send.size()) - link.awaited_cts;
+        if (early >= kMaxEarlyClearToSend)
+          throw BackendError("rank " + std::to_string(rank_) + ": protocol error from " + received_from(peer) +
+                             ": more than " + std::to_string(kMaxEarlyClearToSend) +
+                             " clear-to-send frames no send of this rank asked for (a real rank is "
+                             "ahead by at most one batch of receives; a flood, or not rank " +
+                             std::to_string(peer) + ")");
+        moved = moved || early < 0;
+        link.clear_to_send.push_back(link.header[1]);
         continue;
       }
       if (link.header[0] != kMessageMagic)
-        throw BackendError("rank " + std::to_string(rank_) + ": receive from rank " +
-                           std::to_string(peer) + " (eager): corrupt stream: header magic " +
-                           net::hex32(link.header[0]));
+        throw BackendError("rank " + std::to_string(rank_) + ": receive from " + received_from(peer) +
+                           ": corrupt stream: header magic " + net::hex32(link.header[0]));
+      moved = true;
       link.payload_done = 0;
       if (link.queue.empty()) return moved;  // the payload waits for its receive
     }
@@ -296,16 +305,15 @@ void EagerChannel::reject(Stranger& s, const std::string& why) {
   s.socket.reset();
 }
 
-bool EagerChannel::accept_strangers() {
-  bool moved = false;
+// Accepting is not progress: a stream of strangers must not hold off the timeout.
+void EagerChannel::accept_strangers() {
   for (;;) {
     const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
       // EAGAIN: none waiting. EMFILE and the like: leave it queued, retry on the next pass.
-      return moved;
+      return;
     }
-    moved = true;
     if (strangers_.size() >= kMaxStrangers) {
       reject(strangers_.front(), "too many connections had not said who they are");
       strangers_.erase(strangers_.begin());
@@ -317,8 +325,10 @@ bool EagerChannel::accept_strangers() {
   }
 }
 
+// True when a peer's connection was identified (progress); strangers turned away are not.
 bool EagerChannel::read_hellos() {
   bool moved = false;
+  std::string dispute;
   const int64_t now = now_ms();
   for (Stranger& s : strangers_) {
     while (s.got < kHelloBytes) {
@@ -336,25 +346,36 @@ bool EagerChannel::read_hellos() {
       break;
     }
     if (!s.socket.valid() || s.got < kHelloBytes) continue;
-    moved = true;
-    const uint32_t magic = get_u32(s.hello), version = get_u32(s.hello + 4);
-    const uint32_t from = get_u32(s.hello + 8);
-    const uint64_t nonce = get_u64(s.hello + 16);
-    if (magic != kHelloMagic)
-      reject(s, "not a topocoll eager hello (magic " + net::hex32(magic) + ")");
-    else if (version != kEagerVersion)
-      reject(s, "eager protocol version " + std::to_string(version) + ", this rank speaks " +
-                    std::to_string(kEagerVersion));
-    else if (nonce != local_.nonce)
+    const eager_wire::Hello hello = eager_wire::read_hello(s.hello);
+    const uint32_t from = hello.rank;
+    if (hello.magic != eager_wire::kHelloMagic)
+      reject(s, "not a topocoll eager hello (magic " + net::hex32(hello.magic) + ")");
+    else if (hello.version != eager_wire::kVersion)
+      reject(s, "eager protocol version " + std::to_string(hello.version) + ", this rank speaks " +
+                    std::to_string(eager_wire::kVersion));
+    else if (hello.nonce != local_.nonce)
       reject(s, "its hello names another listener (stale or foreign job)");
     else if (from >= uint32_t(nranks_) || int(from) == rank_)
       reject(s, "it claims rank " + std::to_string(from) + " of " + std::to_string(nranks_));
-    else if (recv_[from].socket.valid())
-      reject(s, "rank " + std::to_string(from) + " is already connected");
-    else
+    else if (recv_[from].socket.valid()) {
+      // Only someone who learned this listener's nonce can say this: one of the two is not
+      // that rank. Refused, and the rank stops rather than trust either.
+      if (dispute.empty())
+        dispute = "two eager connections claim rank " + std::to_string(from) + ": from " +
+                  recv_[from].from.to_string() + " (first) and from " + s.from.to_string() +
+                  " (refused); one of them is not rank " + std::to_string(from) +
+                  " but a process that learned this job's rendezvous (docs/reliability.md): "
+                  "not going on with either";
+      reject(s, "it claims rank " + std::to_string(from) + ", already connected from " +
+                    recv_[from].from.to_string());
+    } else {
+      recv_[from].from = s.from;
       recv_[from].socket = std::move(s.socket);
+      moved = true;
+    }
   }
   std::erase_if(strangers_, [](const Stranger& s) { return !s.socket.valid(); });
+  if (!dispute.empty()) throw BackendError("rank " + std::to_string(rank_) + ": " + dispute);
   return moved;
 }
 
@@ -370,7 +391,7 @@ bool EagerChannel::progress() {
     }
   }
   if (need_accept) {
-    moved |= accept_strangers();
+    accept_strangers();
     moved |= read_hellos();
     for (int peer : active_)
       if (wants_read(peer) && recv_[peer].socket.valid()) moved |= read_link(peer);

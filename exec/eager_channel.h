@@ -26,6 +26,12 @@
 // (magic, version, rank, the listener's nonce). The receiver accepts inside wait_all; a
 // connection whose hello is wrong, or that says nothing within a few seconds, is closed
 // and counted (one warning with its address) while the rank keeps serving its real peers.
+//
+// What a connection that knows the nonce (docs/reliability.md, threat model) cannot do:
+// grow this rank's memory (clear-to-sends no send awaits yet are capped, beyond the cap a
+// protocol error), hold off the no-progress timeout with them (they are not progress), or
+// take a connected rank's place (a second connection claiming a rank is an error naming
+// both addresses). Every error on a connection names the rank it claimed and its address.
 #pragma once
 
 #include <poll.h>
@@ -94,6 +100,7 @@ class EagerChannel {
   };
   struct RecvLink {
     net::FileDescriptor socket;
+    net::SocketAddress from;  // where the connection claiming this rank came from
     std::deque<Message> queue;
     uint32_t header[2] = {};  // the next message's header, read before its payload
     std::size_t header_got = 0;
@@ -114,10 +121,14 @@ class EagerChannel {
   bool write_link(int peer);
   bool read_link(int peer);
   bool wants_read(int peer) const;
-  bool accept_strangers();
+  void accept_strangers();
   bool read_hellos();
   void reject(Stranger& s, const std::string& why);
   [[noreturn]] void fail(bool send, int peer, const Message& m, const std::string& why) const;
+  // "rank 3 at 10.0.0.3:40000" (the listener this rank sends to) and "rank 3 (eager
+  // connection from 10.0.0.3:51234)" (the connection that claimed rank 3).
+  std::string sending_to(int peer) const;
+  std::string received_from(int peer) const;
 
   const int rank_, nranks_;
   const uint32_t mark_;

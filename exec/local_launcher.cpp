@@ -40,7 +40,8 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     std::optional<net::ThreadNetnsScope> in_namespace;
     if (!options.bootstrap_netns_path.empty()) in_namespace.emplace(options.bootstrap_netns_path);
     served = std::make_unique<BootstrapRoot>(BootstrapAddress{options.bootstrap_host, 0}, nranks,
-                                             options.bootstrap_timeout);
+                                             options.bootstrap_timeout, kDefaultSilenceLimit,
+                                             options.round_limit);
   }
   BootstrapRoot& root = *served;
   const std::string address = BootstrapAddress{options.bootstrap_host, root.port()}.to_string();

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/bootstrap.h"
+
 namespace topocoll::exec {
 
 // Where one rank runs when that differs from the launcher (the emulated fabric: one network
@@ -25,6 +27,9 @@ struct LaunchOptions {
   // are killed: nothing hangs.
   std::chrono::seconds grace{15};
   std::chrono::seconds bootstrap_timeout{60};
+  // How long a bootstrap round may wait for its last rank (exec/bootstrap.h); the ranks'
+  // clients must be given the same.
+  std::chrono::milliseconds round_limit = kDefaultRoundLimit;
   std::vector<RankPlacement> placements;  // empty, or one per rank
   // Serve the rendezvous inside this network namespace (reachable from the ranks'), at
   // bootstrap_host.

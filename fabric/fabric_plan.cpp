@@ -41,10 +41,11 @@ std::string sanitized(const std::string& text) {
   return out;
 }
 
-// Interface names are unique per namespace and at most 15 characters (IFNAMSIZ - 1).
+// Interface names are unique per namespace and at most 15 characters (IFNAMSIZ - 1); `all`
+// and `default` are the kernel's own entries in /proc/sys/net/ipv4/conf, never interfaces.
 class InterfaceNamer {
  public:
-  InterfaceNamer() { used_ = {"lo", "br0", "mgmt0"}; }
+  InterfaceNamer() { used_ = {"lo", "br0", "mgmt0", "all", "default"}; }
   std::string take(const std::string& preferred, const std::string& fallback_prefix) {
     const std::string name = sanitized(preferred);
     if (valid(name) && used_.insert(name).second) return name;

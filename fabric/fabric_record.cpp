@@ -57,6 +57,8 @@ std::string fabric_state_dir() {
   return dir && *dir ? dir : "/run/topocoll/fabric";
 }
 
+void make_state_dir() { make_dirs(fabric_state_dir()); }
+
 std::string fabric_record_path(const std::string& name) { return fabric_state_dir() + "/" + name + ".json"; }
 
 std::optional<FabricRecord> load_record(const std::string& name) {
@@ -88,12 +90,12 @@ std::optional<FabricRecord> load_record(const std::string& name) {
     return r;
   } catch (const std::exception& e) {
     throw FabricError("fabric record " + fabric_record_path(name) + " is corrupt (" + e.what() +
-                      "); `topocoll fabric down --name " + name + "` still removes its namespaces");
+                      "); `topocoll fabric down --name " + name + " --force` removes the namespaces named like its own");
   }
 }
 
 void save_record(const FabricRecord& r) {
-  make_dirs(fabric_state_dir());
+  make_state_dir();
   nlohmann::json faults = nlohmann::json::array();
   for (const auto& f : r.faults) faults.push_back(fault_json(f));
   const nlohmann::json j = {

@@ -35,6 +35,7 @@ struct FabricRecord {
 };
 
 std::string fabric_state_dir();
+void make_state_dir();  // with every missing parent; throws FabricError
 std::string fabric_record_path(const std::string& name);
 std::optional<FabricRecord> load_record(const std::string& name);  // throws on a corrupt file
 void save_record(const FabricRecord& record);  // atomically (temporary file, then rename)

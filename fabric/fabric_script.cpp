@@ -34,12 +34,12 @@ std::string root_batch(const FabricPlan& plan) {
   std::string out;
   for (const auto& ns : plan.namespaces) out += "netns add " + ns.name + "\n";
   for (const auto& c : plan.cables)
-    out += "link add " + c.a.interface + " netns " + plan.namespaces[c.a.ns].name +
+    out += "link add name " + c.a.interface + " netns " + plan.namespaces[c.a.ns].name +
            " type veth peer name " + c.b.interface + " netns " + plan.namespaces[c.b.ns].name + "\n";
   const std::string& management = plan.namespaces[plan.management_ns].name;
   for (const auto& ns : plan.namespaces)
     if (ns.role == NamespaceRole::Host)
-      out += "link add " + ns.management_interface + " netns " + ns.name + " type veth peer name " +
+      out += "link add name " + ns.management_interface + " netns " + ns.name + " type veth peer name " +
              management_port(ns.host) + " netns " + management + "\n";
   return out;
 }
@@ -79,20 +79,20 @@ NamespaceScript namespace_script(const FabricPlan& plan, int index) {
                {"net/ipv4/tcp_early_retrans", "0", true}};
   for (const auto& dev : ns.interfaces) s.sysctls.push_back({"net/ipv4/conf/" + dev + "/rp_filter", "0"});
 
-  s.links += "link set lo up\n";
+  s.links += "link set dev lo up\n";
   if (ns.role == NamespaceRole::Management) {
-    s.links += "link add br0 type bridge\n";
-    s.links += "link set br0 up\n";
+    s.links += "link add name br0 type bridge\n";
+    s.links += "link set dev br0 up\n";
     s.links += "addr replace " + ns.management_address + " dev br0\n";
     for (const auto& other : plan.namespaces)
       if (other.role == NamespaceRole::Host)
-        s.links += "link set " + management_port(other.host) + " master br0 up\n";
+        s.links += "link set dev " + management_port(other.host) + " master br0 up\n";
   } else {
     for (const auto& dev : ns.interfaces)
-      s.links += "link set " + dev + " mtu " + std::to_string(plan.mtu) + " up\n";
+      s.links += "link set dev " + dev + " mtu " + std::to_string(plan.mtu) + " up\n";
     for (const auto& [dev, address] : ns.addresses) s.links += "addr replace " + address + " dev " + dev + "\n";
     if (!ns.management_interface.empty()) {
-      s.links += "link set " + ns.management_interface + " up\n";
+      s.links += "link set dev " + ns.management_interface + " up\n";
       s.links += "addr replace " + ns.management_address + " dev " + ns.management_interface + "\n";
     }
   }

@@ -2,6 +2,9 @@
 // every veth pair, created directly inside their namespaces), and per namespace the sysctls,
 // an `ip -batch` (links, addresses, rules, routes) and a `tc -batch` (a tbf shaper on every
 // cable end: each end shapes the direction that leaves it). Pure text, tested as such.
+// Interface names come from the topology file, so each follows the keyword that makes it a
+// name (`name`, `peer name`, `dev`): a NIC called `alias`, `up` or `netns` is never read by
+// `ip` as one of its own words.
 #pragma once
 
 #include <string>

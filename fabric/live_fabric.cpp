@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "fabric/fabric_lock.h"
 #include "fabric/fabric_script.h"
 #include "fabric/system_command.h"
 #include "topo/cable_names.h"
@@ -95,9 +97,8 @@ bool named_reversed(const topo::Topology& t, const std::string& text, int link) 
   return text.rfind(first, 0) != 0;
 }
 
-}  // namespace
-
-std::string machine_cannot_run(const FabricSize& size, const std::string& probe) {
+// What the machine lacks that a fabric needs, without making anything ("" = nothing).
+std::string machine_lacks(const FabricSize& size) {
   if (::geteuid() != 0)
     return "a fabric needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to make namespaces and "
            "shape links): run it as root or with sudo";
@@ -119,11 +120,17 @@ std::string machine_cannot_run(const FabricSize& size, const std::string& probe)
     return "the fabric needs about " + fixed(size.memory_mib, 1) + " MiB of kernel memory (" +
            std::to_string(size.namespaces) + " namespaces, " + std::to_string(size.veth_pairs) +
            " veth pairs, ~" + std::to_string(size.routes) + " routes) and " + why;
-  if (netns_exists(probe)) remove_namespaces({probe});
+  return "";
+}
+
+// Makes namespace `probe` with a shaped veth pair in it, and removes it: whether the kernel
+// can ("" = it can). An existing namespace of that name is not ours to touch.
+std::string probe_cannot_run(const std::string& probe) {
+  if (netns_exists(probe)) return "a namespace named " + probe + " exists already; it is not this check's to remove";
   if (auto r = run_command({"ip", "netns", "add", probe}); r.status != 0)
     return "cannot create network namespaces here (" + r.output.substr(0, r.output.find('\n')) + ")";
   std::string reason;
-  if (auto r = run_command({"ip", "-n", probe, "link", "add", "tfprobe0", "type", "veth", "peer",
+  if (auto r = run_command({"ip", "-n", probe, "link", "add", "name", "tfprobe0", "type", "veth", "peer",
                             "name", "tfprobe1"});
       r.status != 0) {
     reason = "cannot create veth pairs here (" + r.output.substr(0, r.output.find('\n')) + ")";
@@ -137,19 +144,36 @@ std::string machine_cannot_run(const FabricSize& size, const std::string& probe)
   return reason;
 }
 
+}  // namespace
+
+std::string machine_cannot_run(const FabricSize& size, const std::string& probe) {
+  if (std::string lack = machine_lacks(size); !lack.empty()) return lack;
+  return probe_cannot_run(probe);
+}
+
 FabricRecord fabric_up(const topo::Topology& topology, const std::string& topology_file,
                        const FabricOptions& options, const Progress& progress) {
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
   const FabricPlan plan = plan_fabric(topology, options);
-  if (load_record(options.name) || !netns_with_prefix(prefix_of(options.name)).empty())
-    throw FabricError("a fabric named " + options.name + " is already up: `topocoll fabric down --name " +
-                      options.name + "` first, or choose another --name");
   const FabricSize size = estimate_fabric_size(topology);
-  if (const std::string reason = machine_cannot_run(size, prefix_of(options.name) + "probe");
-      !reason.empty())
-    throw FabricError(reason);
+  if (const std::string lack = machine_lacks(size); !lack.empty()) throw FabricError(lack);
+  const FabricLock lock(options.name, "up");
+  if (const auto existing = load_record(options.name)) {
+    if (existing->status == "up")
+      throw FabricError("a fabric named " + options.name + " is already up: `topocoll fabric down --name " +
+                        options.name + "` first, or choose another --name");
+    throw FabricError("fabric " + options.name + " is incomplete (an earlier `up` did not finish): "
+                      "`topocoll fabric down --name " + options.name + "` removes what it made");
+  }
+  // Never adopt a namespace someone else made: one of ours already there is refused.
+  for (const auto& ns : plan.namespaces)
+    if (netns_exists(ns.name))
+      throw FabricError("namespace " + ns.name + " exists already, and no record of fabric " + options.name +
+                        " lists it (left by a fabric whose record was lost, or someone else's): `topocoll "
+                        "fabric down --name " + options.name + " --force` removes namespaces named " +
+                        prefix_of(options.name) + "*, or choose another --name");
 
   FabricRecord record;
   record.name = options.name;
@@ -157,11 +181,21 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
   record.topology_file = topology_file;
   record.topology = topo::topology_to_json(topology);
   record.options = options;
-  for (const auto& ns : plan.namespaces) record.namespaces.push_back(ns.name);
   record.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
   record.creator_pid = ::getpid();
+  // The record names the probe before it is made, so a crash during the probe leaves
+  // nothing `down` would not remove.
+  const std::string probe = prefix_of(options.name) + "probe~" + std::to_string(::getpid());
+  record.namespaces = {probe};
+  save_record(record);
+  if (const std::string reason = probe_cannot_run(probe); !reason.empty()) {
+    remove_record(record.name);
+    throw FabricError(reason);
+  }
+  record.namespaces.clear();
+  for (const auto& ns : plan.namespaces) record.namespaces.push_back(ns.name);
   save_record(record);
   try {
     say("creating " + std::to_string(plan.namespaces.size()) + " namespaces and " +
@@ -179,19 +213,48 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
   return record;
 }
 
-std::vector<std::string> fabric_down(const std::string& name) {
-  std::set<std::string> names;
-  const auto record = load_record(name);
-  if (record) names.insert(record->namespaces.begin(), record->namespaces.end());
-  for (const auto& n : netns_with_prefix(prefix_of(name))) names.insert(n);
-  std::vector<std::string> present;
-  for (const auto& n : names)
-    if (netns_exists(n)) present.push_back(n);
-  if (!record && present.empty())
-    throw FabricError("no fabric named " + name + " is up (`topocoll fabric status` lists them)");
-  remove_namespaces(present);
+FabricDown fabric_down(const std::string& name, bool force) {
+  const FabricLock lock(name, "down");
+  std::optional<FabricRecord> record;
+  try {
+    record = load_record(name);
+  } catch (const FabricError&) {
+    if (!force) throw;  // a corrupt record lists nothing we can trust
+  }
+  FabricDown down;
+  if (record)
+    for (const auto& n : record->namespaces)
+      if (netns_exists(n)) down.removed.push_back(n);
+  for (const auto& n : unrecorded_namespaces(name))
+    (force ? down.removed : down.left_alone).push_back(n);
+  if (!record && down.removed.empty()) {
+    if (down.left_alone.empty())
+      throw FabricError("no fabric named " + name + " is up (`topocoll fabric status` lists them)");
+    std::string list;
+    for (const auto& n : down.left_alone) list += (list.empty() ? "" : ", ") + n;
+    throw FabricError("no fabric named " + name + " is up, and no record says it made " + list +
+                      ": they only carry its prefix and may be someone else's; `topocoll fabric down --name " +
+                      name + " --force` removes them and ends the processes inside");
+  }
+  remove_namespaces(down.removed);
   remove_record(name);
-  return present;
+  return down;
+}
+
+std::vector<std::string> unrecorded_namespaces(const std::string& name) {
+  std::set<std::string> recorded;
+  for (const auto& fabric : name.empty() ? recorded_fabrics() : std::vector<std::string>{name}) {
+    try {
+      if (const auto r = load_record(fabric)) recorded.insert(r->namespaces.begin(), r->namespaces.end());
+    } catch (const FabricError&) {
+      // A corrupt record vouches for nothing.
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& n : netns_with_prefix(name.empty() ? "tf-" : prefix_of(name)))
+    if (!recorded.count(n)) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 LiveFabric LiveFabric::open(const std::string& requested) {
@@ -324,11 +387,11 @@ void LiveFabric::rewire(const std::string& first, const std::string& second) con
     return false;
   }();
   const VethEnd to1 = swapped_now ? far1 : far2, to2 = swapped_now ? far2 : far1;
-  run_checked({"ip", "-n", ns(near1), "link", "del", near1.interface}, "unplugging " + first);
-  run_checked({"ip", "-n", ns(near2), "link", "del", near2.interface}, "unplugging " + second);
+  run_checked({"ip", "-n", ns(near1), "link", "del", "dev", near1.interface}, "unplugging " + first);
+  run_checked({"ip", "-n", ns(near2), "link", "del", "dev", near2.interface}, "unplugging " + second);
   run_checked({"ip", "-batch", "-"}, "plugging the cables in again",
-              "link add " + near1.interface + " netns " + ns(near1) + " type veth peer name " +
-                  to1.interface + " netns " + ns(to1) + "\nlink add " + near2.interface + " netns " +
+              "link add name " + near1.interface + " netns " + ns(near1) + " type veth peer name " +
+                  to1.interface + " netns " + ns(to1) + "\nlink add name " + near2.interface + " netns " +
                   ns(near2) + " type veth peer name " + to2.interface + " netns " + ns(to2) + "\n");
   // Deleting the veths removed their addresses, routes and shapers: put them back.
   std::set<int> touched = {near1.ns, far1.ns, near2.ns, far2.ns};

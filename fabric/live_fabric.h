@@ -20,14 +20,27 @@ using Progress = std::function<void(const std::string&)>;
 // namespace.
 std::string machine_cannot_run(const FabricSize& size, const std::string& probe_name);
 
-// Builds the fabric. Throws FabricError (nothing left behind) or std::invalid_argument.
+// Builds the fabric, holding its name's lock (fabric/fabric_lock.h) throughout. Refuses a
+// name with a record (up, or an `up` that did not finish) and any namespace it would make
+// that exists already; namespaces that only share its prefix are left alone. Throws
+// FabricError (nothing left behind) or std::invalid_argument.
 FabricRecord fabric_up(const topo::Topology& topology, const std::string& topology_file,
                        const FabricOptions& options, const Progress& progress = {});
 
-// Removes every namespace of fabric `name` (from its record and by name prefix), ends the
-// processes still inside them, and the record. Returns the namespaces removed; throws
-// FabricError when there was nothing to remove.
-std::vector<std::string> fabric_down(const std::string& name);
+struct FabricDown {
+  std::vector<std::string> removed;     // namespaces removed (their processes ended first)
+  std::vector<std::string> left_alone;  // named tf-<name>-* but in no record: not removed
+};
+// Removes the namespaces fabric `name`'s record lists (ending the processes still inside
+// them) and the record. Namespaces that only carry its prefix are someone else's as far as
+// anything here knows: removed only with `force` (also when there is no record, or it is
+// corrupt). Throws FabricError when there was nothing it may remove.
+FabricDown fabric_down(const std::string& name, bool force = false);
+
+// Namespaces named like fabric `name`'s (tf-<name>-*) that its record does not list (all of
+// them when there is no record); with `name` empty, those of every fabric name that no
+// record lists.
+std::vector<std::string> unrecorded_namespaces(const std::string& name);
 
 class LiveFabric {
  public:

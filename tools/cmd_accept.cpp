@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "accept/acceptance_run.h"
+#include "accept/report_files.h"
 #include "exec/bootstrap.h"
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
@@ -163,6 +164,12 @@ void load_topology(AcceptArgs& a) {
               t.graph_node({topo::NodeRef::Type::Switch, *mine});
 }
 
+// Ranks of an acceptance run diverge between rounds by up to the budget (one rank probes
+// the paths of many flows while another has none), so a round may wait that long.
+std::chrono::milliseconds round_limit(const AcceptArgs& a) {
+  return std::max(exec::kDefaultRoundLimit, std::chrono::milliseconds(int64_t(a.options.budget_s * 1000)));
+}
+
 int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   load_topology(a);
   a.options.expected_endpoints = endpoint_list(a.options.topology, a.endpoints);
@@ -170,10 +177,14 @@ int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   std::vector<std::string> warnings;
   a.options.transport = net::TransportOptions::from_environment(&warnings);
   const auto root_address = exec::BootstrapAddress::parse(env.bootstrap);
+  // Rank 0 writes the report: an unwritable --report fails now, not after the budget.
+  if (env.rank == 0 && !a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   std::unique_ptr<exec::BootstrapRoot> root;
   if (env.rank == 0 && !env.root_served_externally)
-    root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks);
-  exec::BootstrapClient group(root_address, env.rank, env.nranks);
+    root = std::make_unique<exec::BootstrapRoot>(root_address, env.nranks, std::chrono::seconds(60),
+                                                 exec::kDefaultSilenceLimit, round_limit(a));
+  exec::BootstrapClient group(root_address, env.rank, env.nranks, std::chrono::seconds(60),
+                              exec::kDefaultSilenceLimit, round_limit(a));
   if (env.rank == 0) {
     for (const auto& w : warnings) std::fprintf(stderr, "topocoll accept: %s\n", w.c_str());
     std::printf("accept: %s (%s), %d ranks, budget %.0f s, threshold %.0f %%\n",
@@ -215,6 +226,7 @@ int run_accept(std::span<const std::string> args) {
     throw std::invalid_argument(
         "no ranks: start one process per endpoint under mpirun/srun/torchrun (or with --rank, "
         "--ranks and --bootstrap), or use --fabric NAME on an emulated fabric");
+  if (!a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   // One rank per endpoint of the fabric (or the ones --endpoints names).
   const auto f = fabric::LiveFabric::open(a.fabric);
   std::vector<int> endpoints = a.topo.empty() ? endpoint_list(f.topology(), a.endpoints) : std::vector<int>{};
@@ -232,6 +244,7 @@ int run_accept(std::span<const std::string> args) {
   exec::LaunchOptions options = launch;
   // Ranks get the budget plus the rendezvous and the report to finish before they are ended.
   options.grace = std::chrono::seconds(30);
+  options.round_limit = round_limit(a);
   return exec::launch_local_group(exec::current_executable(), child_args, ranks, options);
 }
 

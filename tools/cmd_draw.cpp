@@ -1,17 +1,12 @@
 // `topocoll draw FILE -o out.png|out.svg|out.pdf|out.dot`: a Graphviz picture of a topology.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
+#include "exec/external_program.h"
 #include "tools/command.h"
 #include "topo/topology_dot.h"
 #include "topo/topology_json.h"
-
-extern char** environ;
 
 namespace topocoll::cli {
 namespace {
@@ -24,17 +19,6 @@ constexpr const char* kUsage =
     "BiGraph: upper and lower switch groups as two rows, endpoints above and below.\n"
     "NAP: packages as boxes on their torus grid, nodes over their local switches; a red edge\n"
     "stands for the N torus cables joining node i to node i of neighbouring packages.\n";
-
-int run_program(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 int run_draw(std::span<const std::string> args) {
   std::string file, output;
@@ -95,13 +79,14 @@ int run_draw(std::span<const std::string> args) {
   std::vector<std::string> command = drawing.engine;
   command.push_back("-T" + format);
   command.push_back("-o");
-  command.push_back(output);
-  command.push_back(dot_path);
-  int rc = run_program(command);
+  command.push_back(exec::path_argument(output));
+  command.push_back(exec::path_argument(dot_path));
+  const exec::ProgramRun run = exec::run_program(command, /*quiet=*/false);
   std::remove(dot_path.c_str());
-  if (rc != 0) {
-    std::fprintf(stderr, "topocoll draw: %s failed (%s); is Graphviz installed?\n",
-                 drawing.engine[0].c_str(), rc < 0 ? "could not run it" : "non-zero exit");
+  if (!run.succeeded()) {
+    std::fprintf(stderr, "topocoll draw: %s; is Graphviz installed?\n",
+                 run.started ? (drawing.engine[0] + " failed (exit " + std::to_string(run.exit_code) + ")").c_str()
+                             : run.error.c_str());
     return 1;
   }
   std::fprintf(stderr, "wrote %s\n", output.c_str());

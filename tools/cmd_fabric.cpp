@@ -28,7 +28,7 @@ using namespace topocoll::fabric;
 
 constexpr const char* kUsage =
     "usage: topocoll fabric up TOPO.json [--rate-mbit R | --scale F] [--name N] [--mtu M]\n"
-    "       topocoll fabric down [--name N]\n"
+    "       topocoll fabric down [--name N] [--force]\n"
     "       topocoll fabric status [--name N] [--json]\n"
     "       topocoll fabric exec [--name N] ENDPOINT -- COMMAND [ARGS...]\n"
     "       topocoll fabric route [--name N] FROM TO\n"
@@ -44,6 +44,9 @@ constexpr const char* kUsage =
     "  --rate-mbit R  the fastest cable runs at R Mbit/s, the others keep their ratio (default 20)\n"
     "  --scale F      every rate is the topology's times F instead\n"
     "  --name N       fabric name, a-z 0-9 _ (default tf); namespaces are tf-<N>-<node>\n"
+    "  --force        down: also remove namespaces named tf-<N>-* that no record lists (made\n"
+    "                 by a fabric whose record was lost, or by someone else), ending their\n"
+    "                 processes; without it `down` removes only what `up` recorded\n"
     "  ENDPOINT       an endpoint id (s3.g0), a host name or an index\n"
     "  CABLE          as `topocoll describe --cables` names it: A-B (both directions; the\n"
     "                 second end is the one swap moves) or A->B (degrade one direction)\n";
@@ -56,6 +59,7 @@ struct Args {
   FabricOptions options;
   double rate_mbit = 0;
   bool json = false;
+  bool force = false;
 };
 
 double parse_number(const std::string& flag, const std::string& v) {
@@ -80,6 +84,7 @@ Args parse(std::span<const std::string> args) {
     else if (f == "--scale") a.options.scale = parse_number(f, flag_value(args, i));
     else if (f == "--mtu") a.options.mtu = int(parse_number(f, flag_value(args, i)));
     else if (f == "--json") a.json = true;
+    else if (f == "--force") a.force = true;
     else if (f.size() > 1 && f[0] == '-' && f.find("->") == std::string::npos)
       throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
     else a.positional.push_back(f);
@@ -109,6 +114,12 @@ std::string fault_text(const Fault& f) {
     case Fault::Kind::Swap: return "swap " + f.cables[0] + " " + f.cables[1];
   }
   return "";
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 int run_up(const Args& a) {
@@ -144,8 +155,12 @@ int run_down(const Args& a) {
     const auto all = recorded_fabrics();
     name = all.size() == 1 ? all.front() : FabricOptions{}.name;
   }
-  const auto removed = fabric_down(name);
-  std::printf("fabric %s is down: %zu namespaces removed\n", name.c_str(), removed.size());
+  const FabricDown down = fabric_down(name, a.force);
+  std::printf("fabric %s is down: %zu namespaces removed\n", name.c_str(), down.removed.size());
+  if (!down.left_alone.empty())
+    std::printf("left alone: %s (named like fabric %s's, but no record lists them: `topocoll fabric "
+                "down --name %s --force` removes them)\n",
+                joined(down.left_alone).c_str(), name.c_str(), name.c_str());
   return 0;
 }
 
@@ -186,13 +201,21 @@ nlohmann::json status_json(const LiveFabric& f) {
 int run_status(const Args& a) {
   expect_positional(a, 0, 0, "no positional argument");
   std::vector<std::string> names = a.name.empty() ? recorded_fabrics() : std::vector<std::string>{a.name};
+  // What `up` would trip over and `down --force` would remove, named as such.
+  const std::vector<std::string> unrecorded = unrecorded_namespaces(a.name);
   nlohmann::json all = nlohmann::json::array();
   for (const auto& n : names) {
     std::optional<LiveFabric> f;
     try {
       f.emplace(LiveFabric::open(n));
     } catch (const std::exception& e) {
-      if (a.json) all.push_back({{"name", n}, {"status", "broken"}, {"error", e.what()}});
+      // The same words `up` and `down` use: no record is "not up", whatever namespaces exist.
+      bool recorded = true;
+      try {
+        recorded = load_record(n).has_value();
+      } catch (const std::exception&) {
+      }
+      if (a.json) all.push_back({{"name", n}, {"status", recorded ? "broken" : "down"}, {"error", e.what()}});
       else std::printf("fabric %s: %s\n", n.c_str(), e.what());
       continue;
     }
@@ -221,8 +244,17 @@ int run_status(const Args& a) {
       std::printf("  %-14s %-10s %-20s %-12s %s\n", e.id.c_str(), e.host.c_str(),
                   f->plan().ns_of(e).name.c_str(), e.address.c_str(), e.interface.c_str());
   }
-  if (a.json) std::cout << all.dump(2) << "\n";
-  else if (names.empty()) std::printf("no fabric is up\n");
+  if (a.json) {
+    if (!unrecorded.empty()) all.push_back({{"status", "unrecorded namespaces"}, {"namespaces", unrecorded}});
+    std::cout << all.dump(2) << "\n";
+    return 0;
+  }
+  if (names.empty()) std::printf("no fabric is up\n");
+  if (!unrecorded.empty())
+    std::printf("namespaces named like a fabric's that no record lists (left by a fabric whose record was "
+                "lost, or someone else's; `topocoll fabric down --name N --force` removes those of fabric N): "
+                "%s\n",
+                joined(unrecorded).c_str());
   return 0;
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/external_program.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -209,14 +210,13 @@ void write_plot(const std::string& path, const std::string& svg) {
     out << svg;
   }
   if (!png) return;
-  std::string q = "'" + svg_path + "' '" + path + "'";
-  if (svg_path.find('\'') != std::string::npos)
-    throw std::runtime_error("--plot: quote in file name");
-  int rc = std::system(("rsvg-convert -o '" + path + "' '" + svg_path + "' 2>/dev/null").c_str());
-  if (rc != 0) rc = std::system(("convert -density 110 " + q + " 2>/dev/null").c_str());
-  if (rc != 0)
-    throw std::runtime_error("--plot: no SVG-to-PNG converter (rsvg-convert or ImageMagick); "
-                             "the SVG is at " + svg_path);
+  const std::string in = exec::path_argument(svg_path), out = exec::path_argument(path);
+  exec::ProgramRun run = exec::run_program({"rsvg-convert", "-o", out, in});
+  if (!run.succeeded()) run = exec::run_program({"convert", "-density", "110", in, out});
+  if (!run.succeeded())
+    throw std::runtime_error("--plot: no SVG-to-PNG converter worked (rsvg-convert, or ImageMagick's convert: " +
+                             (run.started ? "exit " + std::to_string(run.exit_code) : run.error) +
+                             "); the SVG is at " + svg_path);
   std::remove(svg_path.c_str());
 }
 

@@ -3,6 +3,7 @@
 #   topology       the topology loader (tests/fuzz/topology_fuzz.cpp)
 #   bootstrap      the bootstrap wire: hellos, rank frames, root messages
 #   handshake      the hello a client sends to a rank's data port
+#   eager          the eager channel's hello and frames, read by a real channel on loopback
 #   connect_handle the net plugin's connect handle
 #   env            the TOPOCOLL_* values and the launcher variables
 #   bash tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 20 s each, every target)
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-20}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(topology bootstrap handshake connect_handle env)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(topology bootstrap handshake eager connect_handle env)
 
 CXX_FUZZ=${CXX_FUZZ:-}
 if [ -z "$CXX_FUZZ" ]; then
@@ -38,6 +39,7 @@ sources_of() {
     topology) echo tests/fuzz/topology_fuzz.cpp topo/*.cpp ;;
     bootstrap) echo tests/fuzz/bootstrap_fuzz.cpp exec/bootstrap_wire.cpp ;;
     handshake) echo tests/fuzz/handshake_fuzz.cpp net/hello_check.cpp net/socket_calls.cpp net/socket_address.cpp ;;
+    eager) echo tests/fuzz/eager_fuzz.cpp exec/eager_channel.cpp "${NET_SOURCES[@]}" ;;
     connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
     env) echo tests/fuzz/env_fuzz.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp exec/rank_environment.cpp \
            net/transport_options.cpp exec/pipeline.cpp ;;
@@ -48,6 +50,7 @@ watched_of() {
   case "$1" in
     topology) echo topo tests/fuzz ;;
     bootstrap) echo exec net tests/fuzz ;;
+    eager) echo exec net tests/fuzz tests/common ;;
     env) echo exec net sched tests/fuzz ;;
     *) echo net tests/fuzz ;;
   esac

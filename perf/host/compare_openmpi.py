@@ -33,7 +33,7 @@ def sh(cmd, **kw):
 
 
 def ensure_openmpi():
-    if subprocess.run(["sh", "-c", "command -v mpicc && command -v mpirun"], stdout=subprocess.DEVNULL).returncode == 0:
+    if shutil.which("mpicc") and shutil.which("mpirun"):
         return
     print("installing Open MPI from Debian's packages", flush=True)
     sudo = [] if os.geteuid() == 0 else ["sudo"]

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -12,10 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "accept/acceptance_run.h"
+#include "accept/report_files.h"
+#include "exec/external_program.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::accept {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string this_host() {
   char name[256] = {};
@@ -74,6 +79,28 @@ std::vector<std::string> run_two_ranks(const std::vector<double>& budgets, std::
   return lines;
 }
 
+// One rank alone, the inventory only, writing its report to `report_dir`.
+RankRun run_one_rank_with_report(const std::string& report_dir, std::vector<std::string>* lines) {
+  const topo::Topology t = two_gpus_here();
+  exec::BootstrapRoot root({"127.0.0.1", 0}, 1, std::chrono::seconds(30));
+  RankRun run;
+  try {
+    AcceptanceOptions o;
+    o.topology = t;
+    o.topology_file = "two GPUs here";
+    o.expected_endpoints = {*t.find_endpoint(this_host(), 0)};
+    o.budget_s = 30;
+    o.phases = {"inventory"};
+    o.bind = "127.0.0.1";
+    o.report_dir = report_dir;
+    exec::BootstrapClient group({"127.0.0.1", root.port()}, 0, 1, std::chrono::seconds(30));
+    run.status = run_acceptance(o, group, [&](const std::string& line) { lines->push_back(line); });
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+  return run;
+}
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
   for (const auto& l : lines) s += l + "\n";
@@ -116,6 +143,55 @@ TEST(AcceptanceRun, RanksWithDifferentBudgetsRunTheSameCollectivesAndCheckThem) 
   EXPECT_GE(checked, 3) << out;
   EXPECT_EQ(out.find("planned a different"), std::string::npos) << out;
   EXPECT_NE(out.find("PASS"), std::string::npos) << out;
+}
+
+TEST(AcceptanceReport, AQuoteInTheReportPathIsAFileNameNotShellSyntax) {
+  // The path reached `sh -c` inside single quotes: this one ended the quote and ran touch.
+  const fs::path base = fs::path(::testing::TempDir()) / "accept-report-quote";
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path pwned = base / "PWNED";
+  const std::string dir = (base / "r';touch PWNED;'").string();
+  const fs::path cwd = fs::current_path();
+  fs::current_path(base);  // where a shell would have run the touch
+  std::vector<std::string> lines;
+  const RankRun run = run_one_rank_with_report(dir, &lines);
+  fs::current_path(cwd);
+  EXPECT_EQ(run.error, "") << joined(lines);
+  EXPECT_FALSE(fs::exists(pwned)) << "a command in the report path ran";
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "report.json")) << joined(lines);
+  // With a quote in its path the picture is still drawn where Graphviz is installed.
+  if (exec::run_program({"dot", "-V"}).succeeded()) {
+    EXPECT_TRUE(fs::exists(fs::path(dir) / "topology.png")) << joined(lines);
+    EXPECT_EQ(joined(lines).find("no Graphviz"), std::string::npos) << joined(lines);
+  }
+  fs::remove_all(base);
+}
+
+TEST(AcceptanceReport, EveryMissingDirectoryOfTheReportPathIsCreated) {
+  const fs::path base = fs::path(::testing::TempDir()) / "accept-report-deep";
+  fs::remove_all(base);
+  const fs::path dir = base / "nonexist" / "deeper";
+  std::vector<std::string> lines;
+  const RankRun run = run_one_rank_with_report(dir.string(), &lines);
+  EXPECT_EQ(run.error, "") << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "report.json")) << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "report.txt")) << joined(lines);
+  EXPECT_TRUE(fs::exists(dir / "topology.dot")) << joined(lines);
+  fs::remove_all(base);
+}
+
+TEST(AcceptanceReport, AReportThatCannotBeWrittenFailsTheRunSayingWhy) {
+  for (const std::string& dir : {std::string("/proc/x"), std::string("/dev/null/report")}) {
+    std::vector<std::string> lines;
+    const RankRun run = run_one_rank_with_report(dir, &lines);
+    const std::string out = joined(lines);
+    EXPECT_EQ(run.error, "") << out;
+    EXPECT_NE(run.status, 0) << "a run whose report was lost passed\n" << out;
+    EXPECT_NE(out.find("report: NOT written: cannot create "), std::string::npos) << out;
+    EXPECT_EQ(out.find(dir + "/report.json, report.txt"), std::string::npos) << "claims a report it did not write\n" << out;
+  }
+  EXPECT_THROW(prepare_report_dir("/proc/x"), ReportError);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ inline const std::string& fabric_unavailable() {
 class FabricUp {
  public:
   FabricUp(const std::string& name, const std::string& topology, const std::string& rate) : name_(name) {
-    shell_run(kCli + " fabric down --name " + name);  // leftovers of an earlier crash
+    shell_run(kCli + " fabric down --force --name " + name);  // a crashed run's leftovers: the test's own name
     const auto r = shell_run(kCli + " fabric up " + kExamples + topology + " --name " + name +
                              " --rate-mbit " + rate);
     ok_ = r.status == 0;

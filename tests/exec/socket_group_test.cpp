@@ -7,10 +7,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include <thread>
 
 #include "exec/bootstrap.h"
+#include "exec/bootstrap_wire.h"
 #include "exec/collective_check.h"
 #include "exec/engine.h"
 #include "exec/host_backend.h"
@@ -440,6 +443,31 @@ TEST(Bootstrap, UnreachableRootFailsAfterTheTimeout) {
   }
 }
 
+// Issue 24, item 7: nothing listening at the root's address was reported as "Connection
+// timed out" after the whole timeout; an address without a host was taken for loopback.
+TEST(Bootstrap, ARefusedConnectionIsReportedAsRefusedAndAnEmptyHostAsMalformed) {
+  uint16_t port = 0;
+  {
+    BootstrapRoot probe({"127.0.0.1", 0}, 1, std::chrono::milliseconds(1));
+    port = probe.port();
+  }  // closed again: nobody listens there now
+  std::string error;
+  try {
+    BootstrapClient client({"127.0.0.1", port}, 0, 2, std::chrono::milliseconds(1500));
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("connection refused"), std::string::npos) << error;
+  EXPECT_EQ(error.find("timed out"), std::string::npos) << error;
+  try {
+    BootstrapAddress::parse(":29600");
+    ADD_FAILURE() << "an address without a host was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no host"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(BootstrapAddress::parse("[]:29600"), std::invalid_argument);
+}
+
 TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
   BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(5));
   BootstrapClient wrong({"127.0.0.1", root.port()}, 0, 3, std::chrono::seconds(5));
@@ -563,6 +591,152 @@ TEST(Bootstrap, IdleConnectionsDoNotHoldUpRegistration) {
   for (int fd : idle) ::close(fd);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
+// A socket connected to 127.0.0.1:port, or -1.
+int connect_loopback(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `bytes` on `fd` every 300 ms until `stop` (a heartbeat that keeps a scripted peer
+// looking alive).
+std::thread beat_until(int fd, const std::string& bytes, const std::atomic<bool>& stop) {
+  return std::thread([fd, bytes, &stop] {
+    while (!stop) {
+      [[maybe_unused]] ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+}
+
+// Runs `body` on its own thread; true when it returned within `safety`. Past it, `give_up`
+// makes the body end (a scripted peer stops answering) before the thread is joined.
+bool finishes_within(std::chrono::seconds safety, const std::function<void()>& body,
+                     const std::function<void()>& give_up) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    body();
+    done = true;
+  });
+  const auto end = std::chrono::steady_clock::now() + safety;
+  while (!done && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool in_time = done;
+  give_up();
+  t.join();
+  return in_time;
+}
+
+// Issue 24, finding 4: a rank whose heartbeat runs but which never contributes to a round
+// (here a scripted peer registered as rank 2) held the others forever. The round fails past
+// its limit, naming rank 2 on every rank, rank 2 included.
+TEST(Bootstrap, ARankThatNeverContributesToARoundIsNamedOnEveryRank) {
+  const auto round_limit = std::chrono::milliseconds(1500);
+  BootstrapRoot root({"127.0.0.1", 0}, 3, std::chrono::seconds(20), kDefaultSilenceLimit, round_limit);
+  const int stalled = connect_loopback(root.port());
+  ASSERT_GE(stalled, 0);
+  bootstrap_wire::Hello hello;
+  hello.rank = 2;
+  hello.nranks = 3;
+  ASSERT_EQ(ssize_t(sizeof hello), ::send(stalled, &hello, sizeof hello, MSG_NOSIGNAL));
+  std::atomic<bool> stop{false};
+  std::thread heartbeat = beat_until(stalled, bootstrap_wire::control_frame(bootstrap_wire::kHeartbeatFrame), stop);
+  std::vector<std::string> errors(2);
+  const bool ended = finishes_within(
+      std::chrono::seconds(40),
+      [&] {
+        std::vector<std::thread> ranks;
+        for (int r = 0; r < 2; ++r)
+          ranks.emplace_back([&, r] {
+            try {
+              BootstrapClient c({"127.0.0.1", root.port()}, r, 3, std::chrono::seconds(20), kDefaultSilenceLimit,
+                                round_limit);
+              c.barrier();
+            } catch (const std::exception& e) {
+              errors[r] = e.what();
+            }
+          });
+        for (auto& t : ranks) t.join();
+      },
+      [&] { stop = true; });  // past the safety limit: silence ends the round instead
+  stop = true;
+  heartbeat.join();
+  EXPECT_TRUE(ended) << "the round waited past the safety limit";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[r].find("round 0 did not complete"), std::string::npos) << "rank " << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("rank 2 (127.0.0.1:"), std::string::npos) << "rank " << r << ": " << errors[r];
+    EXPECT_NE(errors[r].find("never contributed"), std::string::npos) << "rank " << r << ": " << errors[r];
+  }
+  // Rank 2 is told too: what the root sent it after its heartbeats ends with the verdict.
+  std::string inbox;
+  char buf[4096];
+  pollfd p{stalled, POLLIN, 0};
+  while (::poll(&p, 1, 5000) > 0) {  // until the root closes it (5 s: a safety limit)
+    const ssize_t n = ::recv(stalled, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    inbox.append(buf, size_t(n));
+  }
+  ::close(stalled);
+  std::string told;
+  while (auto m = bootstrap_wire::take_root_message(inbox))
+    if (m->status == bootstrap_wire::kGroupFailed) told = m->body;
+  EXPECT_NE(told.find("never contributed"), std::string::npos) << told;
+  EXPECT_NE(root.error().find("never contributed"), std::string::npos) << root.error();
+}
+
+// The client's own limit: a root (scripted) that heartbeats but never completes or fails a
+// round is named by the rank instead of being waited for in 24-hour slices.
+TEST(Bootstrap, ARootThatAnswersButNeverEndsARoundIsNamedByTheRank) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  ASSERT_EQ(0, ::listen(listener, 4));
+  ASSERT_EQ(0, ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len));
+  const uint16_t port = ntohs(a.sin_port);
+  std::atomic<bool> stop{false};
+  std::thread root([&] {  // accepts the rank, then only heartbeats
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    const std::string beat = bootstrap_wire::root_message(bootstrap_wire::kRootHeartbeat);
+    while (!stop) {
+      [[maybe_unused]] ssize_t n = ::send(fd, beat.data(), beat.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    ::close(fd);
+  });
+  std::string error;
+  const bool ended = finishes_within(
+      std::chrono::seconds(30),
+      [&] {
+        try {
+          BootstrapClient c({"127.0.0.1", port}, 0, 2, std::chrono::seconds(10), std::chrono::milliseconds(2000),
+                            std::chrono::milliseconds(1000));
+          c.barrier();
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+      },
+      [&] { stop = true; });
+  stop = true;
+  root.join();
+  ::close(listener);
+  EXPECT_TRUE(ended) << "the rank waited past the safety limit";
+  EXPECT_NE(error.find("the bootstrap root at 127.0.0.1:" + std::to_string(port) +
+                       " neither completed round 0 nor failed it"),
+            std::string::npos)
+      << error;
 }
 
 // Issue 15, finding 4: a hello with the wrong group size fails the group, and a rank that

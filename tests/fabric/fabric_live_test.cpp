@@ -7,15 +7,18 @@
 // (not root, too large, a failing tool) leave nothing behind. Where namespaces cannot be
 // made every test skips, saying why.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "fabric/fabric_lock.h"
 #include "fabric/fabric_plan.h"
 #include "fabric/live_fabric.h"
 #include "net/network_namespace.h"
@@ -144,9 +147,15 @@ TEST(FabricLive, DownCleansUpAfterACrashedUpAndItsProcesses) {
   ASSERT_FALSE(pid.empty());
   const auto status = shell_run(kCli + " fabric status --name tlcrash");
   EXPECT_NE(status.output.find("incomplete"), std::string::npos) << status.output;
+  // What the record lists goes; a namespace only named like the fabric's stays without --force.
   const auto down = shell_run(kCli + " fabric down --name tlcrash");
   EXPECT_EQ(down.status, 0) << down.output;
-  EXPECT_NE(down.output.find("3 namespaces removed"), std::string::npos) << down.output;
+  EXPECT_NE(down.output.find("2 namespaces removed"), std::string::npos) << down.output;
+  EXPECT_NE(down.output.find("left alone: tf-tlcrash-extra"), std::string::npos) << down.output;
+  EXPECT_TRUE(net::netns_exists("tf-tlcrash-extra"));
+  const auto forced = shell_run(kCli + " fabric down --name tlcrash --force");
+  EXPECT_EQ(forced.status, 0) << forced.output;
+  EXPECT_NE(forced.output.find("1 namespaces removed"), std::string::npos) << forced.output;
   EXPECT_EQ(namespaces_now(), before);
   auto running = [&] {  // gone, or a zombie waiting for init to reap it
     std::ifstream stat("/proc/" + pid + "/stat");
@@ -158,6 +167,138 @@ TEST(FabricLive, DownCleansUpAfterACrashedUpAndItsProcesses) {
   const auto nothing = shell_run(kCli + " fabric down --name tlcrash");
   EXPECT_NE(nothing.status, 0);
   EXPECT_NE(nothing.output.find("no fabric named tlcrash"), std::string::npos) << nothing.output;
+}
+
+std::set<std::string> root_namespace_links() {
+  std::set<std::string> out;
+  std::istringstream in(shell_run("ip -o link show").output);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(": ");
+    if (colon != std::string::npos) out.insert(line.substr(colon + 2, line.find(':', colon + 2) - colon - 2));
+  }
+  return out;
+}
+
+// Issue 24, finding 5: NICs named as `ip` keywords (alias, help, name, netns, dev, up) and
+// as the kernel's own /proc/sys entries (all, default). The fabric comes up with them inside
+// its namespaces, nothing appears in the machine's own namespace, and traffic crosses them.
+TEST(FabricLive, NicsNamedAsIpKeywordsComeUpInsideTheFabricOnly) {
+  REQUIRE_FABRIC();
+  const auto links_before = root_namespace_links();
+  FabricUp f("tlkw", "../tests/data/fabric/keyword_names.json", "10");
+  EXPECT_EQ(root_namespace_links(), links_before) << "a link was made in the machine's own namespace";
+  ASSERT_TRUE(f.ok()) << f.output();
+  for (const char* nic : {"alias", "help", "name", "netns"})
+    EXPECT_EQ(shell_run(std::string("ip -n tf-tlkw-help link show dev ") + nic).status, 0) << nic;
+  for (const char* nic : {"dev", "up"})
+    EXPECT_EQ(shell_run(std::string("ip -n tf-tlkw-h1 link show dev ") + nic).status, 0) << nic;
+  std::string out;
+  const auto rows = bench("--fabric tlkw --endpoints help.g0,h1.g1,help.g3,h1.g0 --algos ring --sizes 16K"
+                          " --iters 1 --warmup 0", &out);
+  ASSERT_FALSE(rows.is_null()) << out;
+  EXPECT_EQ(rows[0]["wrong"], 0);
+}
+
+// Ends a process and removes a namespace made by a test, whatever happened in between.
+struct MadeByTheTest {
+  std::vector<std::string> namespaces;
+  std::string pid;
+  ~MadeByTheTest() {
+    if (!pid.empty()) ::kill(pid_t(std::stol(pid)), SIGKILL);
+    for (const auto& n : namespaces)
+      if (net::netns_exists(n)) shell_run("ip netns del " + n);
+  }
+};
+
+bool process_running(const std::string& pid) {  // gone, or a zombie waiting for init to reap it
+  std::ifstream stat("/proc/" + pid + "/stat");
+  std::string id, name, state;
+  return stat >> id >> name >> state && state != "Z";
+}
+
+// Starts `sleep 600` inside namespace `ns` (someone else's work); returns its pid.
+std::string start_sleeper_in(const std::string& ns) {
+  const std::string pid_file = ::testing::TempDir() + "fabric_sleeper_pid_" + ns;
+  std::remove(pid_file.c_str());
+  shell_run("ip netns exec " + ns + " sh -c 'echo $$ > " + pid_file + "; exec sleep 600' >/dev/null 2>&1 &");
+  std::string pid;
+  for (int i = 0; i < 100 && pid.empty(); ++i) {
+    std::ifstream in(pid_file);
+    in >> pid;
+    if (pid.empty()) usleep(20000);
+  }
+  return pid;
+}
+
+// Issue 24, finding 6: `down` deleted a namespace it never made (matched by prefix) and
+// killed the process inside; `up` said "already up" where `status` said no fabric was up.
+// Now: `status` names unrecorded namespaces, `up` builds beside them (refusing only one it
+// would make itself), `down` removes what its record lists, and only --force the rest.
+TEST(FabricLive, DownTouchesOnlyWhatItsRecordListsUnlessForced) {
+  REQUIRE_FABRIC();
+  const auto before = namespaces_now();
+  MadeByTheTest theirs;
+  shell_run(kCli + " fabric down --force --name tlmine");  // an earlier crash's leftovers
+  theirs.namespaces = {"tf-tlmine-mine", "tf-tlmine-s0"};
+  ASSERT_EQ(shell_run("ip netns add tf-tlmine-mine").status, 0);
+  theirs.pid = start_sleeper_in("tf-tlmine-mine");
+  ASSERT_FALSE(theirs.pid.empty());
+
+  const auto status = shell_run(kCli + " fabric status --name tlmine");
+  EXPECT_NE(status.output.find("no fabric named tlmine is up"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("tf-tlmine-mine"), std::string::npos) << status.output;
+  const auto refused = shell_run(kCli + " fabric down --name tlmine");
+  EXPECT_NE(refused.status, 0) << refused.output;
+  EXPECT_NE(refused.output.find("--force"), std::string::npos) << refused.output;
+  EXPECT_TRUE(net::netns_exists("tf-tlmine-mine"));
+  EXPECT_TRUE(process_running(theirs.pid)) << "down killed a process in a namespace it never made";
+
+  // Not "already up": nothing of its own exists. (Not the FabricUp fixture: it clears the
+  // test's name with --force first.)
+  const auto made = shell_run(kCli + " fabric up " + kExamples + "bigraph-32.json --name tlmine --rate-mbit 10");
+  ASSERT_EQ(made.status, 0) << made.output;
+  const auto down = shell_run(kCli + " fabric down --name tlmine");
+  EXPECT_EQ(down.status, 0) << down.output;
+  EXPECT_NE(down.output.find("41 namespaces removed"), std::string::npos) << down.output;
+  EXPECT_NE(down.output.find("left alone: tf-tlmine-mine"), std::string::npos) << down.output;
+  EXPECT_TRUE(net::netns_exists("tf-tlmine-mine"));
+  EXPECT_TRUE(process_running(theirs.pid));
+
+  // A namespace `up` would make itself, there already: refused, and status says the same.
+  ASSERT_EQ(shell_run("ip netns add tf-tlmine-s0").status, 0);
+  const auto up = shell_run(kCli + " fabric up " + kExamples + "bigraph-32.json --name tlmine");
+  EXPECT_NE(up.status, 0);
+  EXPECT_NE(up.output.find("namespace tf-tlmine-s0 exists already"), std::string::npos) << up.output;
+  EXPECT_NE(up.output.find("--force"), std::string::npos) << up.output;
+  const auto still = shell_run(kCli + " fabric status");
+  EXPECT_NE(still.output.find("tf-tlmine-s0"), std::string::npos) << still.output;
+
+  const auto forced = shell_run(kCli + " fabric down --name tlmine --force");
+  EXPECT_EQ(forced.status, 0) << forced.output;
+  EXPECT_NE(forced.output.find("2 namespaces removed"), std::string::npos) << forced.output;
+  for (int i = 0; i < 50 && process_running(theirs.pid); ++i) usleep(20000);
+  EXPECT_FALSE(process_running(theirs.pid)) << "--force ends the processes inside";
+  EXPECT_EQ(namespaces_now(), before);
+}
+
+// Issue 24, item 7: the loser of two `up`s of one name said "cannot create network
+// namespaces here (... File exists)". While one runs (its lock held here), another is told so
+// and makes nothing.
+TEST(FabricLive, AnUpWhileAnotherUpOfTheNameRunsSaysSo) {
+  REQUIRE_FABRIC();
+  const auto before = namespaces_now();
+  {
+    const FabricLock running("tllock", "up");
+    const auto second = shell_run(kCli + " fabric up " + kExamples + "bigraph-32.json --name tllock");
+    EXPECT_NE(second.status, 0);
+    EXPECT_NE(second.output.find("another `fabric up` of this name is running (pid " + std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << second.output;
+    const auto down = shell_run(kCli + " fabric down --name tllock");
+    EXPECT_NE(down.output.find("another `fabric up` of this name is running"), std::string::npos) << down.output;
+  }
+  EXPECT_EQ(namespaces_now(), before);
+  EXPECT_FALSE(fs::exists(fabric_record_path("tllock")));
 }
 
 TEST(FabricLive, RefusalsSayWhyAndLeaveNothing) {

@@ -2,6 +2,9 @@
 // cable end shaped at its direction's rate, rules and routes as the plan compiled them.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <sstream>
+
 #include "fabric/fabric_plan.h"
 #include "fabric/fabric_script.h"
 #include "topo/topology_json.h"
@@ -18,7 +21,7 @@ TEST(FabricScript, RootBatchMakesEveryNamespaceAndCable) {
   for (size_t at = batch.find("link add "); at != std::string::npos; at = batch.find("link add ", at + 1)) ++links;
   EXPECT_EQ(netns, plan.namespaces.size());
   EXPECT_EQ(links, plan.cables.size() + 32);  // cables, and a management port per host
-  EXPECT_NE(batch.find("link add nic0.p0.s0 netns tf-tf-p0.h0 type veth peer name p0.n0 netns tf-tf-p0.s0"),
+  EXPECT_NE(batch.find("link add name nic0.p0.s0 netns tf-tf-p0.h0 type veth peer name p0.n0 netns tf-tf-p0.s0"),
             std::string::npos);
 }
 
@@ -49,6 +52,58 @@ TEST(FabricScript, ShaperQueuesInsteadOfDropping) {
   for (const auto& a : args) line += a + " ";
   EXPECT_EQ(line, "qdisc replace dev nic0 root tbf rate 10000000bit burst 18128 limit 16777216 "
                   "peakrate 10100000bit mtu 9064 ");
+}
+
+// Issue 24, finding 5: NICs named `alias`, `help`, `name`, `netns`, `dev`, `up` reached
+// `ip` where it reads keywords (`link add alias netns ...` made a link in the machine's own
+// namespace). Every interface now follows `name`, `peer name` or `dev`; names the kernel
+// keeps for itself (`all`, `default` in /proc/sys/net/ipv4/conf) are not given.
+TEST(FabricScript, NoInterfaceNameIsWhereIpReadsAKeyword) {
+  const auto t = topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/fabric/keyword_names.json");
+  const FabricPlan plan = plan_fabric(t, {});
+  std::set<std::string> interfaces;
+  for (const auto& ns : plan.namespaces)
+    for (const auto& dev : ns.interfaces) {
+      interfaces.insert(dev);
+      EXPECT_NE(dev, "all");
+      EXPECT_NE(dev, "default");
+    }
+  for (const char* keyword : {"alias", "help", "name", "netns", "dev", "up"})
+    EXPECT_TRUE(interfaces.count(keyword)) << keyword << " kept as the file names it";
+  // `ip link add|set|del` read a bare word after the verb as options first: the interface
+  // must follow `name` (add, and a veth's peer) or `dev` (set, del).
+  auto check = [&](const std::string& batch, const std::string& what) {
+    std::istringstream lines(batch);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> w;
+      for (std::string x; words >> x;) w.push_back(x);
+      if (w.size() < 4 || w[0] != "link") continue;
+      if (w[1] == "add") {  // link add name X ... [peer name Y ...]
+        EXPECT_EQ(w[2], "name") << what << ": " << line;
+        for (size_t k = 0; k + 1 < w.size(); ++k)
+          if (w[k] == "peer") {
+            EXPECT_EQ(w[k + 1], "name") << what << ": " << line;
+          }
+      } else {  // link set|del dev X ...
+        EXPECT_EQ(w[2], "dev") << what << ": " << line;
+      }
+    }
+  };
+  // Each cable's line, whole: a name that is a keyword cannot shift the words after it.
+  const std::string root = root_batch(plan);
+  for (const auto& c : plan.cables)
+    EXPECT_NE(root.find("link add name " + c.a.interface + " netns " + plan.namespaces[c.a.ns].name +
+                        " type veth peer name " + c.b.interface + " netns " + plan.namespaces[c.b.ns].name + "\n"),
+              std::string::npos)
+        << c.name << "\n" << root;
+  check(root, "root batch");
+  for (int i = 0; i < int(plan.namespaces.size()); ++i) {
+    const NamespaceScript s = namespace_script(plan, i);
+    check(s.links + s.rules + s.routes, plan.namespaces[i].name);
+    check(s.shapers, plan.namespaces[i].name + " shapers");
+  }
 }
 
 }  // namespace
