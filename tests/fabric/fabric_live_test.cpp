@@ -1,7 +1,7 @@
 // The emulated fabric for real (ctest label `fabric`; root with network namespaces, as CI
-// is): bigraph-32 and a NAP package come up at a low rate, bench runs verified collectives on
-// them, and the one property the fabric exists for is checked coarsely: a ring the model
-// gives link load 4 takes at least twice as long as a load-1 ring moving the same bytes.
+// is): bigraph-32 and a NAP package come up at a low rate and bench runs verified collectives
+// on them, reporting the link loads the model gives (their times are measured in perf/, never
+// checked here).
 // Also: two fabrics coexist, `down` removes exactly what `up` made (after a crash too),
 // faults reach the kernel and a cut cable fails a run instead of hanging it, and refusals
 // (not root, too large, a failing tool) leave nothing behind. Where namespaces cannot be
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -51,7 +52,10 @@ nlohmann::json bench(const std::string& args, std::string* output) {
   return in ? nlohmann::json::parse(in) : nullptr;
 }
 
-TEST(FabricLive, BiGraphRingUnderLoad4TakesAtLeastTwiceALoad1Ring) {
+// Both rings run correctly on the fabric and bench reports the link loads the model
+// predicts for them. How much longer the load-4 ring takes is a measurement, not a test
+// (perf/results/fabric-calibration-*, topocoll demo).
+TEST(FabricLive, BiGraphRingInRankOrderLoadsALinkFourTimesTheTopologyOrderedRing) {
   REQUIRE_FABRIC();
   FabricUp f("tlbg", "bigraph-32.json", "10");
   ASSERT_TRUE(f.ok()) << f.output();
@@ -71,8 +75,8 @@ TEST(FabricLive, BiGraphRingUnderLoad4TakesAtLeastTwiceALoad1Ring) {
   EXPECT_EQ(spread[0]["wrong"], 0);
   EXPECT_DOUBLE_EQ(crowded[0]["max_link_load"].get<double>(), 4.0);
   EXPECT_DOUBLE_EQ(spread[0]["max_link_load"].get<double>(), 1.0);
-  const double t4 = crowded[0]["time_us"], t1 = spread[0]["time_us"];
-  EXPECT_GE(t4, 2 * t1) << "load 4: " << t4 << " us, load 1: " << t1 << " us\n" << out;
+  std::printf("measured (not checked): load 4 %.0f us, load 1 %.0f us\n", crowded[0]["time_us"].get<double>(),
+              spread[0]["time_us"].get<double>());
 }
 
 TEST(FabricLive, NapPackageRunsFcAndFcDirectCorrectly) {
