@@ -40,8 +40,8 @@ out="$results/kernels-$device-$stamp"
 ctest --test-dir "$build" -L gpu -R Kernels --output-on-failure --timeout 900 2>&1 | tee -a "$out.txt"
 tests_rc=${PIPESTATUS[0]}
 
-echo "## CPU kernel tests (ctest -L cpu -R Kernels)" | tee -a "$out.txt"
-ctest --test-dir "$build" -L cpu -R Kernels --output-on-failure 2>&1 | grep -E "tests passed|Failed|\*\*\*" | tee -a "$out.txt"
+echo "## CPU kernel tests (ctest -LE gpu -R Kernels)" | tee -a "$out.txt"
+ctest --test-dir "$build" -LE gpu -R Kernels --output-on-failure 2>&1 | grep -E "tests passed|Failed|\*\*\*" | tee -a "$out.txt"
 
 echo "## kernel_bench" | tee -a "$out.txt"
 "$build/perf/kernels/kernel_bench" --json "$out.json" 2>&1 | tee -a "$out.txt"

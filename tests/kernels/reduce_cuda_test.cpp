@@ -45,6 +45,15 @@ bool have_device() {
 
 constexpr std::size_t kGuard = 256;  // poisoned bytes on each side of every destination
 
+// Element counts past what one block of threads covers. On the emulated runtime the kernels
+// are the CPU reference and what is checked is stream order and arguments, for which a few
+// thousand elements do as well as a million (and keep the emu label quick).
+#ifdef TOPOCOLL_EMULATED_CUDA
+constexpr std::size_t kLargeCount = 5003, kMediumCount = 4099;
+#else
+constexpr std::size_t kLargeCount = (std::size_t(1) << 20) + 3, kMediumCount = 65537;
+#endif
+
 // Device allocation with guard space; ptr(offset) is the element area shifted by offset bytes.
 class DeviceBuffer {
  public:
@@ -201,8 +210,7 @@ class KernelsReduceCuda : public ::testing::TestWithParam<int> {
 
 TEST_P(KernelsReduceCuda, EveryOpAndInputCountMatchesCpu) {
   std::mt19937_64 rng(1000 + GetParam());
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4095},
-                            std::size_t{(1u << 20) + 3}})
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4095}, kLargeCount})
     for (int nsrc : {2, 3, 8})
       for (int o = 0; o < kNumReduceOps; ++o) {
         Case c{type(), static_cast<ReduceOp>(o), nsrc, count, 0, {}};
@@ -215,7 +223,7 @@ TEST_P(KernelsReduceCuda, EveryOpAndInputCountMatchesCpu) {
 TEST_P(KernelsReduceCuda, MisalignedPointers) {
   std::mt19937_64 rng(2000 + GetParam());
   const std::size_t elem = datatype_size(type());
-  for (std::size_t count : {std::size_t{7}, std::size_t{4095}, std::size_t{65537}})
+  for (std::size_t count : {std::size_t{7}, std::size_t{4095}, kMediumCount})
     for (std::size_t off = elem; off < 16; off += elem) {
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
         // Same misalignment everywhere: vector body after a scalar head.
@@ -237,7 +245,7 @@ TEST_P(KernelsReduceCuda, InPlaceOnAnySource) {
   const std::size_t elem = datatype_size(type());
   for (int alias : {0, 1, 2})
     for (std::size_t off : {std::size_t{0}, elem % 16}) {
-      Case c{type(), ReduceOp::Sum, 3, 100003, 0, {off, off, off}, alias};
+      Case c{type(), ReduceOp::Sum, 3, kLargeCount / 10 + 1, 0, {off, off, off}, alias};
       run_case(c, rng, stream_);
       Case p{type(), ReduceOp::Prod, 3, 1001, 0, {0, off, 0}, alias};
       run_case(p, rng, stream_);
@@ -249,7 +257,7 @@ TEST_P(KernelsReduceCuda, PremulMatchesCpu) {
   std::mt19937_64 rng(4000 + GetParam());
   const DataType t = type();
   const std::size_t elem = datatype_size(t);
-  for (std::size_t count : {std::size_t{1}, std::size_t{4095}, std::size_t{(1u << 20) + 3}})
+  for (std::size_t count : {std::size_t{1}, std::size_t{4095}, kLargeCount})
     for (std::size_t off : {std::size_t{0}, elem % 16}) {
       SCOPED_TRACE(std::string(datatype_name(t)) + " premul count=" + std::to_string(count));
       const auto host = random_elements(t, count, rng);
@@ -276,7 +284,7 @@ TEST_P(KernelsReduceCuda, PremulMatchesCpu) {
 TEST_P(KernelsReduceCuda, AvgPremulMatchesCpu) {
   std::mt19937_64 rng(4500 + GetParam());
   const DataType t = type();
-  const std::size_t elem = datatype_size(t), count = 70001;
+  const std::size_t elem = datatype_size(t), count = kMediumCount + 4464;
   for (int nranks : {2, 3, 8, 1000}) {
     SCOPED_TRACE(std::string(datatype_name(t)) + " avg premul nranks=" + std::to_string(nranks));
     const auto host = random_elements(t, count, rng);
@@ -389,7 +397,7 @@ TEST(KernelsCopyRangesCuda, CopiesEveryRangeAndNothingElse) {
   ASSERT_TRUE(owned.ok());
   const cudaStream_t stream = owned.stream;
   std::mt19937_64 rng(6000);
-  const std::size_t sizes[] = {0, 1, 3, 15, 16, 17, 255, 4095, 65536 + 7, (1u << 20) + 5};
+  const std::size_t sizes[] = {0, 1, 3, 15, 16, 17, 255, 4095, kMediumCount + 6, kLargeCount + 2};
   for (int n : {1, 2, 5, 16, 17, 40}) {
     SCOPED_TRACE("ranges=" + std::to_string(n));
     std::vector<CopyRange> ranges;
