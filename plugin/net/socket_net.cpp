@@ -10,11 +10,11 @@
 #include <string>
 
 #include "net/connect_attempt.h"
-#include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "plugin/log.h"
 #include "plugin/net/live_objects.h"
 #include "plugin/net/net_device.h"
+#include "config/env.h"
 #include "plugin/net/plane_router.h"
 
 namespace topocoll::plugin::socket_net {
@@ -40,9 +40,7 @@ struct Catalog {
 const Catalog& catalog() {
   static const Catalog c = [] {
     Catalog result;
-    std::vector<std::string> warnings;
-    result.options = net::TransportOptions::from_environment(&warnings);
-    for (const auto& w : warnings) TC_WARN("NET: %s", w.c_str());
+    result.options = net::TransportOptions::from_env(config::env());
     TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
     result.devices = discover_devices();
     return result;
@@ -163,9 +161,9 @@ ncclResult_t guarded(const char* call, F&& body) {
 }  // namespace
 
 ncclResult_t init(ncclDebugLogger_t logger) {
+  // From here on the plugin's warnings, and the layers' below it (config/warnings.h: bad
+  // settings, stray connections closed by a listener), go to NCCL's log.
   set_nccl_logger(logger);
-  // The transport's own warnings (stray connections closed by a listener) go to NCCL's log.
-  net::set_warning_sink([](const std::string& message) { TC_WARN("NET/topocoll: %s", message.c_str()); });
   return guarded("init", [] {
     catalog();
     device_strings();
