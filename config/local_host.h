@@ -21,6 +21,5 @@ struct LocalHost {
 };
 
 LocalHost local_host(const Env& env);
-inline LocalHost local_host() { return local_host(env()); }
 
 }  // namespace topocoll::config

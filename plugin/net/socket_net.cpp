@@ -14,8 +14,8 @@
 #include "plugin/log.h"
 #include "plugin/net/live_objects.h"
 #include "plugin/net/net_device.h"
-#include "config/env.h"
 #include "plugin/net/plane_router.h"
+#include "plugin/process_context.h"
 
 namespace topocoll::plugin::socket_net {
 
@@ -40,9 +40,10 @@ struct Catalog {
 const Catalog& catalog() {
   static const Catalog c = [] {
     Catalog result;
-    result.options = net::TransportOptions::from_env(config::env());
+    const ProcessContext& context = process_context();
+    result.options = net::TransportOptions::from_env(context.env);
     TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
-    result.devices = discover_devices();
+    result.devices = discover_devices(context);
     return result;
   }();
   return c;
