@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/env.h"
 #include "fabric/system_command.h"
 
 namespace topocoll::fabric {
@@ -52,10 +53,7 @@ nlohmann::json fault_json(const Fault& f) {
   return j;
 }
 
-std::string fabric_state_dir() {
-  const char* dir = std::getenv("TOPOCOLL_FABRIC_STATE_DIR");
-  return dir && *dir ? dir : "/run/topocoll/fabric";
-}
+std::string fabric_state_dir() { return config::env().fabric_state_dir; }
 
 void make_state_dir() { make_dirs(fabric_state_dir()); }
 

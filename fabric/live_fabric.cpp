@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/env.h"
 #include "fabric/fabric_lock.h"
 #include "fabric/fabric_script.h"
 #include "fabric/system_command.h"
@@ -109,11 +110,9 @@ std::string machine_lacks(const FabricSize& size) {
   const double available = available_memory_mib();
   double limit = available / 2;
   std::string why = "this machine has " + fixed(available) + " MiB available and a fabric may use at most half";
-  if (const char* text = std::getenv("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"); text && *text) {
-    char* end = nullptr;
-    limit = std::strtod(text, &end);
-    if (*end || !(limit > 0))
-      return std::string("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB=\"") + text + "\": expected a positive number of MiB";
+  if (const config::EnvSetting& set = config::env().setting("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"); set.is_set()) {
+    if (!set.problem.empty()) return set.problem;  // refused, not guessed: a fabric could exhaust the machine
+    limit = std::get<double>(set.value);
     why = "TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB allows " + fixed(limit) + " MiB";
   }
   if (limit > 0 && size.memory_mib > limit)

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "config/env.h"
+
 extern char** environ;
 
 namespace topocoll::fabric {
@@ -28,8 +30,7 @@ std::string joined(const std::vector<std::string>& argv) {
 
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::string path = config::env().path + ":/usr/sbin:/sbin:/usr/bin:/bin";
   size_t start = 0;
   while (start <= path.size()) {
     const size_t end = path.find(':', start);

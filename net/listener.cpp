@@ -16,9 +16,9 @@
 #include <optional>
 #include <vector>
 
+#include "config/warnings.h"
 #include "net/connection.h"
 #include "net/hello_check.h"
-#include "net/net_warning.h"
 #include "net/socket_calls.h"
 #include "net/socket_transport.h"
 #include "net/wire_format.h"
@@ -64,9 +64,9 @@ struct Listener::State {
   void close_stray(const SocketAddress& peer, const SocketAddress& local, const std::string& why) {
     ++strays;
     if (strays <= kStraysWarnedEach || strays % kStrayWarnEvery == 0)
-      warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
-           why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
-           " so far; still accepting)");
+      config::warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
+                   why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
+                   " so far; still accepting)");
   }
 };
 

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
+#include "fabric/system_command.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -53,23 +55,6 @@ bool run_command(const std::string& name, const std::vector<std::string>& args) 
       return rc == 0;
     }
   std::printf("  (`topocoll %s` is not part of this build; skipped)\n", name.c_str());
-  return false;
-}
-
-bool on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::string p = path;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    const std::size_t end = p.find(':', start);
-    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    struct stat st {};
-    if (!dir.empty() && ::stat((dir + "/" + program).c_str(), &st) == 0 && (st.st_mode & S_IXUSR))
-      return true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
   return false;
 }
 
@@ -156,7 +141,7 @@ int run_demo(std::span<const std::string> args) {
       return 0;
     } else if (f == "--topo") a.topo = value();
     else if (f == "--out") a.out = value();
-    else if (f == "--ranks") a.ranks = std::stoi(value());
+    else if (f == "--ranks") a.ranks = int(config::count_argument(f, value(), 1, 4096));
     else if (f == "--sizes") a.sizes = value();
     else if (f == "--iters") a.iters = value();
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
@@ -174,10 +159,10 @@ int run_demo(std::span<const std::string> args) {
   run_command("describe", {a.topo});
 
   section("3. draw");
-  const std::string drawing = a.out + "/" + t.name() + (on_path("dot") ? ".png" : ".dot");
+  const bool have_dot = !fabric::find_program("dot").empty();
+  const std::string drawing = a.out + "/" + t.name() + (have_dot ? ".png" : ".dot");
   if (run_command("draw", {a.topo, "-o", drawing}))
-    std::printf("  drawing: %s%s\n", drawing.c_str(),
-                on_path("dot") ? "" : "  (Graphviz `dot` not found: DOT text only)");
+    std::printf("  drawing: %s%s\n", drawing.c_str(), have_dot ? "" : "  (Graphviz `dot` not found: DOT text only)");
 
   section("4. plan allreduce on every endpoint: link contention of each algorithm");
   const int64_t plan_bytes = 64 << 20;

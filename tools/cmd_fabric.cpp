@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
 #include "fabric/live_fabric.h"
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
@@ -62,11 +64,9 @@ struct Args {
   bool force = false;
 };
 
-double parse_number(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x)) throw std::invalid_argument(flag + " '" + v + "': not a number");
-  return x;
+// The fabric's own checks (fabric/fabric_plan.cpp) give each its range.
+double number(const std::string& flag, const std::string& text) {
+  return config::number_argument(flag, text, 0, kAny);
 }
 
 Args parse(std::span<const std::string> args) {
@@ -80,9 +80,9 @@ Args parse(std::span<const std::string> args) {
       break;
     }
     if (f == "--name") a.name = flag_value(args, i);
-    else if (f == "--rate-mbit") a.rate_mbit = parse_number(f, flag_value(args, i));
-    else if (f == "--scale") a.options.scale = parse_number(f, flag_value(args, i));
-    else if (f == "--mtu") a.options.mtu = int(parse_number(f, flag_value(args, i)));
+    else if (f == "--rate-mbit") a.rate_mbit = number(f, flag_value(args, i));
+    else if (f == "--scale") a.options.scale = number(f, flag_value(args, i));
+    else if (f == "--mtu") a.options.mtu = int(config::count_argument(f, flag_value(args, i), 0, INT_MAX));
     else if (f == "--json") a.json = true;
     else if (f == "--force") a.force = true;
     else if (f.size() > 1 && f[0] == '-' && f.find("->") == std::string::npos)

@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/plan_cache.h"
 #include "sched/placement.h"
 #include "topo/topology.h"

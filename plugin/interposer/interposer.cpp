@@ -20,7 +20,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/interposer/thread_group.h"
 #include "plugin/log.h"

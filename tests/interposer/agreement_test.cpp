@@ -15,6 +15,7 @@
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "topo/generators.h"
+#include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::plugin::interposer {
@@ -27,15 +28,16 @@ topo::Topology bigraph(int switches_per_group, int endpoints_per_switch) {
   return topo::generate_bigraph(shape);
 }
 
-std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t hash = 42) {
-  ConfiguredTopology loaded;
+std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t fingerprint = 42) {
+  ProcessContext loaded;
   loaded.topology = std::make_shared<const topo::Topology>(t);
-  loaded.hash = hash;
+  loaded.topology_fingerprint = fingerprint;
   std::vector<RankIdentity> ids;
   // Reverse order: communicator rank r runs on endpoint n-1-r.
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = t.endpoints()[std::size_t(n - 1 - r)];
-    ids.push_back(make_identity(e.host, e.gpu, loaded, true));
+    loaded.host.name = e.host;
+    ids.push_back(make_identity(e.gpu, loaded, true));
   }
   return ids;
 }
@@ -123,65 +125,48 @@ TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
       << a.reason;
 }
 
-TEST(Agreement, TopologyFileErrorsNameTheFile) {
-  auto missing = load_configured_topology("/nonexistent/topocoll.json");
-  EXPECT_EQ(missing.topology, nullptr);
-  EXPECT_NE(missing.error.find("/nonexistent/topocoll.json"), std::string::npos) << missing.error;
-  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_bad_topology.json";
-  std::ofstream(path) << "{ \"kind\": \"bigraph\", ";
-  auto bad = load_configured_topology(path);
-  EXPECT_EQ(bad.topology, nullptr);
-  EXPECT_NE(bad.error.find(path), std::string::npos) << bad.error;
-  const std::string good_path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_good_topology.json";
-  std::ofstream(good_path) << topo::topology_to_json(bigraph(2, 2)).dump();
-  auto good = load_configured_topology(good_path);
-  ASSERT_NE(good.topology, nullptr) << good.error;
-  EXPECT_NE(good.hash, 0u);
-  EXPECT_EQ(load_configured_topology(good_path).hash, good.hash);
-  EXPECT_EQ(load_configured_topology("").error, "");
+// The identity a rank sends carries the process context's host and fingerprint: the one
+// topology every face of the process loaded (plugin/process_context.h).
+TEST(Identity, CarriesTheProcessContextsHostAndFingerprint) {
+  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_good_topology.json";
+  const topo::Topology two = bigraph(2, 2);
+  std::ofstream(path) << topo::topology_to_json(two).dump();
+  const std::string first = two.hosts()[0].name;
+  const ProcessContext context = make_process_context(
+      config::read_env({{"TOPOCOLL_TOPO_FILE", path}, {"NCCL_HOSTID", first + ".cluster.example"}}));
+  ASSERT_NE(context.topology, nullptr) << context.topology_error;
+  const RankIdentity id = make_identity(3, context, true);
+  EXPECT_EQ(std::string(id.host), first) << "the topology's spelling of the host";
+  EXPECT_EQ(id.gpu, 3);
+  EXPECT_EQ(id.topology_hash, topo::topology_fingerprint(two));
+  EXPECT_TRUE(id.flags & RankIdentity::kTopologyLoaded);
+  const ProcessContext none = make_process_context(config::read_env({{"NCCL_HOSTID", "node17"}}));
+  const RankIdentity unloaded = make_identity(0, none, true);
+  EXPECT_EQ(std::string(unloaded.host), "node17");
+  EXPECT_FALSE(unloaded.flags & RankIdentity::kTopologyLoaded);
+  EXPECT_EQ(unloaded.topology_hash, 0u);
 }
 
-TEST(Identity, HostAndGpuAsTheTopologyNamesThem) {
-  const ConfiguredTopology none;
-  setenv("NCCL_HOSTID", "node17", 1);
-  EXPECT_EQ(local_host_name(none), "node17");
-  unsetenv("NCCL_HOSTID");
-  EXPECT_FALSE(local_host_name(none).empty());
-  // The topology's spelling wins: a fully qualified name finds the short one in the file.
-  ConfiguredTopology two;
-  two.topology = std::make_shared<const topo::Topology>(bigraph(2, 2));
-  const std::string first = two.topology->hosts()[0].name;
-  setenv("NCCL_HOSTID", (first + ".cluster.example").c_str(), 1);
-  EXPECT_EQ(local_host_name(two), first);
-  // TOPOCOLL_HOSTNAME comes before NCCL_HOSTID.
-  setenv("TOPOCOLL_HOSTNAME", two.topology->hosts()[1].name.c_str(), 1);
-  EXPECT_EQ(local_host_name(two), two.topology->hosts()[1].name);
-  unsetenv("TOPOCOLL_HOSTNAME");
-  unsetenv("NCCL_HOSTID");
-  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
-  EXPECT_EQ(host_gpu_index(0), 3);
-  EXPECT_EQ(host_gpu_index(1), 5);
-  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
-  EXPECT_EQ(host_gpu_index(0), 0);
+TEST(Identity, GpuAsTheHostNumbersIt) {
+  EXPECT_EQ(host_gpu_index(0, "3,5"), 3);
+  EXPECT_EQ(host_gpu_index(1, "3,5"), 5);
+  EXPECT_EQ(host_gpu_index(1, " 3, 5 "), 5) << "whitespace around each index, as every value";
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd"), 0);
   // UUIDs: the device's place among the host's GPUs by PCI address, as the driver lists
   // them (lower case, 8-digit domain) while CUDA writes upper case with a 4-digit domain.
   const std::string dir = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_driver_gpus";
   std::filesystem::remove_all(dir);
   for (const char* g : {"00000000:b1:00.0", "00000000:1a:00.0", "00000000:3d:00.0", "not-a-gpu"})
     std::filesystem::create_directories(dir + "/" + g);
-  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
-  EXPECT_EQ(host_gpu_index(0, "0000:3D:00.0", dir), 1);
-  EXPECT_EQ(host_gpu_index(0, "0000:B1:00.0", dir), 2);
-  setenv("CUDA_VISIBLE_DEVICES", "MIG-5678,GPU-9abc", 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 0);
-  EXPECT_EQ(host_gpu_index(0, "0000:99:00.0", dir), 0);  // not listed: the ordinal
-  EXPECT_EQ(host_gpu_index(1, "", dir), 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir + "/missing"), 1);
-  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 5);  // integer lists are not affected
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd", "0000:3D:00.0", dir), 1);
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd", "0000:B1:00.0", dir), 2);
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "0000:1A:00.0", dir), 0);
+  EXPECT_EQ(host_gpu_index(0, "MIG-5678,GPU-9abc", "0000:99:00.0", dir), 0);  // not listed: the ordinal
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "", dir), 1);
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "0000:1A:00.0", dir + "/missing"), 1);
+  EXPECT_EQ(host_gpu_index(1, "3,5", "0000:1A:00.0", dir), 5);  // integer lists are not affected
   std::filesystem::remove_all(dir);
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  EXPECT_EQ(host_gpu_index(2), 2);
+  EXPECT_EQ(host_gpu_index(2, ""), 2);
 }
 
 class Planner : public ::testing::Test {

@@ -1,12 +1,14 @@
-// The interposer's TOPOCOLL_* variables (docs/usage.md, "Environment variables"). Read once
-// per process by interposer_config(); read_interposer_config() re-reads the environment
-// (tests) and WARNs naming the variable and its accepted values on a bad value.
+// The interposer's view of its TOPOCOLL_* variables (docs/usage.md, "Environment
+// variables"): the values the process's Env (config/env.h) read and validated, turned into
+// the interposer's own types. Nothing here reads the environment or warns.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "config/env.h"
 
 namespace topocoll::plugin::interposer {
 
@@ -23,6 +25,7 @@ enum class AlgoChoice : uint8_t {
 };
 
 std::string_view to_string(AlgoChoice);
+// One of config/algorithm_names.h (what TOPOCOLL_ALGO accepts), as the interposer's choice.
 std::optional<AlgoChoice> parse_algo_choice(std::string_view text);
 // The schedule generator name sched/ uses for a schedule-backed choice ("ring", "hd", ...);
 // empty for Auto, Nccl and NcclTopoRing.
@@ -56,9 +59,8 @@ struct InterposerConfig {
   RingCommMode ring_comm = RingCommMode::Init;  // TOPOCOLL_RING_COMM: init | lazy | off
 };
 
-// Re-reads the environment every call (tests); bad values WARN and keep the default.
-InterposerConfig read_interposer_config();
-// The process-wide configuration, read on first use.
+InterposerConfig interposer_config_from(const config::Env& env);
+// The process's: from plugin/process_context.h's Env, on first use.
 const InterposerConfig& interposer_config();
 
 }  // namespace topocoll::plugin::interposer
