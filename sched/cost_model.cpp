@@ -148,18 +148,4 @@ CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
       .cost;
 }
 
-double bus_bandwidth_factor(Collective collective, int nranks) {
-  if (nranks <= 1) return 0;
-  double n = nranks;
-  return collective == Collective::AllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
-}
-
-double algbw_gbs(double bytes, double time_us) {
-  return time_us > 0 ? bytes / (time_us * 1e3) : 0;  // bytes/us / 1e3 = GB/s
-}
-
-double busbw_gbs(Collective collective, int nranks, double bytes, double time_us) {
-  return algbw_gbs(bytes, time_us) * bus_bandwidth_factor(collective, nranks);
-}
-
 }  // namespace topocoll::sched

@@ -14,6 +14,7 @@
 #include "sched/cost_model.h"
 #include "sched/halving_doubling.h"
 #include "sched/link_load.h"
+#include "sched/nccl_tests_sizes.h"
 
 namespace topocoll::sched {
 
@@ -606,12 +607,13 @@ std::optional<RankOrder> host_aware_hd_order(const Topology& t, const Placement&
 double predicted_hd_us(const Placement& p, std::span<const int> order, double bytes,
                        RouteCache& routes, Collective collective) {
   int n = p.nranks();
-  int64_t elems = std::max<int64_t>(1, int64_t(bytes / 4));
-  // As the planner counts: allreduce the vector, the halves the whole P-rank buffer.
-  int64_t per_rank = std::max<int64_t>(1, elems / std::max(n, 1));
-  Schedule s = collective == Collective::ReduceScatter ? hd_reduce_scatter(n, per_rank, order)
-               : collective == Collective::AllGather   ? hd_allgather(n, per_rank, order)
-                                                       : hd_allreduce(n, elems, order);
+  // As the planner counts (nccl-tests sizes), at least one element.
+  const bool half = collective == Collective::ReduceScatter || collective == Collective::AllGather;
+  const int64_t count = std::max<int64_t>(
+      1, count_of_size(half ? collective : Collective::AllReduce, int64_t(bytes), 4, n));
+  Schedule s = collective == Collective::ReduceScatter ? hd_reduce_scatter(n, count, order)
+               : collective == Collective::AllGather   ? hd_allgather(n, count, order)
+                                                       : hd_allreduce(n, count, order);
   return estimate_cost(s, p, 4, routes).total_us;
 }
 

@@ -15,6 +15,7 @@
 #include "sched/halving_doubling.h"
 #include "sched/recursive_doubling.h"
 #include "sched/hierarchical.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/nap_log_step.h"
 #include "sched/ring.h"
 #include "sched/schedule_builder.h"
@@ -67,9 +68,7 @@ int64_t parse_size(std::string_view text) {
 int64_t plan_count(const PlanRequest& r, int nranks) {
   if (r.elem_size == 0) throw std::invalid_argument("elem_size: must be > 0");
   if (r.bytes < 0) throw std::invalid_argument("bytes: must be >= 0");
-  int64_t elems = r.bytes / int64_t(r.elem_size);
-  if (r.collective == Collective::AllReduce) return elems;
-  return elems / std::max(nranks, 1);
+  return count_of_size(r.collective, r.bytes, r.elem_size, nranks);
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/external_program.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"

@@ -9,6 +9,7 @@
 #include "exec/engine.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "sched/cost_model.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
 
@@ -27,8 +28,8 @@ sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, dou
   sched::PlanRequest r;
   r.collective = in.key.collective;
   r.algo = algo;
-  r.bytes = int64_t(call_bytes(in.key.collective, std::size_t(in.key.count), in.elem_bytes,
-                               in.placement->nranks()));
+  r.bytes = sched::size_of_count(in.key.collective, in.key.count, in.elem_bytes,
+                                 in.placement->nranks());
   r.elem_size = in.elem_bytes;
   r.endpoints = in.placement->endpoint_of_rank;
   r.cost.alpha_us = alpha_us;
@@ -90,16 +91,10 @@ std::string planner_algo(AlgoChoice c, Collective collective) {
 
 }  // namespace
 
-std::size_t call_bytes(Collective collective, std::size_t count, std::size_t elem_bytes,
-                       int nranks) {
-  return collective == Collective::AllReduce ? count * elem_bytes
-                                             : count * elem_bytes * std::size_t(nranks);
-}
-
 std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfig& config) {
   const int n = in.placement->nranks();
   const Collective c = in.key.collective;
-  const double bytes = double(call_bytes(c, std::size_t(in.key.count), in.elem_bytes, n));
+  const double bytes = double(sched::size_of_count(c, in.key.count, in.elem_bytes, n));
   try {
     if (config.algo == AlgoChoice::Nccl) return nccl_plan("TOPOCOLL_ALGO=nccl");
     if (bytes < double(config.min_bytes)) return nccl_plan("below TOPOCOLL_MIN_BYTES");

@@ -33,11 +33,6 @@ struct PlanInput {
   std::size_t elem_bytes = 4;
 };
 
-// Bytes of the per-rank buffer nccl-tests reports as "size" (allreduce: count elements;
-// reduce-scatter, allgather, all-to-all: count x nranks).
-std::size_t call_bytes(sched::Collective collective, std::size_t count, std::size_t elem_bytes,
-                       int nranks);
-
 // Never throws: a generator or cost-model failure gives Route::Nccl with the reason.
 std::shared_ptr<const Plan> make_plan(const PlanInput& input, const InterposerConfig& config);
 

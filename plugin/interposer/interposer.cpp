@@ -24,6 +24,7 @@
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/interposer/thread_group.h"
 #include "plugin/log.h"
+#include "sched/nccl_tests_sizes.h"
 
 // The dispatch of served calls: decide (plan cache), then forward to NCCL, queue inside a
 // user group, or run (topology-ordered NCCL: ring_comm.h; a schedule: the engine on the
@@ -206,7 +207,9 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     return forward_collective(call, call.comm);
   }
   std::shared_ptr<const Plan> plan = plan_for(*st, call, elem);
-  log_decision(*st, call, call_bytes(call.collective, call.count, elem, st->nranks), *plan);
+  log_decision(*st, call,
+               std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
+               *plan);
 
   switch (plan->route) {
     case Route::Nccl:

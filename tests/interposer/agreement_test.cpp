@@ -12,6 +12,7 @@
 #include "plugin/interposer/collective_planner.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "plugin/interposer/rank_identity.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "topo/generators.h"
@@ -244,7 +245,7 @@ TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
     sched::PlanRequest r;
     r.collective = c;
     r.algo = "ring-topo";
-    r.bytes = int64_t(call_bytes(c, std::size_t(count), 4, 8));
+    r.bytes = sched::size_of_count(c, count, 4, 8);
     r.elem_size = 4;
     r.endpoints = placement_.endpoint_of_rank;
     r.cost.alpha_us = 1.0;  // NCCL's in-kernel step, as the planner charges it
@@ -283,7 +284,7 @@ TEST_F(Planner, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
                  sched::Collective::AllGather})
     for (int64_t count : {1, 1000, 1 << 16, 1 << 20, 1 << 24}) {
       const PlanInput in = input(c, count);
-      const double bytes = double(call_bytes(c, std::size_t(count), 4, 8));
+      const double bytes = double(sched::size_of_count(c, count, 4, 8));
       const auto best = nccl_best(topology_, placement_, c, bytes);
       ASSERT_TRUE(best.has_value());
       auto p = make_plan(in, cfg);
@@ -297,13 +298,6 @@ TEST_F(Planner, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
       EXPECT_EQ(make_plan(in, strict)->route, Route::Nccl) << "margin 1000: " << p->reason;
     }
   (void)taken;
-}
-
-TEST(CallBytes, NcclTestsSizeConvention) {
-  EXPECT_EQ(call_bytes(sched::Collective::AllReduce, 10, 4, 8), 40u);
-  EXPECT_EQ(call_bytes(sched::Collective::ReduceScatter, 10, 4, 8), 320u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllGather, 10, 2, 8), 160u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllToAll, 10, 1, 8), 80u);
 }
 
 }  // namespace

@@ -120,16 +120,5 @@ TEST(CostModel, EmptyStepsAreFree) {
   EXPECT_DOUBLE_EQ(estimate_cost(s, first_endpoints(t, 32), 4, routes).total_us, 0.0);
 }
 
-TEST(CostModel, BusBandwidthFactors) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 8), 1.75);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::ReduceScatter, 8), 0.875);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllGather, 4), 0.75);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllToAll, 2), 0.5);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 1), 0.0);
-  // 1 GB in 1000 us = 1000 GB/s algorithm bandwidth.
-  EXPECT_DOUBLE_EQ(algbw_gbs(1e9, 1000), 1000.0);
-  EXPECT_DOUBLE_EQ(busbw_gbs(Collective::AllReduce, 8, 1e9, 1000), 1750.0);
-}
-
 }  // namespace
 }  // namespace topocoll::sched
