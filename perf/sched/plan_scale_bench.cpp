@@ -21,6 +21,7 @@
 
 #include "sched/cost_model.h"
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
 #include "sched/link_load.h"
 #include "sched/placement.h"
 #include "sched/plan.h"

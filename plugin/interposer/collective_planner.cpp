@@ -12,6 +12,7 @@
 #include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 
 namespace topocoll::plugin::interposer {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "sched/cost_model.h"
 #include "sched/link_load.h"
+#include "sched/ring_order.h"
 #include "sched/schedule.h"
 
 namespace topocoll::plugin::tuner {

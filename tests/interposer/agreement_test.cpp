@@ -15,6 +15,7 @@
 #include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
 
