@@ -12,7 +12,8 @@
 #include <optional>
 
 #include "plugin/nccl_api/tuner_v5.h"
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "plugin/tuner/tuner_api_mapping.h"
+#include "sched/nccl_algorithm_model.h"
 
 namespace topocoll::plugin::tuner {
 
@@ -25,7 +26,7 @@ class TopologyTuner {
                                                const ncclTunerConstants_v5_t* constants) noexcept;
 
   bool active() const { return model_.has_value(); }
-  const NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
+  const sched::NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
 
   // v3+: rewrites the enabled entries of NCCL's cost table it models. nChannels is left to NCCL.
   void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto) noexcept;
@@ -43,7 +44,7 @@ class TopologyTuner {
   void log_decision(ncclFunc_t coll, size_t nbytes, const CostTable& table,
                     const char* nccl_pick) const;
 
-  std::optional<NcclAlgorithmModel> model_;
+  std::optional<sched::NcclAlgorithmModel> model_;
   std::array<std::atomic<uint64_t>, ncclNumFuncs> logged_buckets_{};
 };
 
