@@ -64,7 +64,7 @@ std::shared_ptr<Route> nccl_route(std::string reason, double nccl_us = 0) {
 
 // A schedule route, or NCCL when the planner's result cannot run here.
 std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& in, double nccl_us,
-                                    std::string reason) {
+                                      std::string reason) {
   const bool verifier_ran = planned.verification.rfind("not run", 0) != 0;
   if (verifier_ran && !planned.verified)
     return nccl_route(planned.algo + " rejected by the verifier: " + planned.verification, nccl_us);
