@@ -13,10 +13,16 @@
 #include "sched/all_to_all.h"
 #include "sched/fc_direct.h"
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
 #include "sched/recursive_doubling.h"
 #include "sched/hierarchical.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/nap_log_step.h"
+#include "sched/order_search.h"
+#include "sched/pattern_load.h"
 #include "sched/ring.h"
+#include "sched/ring_order.h"
+#include "sched/site_major_order.h"
 #include "sched/schedule_builder.h"
 #if __has_include("sched/verifier.h")
 #include "sched/verifier.h"
@@ -48,9 +54,7 @@ bool parse_collective(std::string_view name, Collective& out) {
 int64_t plan_count(const PlanRequest& r, int nranks) {
   if (r.elem_size == 0) throw std::invalid_argument("elem_size: must be > 0");
   if (r.bytes < 0) throw std::invalid_argument("bytes: must be >= 0");
-  int64_t elems = r.bytes / int64_t(r.elem_size);
-  if (r.collective == Collective::AllReduce) return elems;
-  return elems / std::max(nranks, 1);
+  return count_of_size(r.collective, r.bytes, r.elem_size, nranks);
 }
 
 namespace {

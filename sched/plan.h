@@ -11,6 +11,7 @@
 
 #include "sched/cost_model.h"
 #include "sched/link_load.h"
+#include "sched/pattern_load.h"
 #include "sched/placement.h"
 #include "sched/schedule.h"
 #include "topo/topology.h"

@@ -10,6 +10,7 @@
 
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
 #include "topo/topology_json.h"

@@ -17,6 +17,7 @@
 
 #include "config/value_grammar.h"
 #include "exec/external_program.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"

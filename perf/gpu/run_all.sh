@@ -179,7 +179,7 @@ want kernels-repeat && {
 # --- ctest ------------------------------------------------------------------------------------
 want ctest && {
   run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
-  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|PlanCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
+  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|RouteDecision|NcclTestsSizes|GroupQueue|CallRouteCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
   run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 }
 

@@ -22,6 +22,7 @@
 #include "config/value_grammar.h"
 #include "sched/cost_model.h"
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
 #include "sched/link_load.h"
 #include "sched/placement.h"
 #include "sched/plan.h"

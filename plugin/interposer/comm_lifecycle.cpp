@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "exec/nccl_backend.h"
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
@@ -72,7 +72,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   if (!st.overlap_lane)
     TC_WARN("communicator %p: no CUDA stream for overlapping reduces with transfers; "
             "pipelined steps run without overlap", static_cast<void*>(st.comm));
-  st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
+  st.routes.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
 

@@ -48,7 +48,7 @@ struct InterposerConfig {
   // backend (one p2p group + kernel), added to the cost model's prediction in auto mode.
   double step_overhead_us = 8.0;
   // TOPOCOLL_PLAN_CACHE_BYTES: most memory one communicator's plans may hold (least
-  // recently used out beyond it; plugin/interposer/plan_cache.h).
+  // recently used out beyond it; plugin/interposer/call_route_cache.h).
   int64_t plan_cache_bytes = int64_t(256) << 20;
   // TOPOCOLL_AUTO_MARGIN: in auto, another route must be predicted this many times faster
   // than NCCL's best (>= 1).

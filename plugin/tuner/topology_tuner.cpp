@@ -44,7 +44,7 @@ std::string format_bytes(double b) {
 }
 
 std::string entry_name(int algo, int proto) {
-  return std::string(algorithm_name(algo)) + "/" + protocol_name(proto);
+  return std::string(sched::nccl_algorithm_name(algo)) + "/" + sched::nccl_protocol_name(proto);
 }
 
 }  // namespace
@@ -100,7 +100,8 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
                       "); the tuner changes nothing"));
       return tuner;
     }
-    NcclLatencies latencies = constants ? nccl_latencies_from(*constants) : default_nccl_latencies();
+    sched::NcclLatencies latencies =
+        constants ? nccl_latencies_from(*constants) : sched::default_nccl_latencies();
     tuner->model_.emplace(*topology, *fit.placement, int(nnodes), latencies);
     tuner->topology_ = topology;
     const auto& m = *tuner->model_;
@@ -182,7 +183,7 @@ void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support,
       for (int p = 0; p < kNumProtocols; ++p) {
         bool candidate = a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE ||
                          (a == NCCL_ALGO_PAT && p == NCCL_PROTO_SIMPLE);
-        table[a][p] = candidate && model_->predict_us(coll, a, p, double(nbytes)) ? 0.0f
+        table[a][p] = candidate && predict_us(*model_, coll, a, p, double(nbytes)) ? 0.0f
                                                                                   : float(NCCL_ALGO_PROTO_IGNORE);
       }
     CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);

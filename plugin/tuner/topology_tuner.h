@@ -12,7 +12,8 @@
 #include <optional>
 
 #include "plugin/nccl_api/tuner_v5.h"
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "plugin/tuner/tuner_api_mapping.h"
+#include "sched/nccl_algorithm_model.h"
 
 namespace topocoll::plugin::tuner {
 
@@ -25,7 +26,7 @@ class TopologyTuner {
                                                const ncclTunerConstants_v5_t* constants) noexcept;
 
   bool active() const { return model_.has_value(); }
-  const NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
+  const sched::NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
   // The process's topology (plugin/process_context.h) the model was built on; null when inactive.
   const topo::Topology* topology() const { return topology_.get(); }
 
@@ -46,7 +47,7 @@ class TopologyTuner {
                     const char* nccl_pick) const;
 
   std::shared_ptr<const topo::Topology> topology_;  // outlives model_, which refers to it
-  std::optional<NcclAlgorithmModel> model_;
+  std::optional<sched::NcclAlgorithmModel> model_;
   std::array<std::atomic<uint64_t>, ncclNumFuncs> logged_buckets_{};
 };
 

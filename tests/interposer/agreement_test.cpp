@@ -1,5 +1,5 @@
 // Whether a communicator is served: every rank decides from the same gathered identities,
-// so the verdict and its reason are the same everywhere; and the per-call planner.
+// so the verdict and its reason are the same everywhere; and the per-call routing decision.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,11 +9,13 @@
 
 #include <nccl.h>
 
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "plugin/interposer/rank_identity.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 #include "topo/generators.h"
 #include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
@@ -169,11 +171,11 @@ TEST(Identity, GpuAsTheHostNumbersIt) {
   EXPECT_EQ(host_gpu_index(2, ""), 2);
 }
 
-class Planner : public ::testing::Test {
+class RouteDecision : public ::testing::Test {
  protected:
-  Planner() : topology_(bigraph(2, 2)), placement_(sched::first_endpoints(topology_, 8)) {}
-  PlanInput input(sched::Collective c, int64_t count) {
-    PlanInput in;
+  RouteDecision() : topology_(bigraph(2, 2)), placement_(sched::first_endpoints(topology_, 8)) {}
+  RouteRequest input(sched::Collective c, int64_t count) {
+    RouteRequest in;
     in.topology = &topology_;
     in.placement = &placement_;
     in.rank = 2;
@@ -185,37 +187,37 @@ class Planner : public ::testing::Test {
   sched::Placement placement_;
 };
 
-TEST_F(Planner, OverridesDecide) {
+TEST_F(RouteDecision, OverridesDecide) {
   InterposerConfig cfg;
   cfg.algo = AlgoChoice::Nccl;
-  EXPECT_EQ(make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg)->route, Route::Nccl);
+  EXPECT_EQ(decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg)->target, RouteTarget::Nccl);
   cfg.algo = AlgoChoice::Hd;
-  auto hd = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
-  ASSERT_EQ(hd->route, Route::Schedule) << hd->reason;
+  auto hd = decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  ASSERT_EQ(hd->target, RouteTarget::Schedule) << hd->reason;
   EXPECT_EQ(hd->algo, "hd");
   ASSERT_NE(hd->schedule, nullptr);
   EXPECT_EQ(hd->schedule->nranks, 8);
   EXPECT_EQ(hd->schedule->count, 1 << 20);
   cfg.min_bytes = 8 << 20;  // 4 MiB call is below it
-  auto small = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
-  EXPECT_EQ(small->route, Route::Nccl);
+  auto small = decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  EXPECT_EQ(small->target, RouteTarget::Nccl);
   EXPECT_NE(small->reason.find("TOPOCOLL_MIN_BYTES"), std::string::npos);
   cfg.min_bytes = 0;
   cfg.max_bytes = 1 << 10;
-  EXPECT_NE(make_plan(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
+  EXPECT_NE(decide_route(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
             std::string::npos);
   cfg.max_bytes = INT64_MAX;
   cfg.algo = AlgoChoice::Hier;
-  auto hier = make_plan(input(sched::Collective::AllToAll, 4096), cfg);
-  EXPECT_EQ(hier->route, Route::Nccl);
+  auto hier = decide_route(input(sched::Collective::AllToAll, 4096), cfg);
+  EXPECT_EQ(hier->target, RouteTarget::Nccl);
   cfg.algo = AlgoChoice::NcclTopoRing;
-  EXPECT_EQ(make_plan(input(sched::Collective::ReduceScatter, 4096), cfg)->route, Route::NcclTopoRing);
-  EXPECT_EQ(make_plan(input(sched::Collective::AllToAll, 4096), cfg)->route, Route::Nccl);
+  EXPECT_EQ(decide_route(input(sched::Collective::ReduceScatter, 4096), cfg)->target, RouteTarget::NcclTopoRing);
+  EXPECT_EQ(decide_route(input(sched::Collective::AllToAll, 4096), cfg)->target, RouteTarget::Nccl);
 }
 
 // Reduce-scatter and allgather on the topology-ordered split pay for permuting their
 // blocks (one copy of the whole buffer, read and written); allreduce needs none.
-TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
+TEST_F(RouteDecision, TopologyOrderedSplitChargesTheBlockPermutation) {
   const std::vector<int> ring = sched::topology_aware_ring(topology_, placement_);
   bool identity = true;
   for (std::size_t j = 0; j < ring.size(); ++j) identity = identity && ring[j] == int(j);
@@ -225,11 +227,11 @@ TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
   const int64_t count = 1 << 16;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather}) {
-    const PlanInput in = input(c, count);
+    const RouteRequest in = input(c, count);
     sched::PlanRequest r;
     r.collective = c;
     r.algo = "ring-topo";
-    r.bytes = int64_t(call_bytes(c, std::size_t(count), 4, 8));
+    r.bytes = sched::size_of_count(c, count, 4, 8);
     r.elem_size = 4;
     r.endpoints = placement_.endpoint_of_rank;
     r.cost.alpha_us = 1.0;  // NCCL's in-kernel step, as the planner charges it
@@ -238,20 +240,20 @@ TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
     const double copy_us = c == sched::Collective::AllReduce
                                ? 0.0
                                : 2.0 * double(r.bytes) * sched::CostParams{}.gamma_us_per_byte;
-    EXPECT_NEAR(make_plan(in, cfg)->predicted_us, ring_us + copy_us, 1e-9) << int(c);
+    EXPECT_NEAR(decide_route(in, cfg)->predicted_us, ring_us + copy_us, 1e-9) << int(c);
   }
 }
 
-TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
+TEST_F(RouteDecision, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
   InterposerConfig cfg;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather, sched::Collective::AllToAll})
     for (int64_t count : {1, 1000, 1 << 16, 1 << 22}) {
-      auto a = make_plan(input(c, count), cfg);
-      auto b = make_plan(input(c, count), cfg);
+      auto a = decide_route(input(c, count), cfg);
+      auto b = decide_route(input(c, count), cfg);
       EXPECT_EQ(a->algo, b->algo);
-      EXPECT_EQ(a->route, b->route);
-      if (a->route != Route::Nccl) {
+      EXPECT_EQ(a->target, b->target);
+      if (a->target != RouteTarget::Nccl) {
         EXPECT_LE(a->predicted_us, a->nccl_us) << a->reason;
       }
       EXPECT_FALSE(a->reason.empty());
@@ -260,35 +262,28 @@ TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
 
 // Auto compares against NCCL's best algorithm/protocol (the tuner's model of Ring, Tree,
 // PAT with LL/LL128/Simple) and leaves NCCL only with TOPOCOLL_AUTO_MARGIN to spare.
-TEST_F(Planner, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
+TEST_F(RouteDecision, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
   InterposerConfig cfg;
   EXPECT_DOUBLE_EQ(cfg.auto_margin, 1.3);
   int taken = 0;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather})
     for (int64_t count : {1, 1000, 1 << 16, 1 << 20, 1 << 24}) {
-      const PlanInput in = input(c, count);
-      const double bytes = double(call_bytes(c, std::size_t(count), 4, 8));
+      const RouteRequest in = input(c, count);
+      const double bytes = double(sched::size_of_count(c, count, 4, 8));
       const auto best = nccl_best(topology_, placement_, c, bytes);
       ASSERT_TRUE(best.has_value());
-      auto p = make_plan(in, cfg);
+      auto p = decide_route(in, cfg);
       EXPECT_LE(p->nccl_us, best->us + 1e-9) << "NCCL's best must bound what topocoll beats";
-      if (p->route != Route::Nccl) {
+      if (p->target != RouteTarget::Nccl) {
         ++taken;
         EXPECT_LE(p->predicted_us * 1.3, p->nccl_us + 1e-9) << p->reason;
       }
       InterposerConfig strict = cfg;
       strict.auto_margin = 1000.0;
-      EXPECT_EQ(make_plan(in, strict)->route, Route::Nccl) << "margin 1000: " << p->reason;
+      EXPECT_EQ(decide_route(in, strict)->target, RouteTarget::Nccl) << "margin 1000: " << p->reason;
     }
   (void)taken;
-}
-
-TEST(CallBytes, NcclTestsSizeConvention) {
-  EXPECT_EQ(call_bytes(sched::Collective::AllReduce, 10, 4, 8), 40u);
-  EXPECT_EQ(call_bytes(sched::Collective::ReduceScatter, 10, 4, 8), 320u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllGather, 10, 2, 8), 160u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllToAll, 10, 1, 8), 80u);
 }
 
 }  // namespace

@@ -24,8 +24,9 @@
 #include "plugin/nccl_api/tuner_v5.h"
 #include "plugin/process_context.h"
 #include "plugin/tuner/communicator_fit.h"
-#include "plugin/tuner/nccl_algorithm_model.h"
 #include "plugin/tuner/topology_tuner.h"
+#include "plugin/tuner/tuner_api_mapping.h"
+#include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
 
 extern "C" {
@@ -78,7 +79,7 @@ std::string data(const std::string& name) {
 // NCCL 2.28's default constants, as ncclTopoInitTunerConstants hands them to v5's init.
 ncclTunerConstants_v5_t nccl_constants() {
   ncclTunerConstants_v5_t c{};
-  NcclLatencies d = default_nccl_latencies();
+  sched::NcclLatencies d = sched::default_nccl_latencies();
   for (int a = 0; a < A; ++a)
     for (int p = 0; p < P; ++p) {
       c.baseLatencies[a][p] = d.base[a][p];
@@ -263,14 +264,14 @@ void expect_follows_model(const std::string& name, ncclFunc_t coll, size_t bytes
   auto topology = topo::load_topology_file(example(name));
   auto fit = fit_communicator(topology, topology.endpoints().size(), topology.hosts().size());
   ASSERT_TRUE(fit.placement);
-  NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
-                           default_nccl_latencies());
+  sched::NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
+                                  sched::default_nccl_latencies());
   Table expect;
   nccl_table(expect, coll);
   for (int a = 0; a < A; ++a)
     for (int p = 0; p < P; ++p)
       if (expect[a][p] >= 0) {
-        auto us = model.predict_us(coll, a, p, double(bytes));
+        auto us = predict_us(model, coll, a, p, double(bytes));
         ASSERT_TRUE(us) << "every entry of this table is one the model knows";
         expect[a][p] = float(*us);
       }
@@ -319,7 +320,8 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
       }
     expect_follows_model(c.topology, c.coll, c.bytes, t);
     EXPECT_EQ(pick(t), std::make_pair(c.algo, c.proto))
-        << "picked " << algorithm_name(pick(t).first) << "/" << protocol_name(pick(t).second);
+        << "picked " << sched::nccl_algorithm_name(pick(t).first) << "/"
+        << sched::nccl_protocol_name(pick(t).second);
     ncclTunerPlugin_v5.finalize(ctx);
   }
 }

@@ -1,4 +1,4 @@
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,8 +9,10 @@
 #include "exec/engine.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "sched/cost_model.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
@@ -22,13 +24,13 @@ using sched::Collective;
 // not a host round trip.
 constexpr double kNcclStepUs = 1.0;
 
-sched::PlanRequest request_for(const PlanInput& in, const std::string& algo, double alpha_us,
+sched::PlanRequest request_for(const RouteRequest& in, const std::string& algo, double alpha_us,
                                bool verify) {
   sched::PlanRequest r;
   r.collective = in.key.collective;
   r.algo = algo;
-  r.bytes = int64_t(call_bytes(in.key.collective, std::size_t(in.key.count), in.elem_bytes,
-                               in.placement->nranks()));
+  r.bytes = sched::size_of_count(in.key.collective, in.key.count, in.elem_bytes,
+                                 in.placement->nranks());
   r.elem_size = in.elem_bytes;
   r.endpoints = in.placement->endpoint_of_rank;
   r.cost.alpha_us = alpha_us;
@@ -51,27 +53,27 @@ std::string format_ratio(double x) {
   return buf;
 }
 
-std::shared_ptr<Plan> nccl_plan(std::string reason, double nccl_us = 0) {
-  auto p = std::make_shared<Plan>();
-  p->route = Route::Nccl;
+std::shared_ptr<Route> nccl_route(std::string reason, double nccl_us = 0) {
+  auto p = std::make_shared<Route>();
+  p->target = RouteTarget::Nccl;
   p->algo = "nccl";
   p->reason = std::move(reason);
   p->predicted_us = p->nccl_us = nccl_us;
   return p;
 }
 
-// A schedule plan, or NCCL when the planner's result cannot run here.
-std::shared_ptr<Plan> schedule_plan(sched::Plan planned, const PlanInput& in, double nccl_us,
-                                    std::string reason) {
+// A schedule route, or NCCL when the planner's result cannot run here.
+std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& in, double nccl_us,
+                                      std::string reason) {
   const bool verifier_ran = planned.verification.rfind("not run", 0) != 0;
   if (verifier_ran && !planned.verified)
-    return nccl_plan(planned.algo + " rejected by the verifier: " + planned.verification, nccl_us);
+    return nccl_route(planned.algo + " rejected by the verifier: " + planned.verification, nccl_us);
   const sched::Schedule& s = planned.schedule;
   if (s.count != in.key.count || s.nranks != in.placement->nranks() ||
       int(s.programs.size()) != s.nranks)
-    return nccl_plan(planned.algo + ": planned schedule does not match the call", nccl_us);
-  auto p = std::make_shared<Plan>();
-  p->route = Route::Schedule;
+    return nccl_route(planned.algo + ": planned schedule does not match the call", nccl_us);
+  auto p = std::make_shared<Route>();
+  p->target = RouteTarget::Schedule;
   p->algo = planned.algo;
   p->predicted_us = planned.predicted_us;
   p->nccl_us = nccl_us;
@@ -90,21 +92,15 @@ std::string planner_algo(AlgoChoice c, Collective collective) {
 
 }  // namespace
 
-std::size_t call_bytes(Collective collective, std::size_t count, std::size_t elem_bytes,
-                       int nranks) {
-  return collective == Collective::AllReduce ? count * elem_bytes
-                                             : count * elem_bytes * std::size_t(nranks);
-}
-
-std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfig& config) {
+std::shared_ptr<const Route> decide_route(const RouteRequest& in, const InterposerConfig& config) {
   const int n = in.placement->nranks();
   const Collective c = in.key.collective;
-  const double bytes = double(call_bytes(c, std::size_t(in.key.count), in.elem_bytes, n));
+  const double bytes = double(sched::size_of_count(c, in.key.count, in.elem_bytes, n));
   try {
-    if (config.algo == AlgoChoice::Nccl) return nccl_plan("TOPOCOLL_ALGO=nccl");
-    if (bytes < double(config.min_bytes)) return nccl_plan("below TOPOCOLL_MIN_BYTES");
-    if (bytes > double(config.max_bytes)) return nccl_plan("above TOPOCOLL_MAX_BYTES");
-    if (n < 2) return nccl_plan("single-rank communicator");
+    if (config.algo == AlgoChoice::Nccl) return nccl_route("TOPOCOLL_ALGO=nccl");
+    if (bytes < double(config.min_bytes)) return nccl_route("below TOPOCOLL_MIN_BYTES");
+    if (bytes > double(config.max_bytes)) return nccl_route("above TOPOCOLL_MAX_BYTES");
+    if (n < 2) return nccl_route("single-rank communicator");
 
     // NCCL itself: the fastest of its algorithms and protocols (nccl_baseline.h), or its
     // ring in rank order (all-to-all: direct pairs) with in-kernel steps where that is
@@ -136,11 +132,11 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     const double schedule_alpha = sched::CostParams{}.alpha_us + config.step_overhead_us;
 
     if (config.algo == AlgoChoice::NcclTopoRing) {
-      if (c == Collective::AllToAll) return nccl_plan("nccl-topo-ring has no all-to-all form", nccl_us);
+      if (c == Collective::AllToAll) return nccl_route("nccl-topo-ring has no all-to-all form", nccl_us);
       if (config.ring_comm == RingCommMode::Off)
-        return nccl_plan("TOPOCOLL_ALGO=nccl-topo-ring with TOPOCOLL_RING_COMM=off", nccl_us);
-      auto p = std::make_shared<Plan>();
-      p->route = Route::NcclTopoRing;
+        return nccl_route("TOPOCOLL_ALGO=nccl-topo-ring with TOPOCOLL_RING_COMM=off", nccl_us);
+      auto p = std::make_shared<Route>();
+      p->target = RouteTarget::NcclTopoRing;
       p->algo = "nccl-topo-ring";
       p->nccl_us = nccl_us;
       p->predicted_us = topo_ring_us();
@@ -153,11 +149,11 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
       try {
         planned = sched::make_plan(*in.topology, request_for(in, algo, schedule_alpha, true));
       } catch (const std::invalid_argument& e) {
-        return nccl_plan("TOPOCOLL_ALGO=" + std::string(to_string(config.algo)) + " does not apply (" +
+        return nccl_route("TOPOCOLL_ALGO=" + std::string(to_string(config.algo)) + " does not apply (" +
                              e.what() + "); using NCCL",
                          nccl_us);
       }
-      return schedule_plan(std::move(planned), in, nccl_us,
+      return schedule_route(std::move(planned), in, nccl_us,
                            "TOPOCOLL_ALGO=" + std::string(to_string(config.algo)));
     }
 
@@ -186,21 +182,21 @@ std::shared_ptr<const Plan> make_plan(const PlanInput& in, const InterposerConfi
     if (have_schedule && planned.predicted_us < best_us) {
       const std::string why = "auto: " + planned.algo + " " + format_us(planned.predicted_us) +
                               " vs " + nccl_name + " " + format_us(nccl_us);
-      return schedule_plan(std::move(planned), in, nccl_us, why);
+      return schedule_route(std::move(planned), in, nccl_us, why);
     }
     if (best == "nccl")
-      return nccl_plan("auto: " + nccl_name + " " + format_us(nccl_us) + ", nothing predicted " +
+      return nccl_route("auto: " + nccl_name + " " + format_us(nccl_us) + ", nothing predicted " +
                            format_ratio(margin) + "x faster",
                        nccl_us);
-    auto p = std::make_shared<Plan>();
-    p->route = Route::NcclTopoRing;
+    auto p = std::make_shared<Route>();
+    p->target = RouteTarget::NcclTopoRing;
     p->algo = best;
     p->predicted_us = best_us;
     p->nccl_us = nccl_us;
     p->reason = "auto: nccl-topo-ring " + format_us(best_us) + " vs " + nccl_name + " " + format_us(nccl_us);
     return p;
   } catch (const std::exception& e) {
-    return nccl_plan(std::string("planning failed: ") + e.what());
+    return nccl_route(std::string("planning failed: ") + e.what());
   }
 }
 

@@ -1,10 +1,10 @@
-#include "plugin/interposer/plan_cache.h"
+#include "plugin/interposer/call_route_cache.h"
 
 namespace topocoll::plugin::interposer {
 
-std::size_t plan_footprint_bytes(const Plan& plan) {
-  std::size_t bytes = sizeof(Plan) + plan.algo.capacity() + plan.reason.capacity();
-  if (const sched::Schedule* s = plan.schedule.get()) {
+std::size_t route_footprint_bytes(const Route& route) {
+  std::size_t bytes = sizeof(Route) + route.algo.capacity() + route.reason.capacity();
+  if (const sched::Schedule* s = route.schedule.get()) {
     bytes += sizeof(sched::Schedule) + s->algo.capacity();
     for (const sched::RankProgram& p : s->programs)
       bytes += sizeof(p) + p.ops.capacity() * sizeof(sched::Op) +

@@ -1,7 +1,8 @@
-// Per-call decision of the interposer: NCCL, NCCL on the topology-ordered communicator, or
-// a topocoll schedule, from the cost model (sched/cost_model.h) unless TOPOCOLL_ALGO or the
-// size thresholds decide. Deterministic: every rank computes the same plan from the same
-// topology, placement and key, which the collective agreement relies on.
+// Per-call routing decision of the interposer: NCCL, NCCL on the topology-ordered
+// communicator, or a topocoll schedule (planned by sched/plan.h), from the cost model
+// (sched/cost_model.h) unless TOPOCOLL_ALGO or the size thresholds decide. Deterministic:
+// every rank computes the same route from the same topology, placement and key, which the
+// collective agreement relies on.
 //
 // Auto compares predicted times (sched/plan.h, sched/cost_model.h) on this communicator's
 // placement:
@@ -18,27 +19,22 @@
 #include <cstddef>
 #include <memory>
 
+#include "plugin/interposer/call_route_cache.h"
 #include "plugin/interposer/interposer_config.h"
-#include "plugin/interposer/plan_cache.h"
 #include "sched/placement.h"
 #include "topo/topology.h"
 
 namespace topocoll::plugin::interposer {
 
-struct PlanInput {
+struct RouteRequest {
   const topo::Topology* topology = nullptr;
   const sched::Placement* placement = nullptr;
   int rank = 0;
-  PlanKey key;
+  CallKey key;
   std::size_t elem_bytes = 4;
 };
 
-// Bytes of the per-rank buffer nccl-tests reports as "size" (allreduce: count elements;
-// reduce-scatter, allgather, all-to-all: count x nranks).
-std::size_t call_bytes(sched::Collective collective, std::size_t count, std::size_t elem_bytes,
-                       int nranks);
-
-// Never throws: a generator or cost-model failure gives Route::Nccl with the reason.
-std::shared_ptr<const Plan> make_plan(const PlanInput& input, const InterposerConfig& config);
+// Never throws: a generator or cost-model failure gives RouteTarget::Nccl with the reason.
+std::shared_ptr<const Route> decide_route(const RouteRequest& request, const InterposerConfig& config);
 
 }  // namespace topocoll::plugin::interposer

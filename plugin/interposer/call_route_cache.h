@@ -1,7 +1,8 @@
-// Per-communicator cache of decisions and schedules, keyed by (collective, count, datatype):
-// planning (placement order search, schedule generation, cost model) runs once per key,
-// later calls with the same key reuse the plan; bounded in bytes (least recently used out). Op and buffers are not part of the key:
-// schedules are op-agnostic and correct in and out of place (sched/schedule.h).
+// Per-communicator cache of routing decisions (plugin/interposer/route_decision.h) and their
+// schedules, keyed by the call (collective, count, datatype): deciding (placement order
+// search, schedule generation, cost model) runs once per key, later calls with the same key
+// reuse the route; bounded in bytes (least recently used out). Op and buffers are not part
+// of the key: schedules are op-agnostic and correct in and out of place (sched/schedule.h).
 #pragma once
 
 #include <cstddef>
@@ -16,15 +17,15 @@
 
 namespace topocoll::plugin::interposer {
 
-struct PlanKey {
+struct CallKey {
   sched::Collective collective = sched::Collective::AllReduce;
   int dtype = 0;      // ncclDataType_t
   int64_t count = 0;  // NCCL's count argument
-  friend bool operator==(const PlanKey&, const PlanKey&) = default;
+  friend bool operator==(const CallKey&, const CallKey&) = default;
 };
 
-struct PlanKeyHash {
-  std::size_t operator()(const PlanKey& k) const noexcept {
+struct CallKeyHash {
+  std::size_t operator()(const CallKey& k) const noexcept {
     uint64_t h = uint64_t(k.count) * 0x9E3779B97F4A7C15ull;
     h ^= (uint64_t(k.dtype) << 8 | uint64_t(k.collective)) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
     return std::size_t(h);
@@ -32,47 +33,48 @@ struct PlanKeyHash {
 };
 
 // Where a call goes.
-enum class Route : uint8_t {
+enum class RouteTarget : uint8_t {
   Nccl,          // NCCL on the user's communicator, unchanged
   NcclTopoRing,  // NCCL on the communicator split in topology ring order
   Schedule,      // a topocoll schedule on the NCCL/CUDA backend
 };
 
-struct Plan {
-  Route route = Route::Nccl;
+// The decision for one call: where it goes, why, and the schedule when it is topocoll's.
+struct Route {
+  RouteTarget target = RouteTarget::Nccl;
   std::string algo;    // "nccl", "nccl-topo-ring", or the schedule's generator name
   std::string reason;  // one line: why this route (cost model numbers or the override)
   double predicted_us = 0;  // the chosen route's prediction (0 when not predicted)
   double nccl_us = 0;       // the cost model's NCCL (rank-order ring) estimate
-  std::shared_ptr<const sched::Schedule> schedule;  // Route::Schedule only
+  std::shared_ptr<const sched::Schedule> schedule;  // RouteTarget::Schedule only
   std::size_t scratch_bytes = 0;                    // this rank's scratch for the schedule
 };
 
-// Memory one plan holds: the schedule's programs for every rank dominate.
-std::size_t plan_footprint_bytes(const Plan& plan);
+// Memory one route holds: its schedule's programs for every rank dominate.
+std::size_t route_footprint_bytes(const Route& route);
 
-// Plans of one communicator, least recently used first out once their footprints exceed
+// Routes of one communicator, least recently used first out once their footprints exceed
 // the capacity (TOPOCOLL_PLAN_CACHE_BYTES), so a job calling with many sizes does not grow
-// without limit. The plan just inserted is always kept, however large.
-class PlanCache {
+// without limit. The route just inserted is always kept, however large.
+class CallRouteCache {
  public:
   static constexpr std::size_t kDefaultCapacityBytes = std::size_t(256) << 20;
-  explicit PlanCache(std::size_t capacity_bytes = kDefaultCapacityBytes)
+  explicit CallRouteCache(std::size_t capacity_bytes = kDefaultCapacityBytes)
       : capacity_(capacity_bytes) {}
 
-  std::shared_ptr<const Plan> find(const PlanKey& key) {
+  std::shared_ptr<const Route> find(const CallKey& key) {
     std::lock_guard lock(mutex_);
     auto it = index_.find(key);
     if (it == index_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);  // most recent first
-    return it->second->plan;
+    return it->second->route;
   }
-  // Keeps the first plan stored for a key (two threads may plan the same key at once).
-  std::shared_ptr<const Plan> insert(const PlanKey& key, std::shared_ptr<const Plan> plan) {
+  // Keeps the first route stored for a key (two threads may decide the same key at once).
+  std::shared_ptr<const Route> insert(const CallKey& key, std::shared_ptr<const Route> route) {
     std::lock_guard lock(mutex_);
-    if (auto it = index_.find(key); it != index_.end()) return it->second->plan;
-    const std::size_t bytes = plan ? plan_footprint_bytes(*plan) : 0;
-    lru_.push_front({key, std::move(plan), bytes});
+    if (auto it = index_.find(key); it != index_.end()) return it->second->route;
+    const std::size_t bytes = route ? route_footprint_bytes(*route) : 0;
+    lru_.push_front({key, std::move(route), bytes});
     index_.emplace(key, lru_.begin());
     bytes_ += bytes;
     while (bytes_ > capacity_ && lru_.size() > 1) {
@@ -81,7 +83,7 @@ class PlanCache {
       index_.erase(oldest.key);
       lru_.pop_back();
     }
-    return lru_.front().plan;
+    return lru_.front().route;
   }
   void set_capacity_bytes(std::size_t bytes) {
     std::lock_guard lock(mutex_);
@@ -98,15 +100,15 @@ class PlanCache {
 
  private:
   struct Entry {
-    PlanKey key;
-    std::shared_ptr<const Plan> plan;
+    CallKey key;
+    std::shared_ptr<const Route> route;
     std::size_t bytes = 0;
   };
   mutable std::mutex mutex_;
   std::size_t capacity_;
   std::size_t bytes_ = 0;
   std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index_;
+  std::unordered_map<CallKey, std::list<Entry>::iterator, CallKeyHash> index_;
 };
 
 }  // namespace topocoll::plugin::interposer

@@ -1,4 +1,4 @@
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "sched/nccl_algorithm_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,13 +6,15 @@
 
 #include "sched/cost_model.h"
 #include "sched/link_load.h"
+#include "sched/ring_order.h"
 #include "sched/schedule.h"
 
-namespace topocoll::plugin::tuner {
+namespace topocoll::sched {
 namespace {
 
-constexpr int kTree = NCCL_ALGO_TREE, kRing = NCCL_ALGO_RING, kPat = NCCL_ALGO_PAT;
-constexpr int kLL = NCCL_PROTO_LL, kLL128 = NCCL_PROTO_LL128, kSimple = NCCL_PROTO_SIMPLE;
+constexpr int kTree = kNcclTree, kRing = kNcclRing, kPat = kNcclPat;
+constexpr int kLL = kNcclLL, kLL128 = kNcclLL128, kSimple = kNcclSimple;
+constexpr int kNumAlgorithms = kNumNcclAlgorithms, kNumProtocols = kNumNcclProtocols;
 
 // NCCL 2.28's default latency constants (src/graph/tuning.cc), microseconds.
 constexpr double kBase[kNumAlgorithms][kNumProtocols] = {
@@ -21,7 +23,6 @@ constexpr double kNvlink[kNumAlgorithms][kNumProtocols] = {
     {.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}};
 constexpr double kNet[kNumAlgorithms][kNumProtocols] = {
     {5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}};
-constexpr int kHwNvlink = 0, kHwNet = 2;  // rows of ncclTunerConstants_v5_t::hwLatencies
 
 // Fraction of the fabric's rate each protocol reaches (NCCL 2.28's bandwidth refinements).
 double efficiency(int algo, int proto) {
@@ -46,7 +47,7 @@ struct Transfer {
 // is linear in the unit (fixed flow proportions), so two runs give both terms.
 class PatternCoster {
  public:
-  PatternCoster(const topo::Topology& topology, const sched::Placement& placement)
+  PatternCoster(const topo::Topology& topology, const Placement& placement)
       : placement_(placement), routes_(topology) {}
 
   PatternCost cost(const std::vector<Transfer>& step) {
@@ -54,7 +55,7 @@ class PatternCoster {
     if (step.empty()) return c;
     // Bandwidth term: a large unit, no latency; latency term: a one-byte unit with latency.
     constexpr int64_t kUnit = int64_t(1) << 20;
-    sched::CostParams params;
+    CostParams params;
     params.alpha_us = 0;
     params.gamma_us_per_byte = 0;
     params.include_latency = false;
@@ -69,35 +70,35 @@ class PatternCoster {
 
  private:
   // One Schedule step (schedule.h IR) whose sends are the pattern's transfers.
-  double run(const std::vector<Transfer>& step, int64_t unit, const sched::CostParams& params) {
+  double run(const std::vector<Transfer>& step, int64_t unit, const CostParams& params) {
     const int n = placement_.nranks();
-    sched::Schedule s;
-    s.collective = sched::Collective::AllGather;
+    Schedule s;
+    s.collective = Collective::AllGather;
     s.algo = "nccl-pattern";
     s.nranks = n;
     s.count = s.input_count = s.output_count = unit;
     s.programs.resize(size_t(n));
     for (const Transfer& t : step) {
-      sched::Op send;
-      send.kind = sched::OpKind::Send;
+      Op send;
+      send.kind = OpKind::Send;
       send.peer = t.dst;
       send.count = t.units * unit;
       send.nsrc = 1;
-      send.srcs[0] = sched::BufRef{sched::Buf::Input, 0};
+      send.srcs[0] = BufRef{Buf::Input, 0};
       s.programs[size_t(t.src)].ops.push_back(send);
-      sched::Op recv;
-      recv.kind = sched::OpKind::Recv;
+      Op recv;
+      recv.kind = OpKind::Recv;
       recv.peer = t.src;
       recv.count = t.units * unit;
-      recv.dst = sched::BufRef{sched::Buf::Output, 0};
+      recv.dst = BufRef{Buf::Output, 0};
       s.programs[size_t(t.dst)].ops.push_back(recv);
     }
     for (auto& prog : s.programs) prog.step_begin = {0, uint32_t(prog.ops.size())};
-    return sched::estimate_cost(s, placement_, 1, routes_, params).total_us;
+    return estimate_cost(s, placement_, 1, routes_, params).total_us;
   }
 
-  const sched::Placement& placement_;
-  sched::RouteCache routes_;
+  const Placement& placement_;
+  RouteCache routes_;
 };
 
 int parent_in_order(int node, int n, int top) {
@@ -123,32 +124,15 @@ int depth_of(const std::vector<int>& parent) {
 
 }  // namespace
 
-const char* algorithm_name(int algo) {
+const char* nccl_algorithm_name(int algo) {
   static const char* names[kNumAlgorithms] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
                                               "NVLS", "NVLSTree", "PAT"};
   return algo >= 0 && algo < kNumAlgorithms ? names[algo] : "Unknown";
 }
 
-const char* protocol_name(int proto) {
+const char* nccl_protocol_name(int proto) {
   static const char* names[kNumProtocols] = {"LL", "LL128", "Simple"};
   return proto >= 0 && proto < kNumProtocols ? names[proto] : "Unknown";
-}
-
-const char* collective_name(ncclFunc_t coll) {
-  switch (coll) {
-    case ncclFuncBroadcast: return "Broadcast";
-    case ncclFuncReduce: return "Reduce";
-    case ncclFuncAllGather: return "AllGather";
-    case ncclFuncReduceScatter: return "ReduceScatter";
-    case ncclFuncAllReduce: return "AllReduce";
-    case ncclFuncSendRecv: return "SendRecv";
-    case ncclFuncSend: return "Send";
-    case ncclFuncRecv: return "Recv";
-    case ncclFuncAlltoAll: return "AlltoAll";
-    case ncclFuncScatter: return "Scatter";
-    case ncclFuncGather: return "Gather";
-    default: return "Unknown";
-  }
 }
 
 NcclLatencies default_nccl_latencies() {
@@ -158,17 +142,6 @@ NcclLatencies default_nccl_latencies() {
       l.base[a][p] = kBase[a][p];
       l.intra_host[a][p] = kNvlink[a][p];
       l.inter_host[a][p] = kNet[a][p];
-    }
-  return l;
-}
-
-NcclLatencies nccl_latencies_from(const ncclTunerConstants_v5_t& c) {
-  NcclLatencies l{};
-  for (int a = 0; a < kNumAlgorithms; ++a)
-    for (int p = 0; p < kNumProtocols; ++p) {
-      l.base[a][p] = c.baseLatencies[a][p];
-      l.intra_host[a][p] = c.hwLatencies[kHwNvlink][a][p];
-      l.inter_host[a][p] = c.hwLatencies[kHwNet][a][p];
     }
   return l;
 }
@@ -191,7 +164,7 @@ std::vector<int> btree_parents(int n, int which_tree) {
 }
 
 NcclAlgorithmModel::NcclAlgorithmModel(const topo::Topology& topology,
-                                       const sched::Placement& placement, int nnodes,
+                                       const Placement& placement, int nnodes,
                                        const NcclLatencies& latencies)
     : nranks_(placement.nranks()), nnodes_(std::max(nnodes, 1)), lat_(latencies) {
   const int n = nranks_;
@@ -200,7 +173,7 @@ NcclAlgorithmModel::NcclAlgorithmModel(const topo::Topology& topology,
 
   // Ring in rank order (what NCCL builds): every position sends to the next one at once,
   // one message per step.
-  const std::vector<int> ring = sched::rank_order_ring(n);
+  const std::vector<int> ring = rank_order_ring(n);
   std::vector<Transfer> step;
   for (int i = 0; i < n; ++i) step.push_back({ring[size_t(i)], ring[size_t((i + 1) % n)], 1});
   ring_ = coster.cost(step);
@@ -241,7 +214,7 @@ NcclAlgorithmModel::NcclAlgorithmModel(const topo::Topology& topology,
   }
 }
 
-std::optional<double> NcclAlgorithmModel::predict_us(ncclFunc_t coll, int algo, int proto,
+std::optional<double> NcclAlgorithmModel::predict_us(NcclCollective coll, int algo, int proto,
                                                      double nbytes) const {
   if (proto < 0 || proto >= kNumProtocols || nranks_ < 2 || !(nbytes >= 0)) return std::nullopt;
   const double eff = efficiency(algo, proto);
@@ -254,17 +227,17 @@ std::optional<double> NcclAlgorithmModel::predict_us(ncclFunc_t coll, int algo, 
     const double step_lat_intra = lat_.intra_host[kRing][proto] + (multi_node ? 0 : ring_.latency_us);
     double steps, inter_steps;
     switch (coll) {
-      case ncclFuncAllReduce:
+      case NcclCollective::AllReduce:
         steps = 2 * (n - 1);
         inter_steps = multi_node ? 2.0 * (nnodes_ - 1) : 0;
         break;
-      case ncclFuncAllGather:
-      case ncclFuncReduceScatter:
+      case NcclCollective::AllGather:
+      case NcclCollective::ReduceScatter:
         steps = n - 1;
         inter_steps = multi_node ? nnodes_ - 1.0 : 0;
         break;
-      case ncclFuncBroadcast:
-      case ncclFuncReduce:
+      case NcclCollective::Broadcast:
+      case NcclCollective::Reduce:
         // A pipeline along the chain: fill once, then stream the buffer at the chain's rate.
         return lat_.base[kRing][proto] +
                (multi_node ? lat_.inter_host[kRing][proto] : lat_.intra_host[kRing][proto]) +
@@ -278,14 +251,15 @@ std::optional<double> NcclAlgorithmModel::predict_us(ncclFunc_t coll, int algo, 
   }
 
   if (algo == kTree) {
-    if (coll != ncclFuncAllReduce) return std::nullopt;
+    if (coll != NcclCollective::AllReduce) return std::nullopt;
     const double levels = 2.0 * ((ranks_per_node_ - 1) * lat_.intra_host[kTree][proto] +
                                  tree_depth_ * (lat_.inter_host[kTree][proto] + tree_.latency_us));
     return lat_.base[kTree][proto] + levels + nbytes * tree_.us_per_byte / eff;
   }
 
   if (algo == kPat) {
-    if ((coll != ncclFuncAllGather && coll != ncclFuncReduceScatter) || pat_steps_.empty())
+    if ((coll != NcclCollective::AllGather && coll != NcclCollective::ReduceScatter) ||
+        pat_steps_.empty())
       return std::nullopt;
     const double chunk = nbytes / n;
     double t = lat_.base[kPat][proto] + n * kPatPerRankUs;
@@ -298,4 +272,4 @@ std::optional<double> NcclAlgorithmModel::predict_us(ncclFunc_t coll, int algo, 
   return std::nullopt;
 }
 
-}  // namespace topocoll::plugin::tuner
+}  // namespace topocoll::sched
