@@ -42,7 +42,7 @@ sources_of() {
     eager) echo tests/fuzz/eager_fuzz.cpp exec/eager_channel.cpp "${NET_SOURCES[@]}" ;;
     connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
     env) echo tests/fuzz/env_fuzz.cpp config/*.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp \
-           exec/rank_environment.cpp net/transport_options.cpp exec/pipeline.cpp ;;
+           exec/rank_environment.cpp exec/pipeline.cpp net/*.cpp ;;
     *) echo "fuzz: unknown target '$1'" >&2; return 1 ;;
   esac
 }
