@@ -17,6 +17,7 @@
 #include "config/env.h"
 #include "fabric/fabric_lock.h"
 #include "fabric/fabric_script.h"
+#include "fabric/iproute2.h"
 #include "fabric/system_command.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -103,9 +104,18 @@ std::string machine_lacks(const FabricSize& size) {
   if (::geteuid() != 0)
     return "a fabric needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to make namespaces and "
            "shape links): run it as root or with sudo";
-  for (const char* tool : {"ip", "tc"})
-    if (find_program(tool).empty())
-      return std::string("`") + tool + "` (iproute2) is not installed: apt-get install iproute2";
+  for (const char* tool : {"ip", "tc"}) {
+    const auto& found = iproute2_tool(tool);
+    if (!found) return tool_missing(tool, iproute2_search());
+    // Found is not enough: an unpacked binary without its libraries does not start.
+    if (const CommandResult v = run_command({tool, "-V"}); v.status != 0)
+      return std::string("`") + tool + "` at " + found->path + " does not run (exit " + std::to_string(v.status) +
+             ": " + v.output.substr(0, v.output.find('\n')) + ")" +
+             (found->library_path.empty()
+                  ? "; if it was unpacked from a .deb, set TOPOCOLL_FABRIC_IPROUTE2 to the directory it was "
+                    "unpacked into, so that its libraries are found"
+                  : "; its libraries were looked for in " + found->library_path);
+  }
   // A fabric may take half of the memory available, or TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB.
   const double available = available_memory_mib();
   double limit = available / 2;
