@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -68,6 +70,22 @@ void apply_sysctls(const std::string& ns, const std::vector<Sysctl>& sysctls) {
                                                    : std::string("its sysctls")));
 }
 
+// Runs tc; when the kernel (or tc) lacks the qdisc a feature needs, says which feature and
+// which qdisc. The fabric needs only tbf (every cable's rate, degrade) and pfifo (cut): no
+// netem, which kernels without sch_netem refuse ("Specified qdisc kind is unknown").
+void run_tc(const std::vector<std::string>& argv, const std::string& what, const std::string& feature,
+            const std::string& qdisc, const std::string& input = "") {
+  try {
+    run_checked(argv, what, input);
+  } catch (const FabricError& e) {
+    const std::string text = e.what();
+    if (text.find("qdisc kind is unknown") != std::string::npos || text.find("Unknown qdisc") != std::string::npos)
+      throw FabricError(feature + " needs the `" + qdisc + "` qdisc, which this kernel (or its tc) does not have: " +
+                        text);
+    throw;
+  }
+}
+
 void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
   const NamespaceScript s = namespace_script(plan, index);
   const std::string& name = plan.namespaces[index].name;
@@ -75,7 +93,8 @@ void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
   run_checked({"ip", "-n", name, "-batch", "-"}, "configuring " + name,
               s.links + (with_rules ? s.rules : "") + s.routes);
   if (!s.shapers.empty())
-    run_checked({"tc", "-n", name, "-batch", "-"}, "shaping the cables of " + name, s.shapers);
+    run_tc({"tc", "-n", name, "-batch", "-"}, "shaping the cables of " + name, "shaping cables to their rates",
+           "tbf", s.shapers);
 }
 
 // Removes namespaces, first ending the processes inside them (a crashed run's ranks).
@@ -325,7 +344,7 @@ void LiveFabric::set_rate(int link, double mbit) const {
   const VethEnd& end = link == c.link ? c.a : c.b;
   std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
   for (auto& a : shaper_arguments(end.interface, mbit, plan_.mtu)) argv.push_back(a);
-  run_checked(argv, "shaping " + topo::link_name(topology_, link));
+  run_tc(argv, "shaping " + topo::link_name(topology_, link), "shaping a cable to a rate", "tbf");
 }
 
 double LiveFabric::current_mbit(int link) const {
@@ -352,7 +371,8 @@ void LiveFabric::set_link_state(const Cable& c, bool up) const {
       for (const char* a : {"qdisc", "replace", "dev", end.interface.c_str(), "root", "pfifo", "limit", "0"})
         argv.push_back(a);
     }
-    run_checked(argv, (up ? "restoring " : "cutting ") + c.name);
+    if (up) run_tc(argv, "restoring " + c.name, "restoring a cut cable's rate", "tbf");
+    else run_tc(argv, "cutting " + c.name, "cutting a cable (dropping everything at its ends)", "pfifo");
   }
 }
 
