@@ -321,6 +321,32 @@ topo::Topology LiveFabric::modelled_topology() const {
   return t;
 }
 
+std::string LiveFabric::emulated_topology_file() const {
+  const std::string dir = fabric_files_dir(name());
+  const std::string path = dir + "/topology.json";
+  const std::string text = topo::topology_to_json(emulated_topology(topology_, plan_)).dump(1) + "\n";
+  {
+    std::ifstream in(path);
+    std::stringstream existing;
+    existing << in.rdbuf();
+    if (in && existing.str() == text) return path;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  // Ranks starting together each make sure of it: a whole file appears at once, or none.
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << text;
+    if (!out) throw FabricError("cannot write " + temporary);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    throw FabricError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return path;
+}
+
 int LiveFabric::endpoint(const std::string& name) const {
   if (auto e = topology_.find_endpoint_by_id(name)) return *e;
   for (const auto& h : topology_.hosts())
