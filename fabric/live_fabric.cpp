@@ -131,9 +131,11 @@ std::string machine_lacks(const FabricSize& size) {
       return std::string("`") + tool + "` at " + found->path + " does not run (exit " + std::to_string(v.status) +
              ": " + v.output.substr(0, v.output.find('\n')) + ")" +
              (found->library_path.empty()
-                  ? "; if it was unpacked from a .deb, set TOPOCOLL_FABRIC_IPROUTE2 to the directory it was "
-                    "unpacked into, so that its libraries are found"
-                  : "; its libraries were looked for in " + found->library_path);
+                  ? "; no library directory was found beside it: a tool unpacked from a .deb needs the .debs of "
+                    "its libraries unpacked into the same directory (perf/gpu/fetch_debs.sh lists them), and "
+                    "TOPOCOLL_FABRIC_IPROUTE2 pointing there"
+                  : "; its libraries were looked for in " + found->library_path +
+                        ": unpack the .debs of the missing ones there (perf/gpu/fetch_debs.sh lists them)");
   }
   // A fabric may take half of the memory available, or TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB.
   const double available = available_memory_mib();
