@@ -66,6 +66,8 @@ const char* const kFabricJobUsage =
     "  --relay-port P         rank-exec: also relay this loopback port into the namespace\n"
     "  --relay-master         rank-exec: keep the launcher's MASTER_PORT on this machine's loopback\n"
     "                         (torchrun's agent store), relayed; MASTER_ADDR=127.0.0.1\n"
+    "  --rank-args            {rank}, {nranks}, {host} and {endpoint} in the program's arguments\n"
+    "                         become this rank's (interposer_gpu_check check --rank {rank} ...)\n"
     "  --show                 rank-exec: print the rank's namespace, host name and variables; run nothing\n"
     "  --hostfile FILE        run, place: also write the hostfile (--format, default mpirun) there\n";
 
@@ -84,6 +86,7 @@ struct JobArgs {
   bool master_port_given = false;
   std::vector<uint16_t> relay_ports;
   bool relay_master = false;
+  bool rank_args = false;
   bool show = false;
   std::string format;
   std::string hostfile;
@@ -114,6 +117,7 @@ JobArgs parse_job_args(std::span<const std::string> args, const std::string& ver
     else if (f == "--relay-port" && verb == "rank-exec")
       a.relay_ports.push_back(uint16_t(config::count_argument(f, flag_value(args, i), 1, 65535)));
     else if (f == "--relay-master" && verb == "rank-exec") a.relay_master = true;
+    else if (f == "--rank-args" && verb != "place") a.rank_args = true;
     else if (f == "--show" && verb == "rank-exec") a.show = true;
     else if (f == "--format" && verb == "place") a.format = flag_value(args, i);
     else if (f == "--hostfile" && verb != "rank-exec") a.hostfile = flag_value(args, i);
@@ -269,6 +273,13 @@ int fabric_rank_exec(std::span<const std::string> args) {
   std::vector<char*> envp;
   for (auto& kv : environment) envp.push_back(kv.data());
   envp.push_back(nullptr);
+  if (a.rank_args)
+    for (std::string& word : a.command)
+      for (const auto& [key, value] : {std::pair<std::string, std::string>{"{rank}", std::to_string(s.rank)},
+                                       {"{nranks}", std::to_string(s.nranks)},
+                                       {"{host}", s.hostname},
+                                       {"{endpoint}", f.topology().endpoints()[s.endpoint].id}})
+        for (size_t at; (at = word.find(key)) != std::string::npos;) word.replace(at, key.size(), value);
   std::vector<char*> argv;
   for (auto& c : a.command) argv.push_back(c.data());
   argv.push_back(nullptr);
@@ -299,6 +310,7 @@ int fabric_run(std::span<const std::string> args) {
   add("--net-plugin", a.job.net_plugin);
   add("--topology-file", a.job.topology_file);
   for (const auto& kv : a.job.rank0_environment) add("--rank0-env", kv);
+  if (a.rank_args) rank_args.push_back("--rank-args");
   rank_args.push_back("--");
   rank_args.insert(rank_args.end(), a.command.begin(), a.command.end());
   exec::LaunchOptions launch;

@@ -148,8 +148,13 @@ else:
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), "s0 slots=1\ns2 slots=1\ns1 slots=1\ns3 slots=1\n");
+  // Programs that take their rank as an argument (interposer_gpu_check --rank R).
+  const auto args = shell_run("timeout 60 " + kCli + " fabric run --name tlrun --ranks 2 --rank-args -- "
+                              "echo 'ARG{rank}=rank {rank} of {nranks} on {host} as {endpoint}'");
+  ASSERT_EQ(args.status, 0) << args.output;
+  EXPECT_NE(args.output.find("ARG1=rank 1 of 2 on s1 as s1.g0"), std::string::npos) << args.output;
   // The first failing rank's exit code is the job's.
-  const auto failed = shell_run("timeout 60 " + kCli + " fabric run --name tlrun --ranks 3 -- sh -c 'exit $((RANK * 3))'");
+  const auto failed = shell_run("timeout 60 " + kCli + " fabric run --name tlrun --ranks 3 -- sh -c 'exit $((RANK == 1 ? 3 : 0))'");
   EXPECT_EQ(failed.status, 3) << failed.output;
 }
 
