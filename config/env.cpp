@@ -119,6 +119,8 @@ const std::vector<EnvVariable>& table() {
       text("TOPOCOLL_FABRIC_STATE_DIR", "/run/topocoll/fabric", "", "where `topocoll fabric` keeps its records"),
       number("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB", 1, 1e12, "", "half the memory available",
              "most kernel memory (MiB) a fabric may take", true),
+      text("TOPOCOLL_FABRIC_IPROUTE2", "", "PATH, /usr/sbin, /sbin, /usr/bin, /bin, then BUILD_DIR/deps",
+           "where the fabric's `ip` and `tc` are: their directory, or a prefix iproute2's .debs were unpacked into"),
 
       // Other programs' variables topocoll reads.
       text("NCCL_HOSTID", "", "", "names this host for the topology, after TOPOCOLL_HOSTNAME", Owner::Nccl),
@@ -287,6 +289,7 @@ Env read_env_from(const EnvSource& source) {
   e.master_addr = value_of<std::string>(e, "MASTER_ADDR");
   e.master_port = value_of<std::string>(e, "MASTER_PORT");
   e.fabric_state_dir = value_of<std::string>(e, "TOPOCOLL_FABRIC_STATE_DIR");
+  e.fabric_iproute2 = value_of<std::string>(e, "TOPOCOLL_FABRIC_IPROUTE2");
   e.nccl_debug = value_of<std::string>(e, "NCCL_DEBUG");
   e.nccl_debug_subsys = value_of<std::string>(e, "NCCL_DEBUG_SUBSYS");
   e.path = value_of<std::string>(e, "PATH");

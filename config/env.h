@@ -112,6 +112,7 @@ struct Env {
   std::string master_addr, master_port;  // MASTER_ADDR, MASTER_PORT
   // Emulated fabric.
   std::string fabric_state_dir;     // TOPOCOLL_FABRIC_STATE_DIR
+  std::string fabric_iproute2;      // TOPOCOLL_FABRIC_IPROUTE2; "" = PATH and the system's (fabric/iproute2.h)
   // NCCL's logging, which the interposer's stderr lines follow (plugin/log.h).
   std::string nccl_debug, nccl_debug_subsys;  // NCCL_DEBUG, NCCL_DEBUG_SUBSYS
   std::string path;                 // PATH

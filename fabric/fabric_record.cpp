@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -117,7 +118,13 @@ void save_record(const FabricRecord& r) {
     throw FabricError("cannot write " + path + ": " + std::strerror(errno));
 }
 
-void remove_record(const std::string& name) { ::unlink(fabric_record_path(name).c_str()); }
+std::string fabric_files_dir(const std::string& name) { return fabric_state_dir() + "/" + name + ".d"; }
+
+void remove_record(const std::string& name) {
+  ::unlink(fabric_record_path(name).c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(fabric_files_dir(name), ignored);
+}
 
 std::vector<std::string> recorded_fabrics() {
   std::vector<std::string> out;

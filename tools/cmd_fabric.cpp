@@ -19,6 +19,7 @@
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
 #include "tools/command.h"
+#include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -38,6 +39,7 @@ constexpr const char* kUsage =
     "       topocoll fabric cut [--name N] CABLE\n"
     "       topocoll fabric swap [--name N] CABLE CABLE\n"
     "       topocoll fabric restore [--name N] [CABLE]\n"
+    "       topocoll fabric run | rank-exec | place | predict ...  (jobs on a fabric: --help after the verb)\n"
     "\n"
     "Builds the topology as a network on this machine (root; iproute2): a namespace per host,\n"
     "a router namespace per switch, every cable a veth pair shaped with tbf in each direction,\n"
@@ -320,13 +322,21 @@ int run_fault(const Args& a) {
 }
 
 int run_fabric(std::span<const std::string> args) {
+  const std::string verb = args.empty() ? "" : args[0];
+  const bool job_verb = verb == "run" || verb == "rank-exec" || verb == "place";
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
+      if (job_verb) std::printf("usage: topocoll fabric ...\n%s", kFabricJobUsage);
+      else if (verb == "predict") std::printf("%s", kFabricPredictUsage);
+      else std::printf("%s", kUsage);
       return 0;
     }
   }
+  if (verb == "run") return fabric_run(args.subspan(1));
+  if (verb == "rank-exec") return fabric_rank_exec(args.subspan(1));
+  if (verb == "place") return fabric_place(args.subspan(1));
+  if (verb == "predict") return fabric_predict(args.subspan(1));
   const Args a = parse(args);
   if (a.verb == "up") return run_up(a);
   if (a.verb == "down") return run_down(a);
