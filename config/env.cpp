@@ -69,7 +69,8 @@ const std::vector<EnvVariable>& table() {
       // Interposer.
       boolean("TOPOCOLL_ENABLE", "1", "0 turns the interposer off: every call goes to NCCL, no init exchange"),
       choice("TOPOCOLL_ALGO", algorithm_names(), "auto",
-             "auto (the cost model decides per call) or one route forced for every call"),
+             "auto (the cost model decides per call), nccl, nccl-topo-ring, or an algorithm of `topocoll "
+             "algorithms` forced for every call (ring: rank order; ring-topo: topology order)"),
       size("TOPOCOLL_MIN_BYTES", 0, kUnbounded, "0", "", "calls smaller than this (bytes per rank) go to NCCL"),
       size("TOPOCOLL_MAX_BYTES", 0, kUnbounded, "", "unlimited", "calls larger than this go to NCCL"),
       count("TOPOCOLL_STEP_OVERHEAD_US", 0, 1000000, "8", "",

@@ -1,6 +1,7 @@
 #include "sched/halving_doubling.h"
 
 #include <bit>
+#include <stdexcept>
 #include <vector>
 
 namespace topocoll::sched {
@@ -273,6 +274,16 @@ std::vector<int> bit_reversed_order(std::span<const int> order) {
     reversed[size_t(v)] = order[r];
   }
   return reversed;
+}
+
+Schedule hd_schedule(Collective collective, int nranks, int64_t count, std::span<const int> order) {
+  switch (collective) {
+    case Collective::AllReduce: return hd_allreduce(nranks, count, order);
+    case Collective::ReduceScatter: return hd_reduce_scatter(nranks, count, order);
+    case Collective::AllGather: return hd_allgather(nranks, count, order);
+    case Collective::AllToAll: break;
+  }
+  throw std::invalid_argument("halving-doubling has no all-to-all form");
 }
 
 }  // namespace topocoll::sched

@@ -39,6 +39,8 @@ Schedule hd_allreduce(int nranks, int64_t count, std::span<const int> order = {}
 // which is fine for thousands of ranks; the allreduce never has this cost.
 Schedule hd_reduce_scatter(int nranks, int64_t count, std::span<const int> order = {});
 Schedule hd_allgather(int nranks, int64_t count, std::span<const int> order = {});
+// One of the three by collective; std::invalid_argument for all-to-all (no HD form).
+Schedule hd_schedule(Collective collective, int nranks, int64_t count, std::span<const int> order = {});
 
 // An allreduce order made for the reduce-scatter and allgather alone, which run distance
 // q/2 first: virtual rank v takes the rank of v with its log2(P) bits reversed, so their

@@ -12,6 +12,8 @@
 #include "sched/hd_search_order.h"
 #include "sched/host_aware_hd_order.h"
 #include "sched/nccl_tests_sizes.h"
+#include "sched/order_search.h"
+#include "sched/ring_order.h"
 #include "sched/site_major_order.h"
 
 namespace topocoll::sched {
@@ -61,6 +63,18 @@ RankOrder hd_order(const Topology& t, const Placement& p, double bytes, RouteCac
     }
   }
   return found;
+}
+
+RankOrder hd_paired_order(const Topology& t, const Placement& p, Collective collective, double bytes,
+                          RouteCache& routes, const std::function<Schedule()>& rank_order_schedule) {
+  const int n = p.nranks();
+  if (n < 2) {
+    RankOrder identity;
+    identity.rank_of_virtual = rank_order_ring(n);
+    return identity;
+  }
+  if (std::has_single_bit(unsigned(n))) return hd_order(t, p, bytes, &routes, collective);
+  return search_order(t, p, schedule_pattern(rank_order_schedule()));
 }
 
 }  // namespace topocoll::sched

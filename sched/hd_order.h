@@ -11,6 +11,7 @@
 // (perf/results/hd-multi-gpu.md: about 2x on 4- and 8-GPU servers).
 #pragma once
 
+#include <functional>
 #include <span>
 
 #include "sched/link_load.h"
@@ -27,6 +28,14 @@ namespace topocoll::sched {
 RankOrder hd_order(const topo::Topology& topology, const Placement& placement,
                    double bytes = 1 << 20, RouteCache* routes = nullptr,
                    Collective collective = Collective::AllReduce);
+
+// The order of a schedule that pairs virtual ranks as HD does (v XOR 2^s: halving-doubling,
+// recursive doubling) for the `collective` of `bytes`: the identity below two ranks;
+// hd_order's for a power of two; otherwise a search against the schedule's own steps, which
+// `rank_order_schedule` builds in rank order (the MPICH pre/post steps belong to the pattern).
+RankOrder hd_paired_order(const topo::Topology& topology, const Placement& placement,
+                          Collective collective, double bytes, RouteCache& routes,
+                          const std::function<Schedule()>& rank_order_schedule);
 
 // The cost model's time (us) for the HD `collective` of `bytes` (4-byte elements, nccl-tests
 // size) under an order: the ranking hd_order applies between its candidates.

@@ -69,6 +69,21 @@ double pattern_lower_bound(const Topology& t, const Placement& p, const Pattern&
 
 }  // namespace
 
+Pattern schedule_pattern(const Schedule& s) {
+  Pattern pattern(std::size_t(s.num_steps()));
+  std::vector<Flow> flows;
+  for (int st = 0; st < s.num_steps(); ++st) {
+    step_flows(s, st, 1, flows);
+    double bytes = 0;
+    for (const Flow& f : flows) {
+      pattern[std::size_t(st)].pairs.emplace_back(f.src, f.dst);
+      bytes = std::max(bytes, double(f.bytes));
+    }
+    pattern[std::size_t(st)].bytes = bytes;
+  }
+  return pattern;
+}
+
 Pattern halving_doubling_pattern(int nranks, double bytes) { return hd_pattern(nranks, bytes, true); }
 
 Pattern halving_pattern(int nranks, double bytes) { return hd_pattern(nranks, bytes, false); }

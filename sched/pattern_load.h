@@ -13,6 +13,7 @@
 
 #include "sched/link_load.h"
 #include "sched/placement.h"
+#include "sched/schedule.h"
 #include "topo/topology.h"
 
 namespace topocoll::sched {
@@ -31,6 +32,11 @@ using Pattern = std::vector<PatternStep>;
 Pattern halving_doubling_pattern(int nranks, double bytes);
 // The halving steps alone: the doubling steps repeat their pairs.
 Pattern halving_pattern(int nranks, double bytes);
+
+// The sends of every step of a schedule (in rank order, its positions are its ranks), each
+// step weighted by its largest send: the pattern of a schedule whose pairs no formula gives
+// (HD's non-power-of-two pre/post steps).
+Pattern schedule_pattern(const Schedule& schedule);
 
 // An order and how good it is.
 struct RankOrder {

@@ -1,6 +1,7 @@
 // Planner: topology + ranks + collective + algorithm + size -> placement, schedule,
-// verification, per-step link loads and predicted time. `auto` plans every applicable
-// algorithm and keeps the one the cost model predicts fastest. This is the one entry point
+// verification, per-step link loads and predicted time. The algorithms are the registry's
+// (sched/algorithm_registry.h); `auto` plans every one the registry lets it weigh for the
+// collective and keeps the one the cost model predicts fastest. This is the one entry point
 // the CLI, the tuner and the interposer use.
 #pragma once
 
@@ -24,8 +25,7 @@ inline constexpr int kMaxNapPlanRanks = 1024;
 
 struct PlanRequest {
   Collective collective = Collective::AllReduce;
-  // ring, ring-topo, hd, hd-naive, fc, fc-direct, hier, hier-hd, direct, or auto
-  // (names as in sched/generator.h; docs/plan-format.md lists which apply where).
+  // A name of the registry (sched/algorithm_registry.h, docs/plan-format.md), or auto.
   std::string algo = "auto";
   // nccl-tests "size": allreduce the vector; reduce-scatter and allgather the whole
   // (P x per-rank) buffer; all-to-all each rank's whole send buffer.
@@ -38,7 +38,7 @@ struct PlanRequest {
   bool keep_link_detail = true;  // per-link loads per step (off for very large plans)
 };
 
-// One algorithm considered by the planner.
+// One algorithm `auto` considered.
 struct PlanCandidate {
   std::string algo;
   bool applicable = false;
@@ -64,9 +64,6 @@ struct Plan {
   double busbw_gbs = 0;
   std::vector<PlanCandidate> candidates;  // auto: every algorithm considered
 };
-
-// Algorithms the planner knows, in the order `auto` considers them.
-const std::vector<std::string>& plan_algorithms();
 
 // Throws std::invalid_argument naming the bad request field (unknown algorithm, an
 // algorithm that does not apply to the collective or topology, bad sizes or ranks).

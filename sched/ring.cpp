@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "sched/all_to_all.h"
+
 namespace topocoll::sched {
 namespace {
 int mod(int64_t a, int64_t m) { return int(((a % m) + m) % m); }
@@ -130,6 +132,16 @@ Schedule ring_allgather(int nranks, int64_t count, std::span<const int> order) {
     b.touch(t);
   }
   return b.finish();
+}
+
+Schedule ring_schedule(Collective collective, int nranks, int64_t count, std::span<const int> order) {
+  switch (collective) {
+    case Collective::AllReduce: return ring_allreduce(nranks, count, order);
+    case Collective::ReduceScatter: return ring_reduce_scatter(nranks, count, order);
+    case Collective::AllGather: return ring_allgather(nranks, count, order);
+    case Collective::AllToAll: break;
+  }
+  return ring_all_to_all(nranks, count, order);
 }
 
 }  // namespace topocoll::sched

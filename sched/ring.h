@@ -19,6 +19,9 @@ Schedule ring_allreduce(int nranks, int64_t count, std::span<const int> order = 
 Schedule ring_reduce_scatter(int nranks, int64_t count, std::span<const int> order = {});
 // Allgather: rank r's count input elements land at Output[r*count] on every rank.
 Schedule ring_allgather(int nranks, int64_t count, std::span<const int> order = {});
+// The ring's schedule for any collective: one of the three above, or for all-to-all the
+// store-and-forward ring of sched/all_to_all.h.
+Schedule ring_schedule(Collective collective, int nranks, int64_t count, std::span<const int> order = {});
 
 // Building block for composed schedules: a ring allreduce among `members` (ring order) of
 // Output[base, base+n), starting at step `first_step`. Before it, each member's value lives

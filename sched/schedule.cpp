@@ -2,6 +2,16 @@
 
 namespace topocoll::sched {
 
+std::string_view abbreviation(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "AR";
+    case Collective::ReduceScatter: return "RS";
+    case Collective::AllGather: return "AG";
+    case Collective::AllToAll: return "A2A";
+  }
+  return "?";
+}
+
 std::string_view to_string(Collective c) {
   switch (c) {
     case Collective::AllReduce: return "allreduce";

@@ -27,10 +27,14 @@
 namespace topocoll::sched {
 
 enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
+inline constexpr std::array<Collective, 4> kCollectives = {Collective::AllReduce, Collective::ReduceScatter,
+                                                           Collective::AllGather, Collective::AllToAll};
 enum class Buf : uint8_t { Input, Output, Scratch };
 enum class OpKind : uint8_t { Send, Recv, Reduce, Copy, Finalize };
 
 std::string_view to_string(Collective);
+// "AR", "RS", "AG", "A2A": the short names of help texts and docs/plan-format.md's table.
+std::string_view abbreviation(Collective);
 std::string_view to_string(Buf);
 std::string_view to_string(OpKind);
 
@@ -78,7 +82,7 @@ struct RankProgram {
 
 struct Schedule {
   Collective collective = Collective::AllReduce;
-  std::string algo;   // "ring", "hd", "fc", "fc-direct", "hier", ...
+  std::string algo;   // the algorithm registry's name ("ring", "hd", ...; sched/algorithm_registry.h)
   int nranks = 0;
   // NCCL's count argument: allreduce count, reduce-scatter recvcount, allgather sendcount,
   // all-to-all count per peer.

@@ -14,6 +14,7 @@
 #include "config/value_grammar.h"
 #include "fabric/fabric_plan.h"
 #include "fabric/live_fabric.h"
+#include "sched/algorithm_registry.h"
 #include "sched/job_placement.h"
 #include "sched/nccl_algorithm_model.h"
 #include "sched/placement.h"
@@ -111,10 +112,10 @@ nlohmann::json topocoll_predictions(const topo::Topology& t, const std::vector<i
   req.endpoints = endpoints;
   req.verify = false;
   req.keep_link_detail = false;
-  for (const std::string& algo : sched::plan_algorithms()) {
-    req.algo = algo;
+  for (const sched::Algorithm& algorithm : sched::algorithms()) {
+    req.algo = std::string(algorithm.name);
     try {
-      out[algo] = sched::make_plan(t, req).predicted_us;
+      out[req.algo] = sched::make_plan(t, req).predicted_us;
     } catch (const std::invalid_argument&) {
       // Not applicable to this collective, topology or rank count.
     }

@@ -86,7 +86,7 @@ def predicted_for(path, row, tuning=None, route=None):
         algo = algo_of_path(path)
         if algo == "nccl-topo-ring":
             return nccl_choice(ordered, "Ring/Simple")
-        planned = {"ring": "ring-topo"}.get(algo, algo)
+        planned = algo  # TOPOCOLL_ALGO names the planner's algorithms (sched/algorithm_registry.h)
         if planned == "auto" and "auto" in mine:
             return mine["auto"]["us"], mine["auto"]["algo"] + "?"
         return mine.get(planned), (planned or "?") + "?"
@@ -283,7 +283,7 @@ def goals(analysed):
             if worst is not None:
                 lines.append((f"{case}: auto's slowest size against NCCL's default: {worst:.2f}x NCCL's speed "
                                "(goal: never below 0.95x)", worst >= 0.95))
-        order, ring = times("nccl-order"), times("preload-ring")
+        order, ring = times("nccl-order"), times("preload-ring-topo")
         common = [s for s in order if s in ring]
         if common:
             worst = max(order[s] / ring[s] for s in common)
@@ -387,7 +387,7 @@ def sample(a):
             elif algo == "nccl-topo-ring":
                 route = ("nccl-topo-ring", "TOPOCOLL_ALGO=nccl-topo-ring")
             elif algo:
-                route = ({"ring": "ring-topo"}.get(algo, algo), f"TOPOCOLL_ALGO={algo}")
+                route = (algo, f"TOPOCOLL_ALGO={algo}")
             if route:
                 lines.append(f"s0:1:1 NCCL INFO topocoll: comm 0x1 rank 0/{n} {coll.replace('_', '')} up to {size} B "
                              f"-> {route[0]} ({route[1]})")

@@ -17,7 +17,7 @@
 #   nccl-order      plain NCCL, ranks in the order of the `topocoll order` hostfile
 #   tuner           NCCL with NCCL_TUNER_PLUGIN=libnccl-topocoll.so
 #   preload-ALGO    LD_PRELOAD=libnccl-topocoll.so with TOPOCOLL_ALGO=ALGO (BiGraph: auto hd
-#                   ring nccl-topo-ring; NAP: auto fc hier nccl-topo-ring)
+#                   ring-topo nccl-topo-ring; NAP: auto fc hier nccl-topo-ring)
 # then, at FABRIC_CHECK_RATE (default half the rate), all_reduce again for FABRIC_CHECK_PATHS
 # (default "nccl preload-auto"): at a rate where the network is the bottleneck the time
 # doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
@@ -140,7 +140,7 @@ paths_for() {
   if [ -n "${FABRIC_PATHS:-}" ]; then echo "$FABRIC_PATHS"; return; fi
   case $(kind_of "$1") in
     nap) echo "nccl preload-auto preload-fc preload-hier nccl-order preload-nccl-topo-ring tuner" ;;
-    *) echo "nccl preload-auto nccl-order preload-ring preload-hd preload-nccl-topo-ring tuner" ;;
+    *) echo "nccl preload-auto nccl-order preload-ring-topo preload-hd preload-nccl-topo-ring tuner" ;;
   esac
 }
 placement_of() { [ "$1" = nccl-order ] && echo topology-order || echo scheduler; }

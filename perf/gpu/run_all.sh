@@ -17,7 +17,7 @@
 #                   (NCCL_HOSTID=s<rank>, NCCL_SOCKET_IFNAME=lo), every collective through
 #                   LD_PRELOAD=libnccl-topocoll.so against an exact CPU reference (types, ops,
 #                   uneven counts, in/out of place, user groups, CUDA graphs, split
-#                   communicators), TOPOCOLL_ALGO=auto, hd, ring, nccl-topo-ring
+#                   communicators), TOPOCOLL_ALGO=auto, hd, ring-topo, nccl-topo-ring
 #   check-n8        the same with 8 processes
 #   check-nap       NAP (4 and 8 processes) with fc, fc-direct and hier
 #   check-variants  the topology-ordered split lazy and off, auto with no margin, a scratch
@@ -207,7 +207,7 @@ ranks() {
 }
 check_bigraph() {
   for n in "$@"; do
-    for algo in auto hd ring nccl-topo-ring; do
+    for algo in auto hd ring-topo nccl-topo-ring; do
       run "check-n$n-$algo" ranks "check-n$n-$algo" "$n" check "$algo"
     done
   done

@@ -1,40 +1,36 @@
 #include "plugin/interposer/interposer_config.h"
 
 #include "plugin/process_context.h"
+#include "sched/algorithm_registry.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
 
-struct AlgoName {
+// The routes that are not a schedule of the registry (config/algorithm_names.h lists their
+// names for TOPOCOLL_ALGO; the config test checks both lists agree).
+struct RouteName {
   AlgoChoice choice;
-  const char* name;
-  const char* schedule;  // sched/ generator name, "" when not schedule-backed
+  std::string_view name;
 };
-constexpr AlgoName kAlgoNames[] = {
-    {AlgoChoice::Auto, "auto", ""},        {AlgoChoice::Nccl, "nccl", ""},
-    {AlgoChoice::Ring, "ring", "ring"},    {AlgoChoice::Hd, "hd", "hd"},
-    {AlgoChoice::Fc, "fc", "fc"},          {AlgoChoice::FcDirect, "fc-direct", "fc-direct"},
-    {AlgoChoice::Hier, "hier", "hier"},    {AlgoChoice::NcclTopoRing, "nccl-topo-ring", ""},
+constexpr RouteName kRoutes[] = {
+    {AlgoChoice::Auto, "auto"},
+    {AlgoChoice::Nccl, "nccl"},
+    {AlgoChoice::NcclTopoRing, "nccl-topo-ring"},
 };
 
 }  // namespace
 
 std::string_view to_string(AlgoChoice c) {
-  for (const auto& a : kAlgoNames)
-    if (a.choice == c) return a.name;
-  return "invalid";
+  for (const RouteName& r : kRoutes)
+    if (r.choice == c) return r.name;
+  return c == AlgoChoice::Schedule ? "schedule" : "invalid";
 }
 
 std::optional<AlgoChoice> parse_algo_choice(std::string_view text) {
-  for (const auto& a : kAlgoNames)
-    if (text == a.name) return a.choice;
+  for (const RouteName& r : kRoutes)
+    if (text == r.name) return r.choice;
+  if (sched::find_algorithm(text)) return AlgoChoice::Schedule;
   return std::nullopt;
-}
-
-std::string_view schedule_algo_name(AlgoChoice c) {
-  for (const auto& a : kAlgoNames)
-    if (a.choice == c) return a.schedule;
-  return "";
 }
 
 InterposerConfig interposer_config_from(const config::Env& env) {
@@ -42,6 +38,7 @@ InterposerConfig interposer_config_from(const config::Env& env) {
   c.enable = env.enable;
   c.topo_file = env.topo_file;
   c.algo = parse_algo_choice(env.algo).value_or(AlgoChoice::Auto);
+  if (c.algo == AlgoChoice::Schedule) c.schedule_algo = env.algo;
   c.min_bytes = env.min_bytes;
   c.max_bytes = env.max_bytes;
   c.step_overhead_us = double(env.step_overhead_us);

@@ -16,20 +16,16 @@ namespace topocoll::plugin::interposer {
 enum class AlgoChoice : uint8_t {
   Auto,          // cost model: topocoll schedule, topology-ordered NCCL, or NCCL
   Nccl,          // always NCCL on the user's communicator (topocoll only observes)
-  Ring,          // topocoll ring schedule
-  Hd,            // topology-aware halving-doubling (EFLOPS)
-  Fc,            // NAP fully connected, whole-vector recursive doubling
-  FcDirect,      // NAP fully connected, direct reduce-scatter + allgather
-  Hier,          // hierarchical (inside a host / package, then across)
   NcclTopoRing,  // NCCL's own collective on a communicator split in topology ring order
+  Schedule,      // one algorithm of sched/'s registry (InterposerConfig::schedule_algo)
 };
 
+// The route's name: auto, nccl, nccl-topo-ring; "schedule" for Schedule (whose name is the
+// algorithm's).
 std::string_view to_string(AlgoChoice);
-// One of config/algorithm_names.h (what TOPOCOLL_ALGO accepts), as the interposer's choice.
+// One of config/algorithm_names.h (what TOPOCOLL_ALGO accepts) as the interposer's choice:
+// a route by its name, Schedule for a name of sched/algorithm_registry.h.
 std::optional<AlgoChoice> parse_algo_choice(std::string_view text);
-// The schedule generator name sched/ uses for a schedule-backed choice ("ring", "hd", ...);
-// empty for Auto, Nccl and NcclTopoRing.
-std::string_view schedule_algo_name(AlgoChoice);
 
 // When the topology-ordered communicator (nccl-topo-ring) is split from the user's.
 enum class RingCommMode : uint8_t {
@@ -42,6 +38,9 @@ struct InterposerConfig {
   bool enable = true;            // TOPOCOLL_ENABLE: 0 = pure forwarding to NCCL
   std::string topo_file;         // TOPOCOLL_TOPO_FILE: empty = no topology, pure forwarding
   AlgoChoice algo = AlgoChoice::Auto;  // TOPOCOLL_ALGO
+  // TOPOCOLL_ALGO when algo is Schedule: a name of sched/algorithm_registry.h, meaning there
+  // what it means to `topocoll plan --algo` (ring: rank order; ring-topo: topology order).
+  std::string schedule_algo;
   int64_t min_bytes = 0;         // TOPOCOLL_MIN_BYTES: smaller calls go to NCCL
   int64_t max_bytes = INT64_MAX; // TOPOCOLL_MAX_BYTES: larger calls go to NCCL (unset = none)
   // TOPOCOLL_STEP_OVERHEAD_US: host+launch cost of one schedule step on the NCCL/CUDA

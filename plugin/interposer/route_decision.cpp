@@ -84,12 +84,6 @@ std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& i
   return p;
 }
 
-// The planner's algorithm name for a forced TOPOCOLL_ALGO (rings in topology order).
-std::string planner_algo(AlgoChoice c, Collective collective) {
-  if (c == AlgoChoice::Ring) return collective == Collective::AllToAll ? "ring" : "ring-topo";
-  return std::string(schedule_algo_name(c));
-}
-
 }  // namespace
 
 std::shared_ptr<const Route> decide_route(const RouteRequest& in, const InterposerConfig& config) {
@@ -143,18 +137,16 @@ std::shared_ptr<const Route> decide_route(const RouteRequest& in, const Interpos
       p->reason = "TOPOCOLL_ALGO=nccl-topo-ring";
       return p;
     }
-    if (config.algo != AlgoChoice::Auto) {
-      const std::string algo = planner_algo(config.algo, c);
+    if (config.algo == AlgoChoice::Schedule) {
+      // The registry's algorithm of that name, as `topocoll plan --algo` plans it.
+      const std::string forced = "TOPOCOLL_ALGO=" + config.schedule_algo;
       sched::Plan planned;
       try {
-        planned = sched::make_plan(*in.topology, request_for(in, algo, schedule_alpha, true));
+        planned = sched::make_plan(*in.topology, request_for(in, config.schedule_algo, schedule_alpha, true));
       } catch (const std::invalid_argument& e) {
-        return nccl_route("TOPOCOLL_ALGO=" + std::string(to_string(config.algo)) + " does not apply (" +
-                             e.what() + "); using NCCL",
-                         nccl_us);
+        return nccl_route(forced + " does not apply (" + e.what() + "); using NCCL", nccl_us);
       }
-      return schedule_route(std::move(planned), in, nccl_us,
-                           "TOPOCOLL_ALGO=" + std::string(to_string(config.algo)));
+      return schedule_route(std::move(planned), in, nccl_us, forced);
     }
 
     // Auto: NCCL, NCCL on the topology ring, or the planner's fastest schedule. Another

@@ -9,8 +9,8 @@
 //   nccl            NCCL's ring in rank order (what NCCL builds for it; all-to-all: direct
 //                   pairs), each step charged 1 us of in-kernel synchronisation
 //   nccl-topo-ring  the same ring in the topology-aware order (every hop on its own link)
-//   schedules       the planner's fastest topocoll schedule ("auto" over ring, ring-topo, hd,
-//                   fc, fc-direct, hier, ...), each step charged TOPOCOLL_STEP_OVERHEAD_US
+//   schedules       the planner's fastest topocoll schedule ("auto" over the algorithms of
+//                   sched/algorithm_registry.h), each step charged TOPOCOLL_STEP_OVERHEAD_US
 //                   more for the host work and launches of one step on the NCCL/CUDA backend
 // and takes the fastest; NCCL keeps the call unless another is predicted 5% faster. A
 // schedule the verifier rejects is never run.

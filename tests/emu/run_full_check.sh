@@ -44,14 +44,14 @@ ranks() {
   row "$kind, $n processes" "$n" "$algo" "$out/$kind-n$n-$algo/rank0.log" $result $((SECONDS - t0))
 }
 for n in 2 3 4 8; do
-  for algo in auto hd ring nccl-topo-ring; do ranks bigraph "$n" "$algo"; done
+  for algo in auto hd ring-topo nccl-topo-ring; do ranks bigraph "$n" "$algo"; done
 done
 for n in 4 8; do
-  for algo in auto fc fc-direct hier hd ring nccl-topo-ring; do ranks nap "$n" "$algo"; done
+  for algo in auto fc fc-direct hier hd ring-topo nccl-topo-ring; do ranks nap "$n" "$algo"; done
 done
 # One process driving N communicators (ncclCommInitAll), as nccl-tests -g N.
 for n in 2 4 8; do
-  for algo in auto hd ring nccl-topo-ring; do
+  for algo in auto hd ring-topo nccl-topo-ring; do
     t0=$SECONDS result=pass
     bash "$root/tests/interposer/run_all_in_one.sh" "$out/all$n-$algo" "$plugin" "$check" "$n" "$algo" \
         > "$out/all$n-$algo.log" 2>&1 || { result=FAIL; failed=1; }

@@ -191,7 +191,8 @@ TEST_F(RouteDecision, OverridesDecide) {
   InterposerConfig cfg;
   cfg.algo = AlgoChoice::Nccl;
   EXPECT_EQ(decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg)->target, RouteTarget::Nccl);
-  cfg.algo = AlgoChoice::Hd;
+  cfg.algo = AlgoChoice::Schedule;
+  cfg.schedule_algo = "hd";
   auto hd = decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg);
   ASSERT_EQ(hd->target, RouteTarget::Schedule) << hd->reason;
   EXPECT_EQ(hd->algo, "hd");
@@ -207,7 +208,7 @@ TEST_F(RouteDecision, OverridesDecide) {
   EXPECT_NE(decide_route(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
             std::string::npos);
   cfg.max_bytes = INT64_MAX;
-  cfg.algo = AlgoChoice::Hier;
+  cfg.schedule_algo = "hier";
   auto hier = decide_route(input(sched::Collective::AllToAll, 4096), cfg);
   EXPECT_EQ(hier->target, RouteTarget::Nccl);
   cfg.algo = AlgoChoice::NcclTopoRing;

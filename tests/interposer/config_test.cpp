@@ -8,6 +8,7 @@
 #include "config/algorithm_names.h"
 #include "config/env.h"
 #include "plugin/interposer/interposer_config.h"
+#include "sched/algorithm_registry.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
@@ -73,21 +74,30 @@ TEST(Config, BadValuesKeepTheDefaults) {
   EXPECT_DOUBLE_EQ(c.auto_margin, 1.3);
 }
 
-// TOPOCOLL_ALGO is validated in one place (config/algorithm_names.h); every name it accepts
-// is one of the interposer's choices and back.
-TEST(Config, EveryAlgoNameRoundTrips) {
-  std::size_t choices = 0;
+// TOPOCOLL_ALGO is validated in one place (config/algorithm_names.h): its routes are the
+// interposer's and back, every other name it accepts is an algorithm of the registry, and
+// every algorithm of the registry is accepted, meaning what it means to the planner.
+TEST(Config, EveryAlgoNameIsARouteOrARegisteredSchedule) {
+  for (std::string_view name : config::route_names()) {
+    auto a = parse_algo_choice(name);
+    ASSERT_TRUE(a) << name;
+    EXPECT_NE(*a, AlgoChoice::Schedule) << name;
+    EXPECT_EQ(to_string(*a), name);
+  }
+  EXPECT_EQ(config::route_names().size(), std::size_t(AlgoChoice::Schedule)) << "a route without a name";
+  std::size_t schedules = 0;
   for (std::string_view name : config::algorithm_names()) {
     auto a = parse_algo_choice(name);
     ASSERT_TRUE(a) << name;
-    EXPECT_EQ(to_string(*a), name);
-    ++choices;
+    if (*a != AlgoChoice::Schedule) continue;
+    ++schedules;
+    ASSERT_NE(sched::find_algorithm(name), nullptr) << name;
+    EXPECT_EQ(config_of({{"TOPOCOLL_ALGO", std::string(name)}}).schedule_algo, name);
   }
-  EXPECT_EQ(choices, std::size_t(AlgoChoice::NcclTopoRing) + 1) << "an AlgoChoice without a name";
-  EXPECT_EQ(schedule_algo_name(AlgoChoice::Hd), "hd");
-  EXPECT_EQ(schedule_algo_name(AlgoChoice::FcDirect), "fc-direct");
-  EXPECT_EQ(schedule_algo_name(AlgoChoice::Auto), "");
-  EXPECT_EQ(schedule_algo_name(AlgoChoice::NcclTopoRing), "");
+  EXPECT_EQ(schedules, sched::algorithms().size());
+  EXPECT_EQ(config_of({{"TOPOCOLL_ALGO", "ring"}}).schedule_algo, "ring");  // rank order
+  EXPECT_EQ(config_of({{"TOPOCOLL_ALGO", "ring-topo"}}).schedule_algo, "ring-topo");
+  EXPECT_EQ(config_of({{"TOPOCOLL_ALGO", "nccl"}}).schedule_algo, "");
   EXPECT_FALSE(parse_algo_choice("HD"));
   EXPECT_FALSE(parse_algo_choice(""));
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "sched/algorithm_registry.h"
 #include "sched/generator.h"
 #include "sched/hierarchical.h"
 #include "sched/verifier.h"
@@ -145,12 +146,12 @@ void check(const Schedule& s, uint32_t seed) {
 
 TEST(Interpreter, EveryGeneratorComputesTheReference) {
   uint32_t seed = 1;
-  for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll})
-    for (const std::string& algo : algorithms_for(coll)) {
-      if (algo == "hier") continue;
+  for (Collective coll : kCollectives)
+    for (const Algorithm& algorithm : algorithms()) {
+      if (!algorithm.collectives.contains(coll)) continue;
       for (int P : {1, 2, 3, 5, 8, 12, 16, 17}) {
         const int64_t per_rank_max = coll == Collective::AllReduce ? 7 * int64_t(P) + 3 : 3;
-        for (int64_t c : {int64_t(0), int64_t(1), int64_t(P) + 1, per_rank_max}) check(generate(algo, coll, P, c), seed++);
+        for (int64_t c : {int64_t(0), int64_t(1), int64_t(P) + 1, per_rank_max}) check(generate(algorithm.name, coll, P, c), seed++);
       }
     }
 }
@@ -250,15 +251,13 @@ TEST(Interpreter, HierarchicalComputesTheReference) {
     for (std::vector<int> dims : {std::vector<int>{}, std::vector<int>{2, 3}})
       for (int variant = 0; variant < 3; ++variant) {
         const InterGroupAlgo a = variant == 1 ? InterGroupAlgo::HalvingDoubling : InterGroupAlgo::Ring;
-        GenerateRequest r;
-        r.algo = "hier";
-        r.nranks = G * 6;
-        r.count = 7 * r.nranks + 3;
-        r.hier.group_size = G;
-        r.hier.torus_dims = dims;
-        r.hier.inter = a;
-        r.hier.reduce_scatter_first = variant == 2;
-        check(generate(r), seed++);
+        HierParams params;
+        params.group_size = G;
+        params.torus_dims = dims;
+        params.inter = a;
+        params.reduce_scatter_first = variant == 2;
+        const int nranks = G * 6;
+        check(hierarchical_allreduce(nranks, 7 * nranks + 3, params), seed++);
       }
   }
 }
