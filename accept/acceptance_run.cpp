@@ -18,6 +18,7 @@
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
 #include "kernels/datatype.h"
+#include "sched/algorithm_registry.h"
 #include "sched/plan.h"
 #include "topo/cable_names.h"
 
@@ -398,9 +399,13 @@ class Run {
     settings.warmup = 1;
     settings.target_seconds = 1e9;
     std::vector<std::pair<sched::Collective, std::string>> cases;
-    for (const auto& algo : {"ring", "ring-topo", "hd", "hd-naive", "fc", "fc-direct", "hier", "hier-hd"})
-      cases.push_back({sched::Collective::AllReduce, algo});
-    cases.push_back({sched::Collective::AllToAll, "direct"});
+    // Every algorithm of the registry: its allreduce, or the first collective it has.
+    for (const sched::Algorithm& a : sched::algorithms()) {
+      sched::Collective c = sched::Collective::AllReduce;
+      for (sched::Collective k : sched::kCollectives)
+        if (!a.collectives.contains(c) && a.collectives.contains(k)) c = k;
+      cases.push_back({c, std::string(a.name)});
+    }
     // Plans first (every rank alike), then the runs within what is left of the budget.
     struct Planned {
       sched::Collective collective;

@@ -31,6 +31,7 @@
 #include "exec/socket_host_transport.h"
 #include "kernels/datatype.h"
 #include "net/transport_options.h"
+#include "sched/algorithm_registry.h"
 #include "sched/generator.h"
 #include "sched/plan.h"
 #include "tools/command.h"
@@ -42,7 +43,8 @@
 namespace topocoll::cli {
 namespace {
 
-constexpr const char* kUsage =
+std::string usage() {
+  return
     "usage: topocoll bench [--topo FILE] [--ranks N] [--algos ring,hd,...] [--sizes 1K:64M]\n"
     "                      [--coll allreduce|reduce_scatter|allgather|alltoall]\n"
     "                      [--dtype float32] [--op sum] [--iters N] [--warmup N] [-c 0|1]\n"
@@ -60,8 +62,9 @@ constexpr const char* kUsage =
     "  --topo FILE   placement and rank orders from the planner for the first N endpoints,\n"
     "                and the predicted time next to the measured one\n"
     "  --endpoints L rank r runs as topology endpoint L[r] (indices or ids) instead\n"
-    "  --algos LIST  planner algorithms with --topo (ring, ring-topo, hd, hd-naive, rd, fc,\n"
-    "                fc-direct, hier, hier-hd, direct), generators without (default ring,hd)\n"
+    "  --algos LIST  algorithms (`topocoll algorithms`; default ring,hd): " + sched::algorithm_list() + "\n"
+    "                (and auto with --topo). With --topo in the planner's placement and\n"
+    "                order; without one there is no order to choose: each in rank order\n"
     "  --sizes A:B   nccl-tests size from A to B, times --factor (default 2); or a list A,B,C\n"
     "  -c 0|1        check every iteration's result (default 1)\n"
     "  --seconds S   large sizes run fewer iterations (>= 2) to take about S s (default 1)\n"
@@ -73,6 +76,7 @@ constexpr const char* kUsage =
     "  --alpha-us X, --alpha-msg-us X, --gamma-gbs G   the cost model's overhead per step and\n"
     "                per message, and reduce rate, for the predicted column (defaults: a\n"
     "                GPU's, docs/plan-format.md)\n";
+}
 
 struct BenchArgs {
   std::string topo;
@@ -161,7 +165,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--alpha-us") a.cost.alpha_us = config::number_argument(f, value(), 0, kAny);
     else if (f == "--alpha-msg-us") a.cost.alpha_message_us = config::number_argument(f, value(), 0, kAny);
     else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (positive(f, value()) * 1e3);
-    else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
+    else throw std::invalid_argument("unknown argument '" + f + "'\n" + usage());
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
   if (!a.fabric.empty() && !a.topo.empty())
@@ -403,7 +407,7 @@ exec::LaunchOptions bench_fabric_launch(const BenchArgs& a, int ranks) {
 int run_bench(std::span<const std::string> args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
+      std::printf("%s", usage().c_str());
       return 0;
     }
   const BenchArgs a = parse_args(args);

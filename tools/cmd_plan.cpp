@@ -9,6 +9,7 @@
 
 #include "config/value_grammar.h"
 #include "exec/pipeline.h"
+#include "sched/algorithm_registry.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -23,15 +24,26 @@ using sched::PlanRequest;
 using topo::NodeRef;
 using topo::Topology;
 
-constexpr const char* kUsage =
+std::string usage() {
+  return
     "usage: topocoll plan --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
-    "                     --algo ring|ring-topo|hd|hd-naive|rd|fc|fc-direct|hier|hier-hd|direct|auto\n"
+    "                     --algo NAME|auto\n"
     "                     --bytes N[K|M|G] [--ranks N] [--elem-size B] [--alpha-us X]\n"
     "                     [--alpha-msg-us X]\n"
     "                     [--gamma-gbs G] [--no-verify] [--json]\n"
     "Plans one collective: placement, steps, worst link load per step, predicted time.\n"
     "--bytes is nccl-tests' size (allreduce: the vector; others: the whole P-rank buffer).\n"
-    "--ranks N plans for the first N endpoints (a partially filled cluster).\n";
+    "--ranks N plans for the first N endpoints (a partially filled cluster).\n"
+    "--algo is an algorithm of `topocoll algorithms` (" + sched::algorithm_list() + "),\n"
+    "or auto: the fastest predicted of those auto weighs for the collective.\n";
+}
+
+// Whether the plan's order came from the HD order search (hd, rd: sched/hd_order.h), whose
+// load and lower bound are then worth showing; the other orders leave them unset.
+bool searched_order(const Plan& plan) {
+  const sched::RankOrder& q = plan.order_quality;
+  return !q.rank_of_virtual.empty() && (q.closed_form || q.max_load > 0 || q.total_hops > 0);
+}
 
 std::string attach_of(const Topology& t, int endpoint) {
   const auto& e = t.endpoints()[endpoint];
@@ -68,7 +80,7 @@ json plan_json(const Topology& t, const Plan& plan) {
   doc["ranks"] = plan.placement.nranks();
   doc["placement"] = placement_json(t, plan);
   doc["order"] = plan.order;
-  if (!plan.order_quality.rank_of_virtual.empty() && plan.algo.rfind("hd", 0) == 0)
+  if (searched_order(plan))
     doc["order_quality"] = {{"max_load", plan.order_quality.max_load},
                             {"lower_bound", plan.order_quality.lower_bound},
                             {"total_hops", plan.order_quality.total_hops},
@@ -158,7 +170,7 @@ void print_text(const Topology& t, const Plan& plan) {
                 t.endpoints()[e].host.c_str(), attach_of(t, e).c_str());
   }
   if (shown < n) std::printf("  ... %d more ranks (--json lists them all)\n", n - shown);
-  if (plan.algo.rfind("hd", 0) == 0 && !plan.order_quality.rank_of_virtual.empty())
+  if (searched_order(plan))
     std::printf("\nHD order: worst link load %g, lower bound %g, %s\n",
                 plan.order_quality.max_load, plan.order_quality.lower_bound,
                 plan.order_quality.closed_form ? "closed form (EFLOPS)" : "search");
@@ -188,7 +200,7 @@ int run_plan(std::span<const std::string> args) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--topo") {
       topo_file = value();
@@ -220,12 +232,12 @@ int run_plan(std::span<const std::string> args) {
     } else if (a == "--json") {
       as_json = true;
     } else {
-      std::fprintf(stderr, "topocoll plan: unknown argument \"%s\"\n%s", a.c_str(), kUsage);
+      std::fprintf(stderr, "topocoll plan: unknown argument \"%s\"\n%s", a.c_str(), usage().c_str());
       return 2;
     }
   }
   if (topo_file.empty() || !have_coll || !have_bytes) {
-    std::fprintf(stderr, "topocoll plan: --topo, --coll and --bytes are required\n%s", kUsage);
+    std::fprintf(stderr, "topocoll plan: --topo, --coll and --bytes are required\n%s", usage().c_str());
     return 2;
   }
   Topology t = topo::load_topology_file(topo_file);

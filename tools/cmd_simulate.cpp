@@ -17,6 +17,7 @@
 
 #include "config/value_grammar.h"
 #include "exec/external_program.h"
+#include "sched/algorithm_registry.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
@@ -29,13 +30,17 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUsage =
+std::string usage() {
+  return
     "usage: topocoll simulate --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
     "                         [--sizes 4K:1G] [--algos ring,ring-topo,hd,...] [--ranks N]\n"
     "                         [--elem-size B] [--alpha-us X] [--gamma-gbs G]\n"
     "                         [--json|--csv] [--plot out.svg|out.png]\n"
     "Predicted time and bus bandwidth (nccl-tests factors) per size and algorithm, and the\n"
-    "algorithm `auto` picks. Sizes are the powers of two between the bounds (K/M/G suffixes).\n";
+    "algorithm `auto` picks. Sizes are the powers of two between the bounds (K/M/G suffixes).\n"
+    "--algos: algorithms of `topocoll algorithms` (" + sched::algorithm_list() + ");\n"
+    "default: those auto weighs that apply.\n";
+}
 
 struct Result {
   std::string algo;
@@ -231,7 +236,7 @@ int run_simulate(std::span<const std::string> args) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage().c_str(), stdout);
       return 0;
     } else if (a == "--topo") topo_file = value();
     else if (a == "--coll") {
@@ -254,12 +259,12 @@ int run_simulate(std::span<const std::string> args) {
     else if (a == "--csv") as_csv = true;
     else if (a == "--plot") plot = value();
     else {
-      std::fprintf(stderr, "topocoll simulate: unknown argument \"%s\"\n%s", a.c_str(), kUsage);
+      std::fprintf(stderr, "topocoll simulate: unknown argument \"%s\"\n%s", a.c_str(), usage().c_str());
       return 2;
     }
   }
   if (topo_file.empty() || !have_coll) {
-    std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", kUsage);
+    std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", usage().c_str());
     return 2;
   }
   auto bounds = split_list(sizes, ':');

@@ -101,7 +101,10 @@ class Calibration:
     def algorithms(self, topo_file, nranks):
         """Every planner algorithm that applies to an allreduce on these ranks."""
         ok = []
-        for algo in ["ring", "ring-topo", "hd", "hd-naive", "rd", "fc", "fc-direct", "hier", "hier-hd"]:
+        # The registry's names (`topocoll algorithms`: a header line, then one row each).
+        listing = subprocess.run([self.cli, "algorithms"], stdout=subprocess.PIPE, text=True, check=True).stdout
+        names = [line.split()[0] for line in listing.splitlines()[1:] if line.strip()]
+        for algo in names:
             p = subprocess.run([self.cli, "plan", "--topo", topo_file, "--coll", "allreduce", "--algo", algo,
                                 "--bytes", "1M", "--ranks", str(nranks), "--no-verify"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

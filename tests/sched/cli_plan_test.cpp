@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/algorithm_registry.h"
+
 namespace {
 
 using nlohmann::json;
@@ -118,6 +120,20 @@ TEST(CliSimulate, CsvAndJson) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_GT(std::filesystem::file_size(svg), 1000u);
   std::filesystem::remove(svg);
+}
+
+// `topocoll algorithms` and the help texts are the registry's lists.
+TEST(CliPlan, AlgorithmsAndHelpListTheRegistry) {
+  int rc = -1;
+  const std::string out = run("algorithms", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  for (const topocoll::sched::Algorithm& a : topocoll::sched::algorithms())
+    EXPECT_NE(out.find("\n" + std::string(a.name) + " "), std::string::npos) << a.name << "\n" << out;
+  for (const char* command : {"plan", "bench", "simulate"}) {
+    const std::string help = run(std::string(command) + " --help", &rc);
+    EXPECT_EQ(rc, 0) << help;
+    EXPECT_NE(help.find(topocoll::sched::algorithm_list()), std::string::npos) << command << "\n" << help;
+  }
 }
 
 }  // namespace
