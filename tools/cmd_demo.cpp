@@ -406,7 +406,7 @@ int run_demo(std::span<const std::string> args) {
     rc = measure_on_loopback(a, t);
     if (access.granted()) ok = false;  // the fabric run failed
   }
-  std::printf("\n  demo finished in %.0f s\n", elapsed_seconds());
+  std::printf("\n  demo ended after %.0f s\n", elapsed_seconds());
   return rc != 0 ? rc : ok ? 0 : 1;
 }
 
