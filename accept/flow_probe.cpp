@@ -1,37 +1,34 @@
 #include "accept/flow_probe.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+
+#include "net/socket_address.h"
+#include "net/socket_calls.h"
 
 namespace topocoll::accept {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-sockaddr_in ipv4(const std::string& address, int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  if (::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1)
-    throw std::runtime_error("'" + address + "' is not an IPv4 address");
-  return a;
+net::SocketAddress ipv4(const std::string& address, int port) {
+  const std::optional<net::SocketAddress> a = net::SocketAddress::parse(address, uint16_t(port));
+  if (!a || a->family != AF_INET) throw std::runtime_error("'" + address + "' is not an IPv4 address");
+  return *a;
 }
 
-int nonblocking_socket() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+net::FileDescriptor tcp_socket() {
+  net::FileDescriptor fd;
+  if (const net::NetStatus s = net::open_tcp_socket(AF_INET, &fd); !s.ok())
+    throw std::runtime_error(std::string("socket: ") + std::strerror(s.error_number));
   return fd;
 }
 
@@ -46,7 +43,7 @@ constexpr size_t kPayloadChunk = 1 << 20;
 
 struct Outgoing {  // one connection of a sent flow
   size_t task = 0;
-  int fd = -1;
+  net::FileDescriptor fd;
   bool connected = false;
   FlowHeader header;
   size_t header_sent = 0;
@@ -55,7 +52,7 @@ struct Outgoing {  // one connection of a sent flow
 };
 
 struct Incoming {  // one accepted connection
-  int fd = -1;
+  net::FileDescriptor fd;
   FlowHeader header;
   size_t header_read = 0;
   int task = -1;  // once the header names a flow of ours
@@ -71,22 +68,10 @@ struct Arrival {  // per received flow
 }  // namespace
 
 FlowListener::FlowListener(const std::string& address) {
-  fd_ = nonblocking_socket();
-  const int one = 1;
-  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a = ipv4(address, 0);
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 256) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd_);
-    throw std::runtime_error("cannot listen on " + address + ": " + why);
-  }
-  socklen_t len = sizeof a;
-  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-  port_ = ntohs(a.sin_port);
-}
-
-FlowListener::~FlowListener() {
-  if (fd_ >= 0) ::close(fd_);
+  socket_ = tcp_socket();
+  if (const int e = net::bind_and_listen(socket_.get(), ipv4(address, 0), 256); e != 0)
+    throw std::runtime_error("cannot listen on " + address + ": " + std::strerror(e));
+  port_ = net::local_address_of(socket_.get()).port;
 }
 
 std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, uint64_t run,
@@ -124,29 +109,25 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
       const uint64_t share = uint64_t(t.bytes) / uint64_t(streams_left[i]);
       o.header.bytes = s + 1 == streams_left[i] ? uint64_t(t.bytes) - share * uint64_t(s) : share;
       try {
-        o.fd = nonblocking_socket();
-        if (t.mark && ::setsockopt(o.fd, SOL_SOCKET, SO_MARK, &t.mark, sizeof t.mark) != 0)
+        o.fd = tcp_socket();
+        if (t.mark && ::setsockopt(o.fd.get(), SOL_SOCKET, SO_MARK, &t.mark, sizeof t.mark) != 0)
           throw std::runtime_error(std::string("SO_MARK (needs CAP_NET_ADMIN): ") + std::strerror(errno));
         // In flight at most ~20 ms of the flow's rate: a flow that fills a cable must not also
         // fill the queue before it, or the next round's flows wait behind this one's bytes.
         if (t.expected_gbps > 0) {
           const int buffer = int(std::clamp(t.expected_gbps * 1e9 / 8 * 0.02 / streams_left[i], 32e3, 4e6));
-          ::setsockopt(o.fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+          ::setsockopt(o.fd.get(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
         }
-        sockaddr_in local = ipv4(t.local_address, 0);
-        if (::bind(o.fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0)
-          throw std::runtime_error("bind " + t.local_address + ": " + std::strerror(errno));
-        const int one = 1;
-        ::setsockopt(o.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        sockaddr_in peer = ipv4(t.peer_address, t.peer_port);
-        if (::connect(o.fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0 && errno != EINPROGRESS)
-          throw std::runtime_error("connect to " + t.peer_address + ": " + std::strerror(errno));
+        if (const int e = net::bind_local(o.fd.get(), ipv4(t.local_address, 0)); e != 0)
+          throw std::runtime_error("bind " + t.local_address + ": " + std::strerror(e));
+        net::set_no_delay(o.fd.get());
+        if (const int e = net::start_connect(o.fd.get(), ipv4(t.peer_address, t.peer_port)); e != 0)
+          throw std::runtime_error("connect to " + t.peer_address + ": " + std::strerror(e));
       } catch (const std::exception& e) {
-        if (o.fd >= 0) ::close(o.fd);
         if (out[i].error.empty()) out[i].error = e.what();
-        continue;
+        continue;  // o, and its socket, end here
       }
-      outgoing.push_back(o);
+      outgoing.push_back(std::move(o));
     }
   }
 
@@ -156,7 +137,7 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
     return true;
   };
   auto sending_done = [&] {
-    return std::all_of(outgoing.begin(), outgoing.end(), [](const Outgoing& o) { return o.fd < 0; });
+    return std::all_of(outgoing.begin(), outgoing.end(), [](const Outgoing& o) { return !o.fd.valid(); });
   };
 
   std::vector<pollfd> fds;
@@ -165,15 +146,14 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
     // Senders stop at the window's end even when their sockets are not writable.
     if (Clock::now() >= window_end)
       for (auto& o : outgoing)
-        if (o.fd >= 0 && o.header_sent == sizeof o.header) {
-          ::close(o.fd);
-          o.fd = -1;
+        if (o.fd.valid() && o.header_sent == sizeof o.header) {
+          o.fd.reset();
           if (--streams_left[o.task] == 0 && out[o.task].error.empty()) out[o.task].complete = true;
         }
     fds.clear();
     fds.push_back({listener.fd(), POLLIN, 0});
-    for (const auto& o : outgoing) fds.push_back({o.fd, short(o.fd >= 0 ? POLLOUT : 0), 0});
-    for (const auto& in : incoming) fds.push_back({in.fd, short(in.fd >= 0 ? POLLIN : 0), 0});
+    for (const auto& o : outgoing) fds.push_back({o.fd.get(), short(o.fd.valid() ? POLLOUT : 0), 0});
+    for (const auto& in : incoming) fds.push_back({in.fd.get(), short(in.fd.valid() ? POLLIN : 0), 0});
     const int wait_ms = int(std::clamp<int64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count(), 1, 100));
     if (::poll(fds.data(), fds.size(), wait_ms) < 0 && errno != EINTR) break;
@@ -182,56 +162,49 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
     const size_t polled_incoming = incoming.size();
     if (fds[k++].revents & POLLIN)
       for (;;) {
-        const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
-        incoming.push_back({fd, {}, 0, -1, 0});
+        net::FileDescriptor fd = net::accept_connection(listener.fd());
+        if (!fd.valid()) break;
+        incoming.push_back({std::move(fd), {}, 0, -1, 0});
       }
     for (auto& o : outgoing) {
       const short ev = fds[k++].revents;
-      if (o.fd < 0 || !ev) continue;
+      if (!o.fd.valid() || !ev) continue;
       FlowOutcome& result = out[o.task];
       if (!o.connected) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        ::getsockopt(o.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
+        if (const int err = net::connect_error(o.fd.get()); err != 0) {
           if (result.error.empty())
             result.error = "connect to " + tasks[o.task].peer_address + ": " + std::strerror(err);
-          ::close(o.fd);
-          o.fd = -1;
+          o.fd.reset();
           continue;
         }
         o.connected = true;
         if (result.connect_us < 0) result.connect_us = microseconds(Clock::now() - o.started);
       }
-      while (o.fd >= 0) {
+      while (o.fd.valid()) {
         ssize_t n;
         if (Clock::now() >= window_end && o.header_sent == sizeof o.header) {
-          ::shutdown(o.fd, SHUT_WR);
-          ::close(o.fd);
-          o.fd = -1;
+          ::shutdown(o.fd.get(), SHUT_WR);
+          o.fd.reset();
           if (--streams_left[o.task] == 0 && result.error.empty()) result.complete = true;
           break;
         }
         if (o.header_sent < sizeof o.header) {
-          n = ::send(o.fd, reinterpret_cast<const char*>(&o.header) + o.header_sent,
+          n = ::send(o.fd.get(), reinterpret_cast<const char*>(&o.header) + o.header_sent,
                      sizeof o.header - o.header_sent, MSG_NOSIGNAL);
           if (n > 0) o.header_sent += size_t(n);
         } else if (o.sent < o.header.bytes) {
-          n = ::send(o.fd, payload(), std::min<uint64_t>(kPayloadChunk, o.header.bytes - o.sent), MSG_NOSIGNAL);
+          n = ::send(o.fd.get(), payload(), std::min<uint64_t>(kPayloadChunk, o.header.bytes - o.sent), MSG_NOSIGNAL);
           if (n > 0) o.sent += uint64_t(n), result.bytes += n;
         } else {
-          ::shutdown(o.fd, SHUT_WR);
-          ::close(o.fd);
-          o.fd = -1;
+          ::shutdown(o.fd.get(), SHUT_WR);
+          o.fd.reset();
           if (--streams_left[o.task] == 0 && result.error.empty()) result.complete = true;
           break;
         }
         if (n < 0) {
           if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             if (result.error.empty()) result.error = std::string("send: ") + std::strerror(errno);
-            ::close(o.fd);
-            o.fd = -1;
+            o.fd.reset();
           }
           break;
         }
@@ -240,13 +213,13 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
     for (size_t j = 0; j < polled_incoming; ++j) {
       Incoming& in = incoming[j];
       const short ev = fds[k++].revents;
-      if (in.fd < 0 || !ev) continue;
+      if (!in.fd.valid() || !ev) continue;
       for (;;) {
         if (in.header_read < sizeof in.header) {
-          const ssize_t n = ::recv(in.fd, reinterpret_cast<char*>(&in.header) + in.header_read,
+          const ssize_t n = ::recv(in.fd.get(), reinterpret_cast<char*>(&in.header) + in.header_read,
                                    sizeof in.header - in.header_read, 0);
           if (n <= 0) {
-            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) ::close(in.fd), in.fd = -1;
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) in.fd.reset();
             break;
           }
           in.header_read += size_t(n);
@@ -255,23 +228,21 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
           // Strays (a port scanner, an earlier round's straggler, another run) are closed.
           if (in.header.magic != kFlowMagic || in.header.run != run || in.header.round != round ||
               it == receiving.end()) {
-            ::close(in.fd);
-            in.fd = -1;
+            in.fd.reset();
             break;
           }
           in.task = int(it->second);
           continue;
         }
-        const ssize_t n = ::recv(in.fd, sink, sizeof sink, 0);
+        const ssize_t n = ::recv(in.fd.get(), sink, sizeof sink, 0);
         if (n < 0) {
-          if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ::close(in.fd), in.fd = -1;
+          if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) in.fd.reset();
           break;
         }
         Arrival& a = arrivals[in.task];
         const auto now = Clock::now();
         if (n == 0) {  // the sender finished this stream
-          ::close(in.fd);
-          in.fd = -1;
+          in.fd.reset();
           if (--streams_left[in.task] == 0) out[in.task].complete = true;
           break;
         }
@@ -282,12 +253,10 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
       }
     }
     // Drop closed connections.
-    std::erase_if(incoming, [](const Incoming& in) { return in.fd < 0; });
+    std::erase_if(incoming, [](const Incoming& in) { return !in.fd.valid(); });
   }
-  for (auto& o : outgoing)
-    if (o.fd >= 0) ::close(o.fd);
-  for (auto& in : incoming)
-    if (in.fd >= 0) ::close(in.fd);
+  outgoing.clear();  // closes what is still open
+  incoming.clear();
 
   for (size_t i = 0; i < tasks.size(); ++i) {
     FlowOutcome& r = out[i];

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "net/file_descriptor.h"
+
 namespace topocoll::accept {
 
 inline constexpr uint32_t kFlowMagic = 0x54434146;  // "TCAF"
@@ -31,14 +33,13 @@ class FlowListener {
  public:
   // Listens on `address` (port chosen by the kernel). Throws std::runtime_error.
   explicit FlowListener(const std::string& address);
-  ~FlowListener();
   FlowListener(const FlowListener&) = delete;
   FlowListener& operator=(const FlowListener&) = delete;
   int port() const { return port_; }
-  int fd() const { return fd_; }
+  int fd() const { return socket_.get(); }
 
  private:
-  int fd_ = -1;
+  net::FileDescriptor socket_;
   int port_ = 0;
 };
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -40,13 +39,11 @@ RankIdentity identity_from_json(const nlohmann::json& j) {
   }
 }
 
-int launcher_local_gpu() {
-  for (const char* v : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"})
-    if (const char* text = std::getenv(v); text && *text) {
-      char* end = nullptr;
-      const long g = std::strtol(text, &end, 10);
-      if (!*end && g >= 0 && g < 4096) return int(g);
-    }
+int launcher_local_gpu(const config::Env& env) {
+  // A bad value was warned about when the Env was read; the next variable is used.
+  for (std::string_view v : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"})
+    if (const config::EnvSetting& s = env.setting(v); s.is_set() && s.problem.empty())
+      return int(std::get<int64_t>(s.value));
   return 0;
 }
 
@@ -69,7 +66,7 @@ RankIdentity describe_this_rank(int rank, int gpu, const std::string& bind,
   RankIdentity r;
   r.rank = rank;
   r.gpu = gpu;
-  r.host = config::local_host().name;
+  r.host = config::local_host(config::env()).name;
   r.gpus_visible = count_nvidia_gpus();
   const auto interfaces = net::list_interfaces();
   for (const auto& i : interfaces)

@@ -9,13 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/env.h"
 #include "topo/topology.h"
 
 namespace topocoll::accept {
 
 struct RankIdentity {
   int rank = -1;
-  std::string host;  // config::local_host(): TOPOCOLL_HOSTNAME, NCCL_HOSTID, gethostname()
+  std::string host;  // config::local_host(env): TOPOCOLL_HOSTNAME, NCCL_HOSTID, gethostname()
   int gpu = 0;       // CUDA device index the rank stands for (--gpu, LOCAL_RANK, ...)
   int gpus_visible = 0;  // NVIDIA devices this host shows (0 without a driver)
   std::vector<std::pair<std::string, std::string>> interfaces;  // name, address
@@ -32,9 +33,10 @@ RankIdentity identity_from_json(const nlohmann::json& j);  // throws std::runtim
 // plugin does).
 RankIdentity describe_this_rank(int rank, int gpu, const std::string& bind,
                                 const topo::Topology& topology);
-// The GPU index a launcher gave this process: LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
-// SLURM_LOCALID, MPI_LOCALRANKID; 0 when none is set.
-int launcher_local_gpu();
+// The GPU index a launcher gave this process: the first good one of LOCAL_RANK,
+// OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID (a bad one is a warning of the
+// Env, config/env.h); 0 when none is.
+int launcher_local_gpu(const config::Env& env);
 
 struct InventoryProblem {
   std::string kind;  // "extra host", "unknown GPU", "duplicate", "no NIC address", "missing"

@@ -6,10 +6,14 @@
 #include <netinet/ip_icmp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+
+#include "net/file_descriptor.h"
+#include "net/socket_address.h"
+#include "net/socket_calls.h"
 
 namespace topocoll::accept {
 namespace {
@@ -51,38 +55,39 @@ bool read_error(int fd, int* type, int* code, std::string* from, int* port) {
 PathTrace trace_path(const std::string& local, const std::string& destination, uint32_t mark,
                      int max_hops, std::chrono::milliseconds per_hop) {
   PathTrace trace;
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  // A datagram socket (blocking: a probe is 8 bytes), closed on every way out.
+  const net::FileDescriptor probe_socket(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const int fd = probe_socket.get();
+  if (!probe_socket.valid()) {
     trace.error = std::string("socket: ") + std::strerror(errno);
     return trace;
   }
   const int one = 1;
   ::setsockopt(fd, SOL_IP, IP_RECVERR, &one, sizeof one);
   if (mark) ::setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark);
-  sockaddr_in src{}, dst{};
-  src.sin_family = dst.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, local.c_str(), &src.sin_addr) != 1 ||
-      ::inet_pton(AF_INET, destination.c_str(), &dst.sin_addr) != 1 ||
-      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+  const std::optional<net::SocketAddress> src = net::SocketAddress::parse(local);
+  std::optional<net::SocketAddress> dst = net::SocketAddress::parse(destination);
+  if (!src || src->family != AF_INET || !dst || dst->family != AF_INET ||
+      net::bind_local(fd, *src) != 0) {
     trace.error = "cannot probe from " + local + " to " + destination;
-    ::close(fd);
     return trace;
   }
   for (int ttl = 1; ttl <= max_hops && !trace.reached && trace.error.empty(); ++ttl) {
     ::setsockopt(fd, SOL_IP, IP_TTL, &ttl, sizeof ttl);
-    dst.sin_port = htons(uint16_t(kFirstPort + ttl));
+    dst->port = uint16_t(kFirstPort + ttl);
+    sockaddr_storage to;
+    const unsigned to_length = dst->to_sockaddr(&to);
     const char probe[8] = "topocol";
-    if (::sendto(fd, probe, sizeof probe, 0, reinterpret_cast<sockaddr*>(&dst), sizeof dst) < 0) {
+    if (::sendto(fd, probe, sizeof probe, 0, reinterpret_cast<sockaddr*>(&to), to_length) < 0) {
       trace.error = "sending a probe: " + std::string(std::strerror(errno));
       break;
     }
     std::string answer;
     const auto until = std::chrono::steady_clock::now() + per_hop;
     while (answer.empty()) {
-      const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count());
-      if (left <= 0) break;
-      pollfd p{fd, POLLERR, 0};
-      if (::poll(&p, 1, left) <= 0) continue;
+      const int ready = net::wait_ready(fd, POLLERR, until);
+      if (ready == 0) break;  // no answer within the hop's time
+      if (ready < 0) continue;
       int type = 0, code = 0, port = 0;
       std::string from;
       while (read_error(fd, &type, &code, &from, &port)) {
@@ -100,7 +105,6 @@ PathTrace trace_path(const std::string& local, const std::string& destination, u
     }
     trace.responders.push_back(answer);
   }
-  ::close(fd);
   return trace;
 }
 

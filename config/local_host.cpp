@@ -3,13 +3,12 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
 
 namespace topocoll::config {
 
-LocalHost local_host() {
-  for (const char* variable : {"TOPOCOLL_HOSTNAME", "NCCL_HOSTID"})
-    if (const char* value = std::getenv(variable); value && *value) return {value, variable};
+LocalHost local_host(const Env& env) {
+  if (!env.hostname.empty()) return {env.hostname, "TOPOCOLL_HOSTNAME"};
+  if (!env.nccl_hostid.empty()) return {env.nccl_hostid, "NCCL_HOSTID"};
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || !*name) return {"localhost", "gethostname()"};
   return {name, "gethostname()"};

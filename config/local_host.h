@@ -4,11 +4,14 @@
 //   2. NCCL_HOSTID, when set (NCCL then treats the process as that host, as nccl-tests
 //      launchers and the GPU machine's checks do to run several "hosts" on one machine);
 //   3. gethostname(), whole.
-// The name is looked up in a topology with Topology::find_host, which also accepts it with
-// or without its domain.
+// Both variables come from the process's Env (config/env.h), trimmed like every value. The
+// name is looked up in a topology with Topology::find_host, which also accepts it with or
+// without its domain.
 #pragma once
 
 #include <string>
+
+#include "config/env.h"
 
 namespace topocoll::config {
 
@@ -17,6 +20,6 @@ struct LocalHost {
   const char* source = "";  // "TOPOCOLL_HOSTNAME", "NCCL_HOSTID" or "gethostname()"
 };
 
-LocalHost local_host();
+LocalHost local_host(const Env& env);
 
 }  // namespace topocoll::config

@@ -8,6 +8,7 @@
 
 #include "exec/collective_check.h"
 #include "exec/engine.h"
+#include "sched/nccl_tests_sizes.h"
 
 namespace topocoll::exec {
 
@@ -34,12 +35,6 @@ T unpack(const std::string& s) {
   T v{};
   if (s.size() == sizeof v) std::memcpy(&v, s.data(), sizeof v);
   return v;
-}
-
-// nccl-tests bus bandwidth factor.
-double bus_factor(sched::Collective c, int n) {
-  if (n <= 1) return 0;
-  return c == sched::Collective::AllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
 }
 
 }  // namespace
@@ -164,8 +159,8 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
     if (settings.check) row.wrong += rep.wrong;
   }
   if (settings.check && expected.empty()) row.wrong = -1;
-  row.algbw_gbs = row.time_us > 0 ? double(bytes) / (row.time_us * 1e3) : 0;
-  row.busbw_gbs = row.algbw_gbs * bus_factor(row.collective, nranks);
+  row.algbw_gbs = sched::algbw_gbs(double(bytes), row.time_us);
+  row.busbw_gbs = sched::busbw_gbs(row.collective, nranks, double(bytes), row.time_us);
   return row;
 }
 

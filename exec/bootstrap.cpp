@@ -1,13 +1,7 @@
 #include "exec/bootstrap.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +9,8 @@
 #include <stdexcept>
 
 #include "exec/bootstrap_wire.h"
+#include "net/host_resolution.h"
+#include "net/socket_calls.h"
 
 namespace topocoll::exec {
 
@@ -29,94 +25,30 @@ constexpr milliseconds kHeartbeatInterval{1000};
 constexpr milliseconds kHelloDeadline{2000};
 constexpr size_t kMaxJoining = 1024;  // sockets waiting for their hello at once
 
-std::string errno_text() { return std::strerror(errno); }
-
 long long ms_of(milliseconds d) { return (long long)d.count(); }
 
-// Returns false on timeout; throws on a poll error.
+// net::wait_ready in the bootstrap's words: false on timeout; throws on a poll error.
 bool wait_fd(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int r = ::poll(&p, 1, int(std::min<int64_t>(left, 1000)));
-    if (r > 0) return true;
-    if (r < 0 && errno != EINTR) throw std::runtime_error("bootstrap poll: " + errno_text());
-  }
+  const int ready = net::wait_ready(fd, events, deadline);
+  if (ready < 0) throw std::runtime_error(std::string("bootstrap poll: ") + std::strerror(errno));
+  return ready > 0;
 }
 
+// net::send_fully in the bootstrap's words.
 void write_all(int fd, const void* data, size_t n, Clock::time_point deadline) {
-  auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      p += w;
-      n -= size_t(w);
-    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      if (!wait_fd(fd, POLLOUT, deadline)) throw std::runtime_error("bootstrap send timed out");
-    } else {
-      throw std::runtime_error("bootstrap send: " + errno_text());
-    }
-  }
+  const int result = net::send_fully(fd, data, n, deadline);
+  if (result == net::kDeadlinePassed) throw std::runtime_error("bootstrap send timed out");
+  if (result != 0) throw std::runtime_error(std::string("bootstrap send: ") + std::strerror(result));
 }
 void write_all(int fd, const std::string& s, Clock::time_point deadline) {
   write_all(fd, s.data(), s.size(), deadline);
 }
 
-// Appends what is readable now; false on EOF or a socket error.
-bool read_available(int fd, std::string& inbox) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (r > 0) {
-      inbox.append(buf, size_t(r));
-      if (size_t(r) < sizeof buf) return true;
-      continue;
-    }
-    if (r == 0) return false;
-    if (errno == EINTR) continue;
-    return errno == EAGAIN || errno == EWOULDBLOCK;
-  }
-}
-
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-std::string peer_name(const sockaddr_storage& ss) {
-  char ip[INET6_ADDRSTRLEN] = {};
-  uint16_t port = 0;
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-    ::inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-    port = ntohs(a->sin_port);
-    return std::string(ip) + ":" + std::to_string(port);
-  }
-  auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-  ::inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-  return "[" + std::string(ip) + "]:" + std::to_string(ntohs(a->sin6_port));
-}
-
-struct AddrInfo {
-  addrinfo* list = nullptr;
-  ~AddrInfo() {
-    if (list) ::freeaddrinfo(list);
-  }
-};
-
-void resolve(const BootstrapAddress& a, bool passive, AddrInfo* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (passive) hints.ai_flags = AI_PASSIVE;
-  const std::string port = std::to_string(a.port);
-  const int rc = ::getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), port.c_str(), &hints,
-                               &out->list);
-  if (rc != 0)
-    throw std::runtime_error("bootstrap: cannot resolve '" + a.host + "': " + gai_strerror(rc));
+std::vector<net::SocketAddress> resolve(const BootstrapAddress& a, bool passive) {
+  std::vector<net::SocketAddress> addresses;
+  if (const net::NetStatus s = net::resolve_host(a.host, a.port, passive, &addresses); !s.ok())
+    throw std::runtime_error("bootstrap: cannot resolve '" + a.host + "': " + s.message);
+  return addresses;
 }
 
 }  // namespace
@@ -160,37 +92,27 @@ BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
                              std::chrono::milliseconds round_limit)
     : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit), round_limit_(round_limit) {
   if (nranks < 1) throw std::invalid_argument("bootstrap root: nranks must be >= 1");
-  AddrInfo ai;
-  resolve(address, true, &ai);
   std::string last_error = "no address";
-  for (addrinfo* p = ai.list; p; p = p->ai_next) {
-    const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
-    if (fd < 0) continue;
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, p->ai_addr, p->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-      port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-      listen_fd_ = fd;
-      break;
+  for (const net::SocketAddress& a : resolve(address, true)) {
+    net::FileDescriptor fd;
+    if (!net::open_tcp_socket(a.family, &fd).ok()) continue;
+    if (const int e = net::bind_and_listen(fd.get(), a, 1024); e != 0) {
+      last_error = std::strerror(e);
+      continue;
     }
-    last_error = errno_text();
-    ::close(fd);
+    port_ = net::local_address_of(fd.get()).port;
+    listener_ = std::move(fd);
+    break;
   }
-  if (listen_fd_ < 0)
+  if (!listener_.valid())
     throw std::runtime_error("bootstrap root: cannot listen on " + address.to_string() + ": " +
                              last_error);
-  set_nonblocking(listen_fd_);
   thread_ = std::thread([this] { serve(); });
 }
 
 BootstrapRoot::~BootstrapRoot() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
 std::string BootstrapRoot::error() const {
@@ -201,22 +123,18 @@ std::string BootstrapRoot::error() const {
 namespace {
 // A socket on the root's port that has not said its hello yet.
 struct Joining {
-  int fd = -1;
+  net::FileDescriptor fd;
   std::string peer, inbox;
   Clock::time_point deadline;
 };
 // A registered rank.
 struct Member {
-  int fd = -1;
+  net::FileDescriptor fd;
   std::string peer, inbox, blob;
   Clock::time_point heard;
   bool has_blob = false;
   bool left = false;  // said goodbye
 };
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
 // Best effort: the rank may be gone or stopped.
 void tell(int fd, const std::string& bytes) {
   try {
@@ -247,9 +165,9 @@ void BootstrapRoot::serve() {
     }
     const std::string message = wire::root_message(wire::kGroupFailed, why);
     for (auto& m : ranks)
-      if (m.fd >= 0) {
-        tell(m.fd, message);
-        close_fd(m.fd);
+      if (m.fd.valid()) {
+        tell(m.fd.get(), message);
+        m.fd.reset();
       }
   };
   try {
@@ -263,7 +181,7 @@ void BootstrapRoot::serve() {
           std::string missing;
           int listed = 0;
           for (int r = 0; r < nranks_; ++r)
-            if (ranks[r].fd < 0 && !ranks[r].left && listed++ < 8)
+            if (!ranks[r].fd.valid() && !ranks[r].left && listed++ < 8)
               missing += (missing.empty() ? "" : ", ") + std::to_string(r);
           if (nranks_ - joined > 8) missing += ", ...";
           fail("bootstrap: only " + std::to_string(joined) + " of " + std::to_string(nranks_) +
@@ -275,33 +193,29 @@ void BootstrapRoot::serve() {
       const bool lingering = !failure.empty() && joined < nranks_ && now < registration_deadline && !stopping_;
       if (!failure.empty() && !lingering) break;
 
-      std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
-      for (auto& j : joining) fds.push_back({j.fd, POLLIN, 0});
+      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+      for (auto& j : joining) fds.push_back({j.fd.get(), POLLIN, 0});
       for (auto& m : ranks)
-        if (m.fd >= 0) fds.push_back({m.fd, POLLIN, 0});
+        if (m.fd.valid()) fds.push_back({m.fd.get(), POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
       const auto t = Clock::now();
 
       // New sockets, registered concurrently: none can hold up another. A claim after the
       // group is complete is a duplicate too.
       for (;;) {
-        sockaddr_storage ss{};
-        socklen_t len = sizeof ss;
-        const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) break;
-        set_nodelay(fd);
-        if (joining.size() >= kMaxJoining) {  // a flood crowds out its own oldest sockets
-          close_fd(joining.front().fd);
+        net::SocketAddress peer;
+        net::FileDescriptor fd = net::accept_connection(listener_.get(), &peer);
+        if (!fd.valid()) break;
+        net::set_no_delay(fd.get());
+        if (joining.size() >= kMaxJoining)  // a flood crowds out its own oldest sockets
           joining.erase(joining.begin());
-        }
-        joining.push_back({fd, peer_name(ss), {}, t + std::min<milliseconds>(kHelloDeadline, timeout_)});
+        joining.push_back({std::move(fd), peer.to_string(), {}, t + std::min<milliseconds>(kHelloDeadline, timeout_)});
       }
       for (size_t i = 0; i < joining.size();) {
         Joining& j = joining[i];
-        const bool open = read_available(j.fd, j.inbox);
+        const bool open = net::receive_available(j.fd.get(), j.inbox);
         if (j.inbox.size() < sizeof(wire::Hello)) {
           if (!open || t > j.deadline) {  // a port scanner, an idle or vanished client
-            close_fd(j.fd);
             joining.erase(joining.begin() + long(i));
           } else {
             ++i;
@@ -312,13 +226,9 @@ void BootstrapRoot::serve() {
         joining.erase(joining.begin() + long(i));
         wire::Hello h;
         std::memcpy(&h, done.inbox.data(), sizeof h);
-        if (!wire::foreign_hello(h).empty()) {
-          close_fd(done.fd);
-          continue;
-        }
+        if (!wire::foreign_hello(h).empty()) continue;  // closed with `done`
         if (!failure.empty()) {
-          tell(done.fd, wire::root_message(wire::kGroupFailed, failure));
-          close_fd(done.fd);
+          tell(done.fd.get(), wire::root_message(wire::kGroupFailed, failure));
           continue;
         }
         std::string why;
@@ -326,23 +236,22 @@ void BootstrapRoot::serve() {
           why = "bootstrap: " + done.peer + " joined as rank " + std::to_string(h.rank) + " of " +
                 std::to_string(h.nranks) + ", which does not fit this group of " + std::to_string(nranks_) +
                 " ranks (every rank must be started with the same size)";
-        else if (ranks[h.rank].fd >= 0 || ranks[h.rank].left)
+        else if (ranks[h.rank].fd.valid() || ranks[h.rank].left)
           why = "bootstrap: rank " + std::to_string(h.rank) + " joined twice, from " + ranks[h.rank].peer +
                 " and from " + done.peer + " (two processes were given that rank, or a stray client claimed it)";
         if (!why.empty() && round > 0) {
           // The group has completed a round: it is the real one. The latecomer alone is told.
-          tell(done.fd, wire::root_message(wire::kGroupFailed, why + "; the group is already running without it"));
-          close_fd(done.fd);
+          tell(done.fd.get(), wire::root_message(wire::kGroupFailed, why + "; the group is already running without it"));
           continue;
         }
         if (!why.empty()) {
-          tell(done.fd, wire::root_message(wire::kGroupFailed, why));
-          close_fd(done.fd);
+          tell(done.fd.get(), wire::root_message(wire::kGroupFailed, why));
+          done.fd.reset();
           fail(why);
           continue;
         }
         Member& m = ranks[h.rank];
-        m.fd = done.fd;
+        m.fd = std::move(done.fd);
         m.peer = done.peer;
         m.inbox = done.inbox.substr(sizeof h);
         m.heard = t;
@@ -353,16 +262,16 @@ void BootstrapRoot::serve() {
       // What the ranks said: heartbeats, blobs, goodbyes; silence and sudden ends.
       for (int r = 0; r < nranks_ && failure.empty(); ++r) {
         Member& m = ranks[r];
-        if (m.fd < 0) continue;
+        if (!m.fd.valid()) continue;
         const size_t before = m.inbox.size();
-        const bool open = read_available(m.fd, m.inbox);
+        const bool open = net::receive_available(m.fd.get(), m.inbox);
         if (m.inbox.size() != before) m.heard = t;
         try {
           while (auto f = wire::take_frame(m.inbox)) {
             if (f->kind == wire::FrameKind::Heartbeat) continue;
             if (f->kind == wire::FrameKind::Goodbye) {
               m.left = true;
-              close_fd(m.fd);
+              m.fd.reset();
               break;
             }
             if (m.has_blob)
@@ -390,7 +299,7 @@ void BootstrapRoot::serve() {
         last_beat = t;
         const std::string beat = wire::root_message(wire::kRootHeartbeat);
         for (auto& m : ranks)
-          if (m.fd >= 0) [[maybe_unused]] ssize_t n = ::send(m.fd, beat.data(), beat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+          if (m.fd.valid()) [[maybe_unused]] ssize_t n = ::send(m.fd.get(), beat.data(), beat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       }
       if (joined < nranks_) continue;
 
@@ -438,7 +347,7 @@ void BootstrapRoot::serve() {
       const std::string message = wire::root_message(wire::kRoundReply, reply);
       for (int r = 0; r < nranks_; ++r) {
         try {
-          write_all(ranks[r].fd, message, Clock::now() + silence_limit_);
+          write_all(ranks[r].fd.get(), message, Clock::now() + silence_limit_);
         } catch (const std::exception& e) {
           fail("bootstrap: " + rank_name(r) + " stopped reading its round reply: " + e.what());
           break;
@@ -449,8 +358,6 @@ void BootstrapRoot::serve() {
   } catch (const std::exception& e) {
     fail(std::string("bootstrap root: ") + e.what());
   }
-  for (auto& j : joining) close_fd(j.fd);
-  for (auto& m : ranks) close_fd(m.fd);
 }
 
 // --- client --------------------------------------------------------------------------------
@@ -467,34 +374,27 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
     throw std::invalid_argument("bootstrap: root address " + root.to_string() + " has port 0 (no root listens there)");
   const auto deadline = Clock::now() + timeout;
   int last_error = 0;  // what the last attempt the deadline did not cut short got
-  while (fd_ < 0) {
-    AddrInfo ai;
-    resolve(root, false, &ai);
-    for (addrinfo* p = ai.list; p && fd_ < 0; p = p->ai_next) {
-      const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                              p->ai_protocol);
-      if (fd < 0) continue;
+  while (!socket_.valid()) {
+    for (const net::SocketAddress& a : resolve(root, false)) {
+      if (socket_.valid()) break;
+      net::FileDescriptor fd;
+      if (!net::open_tcp_socket(a.family, &fd).ok()) continue;
       // Non-blocking connect bounded by the deadline: an unreachable host must not hold
       // us for the kernel's SYN retries (minutes).
-      int rc = ::connect(fd, p->ai_addr, p->ai_addrlen);
-      if (rc != 0 && errno == EINPROGRESS) {
+      int err = net::start_connect(fd.get(), a);
+      if (err == 0) {
         const auto slice = std::min(deadline, Clock::now() + std::chrono::seconds(2));
-        int err = ETIMEDOUT;
-        socklen_t len = sizeof err;
-        const bool answered = wait_fd(fd, POLLOUT, slice);
-        if (answered) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        rc = err == 0 ? 0 : -1;
+        const bool answered = wait_fd(fd.get(), POLLOUT, slice);
+        err = answered ? net::connect_error(fd.get()) : ETIMEDOUT;
         // An attempt our own deadline cut short says nothing about the root.
-        errno = !answered && slice == deadline && last_error != 0 ? last_error : err;
+        if (!answered && slice == deadline && last_error != 0) err = last_error;
       }
-      if (rc == 0) {
-        fd_ = fd;
-      } else {
-        last_error = errno;
-        ::close(fd);
-      }
+      if (err == 0)
+        socket_ = std::move(fd);
+      else
+        last_error = err;
     }
-    if (fd_ >= 0) break;
+    if (socket_.valid()) break;
     if (Clock::now() > deadline)
       throw std::runtime_error("bootstrap: cannot reach root " + root.to_string() + " within " +
                                std::to_string(timeout.count()) + " ms: " +
@@ -505,27 +405,13 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
                                                       : std::string(std::strerror(last_error))));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // root not up yet
   }
-  set_nonblocking(fd_);
-  set_nodelay(fd_);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  char ip[INET6_ADDRSTRLEN] = {};
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-    if (ss.ss_family == AF_INET)
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, ip, sizeof ip);
-    else
-      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, ip, sizeof ip);
-  }
-  local_ip_ = ip;
+  net::set_no_delay(socket_.get());
+  const net::SocketAddress local = net::local_address_of(socket_.get());
+  local_ip_ = local.is_set() ? local.ip_string() : "";
   wire::Hello h;
   h.rank = rank;
   h.nranks = nranks;
-  try {
-    write_all(fd_, &h, sizeof h, deadline);
-  } catch (...) {
-    ::close(fd_);
-    throw;
-  }
+  write_all(socket_.get(), &h, sizeof h, deadline);  // on a throw, socket_ closes with the object
   root_heard_ = Clock::now();
   heartbeat_ = std::thread([this] { heartbeat_loop(); });
 }
@@ -537,18 +423,17 @@ BootstrapClient::~BootstrapClient() {
   }
   stop_cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
-  if (fd_ >= 0) {
+  if (socket_.valid()) {
     try {
       send_locked(wire::control_frame(wire::kGoodbyeFrame), Clock::now() + std::chrono::seconds(1));
     } catch (const std::exception&) {
     }
-    ::close(fd_);
   }
 }
 
 void BootstrapClient::send_locked(const std::string& bytes, Clock::time_point deadline) {
   std::lock_guard lock(send_mutex_);
-  write_all(fd_, bytes, deadline);
+  write_all(socket_.get(), bytes, deadline);
 }
 
 void BootstrapClient::heartbeat_loop() {
@@ -574,7 +459,7 @@ std::string BootstrapClient::root_silence_message() const {
 bool BootstrapClient::read_root(Clock::time_point deadline, uint32_t* status, std::string* body) {
   for (;;) {
     const size_t before = inbox_.size();
-    const bool open = read_available(fd_, inbox_);
+    const bool open = net::receive_available(socket_.get(), inbox_);
     if (inbox_.size() != before) root_heard_ = Clock::now();
     while (auto m = wire::take_root_message(inbox_)) {
       if (m->status == wire::kRootHeartbeat) continue;
@@ -588,7 +473,7 @@ bool BootstrapClient::read_root(Clock::time_point deadline, uint32_t* status, st
     const auto now = Clock::now();
     if (now - root_heard_ > silence_limit_) throw std::runtime_error(root_silence_message());
     if (now >= deadline) return false;
-    wait_fd(fd_, POLLIN, std::min(deadline, now + milliseconds(200)));
+    wait_fd(socket_.get(), POLLIN, std::min(deadline, now + milliseconds(200)));
   }
 }
 

@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "net/file_descriptor.h"
+
 namespace topocoll::exec {
 
 struct BootstrapAddress {
@@ -70,7 +72,7 @@ class BootstrapRoot {
  private:
   void serve();
 
-  int listen_fd_ = -1;
+  net::FileDescriptor listener_;
   uint16_t port_ = 0;
   int nranks_;
   std::chrono::milliseconds timeout_, silence_limit_, round_limit_;
@@ -118,7 +120,7 @@ class BootstrapClient {
   bool read_root(std::chrono::steady_clock::time_point deadline, uint32_t* status, std::string* body);
   std::string root_silence_message() const;
 
-  int fd_ = -1;
+  net::FileDescriptor socket_;  // to the root
   int rank_, nranks_;
   std::string root_name_, local_ip_;
   std::chrono::milliseconds timeout_, silence_limit_, round_limit_;

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
+#include "config/warnings.h"
 #include "exec/backend.h"
 #include "exec/eager_wire.h"
 #include "net/socket_calls.h"
@@ -301,7 +301,7 @@ void EagerChannel::reject(Stranger& s, const std::string& why) {
   if (warn_)
     warn_(text);
   else
-    std::fprintf(stderr, "topocoll: WARN %s\n", text.c_str());
+    config::warn(text);
   s.socket.reset();
 }
 

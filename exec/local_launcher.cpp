@@ -35,7 +35,7 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     throw std::invalid_argument("launch: " + std::to_string(options.placements.size()) +
                                 " placements for " + std::to_string(nranks) + " ranks");
   std::unique_ptr<BootstrapRoot> served;
-  {
+  if (options.serve_bootstrap) {
     // The root's listening socket is made inside the ranks' rendezvous namespace.
     std::optional<net::ThreadNetnsScope> in_namespace;
     if (!options.bootstrap_netns_path.empty()) in_namespace.emplace(options.bootstrap_netns_path);
@@ -43,8 +43,8 @@ int launch_local_group(const std::string& program, const std::vector<std::string
                                              options.bootstrap_timeout, kDefaultSilenceLimit,
                                              options.round_limit);
   }
-  BootstrapRoot& root = *served;
-  const std::string address = BootstrapAddress{options.bootstrap_host, root.port()}.to_string();
+  const std::string address =
+      served ? BootstrapAddress{options.bootstrap_host, served->port()}.to_string() : std::string();
 
   // Everything the children need is built before fork: between fork and exec a child of a
   // multi-threaded process may only make async-signal-safe calls.
@@ -63,6 +63,7 @@ int launch_local_group(const std::string& program, const std::vector<std::string
   for (int r = 0; r < nranks; ++r) {
     envs[r].push_back("TOPOCOLL_RANK=" + std::to_string(r));
     envs[r].push_back("TOPOCOLL_NRANKS=" + std::to_string(nranks));
+    if (!served) continue;
     envs[r].push_back("TOPOCOLL_BOOTSTRAP=" + address);
     envs[r].push_back("TOPOCOLL_BOOTSTRAP_SERVED=1");
   }

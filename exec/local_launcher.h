@@ -34,6 +34,9 @@ struct LaunchOptions {
   // Serve the rendezvous inside this network namespace (reachable from the ranks'), at
   // bootstrap_host.
   std::string bootstrap_netns_path;
+  // false: no rendezvous and no TOPOCOLL_BOOTSTRAP for programs that meet their own way
+  // (`topocoll fabric run` starting NCCL programs); ranks still get TOPOCOLL_RANK/NRANKS.
+  bool serve_bootstrap = true;
 };
 
 // Runs `program` with `args` (argv[1..]) as nranks processes and waits for all of them.

@@ -1,52 +1,19 @@
 #include "exec/pipeline.h"
 
 #include <algorithm>
-#include <cstdio>
-
-#include "net/transport_options.h"
 
 namespace topocoll::exec {
 
-PipelineOptions PipelineOptions::from_environment(std::vector<std::string>* warnings,
-                                                  std::size_t default_chunk_bytes) {
+PipelineOptions PipelineOptions::from_env(const config::Env& env, std::size_t default_chunk_bytes) {
   PipelineOptions o;
-  o.shape.chunk_bytes = default_chunk_bytes;
-  long long chunk = (long long)o.shape.chunk_bytes, max_chunks = o.shape.max_chunks;
-  // 0 or 64 KiB .. 1 GiB: a smaller piece is all per-message overhead (and would take the
-  // host transport's eager path, one message at a time).
-  net::read_env_integer("TOPOCOLL_PIPELINE_CHUNK_BYTES", 0, 1LL << 30, &chunk, warnings);
-  if (chunk != 0 && chunk < (64LL << 10)) {
-    if (warnings)
-      warnings->push_back("TOPOCOLL_PIPELINE_CHUNK_BYTES=" + std::to_string(chunk) +
-                          " is neither 0 (off) nor in [65536, 1073741824]; using " +
-                          std::to_string(o.shape.chunk_bytes));
-    chunk = (long long)o.shape.chunk_bytes;
-  }
-  net::read_env_integer("TOPOCOLL_PIPELINE_MAX_CHUNKS", 2, 64, &max_chunks, warnings);
-  o.shape.chunk_bytes = std::size_t(chunk);
-  o.shape.max_chunks = int(max_chunks);
+  o.shape.chunk_bytes = env.pipeline_chunk_bytes ? std::size_t(*env.pipeline_chunk_bytes) : default_chunk_bytes;
+  o.shape.max_chunks = env.pipeline_max_chunks;
   return o;
 }
 
-namespace {
-// The environment read once, its warnings printed once.
-PipelineOptions read_once(std::size_t default_chunk_bytes) {
-  std::vector<std::string> warnings;
-  PipelineOptions o = PipelineOptions::from_environment(&warnings, default_chunk_bytes);
-  for (const std::string& w : warnings) std::fprintf(stderr, "topocoll WARN %s\n", w.c_str());
-  return o;
-}
-}  // namespace
+PipelineOptions PipelineOptions::process_default() { return from_env(config::env(), kDefaultChunkBytes); }
 
-const PipelineOptions& PipelineOptions::process_default() {
-  static const PipelineOptions options = read_once(kDefaultChunkBytes);
-  return options;
-}
-
-const PipelineOptions& PipelineOptions::host_default() {
-  static const PipelineOptions options = read_once(0);
-  return options;
-}
+PipelineOptions PipelineOptions::host_default() { return from_env(config::env(), 0); }
 
 namespace detail {
 namespace {

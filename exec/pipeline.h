@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "config/env.h"
 #include "sched/pipelining.h"
 #include "sched/schedule.h"
 
@@ -47,15 +48,13 @@ struct PipelineOptions {
   static constexpr int kDefaultMaxChunks = 8;
   sched::PipelineShape shape{kDefaultChunkBytes, kDefaultMaxChunks};
 
-  // Defaults (chunk `default_chunk_bytes`) overridden by the environment; a bad value is
-  // left at its default and a warning naming the variable and its range is appended to
-  // *warnings (when not null).
-  static PipelineOptions from_environment(std::vector<std::string>* warnings = nullptr,
-                                          std::size_t default_chunk_bytes = kDefaultChunkBytes);
-  // from_environment() read once per process (warnings printed to stderr once): for the
-  // NCCL backend (unset: 4 MiB) and for the host backend (unset: off).
-  static const PipelineOptions& process_default();
-  static const PipelineOptions& host_default();
+  // TOPOCOLL_PIPELINE_* of `env` (config/env.h validated them); the chunk, when unset,
+  // `default_chunk_bytes`.
+  static PipelineOptions from_env(const config::Env& env, std::size_t default_chunk_bytes = kDefaultChunkBytes);
+  // From the process's Env (config::env(): read and warned about once): for the NCCL
+  // backend (unset: 4 MiB) and for the host backend (unset: off).
+  static PipelineOptions process_default();
+  static PipelineOptions host_default();
   static PipelineOptions off() { return PipelineOptions{sched::PipelineShape{0, 1}}; }
 };
 

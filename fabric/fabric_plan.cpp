@@ -63,6 +63,20 @@ class InterfaceNamer {
   std::set<std::string> used_;
 };
 
+// Labels of addresses on lo ("lo:<nic>"), unique per namespace and at most 15 characters.
+class AddressLabeler {
+ public:
+  std::string take(const std::string& nic, int endpoint) {
+    std::string label = "lo:" + sanitized(nic);
+    if (label.size() > 15 || !used_.insert(label).second) label = "lo:e" + std::to_string(endpoint);
+    used_.insert(label);
+    return label;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
 double max_cable_gbps(const Topology& t) {
   double best = 0;
   for (int link : topo::cable_links(t)) {
@@ -186,6 +200,7 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
   }
 
   // Endpoints: their namespace, address and interface names.
+  std::vector<AddressLabeler> labels(plan.namespaces.size());
   plan.endpoints.resize(t.endpoints().size());
   for (int e = 0; e < int(t.endpoints().size()); ++e) {
     const auto& ep = t.endpoints()[e];
@@ -207,9 +222,11 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
     fe.endpoint = e;
     fe.id = ep.id;
     fe.host = t.hosts()[ep.host_index].name;
+    fe.nic = ep.nic;
     fe.ns = nsi;
     fe.address = endpoint_address(e);
     fe.interface = cables.size() == 1 ? addressing.device_of_link[cables[0]] : "lo";
+    fe.address_label = fe.interface == "lo" ? labels[nsi].take(ep.nic, e) : fe.interface;
     plan.namespaces[nsi].addresses.push_back({fe.interface, fe.address + "/32"});
     // A node with several ports forwards torus traffic (NAP); a BiGraph host does not.
     if (cables.size() > 1) plan.namespaces[nsi].forwards = true;

@@ -96,9 +96,14 @@ struct FabricEndpoint {
   int endpoint = -1;
   std::string id;       // topology endpoint id
   std::string host;     // topology host name (the rank's hostname inside the fabric)
+  std::string nic;      // topology NIC name (what the net plugin binds by)
   int ns = -1;
   std::string address;  // where its rank binds (no prefix)
   std::string interface;  // its NIC interface (single-port endpoints), or "lo"
+  // The name programs see its address under (getifaddrs; what NCCL_SOCKET_IFNAME matches):
+  // the NIC's interface, or for an address on lo the label "lo:<nic>", so that a program
+  // choosing by name gets this address and not lo's 127.0.0.1.
+  std::string address_label;
 };
 
 struct FabricPlan {

@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "config/env.h"
 #include "fabric/system_command.h"
 
 namespace topocoll::fabric {
@@ -52,10 +54,7 @@ nlohmann::json fault_json(const Fault& f) {
   return j;
 }
 
-std::string fabric_state_dir() {
-  const char* dir = std::getenv("TOPOCOLL_FABRIC_STATE_DIR");
-  return dir && *dir ? dir : "/run/topocoll/fabric";
-}
+std::string fabric_state_dir() { return config::env().fabric_state_dir; }
 
 void make_state_dir() { make_dirs(fabric_state_dir()); }
 
@@ -119,7 +118,13 @@ void save_record(const FabricRecord& r) {
     throw FabricError("cannot write " + path + ": " + std::strerror(errno));
 }
 
-void remove_record(const std::string& name) { ::unlink(fabric_record_path(name).c_str()); }
+std::string fabric_files_dir(const std::string& name) { return fabric_state_dir() + "/" + name + ".d"; }
+
+void remove_record(const std::string& name) {
+  ::unlink(fabric_record_path(name).c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(fabric_files_dir(name), ignored);
+}
 
 std::vector<std::string> recorded_fabrics() {
   std::vector<std::string> out;

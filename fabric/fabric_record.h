@@ -39,7 +39,9 @@ void make_state_dir();  // with every missing parent; throws FabricError
 std::string fabric_record_path(const std::string& name);
 std::optional<FabricRecord> load_record(const std::string& name);  // throws on a corrupt file
 void save_record(const FabricRecord& record);  // atomically (temporary file, then rename)
-void remove_record(const std::string& name);
+// Files made for the fabric's jobs (its topology at the emulated rates): removed with the record.
+std::string fabric_files_dir(const std::string& name);
+void remove_record(const std::string& name);  // and fabric_files_dir
 std::vector<std::string> recorded_fabrics();  // names, sorted
 
 std::string to_string(Fault::Kind kind);

@@ -90,7 +90,12 @@ NamespaceScript namespace_script(const FabricPlan& plan, int index) {
   } else {
     for (const auto& dev : ns.interfaces)
       s.links += "link set dev " + dev + " mtu " + std::to_string(plan.mtu) + " up\n";
-    for (const auto& [dev, address] : ns.addresses) s.links += "addr replace " + address + " dev " + dev + "\n";
+    for (const auto& [dev, address] : ns.addresses) {
+      s.links += "addr replace " + address + " dev " + dev;
+      for (const auto& e : plan.endpoints)
+        if (e.ns == index && e.address + "/32" == address && e.address_label != dev) s.links += " label " + e.address_label;
+      s.links += "\n";
+    }
     if (!ns.management_interface.empty()) {
       s.links += "link set dev " + ns.management_interface + " up\n";
       s.links += "addr replace " + ns.management_address + " dev " + ns.management_interface + "\n";

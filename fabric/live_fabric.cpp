@@ -9,13 +9,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "config/env.h"
 #include "fabric/fabric_lock.h"
 #include "fabric/fabric_script.h"
+#include "fabric/iproute2.h"
 #include "fabric/system_command.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -66,6 +70,22 @@ void apply_sysctls(const std::string& ns, const std::vector<Sysctl>& sysctls) {
                                                    : std::string("its sysctls")));
 }
 
+// Runs tc; when the kernel (or tc) lacks the qdisc a feature needs, says which feature and
+// which qdisc. The fabric needs only tbf (every cable's rate, degrade) and pfifo (cut): no
+// netem, which kernels without sch_netem refuse ("Specified qdisc kind is unknown").
+void run_tc(const std::vector<std::string>& argv, const std::string& what, const std::string& feature,
+            const std::string& qdisc, const std::string& input = "") {
+  try {
+    run_checked(argv, what, input);
+  } catch (const FabricError& e) {
+    const std::string text = e.what();
+    if (text.find("qdisc kind is unknown") != std::string::npos || text.find("Unknown qdisc") != std::string::npos)
+      throw FabricError(feature + " needs the `" + qdisc + "` qdisc, which this kernel (or its tc) does not have: " +
+                        text);
+    throw;
+  }
+}
+
 void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
   const NamespaceScript s = namespace_script(plan, index);
   const std::string& name = plan.namespaces[index].name;
@@ -73,7 +93,8 @@ void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
   run_checked({"ip", "-n", name, "-batch", "-"}, "configuring " + name,
               s.links + (with_rules ? s.rules : "") + s.routes);
   if (!s.shapers.empty())
-    run_checked({"tc", "-n", name, "-batch", "-"}, "shaping the cables of " + name, s.shapers);
+    run_tc({"tc", "-n", name, "-batch", "-"}, "shaping the cables of " + name, "shaping cables to their rates",
+           "tbf", s.shapers);
 }
 
 // Removes namespaces, first ending the processes inside them (a crashed run's ranks).
@@ -102,18 +123,27 @@ std::string machine_lacks(const FabricSize& size) {
   if (::geteuid() != 0)
     return "a fabric needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to make namespaces and "
            "shape links): run it as root or with sudo";
-  for (const char* tool : {"ip", "tc"})
-    if (find_program(tool).empty())
-      return std::string("`") + tool + "` (iproute2) is not installed: apt-get install iproute2";
+  for (const char* tool : {"ip", "tc"}) {
+    const auto& found = iproute2_tool(tool);
+    if (!found) return tool_missing(tool, iproute2_search());
+    // Found is not enough: an unpacked binary without its libraries does not start.
+    if (const CommandResult v = run_command({tool, "-V"}); v.status != 0)
+      return std::string("`") + tool + "` at " + found->path + " does not run (exit " + std::to_string(v.status) +
+             ": " + v.output.substr(0, v.output.find('\n')) + ")" +
+             (found->library_path.empty()
+                  ? "; no library directory was found beside it: a tool unpacked from a .deb needs the .debs of "
+                    "its libraries unpacked into the same directory (perf/gpu/fetch_debs.sh lists them), and "
+                    "TOPOCOLL_FABRIC_IPROUTE2 pointing there"
+                  : "; its libraries were looked for in " + found->library_path +
+                        ": unpack the .debs of the missing ones there (perf/gpu/fetch_debs.sh lists them)");
+  }
   // A fabric may take half of the memory available, or TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB.
   const double available = available_memory_mib();
   double limit = available / 2;
   std::string why = "this machine has " + fixed(available) + " MiB available and a fabric may use at most half";
-  if (const char* text = std::getenv("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"); text && *text) {
-    char* end = nullptr;
-    limit = std::strtod(text, &end);
-    if (*end || !(limit > 0))
-      return std::string("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB=\"") + text + "\": expected a positive number of MiB";
+  if (const config::EnvSetting& set = config::env().setting("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"); set.is_set()) {
+    if (!set.problem.empty()) return set.problem;  // refused, not guessed: a fabric could exhaust the machine
+    limit = std::get<double>(set.value);
     why = "TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB allows " + fixed(limit) + " MiB";
   }
   if (limit > 0 && size.memory_mib > limit)
@@ -293,6 +323,32 @@ topo::Topology LiveFabric::modelled_topology() const {
   return t;
 }
 
+std::string LiveFabric::emulated_topology_file() const {
+  const std::string dir = fabric_files_dir(name());
+  const std::string path = dir + "/topology.json";
+  const std::string text = topo::topology_to_json(emulated_topology(topology_, plan_)).dump(1) + "\n";
+  {
+    std::ifstream in(path);
+    std::stringstream existing;
+    existing << in.rdbuf();
+    if (in && existing.str() == text) return path;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  // Ranks starting together each make sure of it: a whole file appears at once, or none.
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << text;
+    if (!out) throw FabricError("cannot write " + temporary);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    throw FabricError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return path;
+}
+
 int LiveFabric::endpoint(const std::string& name) const {
   if (auto e = topology_.find_endpoint_by_id(name)) return *e;
   for (const auto& h : topology_.hosts())
@@ -316,7 +372,7 @@ void LiveFabric::set_rate(int link, double mbit) const {
   const VethEnd& end = link == c.link ? c.a : c.b;
   std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
   for (auto& a : shaper_arguments(end.interface, mbit, plan_.mtu)) argv.push_back(a);
-  run_checked(argv, "shaping " + topo::link_name(topology_, link));
+  run_tc(argv, "shaping " + topo::link_name(topology_, link), "shaping a cable to a rate", "tbf");
 }
 
 double LiveFabric::current_mbit(int link) const {
@@ -343,7 +399,8 @@ void LiveFabric::set_link_state(const Cable& c, bool up) const {
       for (const char* a : {"qdisc", "replace", "dev", end.interface.c_str(), "root", "pfifo", "limit", "0"})
         argv.push_back(a);
     }
-    run_checked(argv, (up ? "restoring " : "cutting ") + c.name);
+    if (up) run_tc(argv, "restoring " + c.name, "restoring a cut cable's rate", "tbf");
+    else run_tc(argv, "cutting " + c.name, "cutting a cable (dropping everything at its ends)", "pfifo");
   }
 }
 

@@ -54,6 +54,11 @@ class LiveFabric {
   // The network as emulated now: the plan's rates, degraded cables at their degraded rate.
   topo::Topology modelled_topology() const;
 
+  // A topology file of the fabric at its emulated rates (no faults: a cluster's file
+  // describes it as built), for the NCCL jobs run on it (TOPOCOLL_TOPO_FILE), so that their
+  // cost model sees the rates the cables have. Written once into fabric_files_dir.
+  std::string emulated_topology_file() const;
+
   // An endpoint by id, host name (its first endpoint) or index. Throws naming the text.
   int endpoint(const std::string& name) const;
 

@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "config/env.h"
+#include "fabric/iproute2.h"
+
 extern char** environ;
 
 namespace topocoll::fabric {
@@ -28,8 +31,7 @@ std::string joined(const std::vector<std::string>& argv) {
 
 std::string find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  std::string path = config::env().path + ":/usr/sbin:/sbin:/usr/bin:/bin";
   size_t start = 0;
   while (start <= path.size()) {
     const size_t end = path.find(':', start);
@@ -46,12 +48,36 @@ std::string find_program(const std::string& name) {
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input) {
   CommandResult result;
-  const std::string program = find_program(argv.at(0));
+  // iproute2 comes from where fabric/iproute2.h finds it, with its prefix's libraries.
+  std::string program;
+  std::string library_path;
+  if (argv.at(0) == "ip" || argv.at(0) == "tc") {
+    if (const auto& tool = iproute2_tool(argv[0])) {
+      program = tool->path;
+      library_path = tool->library_path;
+    }
+  } else {
+    program = find_program(argv[0]);
+  }
   if (program.empty()) {
     result.status = 127;
-    result.output = argv[0] + ": not installed";
+    result.output = argv[0] == "ip" || argv[0] == "tc" ? tool_missing(argv[0], iproute2_search())
+                                                       : argv[0] + ": not installed";
     return result;
   }
+  // Built before fork: the child only makes system calls.
+  std::vector<std::string> environment;
+  std::string inherited_libraries;
+  for (char** e = environ; *e; ++e) {
+    if (!library_path.empty() && std::strncmp(*e, "LD_LIBRARY_PATH=", 16) == 0) inherited_libraries = *e + 16;
+    else environment.emplace_back(*e);
+  }
+  if (!library_path.empty())
+    environment.push_back("LD_LIBRARY_PATH=" + library_path +
+                          (inherited_libraries.empty() ? "" : ":" + inherited_libraries));
+  std::vector<char*> envp;
+  for (auto& kv : environment) envp.push_back(kv.data());
+  envp.push_back(nullptr);
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0) throw FabricError("pipe: " + errno_text(errno));
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -68,7 +94,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
-    ::execve(program.c_str(), args.data(), environ);
+    ::execve(program.c_str(), args.data(), envp.data());
     _exit(127);
   }
   ::close(in[0]);

@@ -25,12 +25,15 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs argv[0] (looked up in PATH, then /usr/sbin and /sbin) with `input` on its stdin.
+// Runs argv[0] with `input` on its stdin: `ip` and `tc` from where fabric/iproute2.h finds
+// them (with their prefix's libraries), any other program looked up in PATH, then /usr/sbin,
+// /sbin, /usr/bin and /bin. Status 127 with the reason (for iproute2: where it looked, how to
+// provide it) when it is not found.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input = "");
 // The same, throwing FabricError("<what>: <command> failed: <output>") unless it exits 0.
 void run_checked(const std::vector<std::string>& argv, const std::string& what,
                  const std::string& input = "");
-// Where a program is, or "" when it is not installed.
+// Where a program is (PATH, then the system's directories), or "" when it is not installed.
 std::string find_program(const std::string& name);
 
 // Runs `body` in a child process inside namespace `name` (its /proc/sys/net is that

@@ -59,13 +59,10 @@ NetStatus ConnectAttempt::open_lane(size_t i) {
                                                         std::to_string(mark) +
                                                         " (TOPOCOLL_NET_LANE_MARKS needs CAP_NET_ADMIN): " +
                                                         errno_text(errno));
-  if (local_bind_.is_set()) {
-    sockaddr_storage ss;
-    unsigned len = local_bind_.to_sockaddr(&ss);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0)
+  if (local_bind_.is_set())
+    if (const int e = bind_local(fd, local_bind_); e != 0)
       return NetStatus::error(NetCode::ConnectFailed, "cannot bind local address " + local_bind_.ip_string() +
-                                                          " to reach " + peer_.to_string() + ": " + errno_text(errno));
-  }
+                                                          " to reach " + peer_.to_string() + ": " + errno_text(e));
   if (auto s = set_no_delay(fd); !s.ok()) return s;
   sockaddr_storage ss;
   unsigned len = peer_.to_sockaddr(&ss);
@@ -102,9 +99,7 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
         all_sent = false;
         continue;
       }
-      int err = 0;
-      socklen_t elen = sizeof err;
-      ::getsockopt(lane.socket.get(), SOL_SOCKET, SO_ERROR, &err, &elen);
+      const int err = connect_error(lane.socket.get());
       if (err == ECONNREFUSED && now < refused_until_) {
         lane.socket = FileDescriptor();
         lane.retry_at = now + std::chrono::milliseconds(20);

@@ -16,9 +16,9 @@
 #include <optional>
 #include <vector>
 
+#include "config/warnings.h"
 #include "net/connection.h"
 #include "net/hello_check.h"
-#include "net/net_warning.h"
 #include "net/socket_calls.h"
 #include "net/socket_transport.h"
 #include "net/wire_format.h"
@@ -64,9 +64,9 @@ struct Listener::State {
   void close_stray(const SocketAddress& peer, const SocketAddress& local, const std::string& why) {
     ++strays;
     if (strays <= kStraysWarnedEach || strays % kStrayWarnEvery == 0)
-      warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
-           why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
-           " so far; still accepting)");
+      config::warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
+                   why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
+                   " so far; still accepting)");
   }
 };
 
@@ -84,16 +84,12 @@ NetStatus Listener::open(const SocketAddress& bind_address, const TransportOptio
     l->state_->options = raw_options.normalized();
     if (auto s = open_tcp_socket(bind_address.family, &l->state_->socket); !s.ok()) return s;
     const int fd = l->state_->socket.get();
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_storage ss;
-    unsigned len = bind_address.to_sockaddr(&ss);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0)
-      return NetStatus::error(NetCode::SystemError, "listen: cannot bind " + bind_address.to_string() +
-                                                        ": " + errno_text(errno));
-    if (::listen(fd, 1024) != 0)
-      return NetStatus::error(NetCode::SystemError, "listen() on " + bind_address.to_string() +
-                                                        " failed: " + errno_text(errno));
+    const char* failed_call = "";
+    if (const int e = bind_and_listen(fd, bind_address, 1024, &failed_call); e != 0)
+      return NetStatus::error(NetCode::SystemError,
+                              std::string(failed_call) == "bind"
+                                  ? "listen: cannot bind " + bind_address.to_string() + ": " + errno_text(e)
+                                  : "listen() on " + bind_address.to_string() + " failed: " + errno_text(e));
     l->address_ = local_address_of(fd);
     Handle& h = l->handle_;
     h.magic = kHandleMagic;

@@ -25,10 +25,13 @@ std::string_view to_string(NetCode code);
 struct NetStatus {
   NetCode code = NetCode::Ok;
   std::string message;
+  int error_number = 0;  // the errno behind it, where a system call failed (else 0)
 
   bool ok() const { return code == NetCode::Ok; }
   static NetStatus success() { return {}; }
-  static NetStatus error(NetCode c, std::string m) { return {c, std::move(m)}; }
+  static NetStatus error(NetCode c, std::string m, int error_number = 0) {
+    return {c, std::move(m), error_number};
+  }
 };
 
 }  // namespace topocoll::net

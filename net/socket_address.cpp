@@ -36,6 +36,7 @@ SocketAddress SocketAddress::from_sockaddr(const sockaddr* sa) {
     a.family = AF_INET6;
     std::memcpy(a.bytes, &in6->sin6_addr, 16);
     a.port = ntohs(in6->sin6_port);
+    a.scope_id = in6->sin6_scope_id;
   }
   return a;
 }
@@ -79,6 +80,7 @@ unsigned SocketAddress::to_sockaddr(void* storage) const {
     in6->sin6_family = AF_INET6;
     in6->sin6_port = htons(port);
     std::memcpy(&in6->sin6_addr, bytes, 16);
+    in6->sin6_scope_id = scope_id;
     return sizeof(sockaddr_in6);
   }
   return 0;

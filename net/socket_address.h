@@ -14,6 +14,7 @@ struct SocketAddress {
   int family = 0;            // AF_INET or AF_INET6; 0 = unset
   uint8_t bytes[16] = {};    // network byte order; IPv4 uses the first 4
   uint16_t port = 0;         // host byte order
+  uint32_t scope_id = 0;     // IPv6 link-local: the interface (from a resolved name only)
 
   // "127.0.0.2", "::1", "fe80::1%eth0" is not accepted (no scope ids). Port given apart.
   static std::optional<SocketAddress> parse(std::string_view ip, uint16_t port = 0);

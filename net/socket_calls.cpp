@@ -39,15 +39,20 @@ int remaining_ms(Clock::time_point deadline) {
 
 NetStatus open_tcp_socket(int family, FileDescriptor* out) {
   FileDescriptor fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return NetStatus::error(NetCode::SystemError, "socket() failed: " + errno_text(errno));
+  if (!fd.valid()) {
+    const int e = errno;
+    return NetStatus::error(NetCode::SystemError, "socket() failed: " + errno_text(e), e);
+  }
   *out = std::move(fd);
   return {};
 }
 
 NetStatus set_no_delay(int fd) {
   int one = 1;
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-    return NetStatus::error(NetCode::SystemError, "setsockopt(TCP_NODELAY) failed: " + errno_text(errno));
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    const int e = errno;
+    return NetStatus::error(NetCode::SystemError, "setsockopt(TCP_NODELAY) failed: " + errno_text(e), e);
+  }
   return {};
 }
 
@@ -65,8 +70,79 @@ SocketAddress peer_address_of(int fd) {
   return SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss));
 }
 
-NetStatus send_all(int fd, const void* data, size_t size, Clock::time_point deadline,
-                   const std::string& what) {
+int bind_and_listen(int fd, const SocketAddress& address, int backlog, const char** failed_call) {
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_storage ss;
+  const unsigned len = address.to_sockaddr(&ss);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    if (failed_call) *failed_call = "bind";
+    return errno;
+  }
+  if (::listen(fd, backlog) != 0) {
+    if (failed_call) *failed_call = "listen";
+    return errno;
+  }
+  return 0;
+}
+
+int bind_local(int fd, const SocketAddress& address) {
+  sockaddr_storage ss;
+  const unsigned len = address.to_sockaddr(&ss);
+  return ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0 ? 0 : errno;
+}
+
+int start_connect(int fd, const SocketAddress& peer) {
+  sockaddr_storage ss;
+  const unsigned len = peer.to_sockaddr(&ss);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0 || errno == EINPROGRESS) return 0;
+  return errno;
+}
+
+int connect_error(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
+FileDescriptor accept_connection(int listen_fd, SocketAddress* peer) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  FileDescriptor fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len,
+                              SOCK_NONBLOCK | SOCK_CLOEXEC));
+  if (fd.valid() && peer) *peer = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss));
+  return fd;
+}
+
+int wait_ready(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    const int left = remaining_ms(deadline);
+    if (left <= 0) return 0;
+    pollfd p{fd, events, 0};
+    // In slices of at most a second, so a deadline far off is still re-read.
+    const int r = ::poll(&p, 1, std::min(left, 1000));
+    if (r > 0) return r;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+bool receive_available(int fd, std::string& inbox) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) {
+      inbox.append(buf, size_t(r));
+      if (size_t(r) < sizeof buf) return true;
+      continue;
+    }
+    if (r == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+int send_fully(int fd, const void* data, size_t size, Clock::time_point deadline) {
   const char* p = static_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {
@@ -76,13 +152,21 @@ NetStatus send_all(int fd, const void* data, size_t size, Clock::time_point dead
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-      return NetStatus::error(NetCode::PeerClosed, "sending " + what + " failed: " + errno_text(errno));
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return errno;
     int left = remaining_ms(deadline);
-    if (left == 0) return NetStatus::error(NetCode::Timeout, "sending " + what + " timed out");
+    if (left == 0) return kDeadlinePassed;
     pollfd p1{fd, POLLOUT, 0};
     ::poll(&p1, 1, left);
   }
+  return 0;
+}
+
+NetStatus send_all(int fd, const void* data, size_t size, Clock::time_point deadline,
+                   const std::string& what) {
+  const int result = send_fully(fd, data, size, deadline);
+  if (result == kDeadlinePassed) return NetStatus::error(NetCode::Timeout, "sending " + what + " timed out");
+  if (result != 0)
+    return NetStatus::error(NetCode::PeerClosed, "sending " + what + " failed: " + errno_text(result));
   return {};
 }
 

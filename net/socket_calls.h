@@ -1,5 +1,7 @@
-// Thin, checked wrappers over the socket system calls used by connect() and the Listener
-// (internal to net/). Every wait is bounded by a deadline.
+// Thin, checked wrappers over the socket system calls, for the transport (connect(), the
+// Listener) and for every other socket user above net/ (exec's bootstrap, accept's probes).
+// Every wait is bounded by a deadline. The calls that return an int give 0 or the errno of
+// the system call that failed, so callers word their own errors.
 #pragma once
 
 #include <chrono>
@@ -25,7 +27,33 @@ NetStatus open_tcp_socket(int family, FileDescriptor* out);
 NetStatus set_no_delay(int fd);
 SocketAddress local_address_of(int fd);
 SocketAddress peer_address_of(int fd);
-// Writes all of `size` bytes to a non-blocking socket, waiting for room until the deadline.
+
+// Binds to `address` with SO_REUSEADDR and listens with `backlog`. `failed_call` (optional)
+// gets "bind" or "listen" when one fails.
+int bind_and_listen(int fd, const SocketAddress& address, int backlog,
+                    const char** failed_call = nullptr);
+// Binds the local side of a socket before it connects.
+int bind_local(int fd, const SocketAddress& address);
+// Starts a connect on a non-blocking socket: 0 also while it is under way (EINPROGRESS).
+int start_connect(int fd, const SocketAddress& peer);
+// The outcome of a non-blocking connect once its socket is writable (SO_ERROR).
+int connect_error(int fd);
+// One pending connection, non-blocking and close-on-exec; invalid when none is pending.
+// `peer` (optional) gets its address.
+FileDescriptor accept_connection(int listen_fd, SocketAddress* peer = nullptr);
+
+// Waits until `fd` is ready for `events` (POLLIN, POLLOUT...) or the deadline passes,
+// retrying interrupted waits: > 0 ready, 0 at the deadline, -1 when poll failed (errno).
+int wait_ready(int fd, short events, Clock::time_point deadline);
+// Appends everything a non-blocking socket holds now to `inbox`; false at the end of the
+// stream or on a socket error.
+bool receive_available(int fd, std::string& inbox);
+
+// Writes all of `size` bytes to a non-blocking socket, waiting for room until the deadline:
+// 0 when all went, kDeadlinePassed, or the errno of the send that failed.
+inline constexpr int kDeadlinePassed = -1;
+int send_fully(int fd, const void* data, size_t size, Clock::time_point deadline);
+// send_fully with its outcome as a status naming `what`.
 NetStatus send_all(int fd, const void* data, size_t size, Clock::time_point deadline,
                    const std::string& what);
 

@@ -120,8 +120,8 @@ class Listener {
   // completed within options.timeout_ms of the first call that found none. A socket whose
   // hello is foreign, of another version or another listener is closed as a stray.
   NetStatus accept(std::unique_ptr<RecvComm>* out, int wait_ms);
-  // Connections closed because their handshake was not ours or never came (the WARNs of
-  // net/net_warning.h name each one); they never fail accept().
+  // Connections closed because their handshake was not ours or never came (a warning
+  // through config/warnings.h names each one); they never fail accept().
   uint64_t stray_connections() const;
 
  private:

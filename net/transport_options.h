@@ -1,11 +1,13 @@
-// Tuning of the socket transport. from_environment() is the one place that reads the
-// TOPOCOLL_NET_* variables (docs/net-plugin.md lists them); callers log the result.
+// Tuning of the socket transport: defaults, or the TOPOCOLL_NET_* values of an Env
+// (config/env.h validated them; docs/net-plugin.md lists them). Callers log the result.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "config/env.h"
 
 namespace topocoll::net {
 
@@ -31,16 +33,9 @@ struct TransportOptions {
 
   // Clamps threads to [1, sockets] and everything to its valid range.
   TransportOptions normalized() const;
-  // Defaults overridden by the environment; a bad value is left at its default and a
-  // warning naming the variable is appended to *warnings (when not null).
-  static TransportOptions from_environment(std::vector<std::string>* warnings = nullptr);
+  // The TOPOCOLL_NET_* values of `env`, normalized.
+  static TransportOptions from_env(const config::Env& env);
   std::string describe() const;  // "sockets=4 threads=2 chunk=524288 timeout_ms=60000"
 };
-
-// Reads one integer variable (an optional K or M suffix scales it by 1024 or 1024^2) into
-// *value; unset leaves it; a bad or out-of-range value keeps it and appends a warning naming
-// the variable and the range to *warnings (when not null).
-void read_env_integer(const char* env, long long min, long long max, long long* value,
-                      std::vector<std::string>* warnings);
 
 }  // namespace topocoll::net

@@ -3,55 +3,60 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <string>
+
+#include "config/env.h"
+#include "config/warnings.h"
 
 namespace topocoll::plugin {
 namespace {
 
 std::atomic<ncclDebugLogger_t> g_logger{nullptr};
 
+// The lower layers' warnings (a bad environment value, a stray connection) go where the
+// plugin's own go: set when the library is loaded, before any of them can be raised.
+void warn_through_nccl_log(const std::string& message) { TC_WARN("%s", message.c_str()); }
+[[maybe_unused]] const bool g_warning_sink_installed = (config::set_warning_sink(&warn_through_nccl_log), true);
+
 // NCCL_DEBUG as NCCL reads it: VERSION, WARN, INFO, TRACE (case-insensitive); unset = none.
+// Read from the Env at every message, not cached here: reading the Env the first time may
+// warn, and that warning comes back through this function.
 ncclDebugLogLevel stderr_level() {
-  static const ncclDebugLogLevel level = [] {
-    const char* v = std::getenv("NCCL_DEBUG");
-    if (!v) return NCCL_LOG_NONE;
-    if (!strcasecmp(v, "VERSION")) return NCCL_LOG_VERSION;
-    if (!strcasecmp(v, "WARN")) return NCCL_LOG_WARN;
-    if (!strcasecmp(v, "INFO")) return NCCL_LOG_INFO;
-    if (!strcasecmp(v, "TRACE")) return NCCL_LOG_TRACE;
-    return NCCL_LOG_NONE;
-  }();
-  return level;
+  const char* v = config::env().nccl_debug.c_str();
+  if (!strcasecmp(v, "VERSION")) return NCCL_LOG_VERSION;
+  if (!strcasecmp(v, "WARN")) return NCCL_LOG_WARN;
+  if (!strcasecmp(v, "INFO")) return NCCL_LOG_INFO;
+  if (!strcasecmp(v, "TRACE")) return NCCL_LOG_TRACE;
+  return NCCL_LOG_NONE;
 }
 
 // NCCL_DEBUG_SUBSYS: comma list of subsystem names, "^" negates; unset = INIT,BOOTSTRAP,ENV.
 unsigned long stderr_subsys() {
-  static const unsigned long mask = [] {
-    const char* v = std::getenv("NCCL_DEBUG_SUBSYS");
-    if (!v) return static_cast<unsigned long>(NCCL_INIT | NCCL_BOOTSTRAP | NCCL_ENV);
-    bool invert = v[0] == '^';
-    if (invert) ++v;
-    struct Name { const char* name; unsigned long bit; };
-    static const Name names[] = {{"INIT", NCCL_INIT},   {"COLL", NCCL_COLL},   {"P2P", NCCL_P2P},
-                                 {"SHM", NCCL_SHM},     {"NET", NCCL_NET},     {"GRAPH", NCCL_GRAPH},
-                                 {"TUNING", NCCL_TUNING}, {"ENV", NCCL_ENV},   {"ALLOC", NCCL_ALLOC},
-                                 {"CALL", NCCL_CALL},   {"PROXY", NCCL_PROXY}, {"NVLS", NCCL_NVLS},
-                                 {"BOOTSTRAP", NCCL_BOOTSTRAP}, {"REG", NCCL_REG},
-                                 {"PROFILE", NCCL_PROFILE}, {"RAS", NCCL_RAS},
-                                 {"ALL", static_cast<unsigned long>(NCCL_ALL)}};
-    unsigned long m = 0;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s", v);
-    for (char* save = nullptr, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(nullptr, ",", &save))
-      for (const auto& n : names)
-        if (!strcasecmp(tok, n.name)) m |= n.bit;
-    return invert ? ~m : m;
-  }();
-  return mask;
+  const std::string& subsys = config::env().nccl_debug_subsys;
+  if (subsys.empty()) return static_cast<unsigned long>(NCCL_INIT | NCCL_BOOTSTRAP | NCCL_ENV);
+  const char* v = subsys.c_str();
+  bool invert = v[0] == '^';
+  if (invert) ++v;
+  struct Name { const char* name; unsigned long bit; };
+  static const Name names[] = {{"INIT", NCCL_INIT},   {"COLL", NCCL_COLL},   {"P2P", NCCL_P2P},
+                               {"SHM", NCCL_SHM},     {"NET", NCCL_NET},     {"GRAPH", NCCL_GRAPH},
+                               {"TUNING", NCCL_TUNING}, {"ENV", NCCL_ENV},   {"ALLOC", NCCL_ALLOC},
+                               {"CALL", NCCL_CALL},   {"PROXY", NCCL_PROXY}, {"NVLS", NCCL_NVLS},
+                               {"BOOTSTRAP", NCCL_BOOTSTRAP}, {"REG", NCCL_REG},
+                               {"PROFILE", NCCL_PROFILE}, {"RAS", NCCL_RAS},
+                               {"ALL", static_cast<unsigned long>(NCCL_ALL)}};
+  unsigned long m = 0;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s", v);
+  for (char* save = nullptr, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(nullptr, ",", &save))
+    for (const auto& n : names)
+      if (!strcasecmp(tok, n.name)) m |= n.bit;
+  return invert ? ~m : m;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Logging of the plugin faces through NCCL's logger (handed to net/tuner init), so messages
 // appear with NCCL_DEBUG=INFO/WARN and NCCL_DEBUG_SUBSYS like NCCL's own. Before a logger is
 // known (the interposer never gets one), messages go to stderr in NCCL's format, filtered
-// by NCCL_DEBUG the same way.
+// by NCCL_DEBUG the same way (read from the process's Env, config/env.h). Loaded into a
+// process, this is also where the layers below send their warnings (config/warnings.h: a
+// bad setting, a stray connection), so inside NCCL every topocoll warning is an NCCL WARN.
 #pragma once
 
 #include <atomic>

@@ -25,77 +25,31 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     latency[l.id] = l.latency_us;
     if (l.to.type == NodeRef::Type::Switch) latency[l.id] += switches[l.to.index].latency_us;
   }
-  const std::vector<int>& ep = placement.endpoint_of_rank;
-  StepLinkLoads loads(int(links.size()));
-  std::vector<Flow> flows;
-  std::vector<PathView> paths, flow_paths;
-  std::vector<uint32_t> flow_first;
+  StepLoadPass pass(schedule, placement, elem_size, routes, options);
   std::vector<int> messages;
   ScheduleAnalysis out;
   int nsteps = schedule.num_steps();
   out.cost.steps.resize(nsteps);
-  out.load.steps.resize(nsteps);
   for (int s = 0; s < nsteps; ++s) {
     StepCost& sc = out.cost.steps[s];
-    StepLoad& sl = out.load.steps[s];
     bool any_local = false;
     double worst_bytes = 0;
-    step_flows(schedule, s, elem_size, flows, &worst_bytes, &any_local);
+    pass.run_step(s, &worst_bytes, &any_local);
+    const std::vector<Flow>& flows = pass.flows();
+    const StepLinkLoads& loads = pass.loads();
+    const StepLoad& sl = pass.result().steps[s];
     if (params.alpha_message_us > 0) {
       messages.assign(schedule.nranks, 0);
       int busiest = 0;
       for (const Flow& f : flows) busiest = std::max({busiest, ++messages[f.src], ++messages[f.dst]});
       sc.message_us = busiest * params.alpha_message_us;
     }
-    loads.clear();
-    // The flows' paths, kept for the timing pass unless new routes moved their storage.
-    size_t version = routes.version();
-    flow_paths.clear();
-    flow_first.clear();
-    for (const Flow& f : flows) {
-      loads.add(routes, ep[f.src], ep[f.dst], double(f.bytes));
-      flow_first.push_back(uint32_t(flow_paths.size()));
-      for (const PathView& p : loads.scratch_paths()) {
-        sl.hops += p.hops();
-        flow_paths.push_back(p);
-      }
-      sl.bytes += f.bytes;
-      sl.max_flow_bytes = std::max(sl.max_flow_bytes, f.bytes);
-    }
-    sl.flows = int(flows.size());
-    for (int l : loads.touched()) {
-      double fl = loads.flows(l);
-      if (fl > sl.max_load + 1e-9 ||
-          (fl > sl.max_load - 1e-9 && sl.bottleneck_link >= 0 && l < sl.bottleneck_link)) {
-        sl.max_load = std::max(sl.max_load, fl);
-        sl.bottleneck_link = l;
-      }
-      if (options.keep_links) sl.links.push_back(LinkUse{l, fl, loads.bytes(l)});
-    }
-    if (options.keep_links)
-      std::sort(sl.links.begin(), sl.links.end(),
-                [](const LinkUse& x, const LinkUse& y) { return x.link < y.link; });
-    out.load.total_hops += sl.hops;
-    if (sl.max_load > out.load.max_load + 1e-9) {
-      out.load.max_load = sl.max_load;
-      out.load.worst_step = s;
-    }
 
     double slowest_latency = 0;
-    bool reuse = routes.version() == version;
-    flow_first.push_back(uint32_t(flow_paths.size()));
     for (size_t i = 0; i < flows.size(); ++i) {
       const Flow& f = flows[i];
-      std::span<const PathView> paths_of;
-      if (reuse) {
-        paths_of = std::span<const PathView>(flow_paths.data() + flow_first[i],
-                                             flow_first[i + 1] - flow_first[i]);
-      } else {
-        routes.paths(ep[f.src], ep[f.dst], paths);
-        paths_of = paths;
-      }
       double flow_time = 0, flow_latency = 0;
-      for (const PathView& p : paths_of) {
+      for (const PathView& p : pass.paths_of(i)) {
         double b = double(f.bytes) * p.fraction;
         double lat = 0, transfer = 0;
         p.for_each_link([&](int l) {
@@ -139,6 +93,7 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     }
     out.cost.total_us += sc.time_us;
   }
+  out.load = pass.take_result();
   return out;
 }
 
@@ -146,20 +101,6 @@ CostEstimate estimate_cost(const Schedule& schedule, const Placement& placement,
                            size_t elem_size, RouteCache& routes, const CostParams& params) {
   return analyze_schedule(schedule, placement, elem_size, routes, params, {.keep_links = false})
       .cost;
-}
-
-double bus_bandwidth_factor(Collective collective, int nranks) {
-  if (nranks <= 1) return 0;
-  double n = nranks;
-  return collective == Collective::AllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
-}
-
-double algbw_gbs(double bytes, double time_us) {
-  return time_us > 0 ? bytes / (time_us * 1e3) : 0;  // bytes/us / 1e3 = GB/s
-}
-
-double busbw_gbs(Collective collective, int nranks, double bytes, double time_us) {
-  return algbw_gbs(bytes, time_us) * bus_bandwidth_factor(collective, nranks);
 }
 
 }  // namespace topocoll::sched

@@ -73,12 +73,4 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
                                   size_t elem_size, RouteCache& routes,
                                   const CostParams& params = {}, LinkLoadOptions options = {});
 
-// nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md there): allreduce 2(n-1)/n,
-// reduce-scatter, allgather and all-to-all (n-1)/n.
-double bus_bandwidth_factor(Collective collective, int nranks);
-// Algorithm bandwidth in GB/s (bytes of the collective's size argument / time) and the
-// matching bus bandwidth. `bytes` is the per-rank buffer nccl-tests reports as "size".
-double algbw_gbs(double bytes, double time_us);
-double busbw_gbs(Collective collective, int nranks, double bytes, double time_us);
-
 }  // namespace topocoll::sched

@@ -1,5 +1,6 @@
 #include "sched/halving_doubling.h"
 
+#include <bit>
 #include <vector>
 
 namespace topocoll::sched {
@@ -260,6 +261,18 @@ Schedule hd_allgather(int nranks, int64_t count, std::span<const int> order) {
     b.touch(step++);
   }
   return b.finish();
+}
+
+std::vector<int> bit_reversed_order(std::span<const int> order) {
+  const int n = int(order.size());
+  const int k = std::countr_zero(unsigned(n));
+  std::vector<int> reversed(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v) {
+    unsigned r = 0;
+    for (int b = 0; b < k; ++b) r |= ((unsigned(v) >> b) & 1u) << (k - 1 - b);
+    reversed[size_t(v)] = order[r];
+  }
+  return reversed;
 }
 
 }  // namespace topocoll::sched

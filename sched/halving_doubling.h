@@ -1,7 +1,7 @@
 // Halving-doubling (Rabenseifner; Thakur, Rabenseifner & Gropp 2005) and its halves.
 //
 // `order` maps virtual rank -> communicator rank (identity when empty): this is the HD
-// order of sched/placement.h. Let q be the largest power of two <= P. Virtual ranks
+// order of sched/hd_order.h. Let q be the largest power of two <= P. Virtual ranks
 // 0..q-1 form the core; at halving step s the core pairs v with v XOR 2^s, distance 1
 // first (the largest transfer, half the vector, goes to the nearest partner, which a
 // placement puts on the host fabric). Doubling mirrors it (distance q/2 first, distance 1
@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "sched/schedule.h"
 #include "sched/schedule_builder.h"
@@ -38,6 +39,12 @@ Schedule hd_allreduce(int nranks, int64_t count, std::span<const int> order = {}
 // which is fine for thousands of ranks; the allreduce never has this cost.
 Schedule hd_reduce_scatter(int nranks, int64_t count, std::span<const int> order = {});
 Schedule hd_allgather(int nranks, int64_t count, std::span<const int> order = {});
+
+// An allreduce order made for the reduce-scatter and allgather alone, which run distance
+// q/2 first: virtual rank v takes the rank of v with its log2(P) bits reversed, so their
+// step s pairs the ranks the allreduce's halving step s pairs (the same per-step loads,
+// with the heavy steps where the allreduce has them). The order's size must be a power of two.
+std::vector<int> bit_reversed_order(std::span<const int> order);
 
 // Building block: HD allreduce among `members` (virtual rank -> comm rank) of
 // Output[base, base+n) from step `first_step`; the value starts in `first_src` (Input or

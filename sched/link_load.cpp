@@ -172,49 +172,71 @@ void StepLinkLoads::add(RouteCache& routes, int src, int dst, double bytes) {
   }
 }
 
+StepLoadPass::StepLoadPass(const Schedule& schedule, const Placement& placement,
+                           size_t elem_size, RouteCache& routes, LinkLoadOptions options)
+    : schedule_(schedule), placement_(placement), elem_size_(elem_size), routes_(routes),
+      options_(options), loads_(int(routes.topology().links().size())) {
+  result_.steps.resize(schedule.num_steps());
+}
+
+void StepLoadPass::run_step(int s, double* local_bytes, bool* any_local) {
+  StepLoad& out = result_.steps[s];
+  step_flows(schedule_, s, elem_size_, flows_, local_bytes, any_local);
+  loads_.clear();
+  // The flows' paths are kept for the caller unless new routes move their storage.
+  routes_version_ = routes_.version();
+  flow_paths_.clear();
+  flow_first_.clear();
+  for (const Flow& f : flows_) {
+    loads_.add(routes_, placement_.endpoint_of_rank[f.src], placement_.endpoint_of_rank[f.dst],
+               double(f.bytes));
+    flow_first_.push_back(uint32_t(flow_paths_.size()));
+    for (const PathView& p : loads_.scratch_paths()) {
+      out.hops += p.hops();
+      flow_paths_.push_back(p);
+    }
+    out.bytes += f.bytes;
+    out.max_flow_bytes = std::max(out.max_flow_bytes, f.bytes);
+  }
+  flow_first_.push_back(uint32_t(flow_paths_.size()));
+  out.flows = int(flows_.size());
+  for (int l : loads_.touched()) {
+    // Ties go to the lowest link id so the report is deterministic.
+    double f = loads_.flows(l);
+    if (f > out.max_load + 1e-9 ||
+        (f > out.max_load - 1e-9 && out.bottleneck_link >= 0 && l < out.bottleneck_link)) {
+      out.max_load = std::max(out.max_load, f);
+      out.bottleneck_link = l;
+    }
+    if (options_.keep_links) out.links.push_back(LinkUse{l, f, loads_.bytes(l)});
+  }
+  if (options_.keep_links)
+    std::sort(out.links.begin(), out.links.end(),
+              [](const LinkUse& x, const LinkUse& y) { return x.link < y.link; });
+  result_.total_hops += out.hops;
+  if (out.max_load > result_.max_load + 1e-9) {
+    result_.max_load = out.max_load;
+    result_.worst_step = s;
+  }
+}
+
+std::span<const PathView> StepLoadPass::paths_of(size_t i) {
+  if (routes_.version() == routes_version_)
+    return std::span<const PathView>(flow_paths_.data() + flow_first_[i],
+                                     flow_first_[i + 1] - flow_first_[i]);
+  const Flow& f = flows_[i];
+  routes_.paths(placement_.endpoint_of_rank[f.src], placement_.endpoint_of_rank[f.dst], rerouted_);
+  return rerouted_;
+}
+
 LinkLoad analyze_link_load(const Schedule& schedule, const Placement& placement,
                            size_t elem_size, RouteCache& routes, LinkLoadOptions options) {
   if (placement.nranks() != schedule.nranks)
     throw std::invalid_argument("link load: placement has " + std::to_string(placement.nranks()) +
                                 " ranks, schedule " + std::to_string(schedule.nranks));
-  const auto& topology = routes.topology();
-  StepLinkLoads loads(int(topology.links().size()));
-  std::vector<Flow> flows;
-  LinkLoad result;
-  int nsteps = schedule.num_steps();
-  result.steps.resize(nsteps);
-  for (int s = 0; s < nsteps; ++s) {
-    StepLoad& out = result.steps[s];
-    step_flows(schedule, s, elem_size, flows);
-    loads.clear();
-    for (const Flow& f : flows) {
-      int a = placement.endpoint_of_rank[f.src], b = placement.endpoint_of_rank[f.dst];
-      loads.add(routes, a, b, double(f.bytes));
-      for (const PathView& p : loads.scratch_paths()) out.hops += p.hops();
-      out.bytes += f.bytes;
-      out.max_flow_bytes = std::max(out.max_flow_bytes, f.bytes);
-    }
-    out.flows = int(flows.size());
-    for (int l : loads.touched()) {
-      // Ties go to the lowest link id so the report is deterministic.
-      double f = loads.flows(l);
-      if (f > out.max_load + 1e-9 ||
-          (f > out.max_load - 1e-9 && out.bottleneck_link >= 0 && l < out.bottleneck_link)) {
-        out.max_load = std::max(out.max_load, f);
-        out.bottleneck_link = l;
-      }
-      if (options.keep_links) out.links.push_back(LinkUse{l, f, loads.bytes(l)});
-    }
-    if (options.keep_links)
-      std::sort(out.links.begin(), out.links.end(),
-                [](const LinkUse& x, const LinkUse& y) { return x.link < y.link; });
-    result.total_hops += out.hops;
-    if (out.max_load > result.max_load + 1e-9) {
-      result.max_load = out.max_load;
-      result.worst_step = s;
-    }
-  }
-  return result;
+  StepLoadPass pass(schedule, placement, elem_size, routes, options);
+  for (int s = 0; s < schedule.num_steps(); ++s) pass.run_step(s);
+  return pass.take_result();
 }
 
 }  // namespace topocoll::sched

@@ -145,4 +145,39 @@ struct LinkLoadOptions {
 LinkLoad analyze_link_load(const Schedule& schedule, const Placement& placement,
                            size_t elem_size, RouteCache& routes, LinkLoadOptions options = {});
 
+// The one per-step loop of the contention analysis, shared by analyze_link_load and the
+// cost model (sched/cost_model.h): each step's flows routed once, totalled per directed
+// link, the step's worst link found. The caller checks that placement and schedule agree
+// on the rank count.
+class StepLoadPass {
+ public:
+  StepLoadPass(const Schedule& schedule, const Placement& placement, size_t elem_size,
+               RouteCache& routes, LinkLoadOptions options);
+
+  // Loads step s into result().steps[s] (steps in order). `local_bytes` and `any_local` as
+  // step_flows reports them.
+  void run_step(int s, double* local_bytes = nullptr, bool* any_local = nullptr);
+  // The last step's flows, per-link totals, and flow i's paths (valid until the next call
+  // of either; routed again if new routes moved the stored ones).
+  const std::vector<Flow>& flows() const { return flows_; }
+  const StepLinkLoads& loads() const { return loads_; }
+  std::span<const PathView> paths_of(size_t flow);
+
+  const LinkLoad& result() const { return result_; }
+  LinkLoad take_result() { return std::move(result_); }
+
+ private:
+  const Schedule& schedule_;
+  const Placement& placement_;
+  size_t elem_size_;
+  RouteCache& routes_;
+  LinkLoadOptions options_;
+  StepLinkLoads loads_;
+  std::vector<Flow> flows_;
+  std::vector<PathView> flow_paths_, rerouted_;
+  std::vector<uint32_t> flow_first_;  // flow i's paths: flow_paths_[first[i], first[i+1])
+  size_t routes_version_ = 0;
+  LinkLoad result_;
+};
+
 }  // namespace topocoll::sched

@@ -13,10 +13,16 @@
 #include "sched/all_to_all.h"
 #include "sched/fc_direct.h"
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
 #include "sched/recursive_doubling.h"
 #include "sched/hierarchical.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/nap_log_step.h"
+#include "sched/order_search.h"
+#include "sched/pattern_load.h"
 #include "sched/ring.h"
+#include "sched/ring_order.h"
+#include "sched/site_major_order.h"
 #include "sched/schedule_builder.h"
 #if __has_include("sched/verifier.h")
 #include "sched/verifier.h"
@@ -45,31 +51,10 @@ bool parse_collective(std::string_view name, Collective& out) {
   return true;
 }
 
-int64_t parse_size(std::string_view text) {
-  std::string t(text);
-  size_t i = 0;
-  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
-  if (i == 0) throw std::invalid_argument("size \"" + t + "\": expected a number with an optional K/M/G suffix");
-  std::string unit;
-  for (char c : t.substr(i)) unit += char(std::toupper(static_cast<unsigned char>(c)));
-  int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
-  else throw std::invalid_argument("size \"" + t + "\": unknown suffix \"" + t.substr(i) + "\"");
-  if (i > 12) throw std::invalid_argument("size \"" + t + "\": too large");
-  int64_t v = std::stoll(t.substr(0, i));
-  if (v > (int64_t(1) << 50) >> shift) throw std::invalid_argument("size \"" + t + "\": too large");
-  return v << shift;
-}
-
 int64_t plan_count(const PlanRequest& r, int nranks) {
   if (r.elem_size == 0) throw std::invalid_argument("elem_size: must be > 0");
   if (r.bytes < 0) throw std::invalid_argument("bytes: must be >= 0");
-  int64_t elems = r.bytes / int64_t(r.elem_size);
-  if (r.collective == Collective::AllReduce) return elems;
-  return elems / std::max(nranks, 1);
+  return count_of_size(r.collective, r.bytes, r.elem_size, nranks);
 }
 
 namespace {

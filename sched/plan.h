@@ -11,6 +11,7 @@
 
 #include "sched/cost_model.h"
 #include "sched/link_load.h"
+#include "sched/pattern_load.h"
 #include "sched/placement.h"
 #include "sched/schedule.h"
 #include "topo/topology.h"
@@ -73,10 +74,6 @@ Plan make_plan(const topo::Topology& topology, const PlanRequest& request);
 
 // The element count NCCL would pass for a request (see PlanRequest::bytes).
 int64_t plan_count(const PlanRequest& request, int nranks);
-
-// A byte count with an optional binary suffix: "4096", "4K", "1M", "2G" (also KiB/KB...).
-// Throws std::invalid_argument naming the text.
-int64_t parse_size(std::string_view text);
 
 // "allreduce", "reduce_scatter", "allgather", "alltoall" (also with '-' or no separator).
 bool parse_collective(std::string_view name, Collective& out);

@@ -11,7 +11,7 @@
 //
 // `order` maps virtual rank -> communicator rank (identity when empty). The pairs of step
 // s are exactly halving-doubling's pairs at distance 2^s, so a halving-doubling placement
-// (sched/placement.h) keeps every step free of link contention here too.
+// (sched/hd_order.h) keeps every step free of link contention here too.
 // Non-power-of-two P: the MPICH fold of sched/halving_doubling.h (virtual rank q+e sends
 // its vector to e first and gets the result back last). Scratch: two vectors per rank.
 #pragma once

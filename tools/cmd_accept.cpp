@@ -4,11 +4,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <thread>
 
 #include "accept/acceptance_run.h"
 #include "accept/report_files.h"
+#include "config/env.h"
+#include "config/value_grammar.h"
 #include "exec/bootstrap.h"
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
@@ -58,25 +61,6 @@ struct AcceptArgs {
   bool gpu_given = false;
 };
 
-double parse_number(const std::string& flag, const std::string& v, double lo, double hi) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !(x >= lo && x <= hi))
-    throw std::invalid_argument(flag + " '" + v + "': expected a number in [" + std::to_string(lo) +
-                                ", " + std::to_string(hi) + "]");
-  return x;
-}
-
-double parse_duration(const std::string& v) {
-  double scale = 1;
-  std::string number = v;
-  if (!v.empty() && (v.back() == 's' || v.back() == 'm' || v.back() == 'h')) {
-    scale = v.back() == 'm' ? 60 : v.back() == 'h' ? 3600 : 1;
-    number.pop_back();
-  }
-  return parse_number("--budget", number, 1, 1e6) * scale;
-}
-
 AcceptArgs parse_args(std::span<const std::string> args) {
   AcceptArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -84,25 +68,25 @@ AcceptArgs parse_args(std::span<const std::string> args) {
     auto value = [&]() -> const std::string& { return flag_value(args, i); };
     if (f == "--topo") a.topo = value();
     else if (f == "--fabric") a.fabric = value();
-    else if (f == "--budget") a.options.budget_s = parse_duration(value());
+    else if (f == "--budget") a.options.budget_s = config::duration_argument(f, value(), 1, 1e6);
     else if (f == "--report") a.options.report_dir = value();
-    else if (f == "--threshold") a.options.threshold = parse_number(f, value(), 0.01, 1);
-    else if (f == "--streams") a.options.streams = int(parse_number(f, value(), 1, 64));
-    else if (f == "--coverage") a.options.coverage = int(parse_number(f, value(), 1, 16));
-    else if (f == "--max-flows") a.options.max_flows_per_round = int(parse_number(f, value(), 1, 1e6));
+    else if (f == "--threshold") a.options.threshold = config::number_argument(f, value(), 0.01, 1);
+    else if (f == "--streams") a.options.streams = int(config::count_argument(f, value(), 1, 64));
+    else if (f == "--coverage") a.options.coverage = int(config::count_argument(f, value(), 1, 16));
+    else if (f == "--max-flows") a.options.max_flows_per_round = int(config::count_argument(f, value(), 1, 1000000));
     else if (f == "--phases") a.options.phases = split_list(value(), ',');
-    else if (f == "--gpu") a.options.gpu = int(parse_number(f, value(), 0, 4095)), a.gpu_given = true;
+    else if (f == "--gpu") a.options.gpu = int(config::count_argument(f, value(), 0, 4095)), a.gpu_given = true;
     else if (f == "--bind") a.options.bind = value();
     else if (f == "--lane-marks") {
       for (const auto& m : split_list(value(), ','))
-        a.options.lane_marks.push_back(uint32_t(parse_number("--lane-marks", m, 1, 4294967295.0)));
+        a.options.lane_marks.push_back(uint32_t(config::count_argument(f, m, 1, UINT32_MAX)));
     }
     else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
-    else if (f == "--rank") a.rank = int(parse_number(f, value(), 0, 1e6));
-    else if (f == "--ranks" || f == "-n") a.ranks = int(parse_number(f, value(), 1, 1e6));
+    else if (f == "--rank") a.rank = int(config::count_argument(f, value(), 0, 1000000));
+    else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, 1000000));
     else if (f == "--bootstrap") a.bootstrap = value();
-    else if (f == "--alpha-us") a.options.cost.alpha_us = parse_number(f, value(), 0, 1e9);
-    else if (f == "--alpha-msg-us") a.options.cost.alpha_message_us = parse_number(f, value(), 0, 1e9);
+    else if (f == "--alpha-us") a.options.cost.alpha_us = config::number_argument(f, value(), 0, 1e9);
+    else if (f == "--alpha-msg-us") a.options.cost.alpha_message_us = config::number_argument(f, value(), 0, 1e9);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   for (const auto& p : a.options.phases)
@@ -173,9 +157,8 @@ std::chrono::milliseconds round_limit(const AcceptArgs& a) {
 int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   load_topology(a);
   a.options.expected_endpoints = endpoint_list(a.options.topology, a.endpoints);
-  if (!a.gpu_given) a.options.gpu = accept::launcher_local_gpu();
-  std::vector<std::string> warnings;
-  a.options.transport = net::TransportOptions::from_environment(&warnings);
+  if (!a.gpu_given) a.options.gpu = accept::launcher_local_gpu(config::env());
+  a.options.transport = net::TransportOptions::from_env(config::env());
   const auto root_address = exec::BootstrapAddress::parse(env.bootstrap);
   // Rank 0 writes the report: an unwritable --report fails now, not after the budget.
   if (env.rank == 0 && !a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
@@ -186,7 +169,6 @@ int run_rank(AcceptArgs& a, const exec::RankEnvironment& env) {
   exec::BootstrapClient group(root_address, env.rank, env.nranks, std::chrono::seconds(60),
                               exec::kDefaultSilenceLimit, round_limit(a));
   if (env.rank == 0) {
-    for (const auto& w : warnings) std::fprintf(stderr, "topocoll accept: %s\n", w.c_str());
     std::printf("accept: %s (%s), %d ranks, budget %.0f s, threshold %.0f %%\n",
                 a.options.topology.name().c_str(), a.options.topology_file.c_str(), env.nranks,
                 a.options.budget_s, a.options.threshold * 100);
@@ -213,11 +195,11 @@ int run_accept(std::span<const std::string> args) {
     env.nranks = a.ranks;
     env.bootstrap = a.bootstrap;
     if (env.bootstrap.empty())
-      if (const auto from_env = exec::rank_environment_from_env()) env.bootstrap = from_env->bootstrap;
+      if (const auto from_env = exec::rank_environment_from_env(config::env())) env.bootstrap = from_env->bootstrap;
     if (env.bootstrap.empty()) throw std::invalid_argument("--rank needs --bootstrap HOST:PORT (rank 0's address)");
     return run_rank(a, env);
   }
-  if (const auto env = exec::rank_environment_from_env()) {
+  if (const auto env = exec::rank_environment_from_env(config::env())) {
     auto e = *env;
     if (!a.bootstrap.empty()) e.bootstrap = a.bootstrap;
     return run_rank(a, e);

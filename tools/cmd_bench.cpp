@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/env.h"
+#include "config/value_grammar.h"
 #include "exec/benchmark.h"
 #include "fabric/live_fabric.h"
 #include "exec/bootstrap.h"
@@ -96,8 +99,8 @@ constexpr double kMinFactor = 1.01, kMaxFactor = 1024;
 std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   std::vector<int64_t> sizes;
   if (const auto colon = text.find(':'); colon != std::string::npos) {
-    const int64_t lo = sched::parse_size(text.substr(0, colon));
-    const int64_t hi = sched::parse_size(text.substr(colon + 1));
+    const int64_t lo = config::size_argument("--sizes", text.substr(0, colon), 0, kMaxArgumentBytes);
+    const int64_t hi = config::size_argument("--sizes", text.substr(colon + 1), 0, kMaxArgumentBytes);
     if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes '" + text + "': need 1 <= A <= B");
     const double rows = std::floor(std::log(double(hi) / double(lo)) / std::log(factor)) + 1;
     if (rows > double(kMaxSizes))
@@ -107,7 +110,8 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
     for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor)
       if (sizes.empty() || int64_t(s) != sizes.back()) sizes.push_back(int64_t(s));
   } else {
-    for (const auto& part : split_list(text, ',')) sizes.push_back(sched::parse_size(part));
+    for (const auto& part : split_list(text, ','))
+      sizes.push_back(config::size_argument("--sizes", part, 0, kMaxArgumentBytes));
     if (sizes.size() > kMaxSizes)
       throw std::invalid_argument("--sizes lists " + std::to_string(sizes.size()) + " sizes; at most " +
                                   std::to_string(kMaxSizes));
@@ -116,37 +120,9 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   return sizes;
 }
 
-int parse_int(const std::string& flag, const std::string& v, int lo) {
-  std::size_t pos = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != v.size() || x < lo)
-    throw std::invalid_argument(flag + " '" + v + "': expected an integer >= " + std::to_string(lo));
-  return x;
-}
-
-double parse_positive(const std::string& flag, const std::string& v, bool zero_ok) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x) || x < 0 || (!zero_ok && x == 0))
-    throw std::invalid_argument(flag + " '" + v + "': expected a number " + (zero_ok ? ">= 0" : "> 0"));
-  return x;
-}
-
-// A finite number in [lo, hi]; anything else (abc, nan, inf, out of range) names the flag
-// and the range.
-double parse_in_range(const std::string& flag, const std::string& v, double lo, double hi) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x) || x < lo || x > hi) {
-    std::ostringstream range;
-    range << "[" << lo << ", " << hi << "]";
-    throw std::invalid_argument(flag + " '" + v + "': expected a number in " + range.str());
-  }
+double positive(const std::string& flag, const std::string& text) {
+  const double x = config::number_argument(flag, text, 0, kAny);
+  if (x == 0) throw std::invalid_argument(flag + " " + config::quoted(text) + ": expected a number above 0");
   return x;
 }
 
@@ -157,10 +133,10 @@ BenchArgs parse_args(std::span<const std::string> args) {
     const std::string& f = args[i];
     auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (f == "--topo") a.topo = value();
-    else if (f == "--ranks" || f == "-n") a.ranks = parse_int(f, value(), 1);
+    else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, INT_MAX));
     else if (f == "--algos" || f == "--algo") a.algos = split_list(value(), ',');
     else if (f == "--sizes") sizes = value();
-    else if (f == "--factor" || f == "-f") a.factor = parse_in_range(f, value(), kMinFactor, kMaxFactor);
+    else if (f == "--factor" || f == "-f") a.factor = config::number_argument(f, value(), kMinFactor, kMaxFactor);
     else if (f == "--coll") {
       if (!sched::parse_collective(value(), a.collective))
         throw std::invalid_argument("--coll '" + args[i] + "': not a collective");
@@ -172,19 +148,19 @@ BenchArgs parse_args(std::span<const std::string> args) {
       const auto op = kernels::parse_reduce_op(value());
       if (!op) throw std::invalid_argument("--op '" + args[i] + "': unknown reduction");
       a.settings.op = *op;
-    } else if (f == "--iters" || f == "-i") a.settings.iters = parse_int(f, value(), 1);
-    else if (f == "--warmup" || f == "-w") a.settings.warmup = parse_int(f, value(), 0);
-    else if (f == "-c" || f == "--check") a.settings.check = parse_int(f, value(), 0) != 0;
-    else if (f == "--seconds") a.settings.target_seconds = parse_in_range(f, value(), 0.001, 3600);
+    } else if (f == "--iters" || f == "-i") a.settings.iters = int(config::count_argument(f, value(), 1, INT_MAX));
+    else if (f == "--warmup" || f == "-w") a.settings.warmup = int(config::count_argument(f, value(), 0, INT_MAX));
+    else if (f == "-c" || f == "--check") a.settings.check = config::count_argument(f, value(), 0, INT_MAX) != 0;
+    else if (f == "--seconds") a.settings.target_seconds = config::number_argument(f, value(), 0.001, 3600);
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();
     else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
-    else if (f == "--rank") a.rank = parse_int(f, value(), 0);
+    else if (f == "--rank") a.rank = int(config::count_argument(f, value(), 0, INT_MAX));
     else if (f == "--bootstrap") a.bootstrap = value();
     else if (f == "--fabric") a.fabric = value();
-    else if (f == "--alpha-us") a.cost.alpha_us = parse_positive(f, value(), true);
-    else if (f == "--alpha-msg-us") a.cost.alpha_message_us = parse_positive(f, value(), true);
-    else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (parse_positive(f, value(), false) * 1e3);
+    else if (f == "--alpha-us") a.cost.alpha_us = config::number_argument(f, value(), 0, kAny);
+    else if (f == "--alpha-msg-us") a.cost.alpha_message_us = config::number_argument(f, value(), 0, kAny);
+    else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (positive(f, value()) * 1e3);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
@@ -248,7 +224,7 @@ std::vector<int> resolve_endpoints(const topo::Topology& t, const std::vector<st
       out.push_back(*id);
       continue;
     }
-    const int index = parse_int("--endpoints", n, 0);
+    const int index = int(config::count_argument("--endpoints", n, 0, INT_MAX));
     if (index >= int(t.endpoints().size()))
       throw std::invalid_argument("--endpoints: " + n + " is not an endpoint of " + t.name());
     out.push_back(index);
@@ -349,8 +325,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                                   " endpoints, fewer than " + std::to_string(env.nranks) +
                                   " ranks");
   }
-  std::vector<std::string> warnings;
-  const auto options = net::TransportOptions::from_environment(&warnings);
+  const auto options = net::TransportOptions::from_env(config::env());
   std::vector<exec::BenchmarkRow> rows;
   {
     exec::BootstrapClient group(root_address, env.rank, env.nranks);
@@ -358,7 +333,6 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
     exec::HostBackend backend(transport);
     const bool lead = env.rank == 0;
     if (lead) {
-      for (const auto& w : warnings) std::fprintf(stderr, "topocoll bench: %s\n", w.c_str());
       std::printf("# topocoll bench: %d ranks, %s, socket transport (%s), first rank on %s\n",
                   env.nranks, std::string(sched::to_string(a.collective)).c_str(),
                   options.describe().c_str(), host_name().c_str());
@@ -444,10 +418,10 @@ int run_bench(std::span<const std::string> args) {
     env.size_variable = "--ranks";
     env.bootstrap = a.bootstrap;
     if (env.bootstrap.empty())
-      if (const auto from_env = exec::rank_environment_from_env()) env.bootstrap = from_env->bootstrap;
+      if (const auto from_env = exec::rank_environment_from_env(config::env())) env.bootstrap = from_env->bootstrap;
     return run_rank(a, env);
   }
-  if (const auto env = exec::rank_environment_from_env()) {
+  if (const auto env = exec::rank_environment_from_env(config::env())) {
     auto e = *env;
     if (!a.bootstrap.empty()) e.bootstrap = a.bootstrap;
     return run_rank(a, e);

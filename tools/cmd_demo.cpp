@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
+#include "fabric/system_command.h"
 #include "sched/plan.h"
 #include "tools/child_command.h"
 #include "tools/command.h"
@@ -86,23 +88,6 @@ bool run_command(const std::string& name, const std::vector<std::string>& args) 
       return rc == 0;
     }
   std::printf("  (`topocoll %s` is not part of this build; skipped)\n", name.c_str());
-  return false;
-}
-
-bool on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::string p = path;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    const std::size_t end = p.find(':', start);
-    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    struct stat st {};
-    if (!dir.empty() && ::stat((dir + "/" + program).c_str(), &st) == 0 && (st.st_mode & S_IXUSR))
-      return true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
   return false;
 }
 
@@ -188,18 +173,6 @@ void show_contention(const topo::Topology& t, const std::string& algo, int64_t b
   }
 }
 
-int positive(const std::string& flag, const std::string& v) {
-  std::size_t pos = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != v.size() || x < 1) throw std::invalid_argument(flag + " '" + v + "': expected an integer >= 1");
-  return x;
-}
-
 DemoArgs parse_args(std::span<const std::string> args) {
   DemoArgs a;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -208,9 +181,9 @@ DemoArgs parse_args(std::span<const std::string> args) {
     if (f == "--topo") a.topo = value();
     else if (f == "--out") a.out = value();
     else if (f == "--loopback") a.loopback = true;
-    else if (f == "--ranks") a.ranks = positive(f, value());
+    else if (f == "--ranks") a.ranks = int(config::count_argument(f, value(), 1, 4096));
     else if (f == "--sizes") a.sizes = value();
-    else if (f == "--iters") a.iters = positive(f, value());
+    else if (f == "--iters") a.iters = int(config::count_argument(f, value(), 1, 1000000));
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   return a;
@@ -371,10 +344,10 @@ int run_demo(std::span<const std::string> args) {
   run_command("describe", {a.topo});
 
   section("3. draw");
-  const std::string drawing = a.out + "/" + t.name() + (on_path("dot") ? ".png" : ".dot");
+  const bool have_dot = !fabric::find_program("dot").empty();
+  const std::string drawing = a.out + "/" + t.name() + (have_dot ? ".png" : ".dot");
   if (run_command("draw", {a.topo, "-o", drawing}))
-    std::printf("  drawing: %s%s\n", drawing.c_str(),
-                on_path("dot") ? "" : "  (Graphviz `dot` not found: DOT text only)");
+    std::printf("  drawing: %s%s\n", drawing.c_str(), have_dot ? "" : "  (Graphviz `dot` not found: DOT text only)");
 
   section("4. plan allreduce on every endpoint: link contention of each algorithm");
   const int64_t plan_bytes = 64 << 20;

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,10 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
 #include "fabric/live_fabric.h"
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
 #include "tools/command.h"
+#include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -36,6 +39,7 @@ constexpr const char* kUsage =
     "       topocoll fabric cut [--name N] CABLE\n"
     "       topocoll fabric swap [--name N] CABLE CABLE\n"
     "       topocoll fabric restore [--name N] [CABLE]\n"
+    "       topocoll fabric run | rank-exec | place | predict ...  (jobs on a fabric: --help after the verb)\n"
     "\n"
     "Builds the topology as a network on this machine (root; iproute2): a namespace per host,\n"
     "a router namespace per switch, every cable a veth pair shaped with tbf in each direction,\n"
@@ -62,11 +66,9 @@ struct Args {
   bool force = false;
 };
 
-double parse_number(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !std::isfinite(x)) throw std::invalid_argument(flag + " '" + v + "': not a number");
-  return x;
+// The fabric's own checks (fabric/fabric_plan.cpp) give each its range.
+double number(const std::string& flag, const std::string& text) {
+  return config::number_argument(flag, text, 0, kAny);
 }
 
 Args parse(std::span<const std::string> args) {
@@ -80,9 +82,9 @@ Args parse(std::span<const std::string> args) {
       break;
     }
     if (f == "--name") a.name = flag_value(args, i);
-    else if (f == "--rate-mbit") a.rate_mbit = parse_number(f, flag_value(args, i));
-    else if (f == "--scale") a.options.scale = parse_number(f, flag_value(args, i));
-    else if (f == "--mtu") a.options.mtu = int(parse_number(f, flag_value(args, i)));
+    else if (f == "--rate-mbit") a.rate_mbit = number(f, flag_value(args, i));
+    else if (f == "--scale") a.options.scale = number(f, flag_value(args, i));
+    else if (f == "--mtu") a.options.mtu = int(config::count_argument(f, flag_value(args, i), 0, INT_MAX));
     else if (f == "--json") a.json = true;
     else if (f == "--force") a.force = true;
     else if (f.size() > 1 && f[0] == '-' && f.find("->") == std::string::npos)
@@ -320,13 +322,21 @@ int run_fault(const Args& a) {
 }
 
 int run_fabric(std::span<const std::string> args) {
+  const std::string verb = args.empty() ? "" : args[0];
+  const bool job_verb = verb == "run" || verb == "rank-exec" || verb == "place";
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
+      if (job_verb) std::printf("usage: topocoll fabric ...\n%s", kFabricJobUsage);
+      else if (verb == "predict") std::printf("%s", kFabricPredictUsage);
+      else std::printf("%s", kUsage);
       return 0;
     }
   }
+  if (verb == "run") return fabric_run(args.subspan(1));
+  if (verb == "rank-exec") return fabric_rank_exec(args.subspan(1));
+  if (verb == "place") return fabric_place(args.subspan(1));
+  if (verb == "predict") return fabric_predict(args.subspan(1));
   const Args a = parse(args);
   if (a.verb == "up") return run_up(a);
   if (a.verb == "down") return run_down(a);

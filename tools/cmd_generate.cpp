@@ -1,12 +1,14 @@
 // `topocoll generate bigraph|nap [options] [-o FILE]`: a topology JSON from shape parameters.
-#include <charconv>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <stdexcept>
 
+#include "config/value_grammar.h"
 #include "tools/command.h"
+#include "tools/flag_value.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
 
@@ -54,25 +56,17 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The shape checks (topo/generators.h) give each value its range; here only the grammar.
 int to_int(const std::string& option, const std::string& text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    throw UsageError(option + ": expected an integer, got '" + text + "'");
-  return value;
+  const config::Parsed<int64_t> v = config::parse_count(text, INT_MIN, INT_MAX);
+  if (!v) throw UsageError(option + " " + config::quoted(text) + ": " + v.expected);
+  return int(*v.value);
 }
 
 double to_double(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw UsageError(option + ": expected a number, got '" + text + "'");
-  return value;
+  const config::Parsed<double> v = config::parse_number(text, -kAny, kAny);
+  if (!v) throw UsageError(option + " " + config::quoted(text) + ": " + v.expected);
+  return *v.value;
 }
 
 HostFabricKind to_fabric(const std::string& option, const std::string& text) {

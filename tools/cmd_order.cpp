@@ -1,14 +1,13 @@
 // `topocoll order`: the host order in which a rank-order ring — what NCCL builds across
 // nodes — is contention-free on the topology, for launchers that number ranks by the order
 // of their host list (mpirun hostfiles, torchrun node ranks, Slurm hostfiles).
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "sched/placement.h"
+#include "sched/job_placement.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -94,39 +93,12 @@ int run_order(std::span<const std::string> args) {
   }
   if (endpoints.size() < 2) throw std::invalid_argument("--hosts: a ring needs at least two endpoints");
 
-  const sched::Placement given = sched::explicit_endpoints(t, endpoints);
-  const std::vector<int> ring = sched::topology_aware_ring(t, given);
-  std::vector<int> ordered_endpoints;
-  std::vector<int> ordered_hosts;
-  for (int rank : ring) {
-    const int e = endpoints[rank];
-    ordered_endpoints.push_back(e);
-    const int h = t.endpoints()[e].host_index;
-    if (std::find(ordered_hosts.begin(), ordered_hosts.end(), h) == ordered_hosts.end())
-      ordered_hosts.push_back(h);
-  }
-  // Launchers number ranks host by host: the ring they build follows the host order with
-  // each host's GPUs together.
-  std::vector<int> launcher_endpoints;
-  for (int h : ordered_hosts)
-    for (int e : t.hosts()[h].endpoints) launcher_endpoints.push_back(e);
-
+  const std::vector<int> launcher_endpoints = sched::launcher_ring_order(t, endpoints);
+  std::set<int> hosts_used;
+  for (int e : launcher_endpoints) hosts_used.insert(t.endpoints()[e].host_index);
   std::fprintf(stderr, "order: ring over %zu endpoints on %zu hosts: worst link load %g in the given order, %g in this one\n",
-               endpoints.size(), ordered_hosts.size(), ring_load(t, endpoints),
-               ring_load(t, launcher_endpoints));
-  for (size_t i = 0; i < ordered_hosts.size(); ++i) {
-    const auto& host = t.hosts()[ordered_hosts[i]];
-    if (format == "list") std::printf("%s\n", host.name.c_str());
-    else if (format == "mpirun") std::printf("%s slots=%zu\n", host.name.c_str(), host.endpoints.size());
-    else if (format == "torchrun") std::printf("%s %zu\n", host.name.c_str(), i);
-    else if (format == "slurm")
-      for (size_t g = 0; g < host.endpoints.size(); ++g) std::printf("%s\n", host.name.c_str());
-  }
-  if (format == "endpoints") {
-    std::string line;
-    for (int e : launcher_endpoints) line += (line.empty() ? "" : ",") + t.endpoints()[e].id;
-    std::printf("%s\n", line.c_str());
-  }
+               endpoints.size(), hosts_used.size(), ring_load(t, endpoints), ring_load(t, launcher_endpoints));
+  std::printf("%s", sched::hostfile(t, launcher_endpoints, format).c_str());
   return 0;
 }
 

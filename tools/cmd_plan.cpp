@@ -1,11 +1,13 @@
 // `topocoll plan`: placement, schedule steps, worst link load per step and predicted time of
 // one collective on one topology; --json follows docs/plan-format.md.
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
 #include "exec/pipeline.h"
 #include "sched/plan.h"
 #include "tools/command.h"
@@ -198,21 +200,21 @@ int run_plan(std::span<const std::string> args) {
     } else if (a == "--algo") {
       req.algo = value();
     } else if (a == "--bytes") {
-      req.bytes = sched::parse_size(value());
+      req.bytes = config::size_argument(a, value(), 0, kMaxArgumentBytes);
       have_bytes = true;
     } else if (a == "--ranks") {
-      req.nranks = std::stoi(value());
-      if (req.nranks < 1) throw std::invalid_argument("--ranks: must be >= 1");
+      req.nranks = int(config::count_argument(a, value(), 1, INT_MAX));
     } else if (a == "--elem-size") {
-      req.elem_size = size_t(std::stoul(value()));
+      req.elem_size = size_t(config::count_argument(a, value(), 1, 1024));
     } else if (a == "--alpha-msg-us") {
-      req.cost.alpha_message_us = std::stod(value());
+      req.cost.alpha_message_us = config::number_argument(a, value(), 0, kAny);
     } else if (a == "--alpha-us") {
-      req.cost.alpha_us = std::stod(value());
+      req.cost.alpha_us = config::number_argument(a, value(), 0, kAny);
     } else if (a == "--gamma-gbs") {
-      double g = std::stod(value());
-      if (!(g > 0)) throw std::invalid_argument("--gamma-gbs: must be > 0");
-      req.cost.gamma_us_per_byte = 1.0 / (g * 1e3);
+      const std::string& g = value();
+      const double gbs = config::number_argument(a, g, 0, kAny);
+      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted(g) + ": expected a number above 0");
+      req.cost.gamma_us_per_byte = 1.0 / (gbs * 1e3);
     } else if (a == "--no-verify") {
       req.verify = false;
     } else if (a == "--json") {

@@ -2,6 +2,7 @@
 // and bus bandwidth per size and algorithm, which one `auto` picks, and a plot (SVG written
 // here; PNG through rsvg-convert or ImageMagick when one is installed).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
 #include "exec/external_program.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -129,14 +132,14 @@ int run_simulate(std::span<const std::string> args) {
     } else if (a == "--sizes") sizes = value();
     else if (a == "--algos") algos_arg = value();
     else if (a == "--ranks") {
-      base.nranks = std::stoi(value());
-      if (base.nranks < 1) throw std::invalid_argument("--ranks: must be >= 1");
-    } else if (a == "--elem-size") base.elem_size = size_t(std::stoul(value()));
-    else if (a == "--alpha-us") base.cost.alpha_us = std::stod(value());
+      base.nranks = int(config::count_argument(a, value(), 1, INT_MAX));
+    } else if (a == "--elem-size") base.elem_size = size_t(config::count_argument(a, value(), 1, 1024));
+    else if (a == "--alpha-us") base.cost.alpha_us = config::number_argument(a, value(), 0, kAny);
     else if (a == "--gamma-gbs") {
-      double g = std::stod(value());
-      if (!(g > 0)) throw std::invalid_argument("--gamma-gbs: must be > 0");
-      base.cost.gamma_us_per_byte = 1.0 / (g * 1e3);
+      const std::string& g = value();
+      const double gbs = config::number_argument(a, g, 0, kAny);
+      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted(g) + ": expected a number above 0");
+      base.cost.gamma_us_per_byte = 1.0 / (gbs * 1e3);
     } else if (a == "--json") as_json = true;
     else if (a == "--csv") as_csv = true;
     else if (a == "--plot") plot = value();
@@ -151,7 +154,8 @@ int run_simulate(std::span<const std::string> args) {
   }
   auto bounds = split_list(sizes, ':');
   if (bounds.size() != 2) throw std::invalid_argument("--sizes: expected MIN:MAX, got \"" + sizes + "\"");
-  int64_t lo = sched::parse_size(bounds[0]), hi = sched::parse_size(bounds[1]);
+  const int64_t lo = config::size_argument("--sizes", bounds[0], 0, kMaxArgumentBytes);
+  const int64_t hi = config::size_argument("--sizes", bounds[1], 0, kMaxArgumentBytes);
   if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes: need 1 <= MIN <= MAX");
   std::vector<int64_t> list;
   for (int64_t s = int64_t(1) << int(std::ceil(std::log2(double(lo)))); s <= hi; s *= 2) list.push_back(s);

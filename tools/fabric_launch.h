@@ -5,11 +5,11 @@
 // message spreads evenly over them as the model assumes.
 #pragma once
 
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "config/env.h"
 #include "exec/local_launcher.h"
 #include "fabric/live_fabric.h"
 #include "net/network_namespace.h"
@@ -34,12 +34,15 @@ inline exec::LaunchOptions fabric_launch(
     p.extra_env = {"TOPOCOLL_FABRIC=" + f.name(), "TOPOCOLL_FABRIC_ENDPOINT=" + e.id};
     if (!marks.empty()) {
       p.extra_env.push_back("TOPOCOLL_NET_LANE_MARKS=" + marks);
-      if (!std::getenv("TOPOCOLL_NET_SOCKETS_PER_CONN"))
+      // What the user set wins; the rest is what the model's NAP striping assumes.
+      const config::Env& env = config::env();
+      if (!env.setting("TOPOCOLL_NET_SOCKETS_PER_CONN").is_set())
         p.extra_env.push_back("TOPOCOLL_NET_SOCKETS_PER_CONN=" + std::to_string(plan.lane_marks.size()));
-      if (!std::getenv("TOPOCOLL_NET_MIN_STRIPE_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
-      // Every message stripes, as the model's NAP striping assumes: the eager channel is one
-      // socket (lane 0's path), so small messages would take one local switch of k.
-      if (!std::getenv("TOPOCOLL_NET_EAGER_BYTES")) p.extra_env.push_back("TOPOCOLL_NET_EAGER_BYTES=0");
+      if (!env.setting("TOPOCOLL_NET_MIN_STRIPE_BYTES").is_set())
+        p.extra_env.push_back("TOPOCOLL_NET_MIN_STRIPE_BYTES=1");
+      // Every message stripes: the eager channel is one socket (lane 0's path), so small
+      // messages would take one local switch of k.
+      if (!env.setting("TOPOCOLL_NET_EAGER_BYTES").is_set()) p.extra_env.push_back("TOPOCOLL_NET_EAGER_BYTES=0");
     }
     launch.placements.push_back(std::move(p));
   }

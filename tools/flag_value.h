@@ -1,7 +1,10 @@
-// The value that follows a command-line flag, shared by the subcommands' parsers.
+// The value that follows a command-line flag, shared by the subcommands' parsers. Values are
+// read by config/value_grammar.h, the grammar of the environment's values too.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,5 +17,10 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
   if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
   return args[++i];
 }
+
+// A size on the command line is at most 1 PiB: beyond it a typo, not a buffer.
+inline constexpr int64_t kMaxArgumentBytes = int64_t(1) << 50;
+// A number bound that is no bound (config::parse_number).
+inline constexpr double kAny = std::numeric_limits<double>::max();
 
 }  // namespace topocoll::cli

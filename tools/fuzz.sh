@@ -5,7 +5,7 @@
 #   handshake      the hello a client sends to a rank's data port
 #   eager          the eager channel's hello and frames, read by a real channel on loopback
 #   connect_handle the net plugin's connect handle
-#   env            the TOPOCOLL_* values and the launcher variables
+#   env            the grammar of values and the Env: TOPOCOLL_* and launcher variables
 #   bash tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 20 s each, every target)
 # Builds build-fuzz/<target> with clang (-fsanitize=fuzzer,address,undefined) straight from
 # the sources, seeds it with tests/fuzz/corpus/<target>/ (the topology target also with
@@ -31,7 +31,7 @@ if [ -z "$CXX_FUZZ" ]; then
 fi
 
 OUT=build-fuzz
-NET_SOURCES=(net/*.cpp)
+NET_SOURCES=(net/*.cpp config/warnings.cpp)
 
 # The sources each target is built from, and the directories whose changes rebuild it.
 sources_of() {
@@ -41,8 +41,8 @@ sources_of() {
     handshake) echo tests/fuzz/handshake_fuzz.cpp net/hello_check.cpp net/socket_calls.cpp net/socket_address.cpp ;;
     eager) echo tests/fuzz/eager_fuzz.cpp exec/eager_channel.cpp "${NET_SOURCES[@]}" ;;
     connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
-    env) echo tests/fuzz/env_fuzz.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp exec/rank_environment.cpp \
-           net/transport_options.cpp exec/pipeline.cpp ;;
+    env) echo tests/fuzz/env_fuzz.cpp config/*.cpp exec/bootstrap.cpp exec/bootstrap_wire.cpp \
+           exec/rank_environment.cpp exec/pipeline.cpp net/*.cpp ;;
     *) echo "fuzz: unknown target '$1'" >&2; return 1 ;;
   esac
 }
@@ -51,7 +51,7 @@ watched_of() {
     topology) echo topo tests/fuzz ;;
     bootstrap) echo exec net tests/fuzz ;;
     eager) echo exec net tests/fuzz tests/common ;;
-    env) echo exec net sched tests/fuzz ;;
+    env) echo config exec net sched tests/fuzz ;;
     *) echo net tests/fuzz ;;
   esac
 }

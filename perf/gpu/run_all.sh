@@ -32,11 +32,18 @@
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin beside NCCL's own
 #                   Socket transport, interleaved rounds, time ratio per size, under MPS
+#   fabric-nccl     nccl-tests over an emulated BiGraph and NAP fabric (`topocoll fabric`), one
+#                   namespace and NCCL host per rank, plain NCCL against NCCL with topocoll,
+#                   beside the cost model's predictions (perf/gpu/fabric_nccl_tests.sh; its
+#                   record perf/results/gpu-fabric-<device>-<date>/, FABRIC_RESULTS_DIR, also
+#                   copied into RESULTS_DIR). Resumable: each call runs what fits its 10 minutes
 # "check" stands for the four check-* stages.
 #
 # What a fresh GPU machine lacks travels with the repository (perf/gpu/fetch_debs.sh):
 #   DEPS_DIR (default perf/gpu/debs): .deb files unpacked with dpkg -x into BUILD_DIR/deps
-#            when the build does not find nlohmann-json and GoogleTest on the system;
+#            when the build does not find nlohmann-json and GoogleTest on the system, or the
+#            machine has no iproute2 (the fabric then runs BUILD_DIR/deps' ip and tc with
+#            their own libraries: TOPOCOLL_FABRIC_IPROUTE2; nothing else sees those libraries);
 #   NCCL:    NCCL_HOME if set, else the nvidia-nccl wheel of python3 (the NCCL PyTorch
 #            loads), else what CMake finds; that library is first on LD_LIBRARY_PATH for
 #            every process, so all stages run one NCCL (device.txt names it);
@@ -64,7 +71,7 @@ out=${RESULTS_DIR:-$root/perf/results/gpu-$device-$stamp}
 mkdir -p "$out"
 summary="$out/summary.md"
 failed=0
-all_stages="build kernels kernels-repeat ctest check-small check-n8 check-nap check-variants net bench torch nccl-tests net-vs-socket"
+all_stages="build kernels kernels-repeat ctest check-small check-n8 check-nap check-variants net bench torch nccl-tests net-vs-socket fabric-nccl"
 stages=" ${STAGES:-$all_stages} "
 stages=${stages/ check / check-small check-n8 check-nap check-variants }
 want() { [[ "$stages" == *" $1 "* ]]; }
@@ -86,11 +93,14 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 # --- what this machine lacks: packages as .debs, NCCL from the wheel -------------------------
 deps_dir=${DEPS_DIR:-$root/perf/gpu/debs}
 prefix=$build/deps
-if ! dpkg-query -W nlohmann-json3-dev libgtest-dev > /dev/null 2>&1; then
-  if [ ! -d "$prefix/usr" ] && ls "$deps_dir"/*.deb > /dev/null 2>&1; then
-    mkdir -p "$prefix"
-    for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$prefix"; done
-  fi
+have_build_deps=1
+dpkg-query -W nlohmann-json3-dev libgtest-dev > /dev/null 2>&1 || have_build_deps=0
+if { [ $have_build_deps = 0 ] || ! command -v ip > /dev/null; } && [ ! -d "$prefix/usr" ] &&
+   ls "$deps_dir"/*.deb > /dev/null 2>&1; then
+  mkdir -p "$prefix"
+  for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$prefix"; done
+fi
+if [ $have_build_deps = 0 ]; then
   if [ -d "$prefix/usr" ]; then
     export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   else
@@ -98,10 +108,11 @@ if ! dpkg-query -W nlohmann-json3-dev libgtest-dev > /dev/null 2>&1; then
          "(run perf/gpu/fetch_debs.sh where apt works and carry the directory)" >&2
   fi
 fi
-# iproute2 from the .debs (the emulated fabric's ip and tc) when the machine has none.
-if ! command -v ip > /dev/null && { [ -x "$prefix/usr/bin/ip" ] || [ -x "$prefix/bin/ip" ]; }; then
-  export PATH="$prefix/usr/bin:$prefix/bin:$prefix/usr/sbin:$prefix/sbin:$PATH"
-  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# iproute2 from the .debs (the emulated fabric's ip and tc) when the machine has none: the
+# fabric runs them with the prefix's libraries (fabric/iproute2.h); PATH and LD_LIBRARY_PATH
+# stay as they are, so no other program loads Debian's libraries.
+if ! command -v ip > /dev/null && { [ -x "$prefix/bin/ip" ] || [ -x "$prefix/usr/bin/ip" ]; }; then
+  export TOPOCOLL_FABRIC_IPROUTE2=$prefix
 fi
 if [ -z "${NCCL_HOME:-}" ]; then
   wheel=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0] if s else '')" 2>/dev/null)
@@ -179,7 +190,7 @@ want kernels-repeat && {
 # --- ctest ------------------------------------------------------------------------------------
 want ctest && {
   run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
-  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|Planner|CallBytes|GroupQueue|PlanCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
+  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|RouteDecision|NcclTestsSizes|GroupQueue|CallRouteCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
   run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 }
 
@@ -327,6 +338,22 @@ if want nccl-tests || want net-vs-socket; then
           --json "$out/net-vs-socket-n$n.json" "${args[@]}" > "$out/net-vs-socket-n$n.md" || failed=1
     done
     stop_mps
+  fi
+fi
+
+# --- nccl-tests over an emulated fabric ------------------------------------------------------
+# Its own MPS, budget and record (perf/gpu/fabric_nccl_tests.sh); what this call started with
+# (the build) comes off its 10 minutes.
+if want fabric-nccl; then
+  if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "${NCCL_TESTS_SRC:-}/src" ]; then
+    skip fabric-nccl "NCCL_TESTS_SRC does not name a nccl-tests source tree"
+  elif ! command -v mpirun > /dev/null; then
+    skip fabric-nccl "needs mpirun"
+  elif nccl_tests_build; then
+    stop_mps
+    run fabric-nccl env BUDGET=$((${CALL_SECONDS:-570} - SECONDS)) NT_BUILD="$nt_build" PLUGIN="$plugin" \
+        RESULTS_DIR="${FABRIC_RESULTS_DIR:-$root/perf/results/gpu-fabric-$device-$(date -u +%Y%m%d)}" COPY_TO="$out" \
+        bash "$root/perf/gpu/fabric_nccl_tests.sh" "$build"
   fi
 fi
 

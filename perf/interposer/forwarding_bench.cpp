@@ -66,8 +66,8 @@ int main(int argc, char** argv) {
   }
   rows.push_back({"allreduce, another communicator served", ns_per_call(direct_ar, calls),
                   ns_per_call(interposed_ar, calls)});
-  // The call's own communicator served and its cached plan says NCCL: served-state lookup,
-  // argument checks, then the plan cache (one mutex and hash lookup).
+  // The call's own communicator served and its cached route says NCCL: served-state lookup,
+  // argument checks, then the route cache (one mutex and hash lookup).
   {
     topocoll::topo::BiGraphShape shape;
     shape.switches_per_group = 2;
@@ -80,10 +80,10 @@ int main(int argc, char** argv) {
     served->topology = topology;
     served->placement = topocoll::sched::first_endpoints(*topology, 8);
     served->served = true;
-    auto nccl = std::make_shared<ti::Plan>();  // the decision for this call, cached
-    nccl->route = ti::Route::Nccl;
+    auto nccl = std::make_shared<ti::Route>();  // the decision for this call, cached
+    nccl->target = ti::RouteTarget::Nccl;
     nccl->algo = "nccl";
-    served->plans.insert({topocoll::sched::Collective::AllReduce, int(ncclFloat32), 4}, nccl);
+    served->routes.insert({topocoll::sched::Collective::AllReduce, int(ncclFloat32), 4}, nccl);
     ti::CommRegistry::instance().insert(std::move(served));
     rows.push_back({"allreduce on a served communicator -> NCCL", ns_per_call(direct_ar, calls / 4),
                     ns_per_call(interposed_ar, calls / 4)});

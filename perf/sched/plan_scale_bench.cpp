@@ -19,8 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/value_grammar.h"
 #include "sched/cost_model.h"
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
 #include "sched/link_load.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
@@ -79,7 +81,7 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--max-endpoints") max_endpoints = std::stoi(next());
-    else if (a == "--bytes") bytes = sched::parse_size(next());
+    else if (a == "--bytes") bytes = config::size_argument(a, next(), 1, int64_t(1) << 50);
     else if (a == "--repeats") repeats = std::max(1, std::stoi(next()));
     else if (a == "--json") json_path = next();
     else {

@@ -31,6 +31,7 @@
 #include "sched/link_load.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 #include "topo/generators.h"
 
 namespace {

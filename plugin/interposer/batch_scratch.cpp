@@ -7,7 +7,7 @@
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/log.h"
 

@@ -3,8 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -12,25 +10,23 @@
 #include <vector>
 
 #include "exec/nccl_backend.h"
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/rank_identity.h"
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/log.h"
+#include "plugin/process_context.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
 
 // NCCL_COMM_BLOCKING is NCCL's default for configs that leave `blocking` undefined.
-bool default_blocking() {
-  const char* v = std::getenv("NCCL_COMM_BLOCKING");
-  return !(v && std::strcmp(v, "0") == 0);
-}
+bool default_blocking() { return process_context().env.nccl_comm_blocking != "0"; }
 
 bool config_blocking(const ncclConfig_t* config, ncclComm_t parent) {
   if (config && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
@@ -68,7 +64,7 @@ void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
 // The state a served communicator needs on this rank (topology, placement, scratch);
 // throws on a local failure (an allocation), which the ready vote then shares.
 void prepare_service(CommState& st, ServiceAgreement& a) {
-  st.topology = configured_topology().topology;
+  st.topology = process_context().topology;
   st.placement = std::move(a.placement);
   st.scratch = std::make_unique<DeviceScratch>(st.device);
   // Only pipelined steps use it; without one they run unoverlapped (same bytes either way).
@@ -76,7 +72,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   if (!st.overlap_lane)
     TC_WARN("communicator %p: no CUDA stream for overlapping reduces with transfers; "
             "pipelined steps run without overlap", static_cast<void*>(st.comm));
-  st.plans.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
+  st.routes.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
 
@@ -138,8 +134,9 @@ void finish_inits(std::vector<PendingInit>& pending) {
   // Reserved up front so that adding an entry below cannot throw.
   states.reserve(inits.size());
   batch.reserve(inits.size());
-  const ConfiguredTopology& topo = configured_topology();
-  if (!topo.error.empty()) TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", topo.error.c_str()));
+  const ProcessContext& context = process_context();
+  if (!context.topology_error.empty())
+    TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", context.topology_error.c_str()));
   for (const PendingInit& p : inits) {
     IdentityExchange x;
     x.comm = p.comm;
@@ -159,8 +156,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
       x.nranks = st->nranks;
       x.rank = st->rank;
       x.device = st->device;
-      x.mine = make_identity(local_host_name(topo), host_gpu_index(st->device, pci_bus_id(st->device)),
-                             topo, true);
+      x.mine = make_identity(
+          host_gpu_index(st->device, context.env.cuda_visible_devices, pci_bus_id(st->device)), context, true);
     } catch (...) {
       // Same skip rules as above, from NCCL's own answers (no allocation).
       if (!p.blocking) continue;
@@ -209,7 +206,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
                 "every rank falls back to NCCL", static_cast<void*>(x.comm), x.rank,
                 x.prepare_error.c_str());
       // A record marked by mark_unserved makes the agreement fall back on every rank.
-      agreed[i] = agree_on_service(x.all, topo.topology.get());
+      agreed[i] = agree_on_service(x.all, context.topology.get());
       if (!agreed[i].served) continue;
       prepare_service(*states[i], agreed[i]);
       votes[i].ready = 1;
@@ -304,12 +301,12 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     for (int i = 0; i < ndev; ++i) register_unserved(describe_comm(comms[i], true), "no topology configured");
     return;
   }
-  const ConfiguredTopology& topo = configured_topology();
+  const ProcessContext& context = process_context();
   std::vector<RankIdentity> all(static_cast<std::size_t>(ndev));
-  const std::string host = local_host_name(topo);
   for (int i = 0; i < ndev; ++i) {
     const int device = devlist ? devlist[i] : i;
-    all[std::size_t(i)] = make_identity(host, host_gpu_index(device, pci_bus_id(device)), topo, true);
+    all[std::size_t(i)] =
+        make_identity(host_gpu_index(device, context.env.cuda_visible_devices, pci_bus_id(device)), context, true);
   }
   // All ranks are in this process: no exchange, and a local failure of one is known to
   // all, so every communicator of the clique falls back together.
@@ -325,7 +322,7 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     why = "single-rank communicator";
   } else {
     for (auto& st : states) {
-      ServiceAgreement a = agree_on_service(all, topo.topology.get());
+      ServiceAgreement a = agree_on_service(all, context.topology.get());
       if (!a.served) {
         TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
                 static_cast<void*>(st->comm), st->nranks, a.reason.c_str());

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "plugin/interposer/plan_cache.h"
+#include "plugin/interposer/call_route_cache.h"
 #include "sched/placement.h"
 #include "topo/topology.h"
 
@@ -44,7 +44,7 @@ struct CommState {
 
   std::shared_ptr<const topo::Topology> topology;
   sched::Placement placement;
-  PlanCache plans;
+  CallRouteCache routes;
 
   // Device scratch grown on demand, freed with the communicator.
   std::unique_ptr<DeviceScratch> scratch;

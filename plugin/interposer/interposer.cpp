@@ -14,18 +14,19 @@
 #include "exec/nccl_backend.h"
 #include "kernels/datatype.h"
 #include "plugin/interposer/batch_scratch.h"
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_lifecycle.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/interposer/thread_group.h"
 #include "plugin/log.h"
+#include "sched/nccl_tests_sizes.h"
 
-// The dispatch of served calls: decide (plan cache), then forward to NCCL, queue inside a
+// The dispatch of served calls: decide (route cache), then forward to NCCL, queue inside a
 // user group, or run (topology-ordered NCCL: ring_comm.h; a schedule: the engine on the
 // NCCL/CUDA backend). Communicator init and release: comm_lifecycle.cpp.
 namespace topocoll::plugin::interposer {
@@ -51,7 +52,7 @@ bool type_supported(ncclDataType_t t) {
 }
 
 // Logs the decision for (collective, power-of-two size) once per communicator.
-void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, const Plan& plan) {
+void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, const Route& route) {
   const int bucket = bytes <= 1 ? 0 : std::min(63, int(std::bit_width(bytes - 1)));
   const uint64_t bit = uint64_t(1) << bucket;
   auto& word = st.logged_buckets[std::size_t(call.collective)];
@@ -60,8 +61,8 @@ void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, 
   if (word.fetch_or(bit, std::memory_order_relaxed) & bit) return;
   TC_INFO(NCCL_COLL | NCCL_TUNING, "comm %p rank %d/%d %s up to %llu B -> %s (%s)",
           static_cast<void*>(st.comm), st.rank, st.nranks, collective_name(call.collective),
-          static_cast<unsigned long long>(uint64_t(1) << bucket), plan.algo.c_str(),
-          plan.reason.c_str());
+          static_cast<unsigned long long>(uint64_t(1) << bucket), route.algo.c_str(),
+          route.reason.c_str());
 }
 
 // Aliasing NCCL does not define for the call (partial overlap, in-place all-to-all) goes to
@@ -90,16 +91,16 @@ bool buffers_understood(const CollectiveCall& call, const CommState& st, std::si
   return disjoint;
 }
 
-std::shared_ptr<const Plan> plan_for(CommState& st, const CollectiveCall& call, std::size_t elem) {
-  const PlanKey key{call.collective, int(call.datatype), int64_t(call.count)};
-  if (auto plan = st.plans.find(key)) return plan;
-  PlanInput in;
+std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call, std::size_t elem) {
+  const CallKey key{call.collective, int(call.datatype), int64_t(call.count)};
+  if (auto route = st.routes.find(key)) return route;
+  RouteRequest in;
   in.topology = st.topology.get();
   in.placement = &st.placement;
   in.rank = st.rank;
   in.key = key;
   in.elem_bytes = elem;
-  return st.plans.insert(key, make_plan(in, interposer_config()));
+  return st.routes.insert(key, decide_route(in, interposer_config()));
 }
 
 // The kernels' op for a call: its own for reductions, Sum (unused) for data movement.
@@ -116,7 +117,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   std::vector<std::size_t> needs;
   // The most any rank needs, so every rank's scratch grows at the same call (batch_scratch.h).
   for (const PendingCollective& c : calls)
-    needs.push_back(exec::max_scratch_bytes(*c.plan->schedule, kernels::DataType(int(c.call.datatype)),
+    needs.push_back(exec::max_scratch_bytes(*c.route->schedule, kernels::DataType(int(c.call.datatype)),
                                             reduce_op_of(c.call)));
   std::vector<char*> regions;
   std::vector<char> to_nccl;
@@ -137,7 +138,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     CommState* st = c.state.get();
     device_guard.use(st->device);
     QueuedCollective q;
-    q.schedule = c.plan->schedule;
+    q.schedule = c.route->schedule;
     q.rank = st->rank;
     q.dtype = kernels::DataType(int(c.call.datatype));
     q.op = reduce_op_of(c.call);
@@ -163,7 +164,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
 
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
   std::vector<PendingCollective> ring, schedules;
-  for (auto& p : pending) (p.plan->route == Route::NcclTopoRing ? ring : schedules).push_back(p);
+  for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);
   pending.clear();
   ncclResult_t r = run_ring_calls(ring);
   const ncclResult_t s = run_schedules(schedules);
@@ -205,23 +206,25 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     TC_FALLBACK_ONCE("partially overlapping buffers or in-place all-to-all go to NCCL");
     return forward_collective(call, call.comm);
   }
-  std::shared_ptr<const Plan> plan = plan_for(*st, call, elem);
-  log_decision(*st, call, call_bytes(call.collective, call.count, elem, st->nranks), *plan);
+  std::shared_ptr<const Route> route = route_for(*st, call, elem);
+  log_decision(*st, call,
+               std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
+               *route);
 
-  switch (plan->route) {
-    case Route::Nccl:
+  switch (route->target) {
+    case RouteTarget::Nccl:
       return forward_collective(call, call.comm);
-    case Route::NcclTopoRing:
+    case RouteTarget::NcclTopoRing:
       if (st->ring_comm_failed) return forward_collective(call, call.comm);
       // Straight through when no block needs permuting; else after NCCL's group (queued).
       if (st->ring_comm && (call.collective == Collective::AllReduce || !st->ring_permutes))
         return forward_collective(call, st->ring_comm);
       break;
-    case Route::Schedule:
+    case RouteTarget::Schedule:
       break;
   }
   ThreadGroup& g = thread_group();
-  std::vector<PendingCollective> one{{st, call, plan}};
+  std::vector<PendingCollective> one{{st, call, route}};
   if (g.depth.inside()) {
     g.collectives.push_back(one[0]);
     return ncclSuccess;

@@ -36,7 +36,7 @@ struct CollectiveCall {
 // NCCL's own collective for the call on `comm` (the user's, or the topology-ring split).
 ncclResult_t forward_collective(const CollectiveCall& call, ncclComm_t comm);
 
-// A collective on a served communicator: decides (plan cache), then forwards, queues (inside
+// A collective on a served communicator: decides (route cache), then forwards, queues (inside
 // a group) or runs the schedule on the user's stream.
 ncclResult_t serve_collective(const CollectiveCall& call);
 
@@ -56,7 +56,7 @@ void comm_created_in_progress(ncclComm_t comm);
 // ncclCommInitAll: every rank lives in this process, so no exchange is needed.
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist);
 // Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's
-// state for it (topology-ring communicator, scratch, plans).
+// state for it (topology-ring communicator, scratch, routes).
 ncclResult_t comm_finalize(ncclComm_t comm);
 // Destroy/abort in the order that cannot hang: topocoll's state leaves the registry and its
 // topology-ring communicator is destroyed/aborted, then `nccl_release` (pncclCommDestroy or

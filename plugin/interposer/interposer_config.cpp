@@ -1,10 +1,6 @@
-#include <cstdint>
-#include <cstdlib>
-#include <string>
+#include "plugin/interposer/interposer_config.h"
 
-#include "plugin/interposer/interposer_params.h"
-#include "plugin/log.h"
-#include "plugin/param.h"
+#include "plugin/process_context.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
@@ -41,41 +37,25 @@ std::string_view schedule_algo_name(AlgoChoice c) {
   return "";
 }
 
-InterposerConfig read_interposer_config() {
+InterposerConfig interposer_config_from(const config::Env& env) {
   InterposerConfig c;
-  c.enable = param_bool("TOPOCOLL_ENABLE", true);
-  c.topo_file = param_string("TOPOCOLL_TOPO_FILE", "");
-  const std::string algo =
-      param_choice("TOPOCOLL_ALGO", "auto",
-                   {"auto", "nccl", "ring", "hd", "fc", "fc-direct", "hier", "nccl-topo-ring"});
-  c.algo = parse_algo_choice(algo).value_or(AlgoChoice::Auto);
-  c.min_bytes = param_bytes("TOPOCOLL_MIN_BYTES", 0);
-  c.max_bytes = param_bytes("TOPOCOLL_MAX_BYTES", INT64_MAX);
-  if (c.min_bytes > c.max_bytes) {
-    TC_WARN("TOPOCOLL_MIN_BYTES (%lld) is larger than TOPOCOLL_MAX_BYTES (%lld); ignoring both",
-            static_cast<long long>(c.min_bytes), static_cast<long long>(c.max_bytes));
-    c.min_bytes = 0;
-    c.max_bytes = INT64_MAX;
-  }
-  c.step_overhead_us =
-      static_cast<double>(param_int("TOPOCOLL_STEP_OVERHEAD_US", 8, 0, 1000000));
-  c.plan_cache_bytes = param_bytes("TOPOCOLL_PLAN_CACHE_BYTES", c.plan_cache_bytes);
-  c.scratch_max_bytes = param_bytes("TOPOCOLL_SCRATCH_MAX_BYTES", c.scratch_max_bytes);
-  const std::string ring = param_choice("TOPOCOLL_RING_COMM", "init", {"init", "lazy", "off"});
-  c.ring_comm = ring == "lazy" ? RingCommMode::Lazy : ring == "off" ? RingCommMode::Off : RingCommMode::Init;
-  const std::string margin = param_string("TOPOCOLL_AUTO_MARGIN", "");
-  if (!margin.empty()) {
-    char* end = nullptr;
-    const double m = std::strtod(margin.c_str(), &end);
-    if (end && *end == '\0' && m >= 1.0 && m <= 100.0) c.auto_margin = m;
-    else TC_WARN("TOPOCOLL_AUTO_MARGIN=%s is not a number from 1 to 100; using %.2f",
-                 margin.c_str(), c.auto_margin);
-  }
+  c.enable = env.enable;
+  c.topo_file = env.topo_file;
+  c.algo = parse_algo_choice(env.algo).value_or(AlgoChoice::Auto);
+  c.min_bytes = env.min_bytes;
+  c.max_bytes = env.max_bytes;
+  c.step_overhead_us = double(env.step_overhead_us);
+  c.plan_cache_bytes = env.plan_cache_bytes;
+  c.auto_margin = env.auto_margin;
+  c.scratch_max_bytes = env.scratch_max_bytes;
+  c.ring_comm = env.ring_comm == "lazy" ? RingCommMode::Lazy
+                : env.ring_comm == "off" ? RingCommMode::Off
+                                         : RingCommMode::Init;
   return c;
 }
 
 const InterposerConfig& interposer_config() {
-  static const InterposerConfig config = read_interposer_config();
+  static const InterposerConfig config = interposer_config_from(process_context().env);
   return config;
 }
 

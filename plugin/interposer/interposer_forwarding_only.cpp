@@ -2,7 +2,7 @@
 // to NCCL unchanged (the entry points then cost one branch more than NCCL's own).
 #include "plugin/interposer/buffer_registration.h"
 #include "plugin/interposer/interposer.h"
-#include "plugin/interposer/interposer_params.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/log.h"
 
 namespace topocoll::plugin::interposer {

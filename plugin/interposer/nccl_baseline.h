@@ -1,6 +1,6 @@
 // What NCCL itself would take for a call: the best of NCCL 2.28's algorithms and protocols
-// (Ring, Tree, PAT with LL / LL128 / Simple) as the tuner's model lays them over the
-// topology (plugin/tuner/nccl_algorithm_model.h), so `auto` compares topocoll against
+// (Ring, Tree, PAT with LL / LL128 / Simple) as the model the tuner uses too lays them over
+// the topology (sched/nccl_algorithm_model.h), so `auto` compares topocoll against
 // NCCL's best and not against a rank-order ring only. NVLS, NVLS-Tree and CollNet are not
 // modelled: where they apply (NVSwitch hosts), NCCL may be faster than predicted here,
 // which TOPOCOLL_AUTO_MARGIN has to cover.

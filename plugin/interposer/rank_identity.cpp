@@ -1,33 +1,19 @@
 #include "plugin/interposer/rank_identity.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
-#include "config/local_host.h"
-#include "plugin/interposer/interposer_params.h"
-#include "topo/topology_json.h"
+#include "config/value_grammar.h"
 
 namespace topocoll::plugin::interposer {
 namespace {
-
-uint64_t fnv1a(const std::string& bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 std::string identity_host(const RankIdentity& id) {
   return std::string(id.host, strnlen(id.host, sizeof id.host));
@@ -58,66 +44,32 @@ int index_by_pci_address(const std::string& bus_id, const std::string& dir) {
 
 }  // namespace
 
-ConfiguredTopology load_configured_topology(const std::string& path) {
-  ConfiguredTopology result;
-  if (path.empty()) return result;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    result.error = "cannot open TOPOCOLL_TOPO_FILE '" + path + "'";
-    return result;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    result.topology = std::make_shared<const topo::Topology>(topo::load_topology_text(text.str()));
-    result.hash = fnv1a(text.str());
-  } catch (const std::exception& e) {
-    result.error = "TOPOCOLL_TOPO_FILE '" + path + "': " + e.what();
-  }
-  return result;
-}
-
-const ConfiguredTopology& configured_topology() {
-  static const ConfiguredTopology loaded = load_configured_topology(interposer_config().topo_file);
-  return loaded;
-}
-
-std::string local_host_name(const ConfiguredTopology& topology) {
-  const std::string name = config::local_host().name;
-  if (topology.topology)
-    if (const std::optional<int> h = topology.topology->find_host(name)) return topology.topology->hosts()[*h].name;
-  return name;
-}
-
-int host_gpu_index(int cuda_ordinal, const std::string& pci_bus_id,
+int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const std::string& pci_bus_id,
                    const std::string& driver_gpus_dir) {
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (!visible || !*visible || cuda_ordinal < 0) return cuda_ordinal;
+  if (visible_devices.empty() || cuda_ordinal < 0) return cuda_ordinal;
   std::vector<int> indices;
-  std::stringstream list(visible);
+  std::stringstream list(visible_devices);
   for (std::string item; std::getline(list, item, ',');) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0) {
+    const config::Parsed<int64_t> index = config::parse_count(item, 0, INT_MAX);
+    if (!index) {
       // UUIDs, MIG names: the ordinal would be 0 in every process given one GPU, so ranks on
       // one host would collide. The bus id places the GPU among the host's. Two MIG
       // instances of one GPU share it and still collide (docs/usage.md).
       const int by_bus = index_by_pci_address(pci_bus_id, driver_gpus_dir);
       return by_bus >= 0 ? by_bus : cuda_ordinal;
     }
-    indices.push_back(int(v));
+    indices.push_back(int(*index.value));
   }
   return cuda_ordinal < int(indices.size()) ? indices[cuda_ordinal] : cuda_ordinal;
 }
 
-RankIdentity make_identity(const std::string& host, int gpu, const ConfiguredTopology& topology,
-                           bool can_serve) {
+RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve) {
   RankIdentity id;
   id.gpu = gpu;
-  std::strncpy(id.host, host.c_str(), sizeof id.host - 1);
-  if (topology.topology) {
+  std::strncpy(id.host, context.host.name.c_str(), sizeof id.host - 1);
+  if (context.topology) {
     id.flags |= RankIdentity::kTopologyLoaded;
-    id.topology_hash = topology.hash;
+    id.topology_hash = context.topology_fingerprint;
   }
   if (can_serve) id.flags |= RankIdentity::kCanServe;
   return id;
@@ -152,7 +104,7 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
       return a;
     }
     if (id.topology_hash != identities[0].topology_hash) {
-      a.reason = where + " loaded a different topology file than rank 0";
+      a.reason = where + " loaded a different topology than rank 0";
       return a;
     }
     if (!(id.flags & RankIdentity::kCanServe)) {

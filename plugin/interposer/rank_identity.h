@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "plugin/process_context.h"
 #include "sched/placement.h"
 #include "topo/topology.h"
 
@@ -20,7 +21,7 @@ namespace topocoll::plugin::interposer {
 
 struct RankIdentity {
   static constexpr uint32_t kMagic = 0x54435249;  // "TCRI"
-  static constexpr uint32_t kVersion = 2;
+  static constexpr uint32_t kVersion = 3;  // 3: topology_hash is topo::topology_fingerprint
   enum Flags : uint32_t {
     kTopologyLoaded = 1u << 0,  // TOPOCOLL_TOPO_FILE set and valid on this rank
     kCanServe = 1u << 1,        // this rank can run topocoll schedules (CUDA, blocking comm)
@@ -29,7 +30,7 @@ struct RankIdentity {
   uint32_t version = kVersion;
   int32_t gpu = -1;         // device index on the host as the topology numbers it
   uint32_t flags = 0;
-  uint64_t topology_hash = 0;  // FNV-1a of the topology file's bytes
+  uint64_t topology_hash = 0;  // topo::topology_fingerprint of the process's topology
   char host[72] = {};       // NUL-terminated, truncated
   // Why this rank cannot serve when it failed to prepare its part of the init (a CUDA or
   // host error): it still joins the exchange with this record so every rank falls back
@@ -38,29 +39,17 @@ struct RankIdentity {
 };
 static_assert(sizeof(RankIdentity) == 128, "RankIdentity is exchanged as raw bytes");
 
-// The topology named by TOPOCOLL_TOPO_FILE, loaded once per process.
-struct ConfiguredTopology {
-  std::shared_ptr<const topo::Topology> topology;  // null when unset or invalid
-  uint64_t hash = 0;
-  std::string error;  // why it is null ("" when unset)
-};
-const ConfiguredTopology& configured_topology();
-// Loads one file (tests; configured_topology() uses it).
-ConfiguredTopology load_configured_topology(const std::string& path);
-
-// This process's host (config/local_host.h: TOPOCOLL_HOSTNAME, NCCL_HOSTID, gethostname()),
-// spelled as `topology` spells it when the topology has it (with or without the domain).
-std::string local_host_name(const ConfiguredTopology& topology);
-// CUDA_VISIBLE_DEVICES maps the process's device ordinal to the host's index when it is a
-// list of integers. When it names GPUs by UUID (GPU-..., MIG-...), the index is the
-// position of the device's PCI bus id (`pci_bus_id`, cudaDeviceGetPCIBusId's form) among
-// the host's NVIDIA GPUs sorted by bus id (nvidia-smi's default order), read from
-// `driver_gpus_dir` (one entry per GPU, named by bus id). Otherwise the ordinal itself.
-int host_gpu_index(int cuda_ordinal, const std::string& pci_bus_id = "",
+// CUDA_VISIBLE_DEVICES (`visible_devices`, from the Env) maps the process's device ordinal
+// to the host's index when it is a list of integers. When it names GPUs by UUID (GPU-...,
+// MIG-...), the index is the position of the device's PCI bus id (`pci_bus_id`,
+// cudaDeviceGetPCIBusId's form) among the host's NVIDIA GPUs sorted by bus id (nvidia-smi's
+// default order), read from `driver_gpus_dir` (one entry per GPU, named by bus id).
+// Otherwise the ordinal itself.
+int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const std::string& pci_bus_id = "",
                    const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
-RankIdentity make_identity(const std::string& host, int gpu, const ConfiguredTopology& topology,
-                           bool can_serve);
+// This rank's record: its host as `context` names it, its topology's fingerprint.
+RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve);
 // `id` turned into the record of a rank that cannot serve because of `reason`: kCanServe
 // cleared, the reason carried (truncated) so rank 0 can name it. Never throws.
 void mark_unserved(RankIdentity& id, const char* reason) noexcept;

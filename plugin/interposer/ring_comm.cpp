@@ -12,6 +12,7 @@
 #include "plugin/interposer/device_guard.h"
 #include "plugin/log.h"
 #include "sched/ring.h"
+#include "sched/ring_order.h"
 
 namespace topocoll::plugin::interposer {
 

@@ -20,7 +20,7 @@ namespace topocoll::plugin::interposer {
 struct PendingCollective {
   std::shared_ptr<CommState> state;
   CollectiveCall call;
-  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const Route> route;
 };
 
 // Communicators created inside a user group finish their topocoll init after it closes.

@@ -7,12 +7,9 @@
 #include <filesystem>
 #include <map>
 
-#include "config/local_host.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
 #include "plugin/log.h"
-#include "plugin/net/net_params.h"
-#include "topo/topology_json.h"
 
 namespace topocoll::plugin {
 
@@ -27,21 +24,8 @@ std::string pci_path_of(const std::string& interface_name) {
   return path.string();
 }
 
-// FNV-1a over what identifies a topology's endpoints, so both ends of a connection can tell
-// whether they loaded the same description before trusting each other's endpoint index.
-uint32_t fingerprint(const topo::Topology& t) {
-  uint32_t h = 2166136261u;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 16777619u;
-    h = (h ^ 0xff) * 16777619u;
-  };
-  mix(t.name());
-  for (const auto& e : t.endpoints()) mix(e.id + "@" + e.host + "/" + e.nic);
-  return h == 0 ? 1 : h;
-}
-
-std::vector<NetDevice> interface_devices() {
-  const std::string& selector_text = !net_ifname().empty() ? net_ifname() : nccl_socket_ifname();
+std::vector<NetDevice> interface_devices(const config::Env& env) {
+  const std::string& selector_text = !env.net_ifname.empty() ? env.net_ifname : env.nccl_socket_ifname;
   auto chosen = net::select_interfaces(net::list_interfaces(), net::InterfaceSelector(selector_text));
   std::vector<NetDevice> devices;
   for (const auto& i : chosen) {
@@ -61,9 +45,9 @@ std::vector<NetDevice> interface_devices() {
 // One device per distinct NIC of this host's endpoints, addressed by TOPOCOLL_NET_PLANE_ADDRS,
 // else by the interface of the same name, else by the interface of the RDMA device of that
 // name (net/nic_resolver.h), else by the first usable interface.
-std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Host& host) {
+std::vector<NetDevice> topology_devices(const config::Env& env, const topo::Topology& t, const topo::Host& host) {
   std::vector<std::string> errors;
-  auto addresses = parse_plane_addresses(net_plane_addrs(), &errors);
+  auto addresses = parse_plane_addresses(env.net_plane_addrs, &errors);
   for (const auto& e : errors) TC_WARN("NET: TOPOCOLL_NET_PLANE_ADDRS: %s", e.c_str());
   const net::NicResolver resolver(std::move(addresses), net::list_interfaces());
   std::vector<NetDevice> fallback;
@@ -97,7 +81,7 @@ std::vector<NetDevice> topology_devices(const topo::Topology& t, const topo::Hos
         TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NIC %s is %s, from %s", ep.nic.c_str(),
                 d.address.ip_string().c_str(), resolved.source.c_str());
     } else {
-      if (fallback.empty()) fallback = interface_devices();
+      if (fallback.empty()) fallback = interface_devices(env);
       if (fallback.empty()) {
         TC_WARN("NET: %s; no interface to fall back on, so host %s offers no device for it",
                 resolved.error.c_str(), host.name.c_str());
@@ -155,34 +139,31 @@ std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
   return result;
 }
 
-DeviceCatalog discover_devices() {
+uint32_t handle_fingerprint(uint64_t topology_fingerprint) {
+  const uint32_t folded = uint32_t(topology_fingerprint ^ (topology_fingerprint >> 32));
+  return topology_fingerprint == 0 ? 0 : folded == 0 ? 1 : folded;
+}
+
+DeviceCatalog discover_devices(const ProcessContext& context) {
   DeviceCatalog catalog;
-  const std::string& file = net_topo_file();
-  if (!file.empty()) {
-    try {
-      auto topology = std::make_shared<const topo::Topology>(topo::load_topology_file(file));
-      const config::LocalHost local = config::local_host();
-      catalog.host = local.name;
-      const std::optional<int> host = topology->find_host(local.name);
-      if (!host) {
-        TC_WARN("NET: host \"%s\" (from %s) is not in topology %s (%s); set TOPOCOLL_HOSTNAME to its "
-                "name there. Using the host's interfaces, without plane routing",
-                local.name.c_str(), local.source, topology->name().c_str(), file.c_str());
-      } else {
-        catalog.host = topology->hosts()[*host].name;
-        catalog.devices = topology_devices(*topology, topology->hosts()[*host]);
-        catalog.topology_fingerprint = fingerprint(*topology);
-        catalog.topology = std::move(topology);
-      }
-    } catch (const std::exception& e) {
-      TC_WARN("NET: TOPOCOLL_TOPO_FILE=%s: %s; using the host's interfaces, without plane routing",
-              file.c_str(), e.what());
-    }
+  const config::Env& env = context.env;
+  catalog.host = context.host.name;
+  if (!context.topology_error.empty()) {
+    TC_WARN("NET: %s; using the host's interfaces, without plane routing", context.topology_error.c_str());
+  } else if (context.topology && !context.host_index) {
+    TC_WARN("NET: host \"%s\" (from %s) is not in topology %s (%s); set TOPOCOLL_HOSTNAME to its "
+            "name there. Using the host's interfaces, without plane routing",
+            context.host.name.c_str(), context.host.source, context.topology->name().c_str(),
+            env.topo_file.c_str());
+  } else if (context.topology) {
+    catalog.devices = topology_devices(env, *context.topology, context.topology->hosts()[*context.host_index]);
+    catalog.topology_fingerprint = handle_fingerprint(context.topology_fingerprint);
+    catalog.topology = context.topology;
   }
   if (catalog.devices.empty()) {
     catalog.topology.reset();
     catalog.topology_fingerprint = 0;
-    catalog.devices = interface_devices();
+    catalog.devices = interface_devices(env);
   }
   for (size_t i = 0; i < catalog.devices.size(); ++i) {
     const NetDevice& d = catalog.devices[i];

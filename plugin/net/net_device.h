@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/socket_address.h"
+#include "plugin/process_context.h"
 #include "topo/topology.h"
 
 namespace topocoll::plugin {
@@ -25,7 +26,7 @@ struct NetDevice {
 struct DeviceCatalog {
   std::vector<NetDevice> devices;
   std::shared_ptr<const topo::Topology> topology;  // null without one
-  uint32_t topology_fingerprint = 0;               // same file on both ends -> same value
+  uint32_t topology_fingerprint = 0;               // handle_fingerprint of the topology's; 0 without
   std::string host;                                // this host's name in the topology
 };
 
@@ -33,7 +34,13 @@ struct DeviceCatalog {
 std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
     const std::string& text, std::vector<std::string>* errors);
 
-// Reads the environment once and logs what it found (INFO) or why it fell back (WARN).
-DeviceCatalog discover_devices();
+// The 32 bits of a topology's fingerprint (topo/topology_fingerprint.h) that a connect
+// handle carries in its user_data, so both ends can tell whether they loaded the same
+// topology before trusting each other's endpoint index: 0 for none, never 0 for one.
+uint32_t handle_fingerprint(uint64_t topology_fingerprint);
+
+// The devices of this process (its topology, host and TOPOCOLL_NET_* settings); logs what it
+// found (INFO) or why it fell back (WARN).
+DeviceCatalog discover_devices(const ProcessContext& context);
 
 }  // namespace topocoll::plugin

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "net/connect_attempt.h"
-#include "net/net_warning.h"
 #include "net/socket_transport.h"
 #include "plugin/log.h"
 #include "plugin/net/live_objects.h"
 #include "plugin/net/net_device.h"
 #include "plugin/net/plane_router.h"
+#include "plugin/process_context.h"
 
 namespace topocoll::plugin::socket_net {
 
@@ -40,11 +40,10 @@ struct Catalog {
 const Catalog& catalog() {
   static const Catalog c = [] {
     Catalog result;
-    std::vector<std::string> warnings;
-    result.options = net::TransportOptions::from_environment(&warnings);
-    for (const auto& w : warnings) TC_WARN("NET: %s", w.c_str());
+    const ProcessContext& context = process_context();
+    result.options = net::TransportOptions::from_env(context.env);
     TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
-    result.devices = discover_devices();
+    result.devices = discover_devices(context);
     return result;
   }();
   return c;
@@ -163,9 +162,9 @@ ncclResult_t guarded(const char* call, F&& body) {
 }  // namespace
 
 ncclResult_t init(ncclDebugLogger_t logger) {
+  // From here on the plugin's warnings, and the layers' below it (config/warnings.h: bad
+  // settings, stray connections closed by a listener), go to NCCL's log.
   set_nccl_logger(logger);
-  // The transport's own warnings (stray connections closed by a listener) go to NCCL's log.
-  net::set_warning_sink([](const std::string& message) { TC_WARN("NET/topocoll: %s", message.c_str()); });
   return guarded("init", [] {
     catalog();
     device_strings();

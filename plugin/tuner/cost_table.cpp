@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "plugin/tuner/tuner_api_mapping.h"
 
 namespace topocoll::plugin::tuner {
 
@@ -28,12 +28,13 @@ std::optional<std::pair<int, int>> CostTable::best() const {
   return pick;
 }
 
-int apply_model(CostTable& table, const NcclAlgorithmModel& model, ncclFunc_t coll, double nbytes) {
+int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
+                double nbytes) {
   int changed = 0;
   for (int a = 0; a < table.num_algo(); ++a)
     for (int p = 0; p < table.num_proto(); ++p) {
       if (!table.enabled(a, p)) continue;
-      if (auto t = model.predict_us(coll, a, p, nbytes)) changed += table.set_enabled(a, p, *t);
+      if (auto t = predict_us(model, coll, a, p, nbytes)) changed += table.set_enabled(a, p, *t);
     }
   return changed;
 }

@@ -9,10 +9,9 @@
 #include <utility>
 
 #include "plugin/nccl_api/tuner_v2.h"
+#include "sched/nccl_algorithm_model.h"
 
 namespace topocoll::plugin::tuner {
-
-class NcclAlgorithmModel;
 
 class CostTable {
  public:
@@ -40,6 +39,7 @@ class CostTable {
 // Writes the model's predicted times over the enabled entries it models for this collective
 // and size; entries it does not model (CollNet, NVLS) keep NCCL's own times, which are
 // microseconds too. Returns how many entries changed.
-int apply_model(CostTable& table, const NcclAlgorithmModel& model, ncclFunc_t coll, double nbytes);
+int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
+                double nbytes);
 
 }  // namespace topocoll::plugin::tuner

@@ -1,19 +1,15 @@
 #include "plugin/tuner/topology_tuner.h"
 
-#include <sys/stat.h>
-
 #include <bit>
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "plugin/log.h"
+#include "plugin/process_context.h"
 #include "plugin/tuner/communicator_fit.h"
 #include "plugin/tuner/cost_table.h"
-#include "plugin/tuner/tuner_settings.h"
-#include "topo/topology_json.h"
 
 namespace topocoll::plugin::tuner {
 namespace {
@@ -36,32 +32,6 @@ void warn_once(const std::string& message) {
   if (first_time(message)) TC_WARN("tuner: %s", message.c_str());
 }
 
-// Communicators of one job load the same file; keep it while it is unchanged on disk.
-std::shared_ptr<const topo::Topology> load_topology_cached(const std::string& path) {
-  static std::mutex mutex;
-  struct Entry {
-    int64_t mtime_ns = 0, size = 0;
-    std::shared_ptr<const topo::Topology> topology;
-  };
-  static std::map<std::string, Entry> cache;
-  struct stat st{};
-  bool have_stat = ::stat(path.c_str(), &st) == 0;
-  int64_t mtime = have_stat ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(path);
-    if (have_stat && it != cache.end() && it->second.mtime_ns == mtime &&
-        it->second.size == int64_t(st.st_size))
-      return it->second.topology;
-  }
-  auto topology = std::make_shared<const topo::Topology>(topo::load_topology_file(path));
-  if (have_stat) {
-    std::lock_guard<std::mutex> lock(mutex);
-    cache[path] = Entry{mtime, int64_t(st.st_size), topology};
-  }
-  return topology;
-}
-
 int size_bucket(size_t nbytes) { return nbytes == 0 ? 0 : int(std::bit_width(nbytes)) - 1; }
 
 std::string format_bytes(double b) {
@@ -74,7 +44,7 @@ std::string format_bytes(double b) {
 }
 
 std::string entry_name(int algo, int proto) {
-  return std::string(algorithm_name(algo)) + "/" + protocol_name(proto);
+  return std::string(sched::nccl_algorithm_name(algo)) + "/" + sched::nccl_protocol_name(proto);
 }
 
 }  // namespace
@@ -91,41 +61,49 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
   auto about = [&](const std::string& what) { return "communicator of " + comm + ": " + what; };
   try {
     comm = std::to_string(nranks) + " ranks on " + std::to_string(nnodes) + " nodes";
-    TunerSettings settings = read_tuner_settings();
-    if (!settings.error.empty()) {
-      warn_once(about(settings.error + "; the tuner changes nothing"));
-      return tuner;
-    }
-    if (!settings.enabled) {
+    // Read once per process, shared with the other faces (plugin/process_context.h).
+    const ProcessContext& context = process_context();
+    const config::Env& env = context.env;
+    if (!env.tuner) {
       info_once(about("disabled by TOPOCOLL_TUNER=0; NCCL's own tuning is unchanged"));
       return tuner;
     }
-    if (!settings.nccl_override.empty()) {
-      info_once(about(settings.nccl_override + " is set; honouring it, the tuner changes nothing"));
+    // NCCL reads these itself and they win: honour them by changing nothing.
+    const std::string nccl_override = !env.nccl_algo.empty()    ? "NCCL_ALGO=" + env.nccl_algo
+                                      : !env.nccl_proto.empty() ? "NCCL_PROTO=" + env.nccl_proto
+                                                                : "";
+    if (!nccl_override.empty()) {
+      info_once(about(nccl_override + " is set; honouring it, the tuner changes nothing"));
       return tuner;
     }
-    if (settings.topo_file.empty()) {
+    if (env.topo_file.empty()) {
       info_once(about("TOPOCOLL_TOPO_FILE is not set; the tuner changes nothing"));
       return tuner;
     }
-    topo_file = settings.topo_file;
+    topo_file = env.topo_file;
+    if (!context.topology) {
+      warn_once(about(context.topology_error + "; the tuner changes nothing"));
+      return tuner;
+    }
     // Modelling NCCL's rings and trees over every rank costs minutes at 65,536 ranks, per
-    // communicator: beyond this budget the tuner steps aside before loading anything.
+    // communicator: beyond this budget the tuner steps aside.
     constexpr size_t kMaxTunedRanks = 4096;
     if (nranks > kMaxTunedRanks) {
       warn_once(about("more than the " + std::to_string(kMaxTunedRanks) +
                       " ranks the tuner models within its init budget; NCCL's own tuning is unchanged"));
       return tuner;
     }
-    auto topology = load_topology_cached(topo_file);
+    std::shared_ptr<const topo::Topology> topology = context.topology;
     CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes);
     if (!fit.placement) {
       info_once(about("topology " + topo_file + " does not describe it (" + fit.reason +
                       "); the tuner changes nothing"));
       return tuner;
     }
-    NcclLatencies latencies = constants ? nccl_latencies_from(*constants) : default_nccl_latencies();
+    sched::NcclLatencies latencies =
+        constants ? nccl_latencies_from(*constants) : sched::default_nccl_latencies();
     tuner->model_.emplace(*topology, *fit.placement, int(nnodes), latencies);
+    tuner->topology_ = topology;
     const auto& m = *tuner->model_;
     char line[512];
     std::snprintf(line, sizeof line,
@@ -137,12 +115,14 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     info_once(line);
   } catch (const std::exception& e) {
     tuner->model_.reset();
+    tuner->topology_.reset();
     try {
       warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": " + e.what() + "; the tuner changes nothing"));
     } catch (...) {  // out of memory while reporting: stay silent rather than fail NCCL's init
     }
   } catch (...) {
     tuner->model_.reset();
+    tuner->topology_.reset();
     try {
       warn_once(about("TOPOCOLL_TOPO_FILE=" + topo_file + ": unknown error; the tuner changes nothing"));
     } catch (...) {
@@ -203,7 +183,7 @@ void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support,
       for (int p = 0; p < kNumProtocols; ++p) {
         bool candidate = a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE ||
                          (a == NCCL_ALGO_PAT && p == NCCL_PROTO_SIMPLE);
-        table[a][p] = candidate && model_->predict_us(coll, a, p, double(nbytes)) ? 0.0f
+        table[a][p] = candidate && predict_us(*model_, coll, a, p, double(nbytes)) ? 0.0f
                                                                                   : float(NCCL_ALGO_PROTO_IGNORE);
       }
     CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);

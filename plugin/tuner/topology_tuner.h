@@ -1,7 +1,7 @@
 // The one implementation behind every exported tuner version (tuner_v2.cpp .. tuner_v5.cpp
 // are thin adapters onto it). One TopologyTuner per communicator, created by NCCL's init:
-// it either models NCCL's algorithms on the topology (active) or changes nothing, and says
-// why once at INFO (WARN for a broken topology file or a bad setting). No call throws.
+// it either models NCCL's algorithms on the process's topology (active) or changes nothing,
+// and says why once at INFO (WARN for a broken topology file). No call throws.
 #pragma once
 
 #include <array>
@@ -12,7 +12,8 @@
 #include <optional>
 
 #include "plugin/nccl_api/tuner_v5.h"
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "plugin/tuner/tuner_api_mapping.h"
+#include "sched/nccl_algorithm_model.h"
 
 namespace topocoll::plugin::tuner {
 
@@ -25,7 +26,9 @@ class TopologyTuner {
                                                const ncclTunerConstants_v5_t* constants) noexcept;
 
   bool active() const { return model_.has_value(); }
-  const NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
+  const sched::NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
+  // The process's topology (plugin/process_context.h) the model was built on; null when inactive.
+  const topo::Topology* topology() const { return topology_.get(); }
 
   // v3+: rewrites the enabled entries of NCCL's cost table it models. nChannels is left to NCCL.
   void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto) noexcept;
@@ -43,7 +46,8 @@ class TopologyTuner {
   void log_decision(ncclFunc_t coll, size_t nbytes, const CostTable& table,
                     const char* nccl_pick) const;
 
-  std::optional<NcclAlgorithmModel> model_;
+  std::shared_ptr<const topo::Topology> topology_;  // outlives model_, which refers to it
+  std::optional<sched::NcclAlgorithmModel> model_;
   std::array<std::atomic<uint64_t>, ncclNumFuncs> logged_buckets_{};
 };
 

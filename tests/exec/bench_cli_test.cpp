@@ -97,12 +97,14 @@ TEST(BenchCli, BadArgumentsAreNamed) {
 TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
   if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
   const std::pair<std::string, std::string> cases[] = {
-      {"--factor abc", "--factor 'abc': expected a number in [1.01, 1024]"},
-      {"--factor nan", "--factor 'nan': expected a number in [1.01, 1024]"},
-      {"--factor -2", "--factor '-2': expected a number in [1.01, 1024]"},
-      {"--factor 1.0000001", "--factor '1.0000001': expected a number in [1.01, 1024]"},
-      {"--seconds abc", "--seconds 'abc': expected a number in [0.001, 3600]"},
-      {"--seconds -1", "--seconds '-1': expected a number in [0.001, 3600]"},
+      {"--factor abc", "--factor \"abc\": expected a number from 1.01 to 1024"},
+      {"--factor nan", "--factor \"nan\": expected a number from 1.01 to 1024"},
+      {"--factor -2", "--factor \"-2\": expected a number from 1.01 to 1024"},
+      {"--factor 1.0000001", "--factor \"1.0000001\": expected a number from 1.01 to 1024"},
+      {"--seconds abc", "--seconds \"abc\": expected a number from 0.001 to 3600"},
+      {"--seconds -1", "--seconds \"-1\": expected a number from 0.001 to 3600"},
+      {"--ranks 2abc", "--ranks \"2abc\": expected an integer from 1 to 2147483647"},
+      {"--sizes 2XiB", "--sizes \"2XiB\": expected a size from 0 to 1048576G (like 4096, 64K or 2GiB)"},
       {"--sizes 1:1G --factor 1.01", "makes 2090 sizes; at most 1000"},
       {"--sizes 1024G", "more than its"},
   };

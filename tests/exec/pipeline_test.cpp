@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "config/env.h"
 #include "exec/collective_check.h"
 #include "exec/engine.h"
 #include "exec/host_backend.h"
@@ -59,52 +60,34 @@ TEST(PipelineShape, PieceBoundsCoverTheRangeOnSixteenByteBoundaries) {
       }
 }
 
-struct EnvGuard {
-  std::vector<std::string> names;
-  void set(const char* name, const char* value) {
-    names.push_back(name);
-    setenv(name, value, 1);
-  }
-  ~EnvGuard() {
-    for (const auto& n : names) unsetenv(n.c_str());
-  }
-};
+PipelineOptions options_of(const std::map<std::string, std::string, std::less<>>& values,
+                           std::size_t default_chunk_bytes = PipelineOptions::kDefaultChunkBytes) {
+  return PipelineOptions::from_env(config::read_env(values), default_chunk_bytes);
+}
 
-TEST(PipelineOptions, EnvironmentValuesOutOfRangeAreNamedAndLeftAtTheirDefault) {
-  {
-    EnvGuard env;
-    env.set("TOPOCOLL_PIPELINE_CHUNK_BYTES", "4M");
-    env.set("TOPOCOLL_PIPELINE_MAX_CHUNKS", "16");
-    std::vector<std::string> warnings;
-    const PipelineOptions o = PipelineOptions::from_environment(&warnings);
-    EXPECT_TRUE(warnings.empty());
-    EXPECT_EQ(o.shape.chunk_bytes, std::size_t(4) << 20);
-    EXPECT_EQ(o.shape.max_chunks, 16);
-  }
-  {
-    EnvGuard env;
-    env.set("TOPOCOLL_PIPELINE_CHUNK_BYTES", "0");
-    EXPECT_FALSE(PipelineOptions::from_environment().shape.enabled());
-  }
+// The Env validated the values (config/env.h: a bad one is its warning, and the default is
+// used); the options take them, and the backend's default where the chunk is unset.
+TEST(PipelineOptions, TheEnvsValuesOrTheBackendsDefault) {
+  PipelineOptions o = options_of({{"TOPOCOLL_PIPELINE_CHUNK_BYTES", "4M"}, {"TOPOCOLL_PIPELINE_MAX_CHUNKS", "16"}});
+  EXPECT_EQ(o.shape.chunk_bytes, std::size_t(4) << 20);
+  EXPECT_EQ(o.shape.max_chunks, 16);
+  EXPECT_FALSE(options_of({{"TOPOCOLL_PIPELINE_CHUNK_BYTES", "0"}}).shape.enabled());
+  EXPECT_EQ(options_of({{"TOPOCOLL_PIPELINE_CHUNK_BYTES", "64KiB"}}, 0).shape.chunk_bytes, std::size_t(64) << 10);
   for (const char* bad : {"4096", "abc", "-1", "2G"}) {
-    EnvGuard env;
-    env.set("TOPOCOLL_PIPELINE_CHUNK_BYTES", bad);
-    std::vector<std::string> warnings;
-    const PipelineOptions o = PipelineOptions::from_environment(&warnings);
-    ASSERT_EQ(warnings.size(), 1u) << bad;
-    EXPECT_NE(warnings[0].find("TOPOCOLL_PIPELINE_CHUNK_BYTES"), std::string::npos) << warnings[0];
-    EXPECT_EQ(o.shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
+    const config::Env env = config::read_env({{"TOPOCOLL_PIPELINE_CHUNK_BYTES", bad}});
+    ASSERT_EQ(env.warnings.size(), 1u) << bad;
+    EXPECT_NE(env.warnings[0].find("TOPOCOLL_PIPELINE_CHUNK_BYTES"), std::string::npos) << env.warnings[0];
+    EXPECT_EQ(PipelineOptions::from_env(env).shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
+    EXPECT_FALSE(PipelineOptions::from_env(env, 0).shape.enabled()) << "the host backend's default";
   }
-  // Unset: the caller's default (the host backend's is off, the NCCL backend's 1 MiB).
-  unsetenv("TOPOCOLL_PIPELINE_CHUNK_BYTES");
-  EXPECT_FALSE(PipelineOptions::from_environment(nullptr, 0).shape.enabled());
-  EXPECT_EQ(PipelineOptions::from_environment().shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
-  EnvGuard env;
-  env.set("TOPOCOLL_PIPELINE_MAX_CHUNKS", "1");
-  std::vector<std::string> warnings;
-  PipelineOptions::from_environment(&warnings);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("TOPOCOLL_PIPELINE_MAX_CHUNKS"), std::string::npos);
+  // Unset: the caller's default (the host backend's is off, the NCCL backend's 4 MiB).
+  EXPECT_FALSE(options_of({}, 0).shape.enabled());
+  EXPECT_EQ(options_of({}).shape.chunk_bytes, PipelineOptions::kDefaultChunkBytes);
+  EXPECT_EQ(options_of({}).shape.max_chunks, PipelineOptions::kDefaultMaxChunks);
+  const config::Env one = config::read_env({{"TOPOCOLL_PIPELINE_MAX_CHUNKS", "1"}});
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_NE(one.warnings[0].find("TOPOCOLL_PIPELINE_MAX_CHUNKS"), std::string::npos);
+  EXPECT_EQ(PipelineOptions::from_env(one).shape.max_chunks, PipelineOptions::kDefaultMaxChunks);
 }
 
 // Addresses of a fake rank's buffers: input, output and scratch far apart, unless aliased.

@@ -1,38 +1,35 @@
 // Rank and size from launcher variables: precedence, bootstrap address, and clear errors.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <map>
+#include <string>
 
 #include "exec/rank_environment.h"
 
 namespace topocoll::exec {
 namespace {
 
-class RankEnvironmentTest : public ::testing::Test {
- protected:
-  void SetUp() override { clear(); }
-  void TearDown() override { clear(); }
-  static void clear() {
-    for (const char* v : {"TOPOCOLL_RANK", "TOPOCOLL_NRANKS", "TOPOCOLL_BOOTSTRAP",
-                          "TOPOCOLL_BOOTSTRAP_SERVED", "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
-                          "SLURM_PROCID", "SLURM_NTASKS", "RANK", "WORLD_SIZE", "MASTER_ADDR",
-                          "MASTER_PORT"})
-      ::unsetenv(v);
-  }
-};
-
-TEST_F(RankEnvironmentTest, NothingSetMeansNoGroup) {
-  EXPECT_FALSE(rank_environment_from_env().has_value());
-  ::setenv("PMI_RANK", "1", 1);  // rank without size
-  EXPECT_FALSE(rank_environment_from_env().has_value());
+std::optional<RankEnvironment> from(const std::map<std::string, std::string, std::less<>>& values) {
+  return rank_environment_from_env(config::read_env(values));
 }
 
-TEST_F(RankEnvironmentTest, OpenMpiVariablesAndTopocollBootstrap) {
-  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-  ::setenv("OMPI_COMM_WORLD_SIZE", "16", 1);
-  ::setenv("TOPOCOLL_BOOTSTRAP", "node0:4000", 1);
-  const auto env = rank_environment_from_env();
+// The error a set of values gives, or "" when none.
+std::string error_of(const std::map<std::string, std::string, std::less<>>& values) {
+  try {
+    from(values);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RankEnvironment, NothingSetMeansNoGroup) {
+  EXPECT_FALSE(from({}).has_value());
+  EXPECT_FALSE(from({{"PMI_RANK", "1"}}).has_value()) << "a rank without a size";
+}
+
+TEST(RankEnvironment, OpenMpiVariablesAndTopocollBootstrap) {
+  const auto env = from({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "16"}, {"TOPOCOLL_BOOTSTRAP", "node0:4000"}});
   ASSERT_TRUE(env);
   EXPECT_EQ(env->rank, 3);
   EXPECT_EQ(env->nranks, 16);
@@ -40,56 +37,62 @@ TEST_F(RankEnvironmentTest, OpenMpiVariablesAndTopocollBootstrap) {
   EXPECT_FALSE(env->root_served_externally);
 }
 
-TEST_F(RankEnvironmentTest, TopocollVariablesWinAndTorchrunAddressIsUsed) {
-  ::setenv("TOPOCOLL_RANK", "0", 1);
-  ::setenv("TOPOCOLL_NRANKS", "2", 1);
-  ::setenv("PMI_RANK", "1", 1);
-  ::setenv("PMI_SIZE", "2", 1);
-  ::setenv("MASTER_ADDR", "10.0.0.1", 1);
-  const auto env = rank_environment_from_env();
+TEST(RankEnvironment, TopocollVariablesWinAndTorchrunAddressIsUsed) {
+  const auto env = from({{"TOPOCOLL_RANK", "0"},
+                         {"TOPOCOLL_NRANKS", "2"},
+                         {"PMI_RANK", "1"},
+                         {"PMI_SIZE", "2"},
+                         {"MASTER_ADDR", "10.0.0.1"}});
   ASSERT_TRUE(env);
   EXPECT_EQ(env->rank, 0);
   EXPECT_EQ(env->rank_variable, "TOPOCOLL_RANK");
   EXPECT_EQ(env->bootstrap, "10.0.0.1:29500");
+  const auto port = from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "4000"}});
+  ASSERT_TRUE(port);
+  EXPECT_EQ(port->bootstrap, "10.0.0.1:4000");
 }
 
-TEST_F(RankEnvironmentTest, MalformedValuesNameTheVariable) {
-  ::setenv("SLURM_PROCID", "x1", 1);
-  ::setenv("SLURM_NTASKS", "4", 1);
-  try {
-    rank_environment_from_env();
-    FAIL() << "expected an error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("SLURM_PROCID"), std::string::npos) << e.what();
+// Issue 24: TOPOCOLL_RANK=" 0" was accepted and "0 " refused; whitespace around any value is
+// one rule now.
+TEST(RankEnvironment, WhitespaceAroundANumberIsIgnoredOnBothSides) {
+  for (const char* rank : {" 0", "0 ", " 0\n"}) {
+    const auto env = from({{"TOPOCOLL_RANK", rank}, {"TOPOCOLL_NRANKS", "2 "}});
+    ASSERT_TRUE(env) << '"' << rank << '"';
+    EXPECT_EQ(env->rank, 0);
+    EXPECT_EQ(env->nranks, 2);
   }
-  ::setenv("SLURM_PROCID", "4", 1);
-  EXPECT_THROW(rank_environment_from_env(), std::invalid_argument);  // rank >= size
-  ::setenv("SLURM_PROCID", "0", 1);
-  ::setenv("SLURM_NTASKS", "0", 1);
-  EXPECT_THROW(rank_environment_from_env(), std::invalid_argument);
+}
+
+TEST(RankEnvironment, MalformedValuesAreRefusedNamingTheVariable) {
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "x1"}, {"SLURM_NTASKS", "4"}}),
+            "SLURM_PROCID=\"x1\": expected an integer from 0 to 2147483647");
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}), "SLURM_PROCID=4 outside 0..3 (SLURM_NTASKS)");
+  EXPECT_EQ(error_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}),
+            "SLURM_NTASKS=\"0\": expected an integer from 1 to 2147483647");
+  EXPECT_EQ(error_of({{"TOPOCOLL_RANK", "-1"}, {"TOPOCOLL_NRANKS", "2"}}),
+            "TOPOCOLL_RANK=\"-1\": expected an integer from 0 to 2147483647");
+  // A bad variable later in the precedence list is not read.
+  EXPECT_EQ(error_of({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"RANK", "x"}}), "");
+}
+
+TEST(RankEnvironment, TheLauncherMayServeTheRendezvous) {
+  for (const char* served : {"1", "yes", "true"}) {
+    const auto env = from({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"TOPOCOLL_BOOTSTRAP", "node0:4000"},
+                           {"TOPOCOLL_BOOTSTRAP_SERVED", served}});
+    ASSERT_TRUE(env);
+    EXPECT_TRUE(env->root_served_externally) << served;
+  }
 }
 
 // A bootstrap address no rank can reach is an error naming the variable at once, not a
 // 60 s wait for a root at port 0.
-TEST_F(RankEnvironmentTest, BootstrapAtPortZeroOrMalformedNamesTheVariable) {
-  ::setenv("TOPOCOLL_RANK", "1", 1);
-  ::setenv("TOPOCOLL_NRANKS", "2", 1);
-  ::setenv("TOPOCOLL_BOOTSTRAP", "127.0.0.1:0", 1);
-  try {
-    rank_environment_from_env();
-    FAIL() << "expected an error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("TOPOCOLL_BOOTSTRAP=127.0.0.1:0: port 0 names no root"),
-              std::string::npos)
-        << e.what();
-  }
-  ::setenv("TOPOCOLL_BOOTSTRAP", "node0", 1);
-  try {
-    rank_environment_from_env();
-    FAIL() << "expected an error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("TOPOCOLL_BOOTSTRAP=node0: "), std::string::npos) << e.what();
-  }
+TEST(RankEnvironment, BootstrapAtPortZeroOrMalformedNamesTheVariable) {
+  EXPECT_NE(error_of({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"TOPOCOLL_BOOTSTRAP", "127.0.0.1:0"}})
+                .find("TOPOCOLL_BOOTSTRAP=127.0.0.1:0: port 0 names no root"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"TOPOCOLL_BOOTSTRAP", "node0"}})
+                .find("TOPOCOLL_BOOTSTRAP=node0: "),
+            std::string::npos);
 }
 
 }  // namespace

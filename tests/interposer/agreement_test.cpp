@@ -1,5 +1,5 @@
 // Whether a communicator is served: every rank decides from the same gathered identities,
-// so the verdict and its reason are the same everywhere; and the per-call planner.
+// so the verdict and its reason are the same everywhere; and the per-call routing decision.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,12 +9,15 @@
 
 #include <nccl.h>
 
-#include "plugin/interposer/collective_planner.h"
+#include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "plugin/interposer/rank_identity.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
+#include "sched/ring_order.h"
 #include "topo/generators.h"
+#include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::plugin::interposer {
@@ -27,15 +30,16 @@ topo::Topology bigraph(int switches_per_group, int endpoints_per_switch) {
   return topo::generate_bigraph(shape);
 }
 
-std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t hash = 42) {
-  ConfiguredTopology loaded;
+std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t fingerprint = 42) {
+  ProcessContext loaded;
   loaded.topology = std::make_shared<const topo::Topology>(t);
-  loaded.hash = hash;
+  loaded.topology_fingerprint = fingerprint;
   std::vector<RankIdentity> ids;
   // Reverse order: communicator rank r runs on endpoint n-1-r.
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = t.endpoints()[std::size_t(n - 1 - r)];
-    ids.push_back(make_identity(e.host, e.gpu, loaded, true));
+    loaded.host.name = e.host;
+    ids.push_back(make_identity(e.gpu, loaded, true));
   }
   return ids;
 }
@@ -123,72 +127,55 @@ TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
       << a.reason;
 }
 
-TEST(Agreement, TopologyFileErrorsNameTheFile) {
-  auto missing = load_configured_topology("/nonexistent/topocoll.json");
-  EXPECT_EQ(missing.topology, nullptr);
-  EXPECT_NE(missing.error.find("/nonexistent/topocoll.json"), std::string::npos) << missing.error;
-  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_bad_topology.json";
-  std::ofstream(path) << "{ \"kind\": \"bigraph\", ";
-  auto bad = load_configured_topology(path);
-  EXPECT_EQ(bad.topology, nullptr);
-  EXPECT_NE(bad.error.find(path), std::string::npos) << bad.error;
-  const std::string good_path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_good_topology.json";
-  std::ofstream(good_path) << topo::topology_to_json(bigraph(2, 2)).dump();
-  auto good = load_configured_topology(good_path);
-  ASSERT_NE(good.topology, nullptr) << good.error;
-  EXPECT_NE(good.hash, 0u);
-  EXPECT_EQ(load_configured_topology(good_path).hash, good.hash);
-  EXPECT_EQ(load_configured_topology("").error, "");
+// The identity a rank sends carries the process context's host and fingerprint: the one
+// topology every face of the process loaded (plugin/process_context.h).
+TEST(Identity, CarriesTheProcessContextsHostAndFingerprint) {
+  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_good_topology.json";
+  const topo::Topology two = bigraph(2, 2);
+  std::ofstream(path) << topo::topology_to_json(two).dump();
+  const std::string first = two.hosts()[0].name;
+  const ProcessContext context = make_process_context(
+      config::read_env({{"TOPOCOLL_TOPO_FILE", path}, {"NCCL_HOSTID", first + ".cluster.example"}}));
+  ASSERT_NE(context.topology, nullptr) << context.topology_error;
+  const RankIdentity id = make_identity(3, context, true);
+  EXPECT_EQ(std::string(id.host), first) << "the topology's spelling of the host";
+  EXPECT_EQ(id.gpu, 3);
+  EXPECT_EQ(id.topology_hash, topo::topology_fingerprint(two));
+  EXPECT_TRUE(id.flags & RankIdentity::kTopologyLoaded);
+  const ProcessContext none = make_process_context(config::read_env({{"NCCL_HOSTID", "node17"}}));
+  const RankIdentity unloaded = make_identity(0, none, true);
+  EXPECT_EQ(std::string(unloaded.host), "node17");
+  EXPECT_FALSE(unloaded.flags & RankIdentity::kTopologyLoaded);
+  EXPECT_EQ(unloaded.topology_hash, 0u);
 }
 
-TEST(Identity, HostAndGpuAsTheTopologyNamesThem) {
-  const ConfiguredTopology none;
-  setenv("NCCL_HOSTID", "node17", 1);
-  EXPECT_EQ(local_host_name(none), "node17");
-  unsetenv("NCCL_HOSTID");
-  EXPECT_FALSE(local_host_name(none).empty());
-  // The topology's spelling wins: a fully qualified name finds the short one in the file.
-  ConfiguredTopology two;
-  two.topology = std::make_shared<const topo::Topology>(bigraph(2, 2));
-  const std::string first = two.topology->hosts()[0].name;
-  setenv("NCCL_HOSTID", (first + ".cluster.example").c_str(), 1);
-  EXPECT_EQ(local_host_name(two), first);
-  // TOPOCOLL_HOSTNAME comes before NCCL_HOSTID.
-  setenv("TOPOCOLL_HOSTNAME", two.topology->hosts()[1].name.c_str(), 1);
-  EXPECT_EQ(local_host_name(two), two.topology->hosts()[1].name);
-  unsetenv("TOPOCOLL_HOSTNAME");
-  unsetenv("NCCL_HOSTID");
-  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
-  EXPECT_EQ(host_gpu_index(0), 3);
-  EXPECT_EQ(host_gpu_index(1), 5);
-  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
-  EXPECT_EQ(host_gpu_index(0), 0);
+TEST(Identity, GpuAsTheHostNumbersIt) {
+  EXPECT_EQ(host_gpu_index(0, "3,5"), 3);
+  EXPECT_EQ(host_gpu_index(1, "3,5"), 5);
+  EXPECT_EQ(host_gpu_index(1, " 3, 5 "), 5) << "whitespace around each index, as every value";
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd"), 0);
   // UUIDs: the device's place among the host's GPUs by PCI address, as the driver lists
   // them (lower case, 8-digit domain) while CUDA writes upper case with a 4-digit domain.
   const std::string dir = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_driver_gpus";
   std::filesystem::remove_all(dir);
   for (const char* g : {"00000000:b1:00.0", "00000000:1a:00.0", "00000000:3d:00.0", "not-a-gpu"})
     std::filesystem::create_directories(dir + "/" + g);
-  setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd", 1);
-  EXPECT_EQ(host_gpu_index(0, "0000:3D:00.0", dir), 1);
-  EXPECT_EQ(host_gpu_index(0, "0000:B1:00.0", dir), 2);
-  setenv("CUDA_VISIBLE_DEVICES", "MIG-5678,GPU-9abc", 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 0);
-  EXPECT_EQ(host_gpu_index(0, "0000:99:00.0", dir), 0);  // not listed: the ordinal
-  EXPECT_EQ(host_gpu_index(1, "", dir), 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir + "/missing"), 1);
-  setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
-  EXPECT_EQ(host_gpu_index(1, "0000:1A:00.0", dir), 5);  // integer lists are not affected
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd", "0000:3D:00.0", dir), 1);
+  EXPECT_EQ(host_gpu_index(0, "GPU-1234abcd", "0000:B1:00.0", dir), 2);
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "0000:1A:00.0", dir), 0);
+  EXPECT_EQ(host_gpu_index(0, "MIG-5678,GPU-9abc", "0000:99:00.0", dir), 0);  // not listed: the ordinal
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "", dir), 1);
+  EXPECT_EQ(host_gpu_index(1, "MIG-5678,GPU-9abc", "0000:1A:00.0", dir + "/missing"), 1);
+  EXPECT_EQ(host_gpu_index(1, "3,5", "0000:1A:00.0", dir), 5);  // integer lists are not affected
   std::filesystem::remove_all(dir);
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  EXPECT_EQ(host_gpu_index(2), 2);
+  EXPECT_EQ(host_gpu_index(2, ""), 2);
 }
 
-class Planner : public ::testing::Test {
+class RouteDecision : public ::testing::Test {
  protected:
-  Planner() : topology_(bigraph(2, 2)), placement_(sched::first_endpoints(topology_, 8)) {}
-  PlanInput input(sched::Collective c, int64_t count) {
-    PlanInput in;
+  RouteDecision() : topology_(bigraph(2, 2)), placement_(sched::first_endpoints(topology_, 8)) {}
+  RouteRequest input(sched::Collective c, int64_t count) {
+    RouteRequest in;
     in.topology = &topology_;
     in.placement = &placement_;
     in.rank = 2;
@@ -200,37 +187,37 @@ class Planner : public ::testing::Test {
   sched::Placement placement_;
 };
 
-TEST_F(Planner, OverridesDecide) {
+TEST_F(RouteDecision, OverridesDecide) {
   InterposerConfig cfg;
   cfg.algo = AlgoChoice::Nccl;
-  EXPECT_EQ(make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg)->route, Route::Nccl);
+  EXPECT_EQ(decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg)->target, RouteTarget::Nccl);
   cfg.algo = AlgoChoice::Hd;
-  auto hd = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
-  ASSERT_EQ(hd->route, Route::Schedule) << hd->reason;
+  auto hd = decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  ASSERT_EQ(hd->target, RouteTarget::Schedule) << hd->reason;
   EXPECT_EQ(hd->algo, "hd");
   ASSERT_NE(hd->schedule, nullptr);
   EXPECT_EQ(hd->schedule->nranks, 8);
   EXPECT_EQ(hd->schedule->count, 1 << 20);
   cfg.min_bytes = 8 << 20;  // 4 MiB call is below it
-  auto small = make_plan(input(sched::Collective::AllReduce, 1 << 20), cfg);
-  EXPECT_EQ(small->route, Route::Nccl);
+  auto small = decide_route(input(sched::Collective::AllReduce, 1 << 20), cfg);
+  EXPECT_EQ(small->target, RouteTarget::Nccl);
   EXPECT_NE(small->reason.find("TOPOCOLL_MIN_BYTES"), std::string::npos);
   cfg.min_bytes = 0;
   cfg.max_bytes = 1 << 10;
-  EXPECT_NE(make_plan(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
+  EXPECT_NE(decide_route(input(sched::Collective::AllGather, 1 << 10), cfg)->reason.find("TOPOCOLL_MAX_BYTES"),
             std::string::npos);
   cfg.max_bytes = INT64_MAX;
   cfg.algo = AlgoChoice::Hier;
-  auto hier = make_plan(input(sched::Collective::AllToAll, 4096), cfg);
-  EXPECT_EQ(hier->route, Route::Nccl);
+  auto hier = decide_route(input(sched::Collective::AllToAll, 4096), cfg);
+  EXPECT_EQ(hier->target, RouteTarget::Nccl);
   cfg.algo = AlgoChoice::NcclTopoRing;
-  EXPECT_EQ(make_plan(input(sched::Collective::ReduceScatter, 4096), cfg)->route, Route::NcclTopoRing);
-  EXPECT_EQ(make_plan(input(sched::Collective::AllToAll, 4096), cfg)->route, Route::Nccl);
+  EXPECT_EQ(decide_route(input(sched::Collective::ReduceScatter, 4096), cfg)->target, RouteTarget::NcclTopoRing);
+  EXPECT_EQ(decide_route(input(sched::Collective::AllToAll, 4096), cfg)->target, RouteTarget::Nccl);
 }
 
 // Reduce-scatter and allgather on the topology-ordered split pay for permuting their
 // blocks (one copy of the whole buffer, read and written); allreduce needs none.
-TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
+TEST_F(RouteDecision, TopologyOrderedSplitChargesTheBlockPermutation) {
   const std::vector<int> ring = sched::topology_aware_ring(topology_, placement_);
   bool identity = true;
   for (std::size_t j = 0; j < ring.size(); ++j) identity = identity && ring[j] == int(j);
@@ -240,11 +227,11 @@ TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
   const int64_t count = 1 << 16;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather}) {
-    const PlanInput in = input(c, count);
+    const RouteRequest in = input(c, count);
     sched::PlanRequest r;
     r.collective = c;
     r.algo = "ring-topo";
-    r.bytes = int64_t(call_bytes(c, std::size_t(count), 4, 8));
+    r.bytes = sched::size_of_count(c, count, 4, 8);
     r.elem_size = 4;
     r.endpoints = placement_.endpoint_of_rank;
     r.cost.alpha_us = 1.0;  // NCCL's in-kernel step, as the planner charges it
@@ -253,20 +240,20 @@ TEST_F(Planner, TopologyOrderedSplitChargesTheBlockPermutation) {
     const double copy_us = c == sched::Collective::AllReduce
                                ? 0.0
                                : 2.0 * double(r.bytes) * sched::CostParams{}.gamma_us_per_byte;
-    EXPECT_NEAR(make_plan(in, cfg)->predicted_us, ring_us + copy_us, 1e-9) << int(c);
+    EXPECT_NEAR(decide_route(in, cfg)->predicted_us, ring_us + copy_us, 1e-9) << int(c);
   }
 }
 
-TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
+TEST_F(RouteDecision, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
   InterposerConfig cfg;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather, sched::Collective::AllToAll})
     for (int64_t count : {1, 1000, 1 << 16, 1 << 22}) {
-      auto a = make_plan(input(c, count), cfg);
-      auto b = make_plan(input(c, count), cfg);
+      auto a = decide_route(input(c, count), cfg);
+      auto b = decide_route(input(c, count), cfg);
       EXPECT_EQ(a->algo, b->algo);
-      EXPECT_EQ(a->route, b->route);
-      if (a->route != Route::Nccl) {
+      EXPECT_EQ(a->target, b->target);
+      if (a->target != RouteTarget::Nccl) {
         EXPECT_LE(a->predicted_us, a->nccl_us) << a->reason;
       }
       EXPECT_FALSE(a->reason.empty());
@@ -275,35 +262,28 @@ TEST_F(Planner, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
 
 // Auto compares against NCCL's best algorithm/protocol (the tuner's model of Ring, Tree,
 // PAT with LL/LL128/Simple) and leaves NCCL only with TOPOCOLL_AUTO_MARGIN to spare.
-TEST_F(Planner, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
+TEST_F(RouteDecision, AutoLeavesNcclOnlyWithTheMarginOverNcclsBest) {
   InterposerConfig cfg;
   EXPECT_DOUBLE_EQ(cfg.auto_margin, 1.3);
   int taken = 0;
   for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter,
                  sched::Collective::AllGather})
     for (int64_t count : {1, 1000, 1 << 16, 1 << 20, 1 << 24}) {
-      const PlanInput in = input(c, count);
-      const double bytes = double(call_bytes(c, std::size_t(count), 4, 8));
+      const RouteRequest in = input(c, count);
+      const double bytes = double(sched::size_of_count(c, count, 4, 8));
       const auto best = nccl_best(topology_, placement_, c, bytes);
       ASSERT_TRUE(best.has_value());
-      auto p = make_plan(in, cfg);
+      auto p = decide_route(in, cfg);
       EXPECT_LE(p->nccl_us, best->us + 1e-9) << "NCCL's best must bound what topocoll beats";
-      if (p->route != Route::Nccl) {
+      if (p->target != RouteTarget::Nccl) {
         ++taken;
         EXPECT_LE(p->predicted_us * 1.3, p->nccl_us + 1e-9) << p->reason;
       }
       InterposerConfig strict = cfg;
       strict.auto_margin = 1000.0;
-      EXPECT_EQ(make_plan(in, strict)->route, Route::Nccl) << "margin 1000: " << p->reason;
+      EXPECT_EQ(decide_route(in, strict)->target, RouteTarget::Nccl) << "margin 1000: " << p->reason;
     }
   (void)taken;
-}
-
-TEST(CallBytes, NcclTestsSizeConvention) {
-  EXPECT_EQ(call_bytes(sched::Collective::AllReduce, 10, 4, 8), 40u);
-  EXPECT_EQ(call_bytes(sched::Collective::ReduceScatter, 10, 4, 8), 320u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllGather, 10, 2, 8), 160u);
-  EXPECT_EQ(call_bytes(sched::Collective::AllToAll, 10, 1, 8), 80u);
 }
 
 }  // namespace

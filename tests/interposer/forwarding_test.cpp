@@ -11,7 +11,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
-#include "plugin/interposer/plan_cache.h"
+#include "plugin/interposer/call_route_cache.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/ring_comm.h"
 #include "sched/generator.h"
@@ -149,7 +149,7 @@ TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirC
   ncclComm_t comm = nullptr;
   ncclUniqueId id{};
   ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
-  {  // Make it served, with a cached plan that routes this call to a schedule.
+  {  // Make it served, with a cached route that sends this call to a schedule.
     topo::BiGraphShape shape;
     shape.switches_per_group = 2;
     shape.endpoints_per_switch = 2;
@@ -161,10 +161,10 @@ TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirC
     st->topology = topology;
     st->placement = sched::first_endpoints(*topology, 8);
     st->served = true;
-    auto plan = std::make_shared<Plan>();
-    plan->route = Route::Schedule;
-    plan->algo = "hd";
-    st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+    auto route = std::make_shared<Route>();
+    route->target = RouteTarget::Schedule;
+    route->algo = "hd";
+    st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
     CommRegistry::instance().insert(std::move(st));
   }
   stub_nccl::reset();
@@ -269,12 +269,12 @@ TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) 
   ASSERT_NE(st, nullptr);
   st->scratch = std::make_unique<DeviceScratch>(0);
   const int64_t count = 4096;
-  auto plan = std::make_shared<Plan>();
-  plan->route = Route::Schedule;
-  plan->algo = "hd";
-  plan->schedule = std::make_shared<const sched::Schedule>(
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::Schedule;
+  route->algo = "hd";
+  route->schedule = std::make_shared<const sched::Schedule>(
       sched::generate("hd", sched::Collective::AllReduce, 8, count));
-  st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, plan);
+  st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, route);
   // The vote in host memory (no device here); the peers voted "ready".
   const ExchangeCudaCalls saved = exchange_cuda_calls();
   ExchangeCudaCalls& cuda = exchange_cuda_calls();
@@ -368,7 +368,7 @@ TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) 
   EXPECT_EQ(served_state(comm_), nullptr);
   ASSERT_FALSE(watch.expired()) << "the abort freed the state of a call still running";
   EXPECT_EQ(held->comm, comm_);
-  EXPECT_EQ(held->plans.find({sched::Collective::AllReduce, int(ncclFloat32), 4}), nullptr);
+  EXPECT_EQ(held->routes.find({sched::Collective::AllReduce, int(ncclFloat32), 4}), nullptr);
   held.reset();
   EXPECT_TRUE(watch.expired()) << "the state outlived its last user";
 }
@@ -376,10 +376,10 @@ TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) 
 // ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
 // call is dropped with the group (NCCL launches nothing), and the next call is not queued.
 TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
-  auto plan = std::make_shared<Plan>();
-  plan->route = Route::NcclTopoRing;  // runs through the stub alone: split, then NCCL
-  plan->algo = "nccl-topo-ring";
-  served_state(comm_)->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;  // runs through the stub alone: split, then NCCL
+  route->algo = "nccl-topo-ring";
+  served_state(comm_)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
   alignas(16) char in[64] = {}, out[64] = {};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
@@ -415,19 +415,19 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   EXPECT_EQ(all[3].fn, "pncclAlltoAll");
 }
 
-TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
+TEST_F(ServedForwarding, CallsRoutedToNcclReachItThroughTheRouteCache) {
   // The decision for this key is already cached (as after a first call): NCCL.
-  auto plan = std::make_shared<Plan>();
-  plan->route = Route::Nccl;
-  plan->algo = "nccl";
-  plan->reason = "test";
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::Nccl;
+  route->algo = "nccl";
+  route->reason = "test";
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
-  st->plans.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, plan);
+  st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
   alignas(16) char in[64] = {}, out[64] = {};
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
-  EXPECT_EQ(st->plans.size(), 1u);
+  EXPECT_EQ(st->routes.size(), 1u);
   const auto all = stub_nccl::calls();
   ASSERT_EQ(all.size(), 3u);
   for (const Call& c : all) {
@@ -439,19 +439,19 @@ TEST_F(ServedForwarding, CallsPlannedForNcclReachItThroughThePlanCache) {
   }
 }
 
-TEST_F(ServedForwarding, PlanCacheKeepsTheFirstPlanPerKey) {
-  // Two threads may plan one key at once: the first stored plan wins; a key that differs
-  // only in datatype is a different plan.
+TEST_F(ServedForwarding, RouteCacheKeepsTheFirstRoutePerKey) {
+  // Two threads may decide one key at once: the first stored route wins; a key that
+  // differs only in datatype is a different route.
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
-  const PlanKey key{sched::Collective::AllGather, int(ncclInt8), 3};
-  EXPECT_EQ(st->plans.find(key), nullptr);
-  auto nccl = std::make_shared<Plan>();
-  nccl->route = Route::Nccl;
-  st->plans.insert(key, nccl);
-  st->plans.insert(key, std::make_shared<Plan>());  // a second insert keeps the first
-  EXPECT_EQ(st->plans.find(key), nccl);
-  EXPECT_EQ(st->plans.find({sched::Collective::AllGather, int(ncclUint8), 3}), nullptr);
+  const CallKey key{sched::Collective::AllGather, int(ncclInt8), 3};
+  EXPECT_EQ(st->routes.find(key), nullptr);
+  auto nccl = std::make_shared<Route>();
+  nccl->target = RouteTarget::Nccl;
+  st->routes.insert(key, nccl);
+  st->routes.insert(key, std::make_shared<Route>());  // a second insert keeps the first
+  EXPECT_EQ(st->routes.find(key), nccl);
+  EXPECT_EQ(st->routes.find({sched::Collective::AllGather, int(ncclUint8), 3}), nullptr);
 }
 
 }  // namespace

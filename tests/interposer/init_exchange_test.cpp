@@ -20,6 +20,8 @@
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/rank_identity.h"
+#include "plugin/process_context.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
@@ -223,11 +225,12 @@ TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMay
 // The gathered records of a communicator whose rank r runs on endpoint r of the configured
 // topology: an agreement to serve.
 std::vector<unsigned char> serving_records(int n) {
-  const ConfiguredTopology& topo = configured_topology();
+  ProcessContext context = process_context();
   std::vector<unsigned char> bytes(sizeof(RankIdentity) * std::size_t(n));
   for (int r = 0; r < n; ++r) {
-    const topo::Endpoint& e = topo.topology->endpoints()[std::size_t(r)];
-    const RankIdentity id = make_identity(e.host, e.gpu, topo, true);
+    const topo::Endpoint& e = context.topology->endpoints()[std::size_t(r)];
+    context.host.name = e.host;
+    const RankIdentity id = make_identity(e.gpu, context, true);
     std::memcpy(bytes.data() + sizeof id * std::size_t(r), &id, sizeof id);
   }
   return bytes;
@@ -242,8 +245,8 @@ class InitReadyVote : public InitExchangeFakeCuda {
       *s = reinterpret_cast<cudaStream_t>(std::uintptr_t(0x10));
       return cudaSuccess;
     };
-    ASSERT_NE(configured_topology().topology, nullptr) << configured_topology().error;
-    n_ = int(configured_topology().topology->endpoints().size());
+    ASSERT_NE(process_context().topology, nullptr) << process_context().topology_error;
+    n_ = int(process_context().topology->endpoints().size());
     stub_nccl::set_comm_shape(n_, 0, 0);
     stub_nccl::set_allgather_result(serving_records(n_));
   }

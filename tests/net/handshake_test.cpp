@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "net/net_warning.h"
+#include "config/env.h"
+#include "config/warnings.h"
 #include "net/socket_transport.h"
 #include "net/wire_format.h"
 #include "tests/net/transport_pair.h"
@@ -95,7 +96,7 @@ bool warned(const std::string& text) {
 // is closed, counted and named in one WARN; accept() goes on and returns the real peer.
 TEST(Handshake, StrayConnectionsAreClosedWhileTheRealPeerIsAccepted) {
   warnings().clear();
-  set_warning_sink(&capture_warning);
+  config::set_warning_sink(&capture_warning);
   TransportOptions o = fast_options();
   o.timeout_ms = 400;  // also the idle socket's hello deadline
   std::unique_ptr<Listener> l;
@@ -134,14 +135,14 @@ TEST(Handshake, StrayConnectionsAreClosedWhileTheRealPeerIsAccepted) {
   EXPECT_EQ(l->stray_connections(), 4u);
   EXPECT_TRUE(warned("sent 0 of ")) << ::testing::PrintToString(warnings());
   for (int fd : {other_version, foreign, other_listener, idle}) ::close(fd);
-  set_warning_sink(nullptr);
+  config::set_warning_sink(nullptr);
 }
 
 // A flood of silent connections costs a bounded number of descriptors and never keeps the
 // real peer out.
 TEST(Handshake, FloodOfSilentConnectionsDoesNotKeepTheRealPeerOut) {
   warnings().clear();
-  set_warning_sink(&capture_warning);
+  config::set_warning_sink(&capture_warning);
   std::unique_ptr<Listener> l;
   ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
   std::vector<int> flood;
@@ -155,7 +156,7 @@ TEST(Handshake, FloodOfSilentConnectionsDoesNotKeepTheRealPeerOut) {
   EXPECT_GE(l->stray_connections(), 400u - 256u);
   EXPECT_LE(warnings().size(), 12u) << "one WARN per stray past the first ten";
   for (int fd : flood) ::close(fd);
-  set_warning_sink(nullptr);
+  config::set_warning_sink(nullptr);
 }
 
 TEST(Handshake, AcceptPollReturnsNothingThenTimesOut) {
@@ -258,37 +259,46 @@ TEST(Handshake, ConnectToClosedPortFails) {
   EXPECT_EQ(s.code, NetCode::ConnectFailed) << s.message;
 }
 
-TEST(Options, EnvironmentOverridesAndBadValuesWarn) {
-  ::setenv("TOPOCOLL_NET_SOCKETS_PER_CONN", "3", 1);
-  ::setenv("TOPOCOLL_NET_THREADS", "8", 1);
-  ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "fast", 1);
-  ::setenv("TOPOCOLL_NET_CHUNK_BYTES", "128K", 1);
-  std::vector<std::string> warnings;
-  TransportOptions o = TransportOptions::from_environment(&warnings);
-  ::unsetenv("TOPOCOLL_NET_SOCKETS_PER_CONN");
-  ::unsetenv("TOPOCOLL_NET_THREADS");
-  ::unsetenv("TOPOCOLL_NET_TIMEOUT_MS");
-  ::unsetenv("TOPOCOLL_NET_CHUNK_BYTES");
+// The TOPOCOLL_NET_* values of an Env (config/env.h validated them), normalized: threads
+// never outnumber sockets.
+TEST(Options, TheEnvsValuesNormalized) {
+  const config::Env env = config::read_env({{"TOPOCOLL_NET_SOCKETS_PER_CONN", "3"},
+                                            {"TOPOCOLL_NET_THREADS", "8"},
+                                            {"TOPOCOLL_NET_TIMEOUT_MS", "fast"},
+                                            {"TOPOCOLL_NET_CHUNK_BYTES", "128K"},
+                                            {"TOPOCOLL_NET_RENDEZVOUS", "no"},
+                                            {"TOPOCOLL_NET_LANE_MARKS", "256,257"}});
+  const TransportOptions o = TransportOptions::from_env(env);
   EXPECT_EQ(o.sockets_per_conn, 3);
   EXPECT_EQ(o.threads_per_conn, 3);  // clamped to the sockets
   EXPECT_EQ(o.timeout_ms, TransportOptions{}.timeout_ms);
   EXPECT_EQ(o.chunk_bytes, 128u * 1024);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("TOPOCOLL_NET_TIMEOUT_MS"), std::string::npos);
+  EXPECT_FALSE(o.rendezvous);
+  EXPECT_EQ(o.lane_marks, (std::vector<uint32_t>{256, 257}));
+  ASSERT_EQ(env.warnings.size(), 1u);
+  EXPECT_NE(env.warnings[0].find("TOPOCOLL_NET_TIMEOUT_MS=\"fast\""), std::string::npos) << env.warnings[0];
+  // Unset, every option is TransportOptions' own default: the table and the struct agree.
+  const TransportOptions d = TransportOptions::from_env(config::read_env({}));
+  const TransportOptions plain = TransportOptions{}.normalized();
+  EXPECT_EQ(d.sockets_per_conn, plain.sockets_per_conn);
+  EXPECT_EQ(d.threads_per_conn, plain.threads_per_conn);
+  EXPECT_EQ(d.timeout_ms, plain.timeout_ms);
+  EXPECT_EQ(d.chunk_bytes, plain.chunk_bytes);
+  EXPECT_EQ(d.min_stripe_bytes, plain.min_stripe_bytes);
+  EXPECT_EQ(d.eager_bytes, plain.eager_bytes);
+  EXPECT_EQ(d.rendezvous, plain.rendezvous);
+  EXPECT_EQ(d.lane_marks, plain.lane_marks);
 }
 
 // A count that overflows once scaled (M = 2^20) is out of range, not a wrapped small value.
 TEST(Options, ChunkBytesThatOverflowWhenScaledAreRejected) {
   for (const char* text : {"9223372036854775807M", "17592186044416M", "-1K", "9007199254740993K"}) {
-    ::setenv("TOPOCOLL_NET_CHUNK_BYTES", text, 1);
-    std::vector<std::string> warnings;
-    TransportOptions o = TransportOptions::from_environment(&warnings);
-    EXPECT_EQ(o.chunk_bytes, TransportOptions{}.chunk_bytes) << text;
-    ASSERT_EQ(warnings.size(), 1u) << text;
-    EXPECT_NE(warnings[0].find("TOPOCOLL_NET_CHUNK_BYTES"), std::string::npos) << warnings[0];
-    EXPECT_NE(warnings[0].find("[4096, 67108864]"), std::string::npos) << warnings[0];
+    const config::Env env = config::read_env({{"TOPOCOLL_NET_CHUNK_BYTES", text}});
+    EXPECT_EQ(TransportOptions::from_env(env).chunk_bytes, TransportOptions{}.chunk_bytes) << text;
+    ASSERT_EQ(env.warnings.size(), 1u) << text;
+    EXPECT_NE(env.warnings[0].find("TOPOCOLL_NET_CHUNK_BYTES"), std::string::npos) << env.warnings[0];
+    EXPECT_NE(env.warnings[0].find("from 4K to 64M"), std::string::npos) << env.warnings[0];
   }
-  ::unsetenv("TOPOCOLL_NET_CHUNK_BYTES");
 }
 
 }  // namespace

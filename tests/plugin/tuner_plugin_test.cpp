@@ -11,16 +11,22 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "plugin/nccl_api/tuner_v2.h"
 #include "plugin/nccl_api/tuner_v3.h"
 #include "plugin/nccl_api/tuner_v4.h"
+#include "config/env.h"
 #include "plugin/nccl_api/tuner_v5.h"
+#include "plugin/process_context.h"
 #include "plugin/tuner/communicator_fit.h"
-#include "plugin/tuner/nccl_algorithm_model.h"
+#include "plugin/tuner/topology_tuner.h"
+#include "plugin/tuner/tuner_api_mapping.h"
+#include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
 
 extern "C" {
@@ -73,7 +79,7 @@ std::string data(const std::string& name) {
 // NCCL 2.28's default constants, as ncclTopoInitTunerConstants hands them to v5's init.
 ncclTunerConstants_v5_t nccl_constants() {
   ncclTunerConstants_v5_t c{};
-  NcclLatencies d = default_nccl_latencies();
+  sched::NcclLatencies d = sched::default_nccl_latencies();
   for (int a = 0; a < A; ++a)
     for (int p = 0; p < P; ++p) {
       c.baseLatencies[a][p] = d.base[a][p];
@@ -114,16 +120,28 @@ std::pair<int, int> pick(const Table& t) {
   return best;
 }
 
+// Each test runs the tuner in the process context of the environment it gives (the
+// process's own is read once; plugin/process_context.h lets a test stand in for it).
 class TunerPlugin : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"TOPOCOLL_TOPO_FILE", "TOPOCOLL_TUNER", "NCCL_ALGO", "NCCL_PROTO"}) unsetenv(v);
+    use_env({});
     std::lock_guard<std::mutex> lock(g_log_mutex);
     g_log.clear();
   }
   void TearDown() override {
-    for (const char* v : {"TOPOCOLL_TOPO_FILE", "TOPOCOLL_TUNER", "NCCL_ALGO", "NCCL_PROTO"}) unsetenv(v);
+    scope_.reset();
+    context_.reset();
   }
+  void use_env(const std::map<std::string, std::string, std::less<>>& values) {
+    scope_.reset();
+    context_.emplace(make_process_context(config::read_env(values)));
+    scope_.emplace(*context_);
+  }
+  const ProcessContext& context() const { return *context_; }
+
+  std::optional<ProcessContext> context_;
+  std::optional<ScopedProcessContext> scope_;
 
   void* init_v5(size_t nranks, size_t nnodes) {
     void* ctx = nullptr;
@@ -179,7 +197,7 @@ TEST_F(TunerPlugin, BrokenTopologyFilesWarnAndChangeNothing) {
   for (const std::string& file : {data("truncated.json"), data("unknown-switch.json"),
                                   data("does-not-exist.json")}) {
     SCOPED_TRACE(file);
-    setenv("TOPOCOLL_TOPO_FILE", file.c_str(), 1);
+    use_env({{"TOPOCOLL_TOPO_FILE", file}});
     void* ctx = init_v5(32, 32);
     expect_no_change(ctx);
     auto warns = logged(NCCL_LOG_WARN, file);
@@ -191,20 +209,31 @@ TEST_F(TunerPlugin, BrokenTopologyFilesWarnAndChangeNothing) {
   EXPECT_FALSE(logged(NCCL_LOG_WARN, "invalid JSON").empty());
 }
 
-TEST_F(TunerPlugin, BadSettingWarnsAndChangesNothing) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
-  setenv("TOPOCOLL_TUNER", "sometimes", 1);
+// A bad value is the Env's one warning (config/env.h), and the default (on) is used, as
+// for every variable.
+TEST_F(TunerPlugin, BadSettingIsAWarningOfTheEnvAndTheDefaultIsUsed) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {"TOPOCOLL_TUNER", "sometimes"}});
+  ASSERT_EQ(context().env.warnings.size(), 1u);
+  EXPECT_EQ(context().env.warnings[0],
+            "TOPOCOLL_TUNER=\"sometimes\": expected 1/0, true/false, yes/no or on/off; using 1");
   void* ctx = init_v5(32, 32);
-  expect_no_change(ctx);
-  auto warns = logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER");
-  ASSERT_EQ(warns.size(), 1u);
-  EXPECT_NE(warns[0].text.find("sometimes"), std::string::npos) << warns[0].text;
+  Table t;
+  EXPECT_TRUE(changes(ctx, ncclFuncAllReduce, size_t(256) << 20, t));
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
+// The tuner models the topology the process context loaded once: the one the interposer and
+// the net plugin of the process use too, not a copy it loaded itself.
+TEST_F(TunerPlugin, ModelsTheProcessContextsTopology) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  ASSERT_NE(context().topology, nullptr) << context().topology_error;
+  const auto tuner = TopologyTuner::create(32, 32, nullptr);
+  ASSERT_TRUE(tuner && tuner->active());
+  EXPECT_EQ(tuner->topology(), context().topology.get());
+}
+
 TEST_F(TunerPlugin, SwitchedOffChangesNothing) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
-  setenv("TOPOCOLL_TUNER", "0", 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {"TOPOCOLL_TUNER", "off"}});
   void* ctx = init_v5(32, 32);
   expect_no_change(ctx);
   EXPECT_FALSE(logged(NCCL_LOG_INFO, "TOPOCOLL_TUNER=0").empty());
@@ -212,20 +241,18 @@ TEST_F(TunerPlugin, SwitchedOffChangesNothing) {
 }
 
 TEST_F(TunerPlugin, NcclAlgoOrProtoSetChangesNothing) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
   for (const char* var : {"NCCL_ALGO", "NCCL_PROTO"}) {
     SCOPED_TRACE(var);
-    setenv(var, "Ring", 1);
+    use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {var, "Ring"}});
     void* ctx = init_v5(32, 32);
     expect_no_change(ctx);
     EXPECT_FALSE(logged(NCCL_LOG_INFO, std::string(var) + "=Ring is set").empty());
     ncclTunerPlugin_v5.finalize(ctx);
-    unsetenv(var);
   }
 }
 
 TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
   void* ctx = init_v5(16, 16);
   expect_no_change(ctx);
   EXPECT_EQ(logged(NCCL_LOG_INFO, "does not describe it").size(), 1u);
@@ -237,14 +264,14 @@ void expect_follows_model(const std::string& name, ncclFunc_t coll, size_t bytes
   auto topology = topo::load_topology_file(example(name));
   auto fit = fit_communicator(topology, topology.endpoints().size(), topology.hosts().size());
   ASSERT_TRUE(fit.placement);
-  NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
-                           default_nccl_latencies());
+  sched::NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
+                                  sched::default_nccl_latencies());
   Table expect;
   nccl_table(expect, coll);
   for (int a = 0; a < A; ++a)
     for (int p = 0; p < P; ++p)
       if (expect[a][p] >= 0) {
-        auto us = model.predict_us(coll, a, p, double(bytes));
+        auto us = predict_us(model, coll, a, p, double(bytes));
         ASSERT_TRUE(us) << "every entry of this table is one the model knows";
         expect[a][p] = float(*us);
       }
@@ -278,7 +305,7 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.topology) + " " + collective_name(c.coll) + " " + std::to_string(c.bytes));
-    setenv("TOPOCOLL_TOPO_FILE", example(c.topology).c_str(), 1);
+    use_env({{"TOPOCOLL_TOPO_FILE", example(c.topology)}});
     auto topology = topo::load_topology_file(example(c.topology));
     void* ctx = init_v5(topology.endpoints().size(), topology.hosts().size());
     Table t;
@@ -293,13 +320,14 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
       }
     expect_follows_model(c.topology, c.coll, c.bytes, t);
     EXPECT_EQ(pick(t), std::make_pair(c.algo, c.proto))
-        << "picked " << algorithm_name(pick(t).first) << "/" << protocol_name(pick(t).second);
+        << "picked " << sched::nccl_algorithm_name(pick(t).first) << "/"
+        << sched::nccl_protocol_name(pick(t).second);
     ncclTunerPlugin_v5.finalize(ctx);
   }
 }
 
 TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
-  setenv("TOPOCOLL_TOPO_FILE", example("nap-4x8").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("nap-4x8")}});
   void* ctx = init_v5(32, 32);
   for (ncclFunc_t coll : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncReduceScatter,
                           ncclFuncBroadcast, ncclFuncReduce})
@@ -328,7 +356,7 @@ TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
 }
 
 TEST_F(TunerPlugin, EachDecisionIsLoggedOncePerCollectiveAndSizeBucket) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
   void* ctx = init_v5(32, 32);
   Table t;
   changes(ctx, ncclFuncAllReduce, 1 << 20, t);
@@ -344,7 +372,7 @@ TEST_F(TunerPlugin, EachDecisionIsLoggedOncePerCollectiveAndSizeBucket) {
 }
 
 TEST_F(TunerPlugin, OlderVersionsTuneTheSameWay) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
   void* c5 = init_v5(32, 32);
   void *c4 = nullptr, *c3 = nullptr, *c2 = nullptr;
   ASSERT_EQ(ncclTunerPlugin_v4.init(32, 32, fake_logger, &c4), ncclSuccess);
@@ -400,7 +428,7 @@ TEST_F(TunerPlugin, NoOpV2LeavesTheChoiceToNccl) {
 
 TEST_F(TunerPlugin, V5UsesNcclsConstants) {
   // NCCL hands its latency constants to v5's init; a huge Tree latency moves the choice.
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
   ncclTunerConstants_v5_t constants = nccl_constants();
   for (int p = 0; p < P; ++p) constants.baseLatencies[NCCL_ALGO_TREE][p] = 1e7;
   void* ctx = nullptr;
@@ -412,7 +440,7 @@ TEST_F(TunerPlugin, V5UsesNcclsConstants) {
 }
 
 TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
-  setenv("TOPOCOLL_TOPO_FILE", example("bigraph-32").c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
   void* ctx = init_v5(32, 32);
   int ch = 0;
   EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclFuncAllReduce, 1024, 1, nullptr, A, P, 0, &ch), ncclSuccess);
@@ -437,7 +465,7 @@ TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
     std::ofstream out(path);
     out << R"({"kind": "bigraph", "shape": {"switches_per_group": 256, "endpoints_per_switch": 128}})";
   }
-  setenv("TOPOCOLL_TOPO_FILE", path.c_str(), 1);
+  use_env({{"TOPOCOLL_TOPO_FILE", path}});
   const auto started = std::chrono::steady_clock::now();
   void* ctx = init_v5(65536, 65536);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));

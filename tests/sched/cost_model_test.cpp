@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/all_to_all.h"
+#include "sched/halving_doubling.h"
+#include "sched/ring.h"
 #include "tests/sched/pattern_schedule.h"
 #include "topo/generators.h"
 
@@ -120,15 +123,48 @@ TEST(CostModel, EmptyStepsAreFree) {
   EXPECT_DOUBLE_EQ(estimate_cost(s, first_endpoints(t, 32), 4, routes).total_us, 0.0);
 }
 
-TEST(CostModel, BusBandwidthFactors) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 8), 1.75);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::ReduceScatter, 8), 0.875);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllGather, 4), 0.75);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllToAll, 2), 0.5);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 1), 0.0);
-  // 1 GB in 1000 us = 1000 GB/s algorithm bandwidth.
-  EXPECT_DOUBLE_EQ(algbw_gbs(1e9, 1000), 1000.0);
-  EXPECT_DOUBLE_EQ(busbw_gbs(Collective::AllReduce, 8, 1e9, 1000), 1750.0);
+// The planner takes its link loads from analyze_schedule, the reports from
+// analyze_link_load: one per-step loop, so the same numbers, on single-path BiGraph routes
+// and striped NAP ones, with a fresh route cache (routes added mid-step) and a warm one.
+TEST(CostModel, ReportsTheLinkLoadsOfTheContentionAnalysis) {
+  for (const Topology& t : {topo::generate_bigraph(topo::BiGraphShape{}),
+                            topo::generate_nap(topo::NapShape{})}) {
+    const int n = int(t.endpoints().size());
+    std::vector<int> reversed(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) reversed[size_t(r)] = n - 1 - r;
+    for (const Schedule& s : {hd_allreduce(n, 4096, reversed), ring_allreduce(n, 1000),
+                              direct_all_to_all(n, 100)}) {
+      SCOPED_TRACE(t.name() + " " + s.algo);
+      const Placement p = first_endpoints(t, n);
+      RouteCache fresh(t), warm(t);
+      const LinkLoad want = analyze_link_load(s, p, 4, warm);
+      for (RouteCache* routes : {&fresh, &warm}) {
+        const LinkLoad got = analyze_schedule(s, p, 4, *routes).load;
+        ASSERT_EQ(got.steps.size(), want.steps.size());
+        EXPECT_EQ(got.max_load, want.max_load);
+        EXPECT_EQ(got.worst_step, want.worst_step);
+        EXPECT_EQ(got.total_hops, want.total_hops);
+        for (size_t i = 0; i < want.steps.size(); ++i) {
+          const StepLoad &a = got.steps[i], &b = want.steps[i];
+          EXPECT_EQ(a.flows, b.flows) << "step " << i;
+          EXPECT_EQ(a.bytes, b.bytes) << "step " << i;
+          EXPECT_EQ(a.max_flow_bytes, b.max_flow_bytes) << "step " << i;
+          EXPECT_EQ(a.max_load, b.max_load) << "step " << i;
+          EXPECT_EQ(a.bottleneck_link, b.bottleneck_link) << "step " << i;
+          EXPECT_EQ(a.hops, b.hops) << "step " << i;
+          ASSERT_EQ(a.links.size(), b.links.size()) << "step " << i;
+          for (size_t k = 0; k < a.links.size(); ++k) {
+            EXPECT_EQ(a.links[k].link, b.links[k].link);
+            EXPECT_EQ(a.links[k].flows, b.links[k].flows);
+            EXPECT_EQ(a.links[k].bytes, b.links[k].bytes);
+          }
+        }
+      }
+      // A cold cache routes pairs mid-step; the times must not depend on it either.
+      RouteCache cold(t);
+      EXPECT_EQ(estimate_cost(s, p, 4, cold).total_us, estimate_cost(s, p, 4, warm).total_us);
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <set>
+#include <utility>
+
+#include "sched/link_load.h"
 
 #include "tests/sched/verify_sweep.h"
 
@@ -94,6 +98,35 @@ TEST(HalvingDoubling, FollowsTheOrderIncludingFoldedRanks) {
     for (int e = 0; e + q < P; ++e)  // the folded rank q+e talks to core rank e only
       for (const Op& op : s.programs[size_t(order[size_t(q + e)])].ops) EXPECT_EQ(op.peer, order[size_t(e)]);
     for (const Schedule& t : {hd_reduce_scatter(P, 5, order), hd_allgather(P, 5, order)}) expect_verified(t, name(t));
+  }
+}
+
+// The reduce-scatter and allgather alone run distance q/2 first; under the bit-reversed
+// order their step s pairs the ranks the allreduce's halving step s pairs (sched/hd_order.h
+// relies on it to keep the heavy steps where an allreduce order put them).
+TEST(HalvingDoubling, BitReversedOrderGivesTheHalvesTheAllreducePairs) {
+  std::mt19937 rng(7);
+  for (int n : {2, 4, 8, 32, 256}) {
+    std::vector<int> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::vector<int> reversed = bit_reversed_order(order);
+    EXPECT_EQ(bit_reversed_order(reversed), order) << n;  // an involution
+    const Schedule ar = hd_allreduce(n, 1024, order);
+    const int k = std::countr_zero(unsigned(n));
+    for (const Schedule& half : {hd_reduce_scatter(n, 1024, reversed), hd_allgather(n, 1024, reversed)}) {
+      ASSERT_EQ(half.num_steps(), k) << int(half.collective) << " " << n;
+      std::vector<Flow> flows;
+      for (int s = 0; s < k; ++s) {
+        std::set<std::pair<int, int>> want, got;
+        step_flows(ar, s, 4, flows);
+        for (const Flow& f : flows) want.insert({f.src, f.dst});
+        // Allgather's step s is the halving's step k-1-s run backwards: same pairs.
+        step_flows(half, half.collective == Collective::AllGather ? k - 1 - s : s, 4, flows);
+        for (const Flow& f : flows) got.insert({f.src, f.dst});
+        EXPECT_EQ(got, want) << int(half.collective) << " n=" << n << " step " << s;
+      }
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// Host-aware HD order (sched/placement.h): on BiGraphs whose servers hold several GPUs the
+// Host-aware HD order (sched/host_aware_hd_order.h): on BiGraphs whose servers hold several GPUs the
 // first, largest halving steps stay on the host fabric, and hd_order never keeps an order
 // the cost model predicts slower than the search's.
 #include <gtest/gtest.h>
@@ -10,8 +10,14 @@
 #include <vector>
 
 #include "sched/halving_doubling.h"
+#include "sched/hd_order.h"
+#include "sched/hd_search_order.h"
+#include "sched/host_aware_hd_order.h"
 #include "sched/link_load.h"
+#include "sched/order_search.h"
+#include "sched/pattern_load.h"
 #include "sched/placement.h"
+#include "sched/site_major_order.h"
 #include "sched/plan.h"
 #include "tests/sched/verify_sweep.h"
 #include "topo/generators.h"

@@ -2,7 +2,7 @@
 // pair one Send and one matching Recv of `count` elements), for analyses that only route.
 #pragma once
 
-#include "sched/placement.h"
+#include "sched/pattern_load.h"
 #include "sched/schedule.h"
 
 namespace topocoll::sched::testing {

@@ -6,7 +6,12 @@
 #include <numeric>
 #include <set>
 
+#include "sched/hd_order.h"
+#include "sched/hd_search_order.h"
 #include "sched/link_load.h"
+#include "sched/pattern_load.h"
+#include "sched/ring_order.h"
+#include "sched/site_major_order.h"
 #include "tests/sched/pattern_schedule.h"
 #include "topo/generators.h"
 

@@ -181,14 +181,7 @@ TEST(Plan, BadRequestsAreNamed) {
   EXPECT_THROW(make_plan(t, req), std::invalid_argument);
 }
 
-TEST(Plan, ParseSizeAndCollective) {
-  EXPECT_EQ(parse_size("4096"), 4096);
-  EXPECT_EQ(parse_size("4K"), 4096);
-  EXPECT_EQ(parse_size("1M"), 1 << 20);
-  EXPECT_EQ(parse_size("2GiB"), int64_t(2) << 30);
-  EXPECT_THROW(parse_size("K"), std::invalid_argument);
-  EXPECT_THROW(parse_size("12Q"), std::invalid_argument);
-  EXPECT_THROW(parse_size("99999999999999G"), std::invalid_argument);
+TEST(Plan, ParseCollective) {
   Collective c;
   EXPECT_TRUE(parse_collective("reduce_scatter", c));
   EXPECT_EQ(c, Collective::ReduceScatter);

@@ -1,0 +1,320 @@
+#include "config/env.h"
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "config/algorithm_names.h"
+#include "config/value_grammar.h"
+#include "config/warnings.h"
+
+namespace topocoll::config {
+namespace {
+
+constexpr int64_t kUnbounded = INT64_MAX;
+
+// Table rows by grammar, so each row reads as name, range, default, meaning.
+constexpr EnvVariable boolean(std::string_view name, std::string_view fallback, std::string_view doc) {
+  return {.name = name, .grammar = Grammar::Bool, .default_value = fallback, .doc = doc};
+}
+constexpr EnvVariable count(std::string_view name, int64_t min, int64_t max, std::string_view fallback,
+                            std::string_view unset_means, std::string_view doc, Owner owner = Owner::Topocoll,
+                            bool bad_is_error = false) {
+  return {.name = name, .owner = owner, .grammar = Grammar::Count, .default_value = fallback,
+          .unset_means = unset_means, .doc = doc, .min = min, .max = max, .bad_is_error = bad_is_error};
+}
+constexpr EnvVariable size(std::string_view name, int64_t min, int64_t max, std::string_view fallback,
+                           std::string_view unset_means, std::string_view doc, bool zero_is_off = false) {
+  return {.name = name, .grammar = Grammar::Size, .default_value = fallback, .unset_means = unset_means,
+          .doc = doc, .min = min, .max = max, .zero_is_off = zero_is_off};
+}
+constexpr EnvVariable number(std::string_view name, double min, double max, std::string_view fallback,
+                             std::string_view unset_means, std::string_view doc, bool bad_is_error = false) {
+  return {.name = name, .grammar = Grammar::Number, .default_value = fallback, .unset_means = unset_means,
+          .doc = doc, .min_number = min, .max_number = max, .bad_is_error = bad_is_error};
+}
+constexpr EnvVariable choice(std::string_view name, std::span<const std::string_view> choices,
+                             std::string_view fallback, std::string_view doc) {
+  return {.name = name, .grammar = Grammar::Choice, .default_value = fallback, .doc = doc, .choices = choices};
+}
+constexpr EnvVariable text(std::string_view name, std::string_view fallback, std::string_view unset_means,
+                           std::string_view doc, Owner owner = Owner::Topocoll) {
+  return {.name = name, .owner = owner, .grammar = Grammar::Text, .default_value = fallback,
+          .unset_means = unset_means, .doc = doc};
+}
+
+constexpr std::string_view kRingCommModes[] = {"init", "lazy", "off"};
+
+// A launcher's rank or size: refused when bad (guessing would join the wrong rank).
+constexpr EnvVariable launcher_rank(std::string_view name, std::string_view doc) {
+  return count(name, 0, INT_MAX, "", "the next launcher variable", doc, Owner::Launcher, true);
+}
+constexpr EnvVariable launcher_size(std::string_view name, std::string_view doc) {
+  return count(name, 1, INT_MAX, "", "the next launcher variable", doc, Owner::Launcher, true);
+}
+constexpr EnvVariable launcher_local_rank(std::string_view name) {
+  return count(name, 0, 4095, "", "the next launcher variable, else GPU 0",
+               "the GPU `topocoll accept` stands for when --gpu is not given (the first one set)",
+               Owner::Launcher);
+}
+
+const std::vector<EnvVariable>& table() {
+  static const std::vector<EnvVariable> variables = {
+      // Which network, which host (every face).
+      text("TOPOCOLL_TOPO_FILE", "", "no topology: the faces forward, change nothing, use the host's interfaces",
+           "the topology JSON (docs/topology.md) every face and the CLI's ranks use"),
+      text("TOPOCOLL_HOSTNAME", "", "NCCL_HOSTID, else gethostname()",
+           "this host's name in the topology (docs/usage.md, \"Which host am I\")"),
+      // Interposer.
+      boolean("TOPOCOLL_ENABLE", "1", "0 turns the interposer off: every call goes to NCCL, no init exchange"),
+      choice("TOPOCOLL_ALGO", algorithm_names(), "auto",
+             "auto (the cost model decides per call) or one route forced for every call"),
+      size("TOPOCOLL_MIN_BYTES", 0, kUnbounded, "0", "", "calls smaller than this (bytes per rank) go to NCCL"),
+      size("TOPOCOLL_MAX_BYTES", 0, kUnbounded, "", "unlimited", "calls larger than this go to NCCL"),
+      count("TOPOCOLL_STEP_OVERHEAD_US", 0, 1000000, "8", "",
+            "microseconds charged per schedule step when auto compares routes"),
+      number("TOPOCOLL_AUTO_MARGIN", 1, 100, "1.3", "",
+             "in auto, how many times faster than NCCL's best a route must be predicted to take a call"),
+      size("TOPOCOLL_SCRATCH_MAX_BYTES", 0, kUnbounded, "2G", "",
+           "most device scratch one communicator's calls of one batch may take; larger calls go to NCCL"),
+      size("TOPOCOLL_PLAN_CACHE_BYTES", 0, kUnbounded, "256M", "",
+           "most memory one communicator's cached plans may hold (least recently used out first)"),
+      choice("TOPOCOLL_RING_COMM", kRingCommModes, "init",
+             "when the topology-ordered communicator is split: at init, at first use (lazy), or never"),
+      // Pipelining of large steps (exec/pipeline.h).
+      size("TOPOCOLL_PIPELINE_CHUNK_BYTES", 64 << 10, 1 << 30, "", "4M on the NCCL backend, 0 (off) on the host backend",
+           "large steps are cut into pieces of at least this size, each reduce overlapping the next transfer; same on every rank",
+           true),
+      count("TOPOCOLL_PIPELINE_MAX_CHUNKS", 2, 64, "8", "", "most pieces one message of a pipelined step is cut into"),
+      // Tuner.
+      boolean("TOPOCOLL_TUNER", "1", "0 turns the tuner face off: NCCL's own tuning is unchanged"),
+      // Net plugin and the socket transport under it and under the CLI's ranks.
+      text("TOPOCOLL_NET_IFNAME", "", "NCCL_SOCKET_IFNAME, else every interface but lo and docker*",
+           "the net plugin's interfaces without a topology (NCCL_SOCKET_IFNAME's syntax)"),
+      text("TOPOCOLL_NET_PLANE_ADDRS", "", "each NIC by the interface or RDMA device of its name",
+           "nic=ip list: the address each topology NIC of this host binds"),
+      count("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, "4", "", "TCP sockets per connection"),
+      count("TOPOCOLL_NET_THREADS", 1, 16, "2", "", "progress threads per connection (at most the sockets)"),
+      count("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, "60000", "",
+            "connect, handshake, accept and no-progress timeout in milliseconds"),
+      size("TOPOCOLL_NET_CHUNK_BYTES", 4 << 10, 64 << 20, "512K", "", "striping unit of a message over the sockets"),
+      size("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64 << 20, "64K", "",
+           "a message below chunk x sockets spreads evenly in pieces of at least this (1 = every socket)"),
+      size("TOPOCOLL_NET_EAGER_BYTES", 0, 1 << 20, "1M", "",
+           "host backend: messages up to this size take the eager channel (0 = never)"),
+      boolean("TOPOCOLL_NET_RENDEZVOUS", "1",
+              "host backend: a larger message starts when the receiver's clear-to-send arrives (0 = at once)"),
+      {.name = "TOPOCOLL_NET_LANE_MARKS", .grammar = Grammar::Marks, .unset_means = "no marks",
+       .doc = "socket i of a connection carries SO_MARK mark i mod n, for policy routing per lane"},
+      // Processes of `topocoll bench` / `accept` (exec/rank_environment.h).
+      count("TOPOCOLL_RANK", 0, INT_MAX, "", "the launcher's (OMPI_COMM_WORLD_RANK, PMI_RANK, ...)",
+            "this process's rank in a multi-process run", Owner::Topocoll, true),
+      count("TOPOCOLL_NRANKS", 1, INT_MAX, "", "the launcher's (OMPI_COMM_WORLD_SIZE, PMI_SIZE, ...)",
+            "how many ranks the run has", Owner::Topocoll, true),
+      text("TOPOCOLL_BOOTSTRAP", "", "MASTER_ADDR:MASTER_PORT", "host:port of the rendezvous root"),
+      boolean("TOPOCOLL_BOOTSTRAP_SERVED", "0",
+              "1: the launcher serves the rendezvous itself; rank 0 does not host it"),
+      // Emulated fabric (docs/fabric.md).
+      text("TOPOCOLL_FABRIC_STATE_DIR", "/run/topocoll/fabric", "", "where `topocoll fabric` keeps its records"),
+      number("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB", 1, 1e12, "", "half the memory available",
+             "most kernel memory (MiB) a fabric may take", true),
+      text("TOPOCOLL_FABRIC_IPROUTE2", "", "PATH, /usr/sbin, /sbin, /usr/bin, /bin, then BUILD_DIR/deps",
+           "where the fabric's `ip` and `tc` are: their directory, or a prefix iproute2's .debs were unpacked into"),
+
+      // Other programs' variables topocoll reads.
+      text("NCCL_HOSTID", "", "", "names this host for the topology, after TOPOCOLL_HOSTNAME", Owner::Nccl),
+      text("NCCL_SOCKET_IFNAME", "", "", "the net plugin's interfaces without a topology, after TOPOCOLL_NET_IFNAME",
+           Owner::Nccl),
+      text("NCCL_ALGO", "", "", "when set, the tuner changes nothing", Owner::Nccl),
+      text("NCCL_PROTO", "", "", "when set, the tuner changes nothing", Owner::Nccl),
+      text("NCCL_COMM_BLOCKING", "", "", "0: communicators without a config are non-blocking (left to NCCL)",
+           Owner::Nccl),
+      text("NCCL_DEBUG", "", "", "what the interposer prints on stderr, as NCCL filters its own lines", Owner::Nccl),
+      text("NCCL_DEBUG_SUBSYS", "", "", "which subsystems' INFO lines the interposer prints", Owner::Nccl),
+      text("CUDA_VISIBLE_DEVICES", "", "", "maps a process's CUDA device to the host's GPU index", Owner::Cuda),
+      launcher_local_rank("LOCAL_RANK"),
+      launcher_local_rank("OMPI_COMM_WORLD_LOCAL_RANK"),
+      launcher_local_rank("SLURM_LOCALID"),
+      launcher_local_rank("MPI_LOCALRANKID"),
+      launcher_rank("OMPI_COMM_WORLD_RANK", "the rank, after TOPOCOLL_RANK"),
+      launcher_rank("PMI_RANK", "the rank, after the above"),
+      launcher_rank("PMIX_RANK", "the rank, after the above"),
+      launcher_rank("SLURM_PROCID", "the rank, after the above"),
+      launcher_rank("RANK", "the rank, after the above (torchrun)"),
+      launcher_size("OMPI_COMM_WORLD_SIZE", "the number of ranks, after TOPOCOLL_NRANKS"),
+      launcher_size("PMI_SIZE", "the number of ranks, after the above"),
+      launcher_size("SLURM_NTASKS", "the number of ranks, after the above"),
+      launcher_size("WORLD_SIZE", "the number of ranks, after the above (torchrun)"),
+      text("MASTER_ADDR", "", "", "the rendezvous root's host when TOPOCOLL_BOOTSTRAP is unset (torchrun)",
+           Owner::Launcher),
+      text("MASTER_PORT", "29500", "", "the rendezvous root's port with MASTER_ADDR", Owner::Launcher),
+      text("PATH", "", "", "where `ip`, `tc` and Graphviz's `dot` are looked for", Owner::System),
+  };
+  return variables;
+}
+
+std::string default_text(const EnvVariable& v) {
+  if (!v.default_value.empty()) return std::string(v.default_value);
+  return "the default (" + std::string(v.unset_means.empty() ? "unset" : v.unset_means) + ")";
+}
+
+template <typename T>
+T value_of(const Env& e, std::string_view name) {
+  const EnvValue& v = e.setting(name).value;
+  if (const T* t = std::get_if<T>(&v)) return *t;
+  return T{};
+}
+
+}  // namespace
+
+std::string_view to_string(Owner owner) {
+  switch (owner) {
+    case Owner::Topocoll: return "topocoll";
+    case Owner::Nccl: return "NCCL";
+    case Owner::Cuda: return "CUDA";
+    case Owner::Launcher: return "launcher";
+    case Owner::System: return "system";
+  }
+  return "?";
+}
+
+std::span<const EnvVariable> env_variables() { return table(); }
+
+const EnvVariable* find_env_variable(std::string_view name) {
+  for (const EnvVariable& v : table())
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+ParsedEnvValue parse_env_value(const EnvVariable& v, std::string_view text) {
+  auto from = [](auto&& parsed) -> ParsedEnvValue {
+    if (!parsed) return {std::monostate{}, std::move(parsed.expected)};
+    return {EnvValue(std::move(*parsed.value)), ""};
+  };
+  switch (v.grammar) {
+    case Grammar::Bool: return from(parse_bool(text));
+    case Grammar::Count: return from(parse_count(text, v.min, v.max));
+    case Grammar::Size: return from(parse_size(text, v.min, v.max, v.zero_is_off));
+    case Grammar::Number: return from(parse_number(text, v.min_number, v.max_number));
+    case Grammar::Choice: return from(parse_choice(text, v.choices));
+    case Grammar::Marks: return from(parse_marks(text));
+    case Grammar::Text: {
+      const std::string_view t = trim(text);
+      if (t.empty()) return {std::monostate{}, "expected a value"};
+      return {EnvValue(std::string(t)), ""};
+    }
+  }
+  return {std::monostate{}, "expected a value"};
+}
+
+const EnvSetting& Env::setting(std::string_view name) const {
+  for (const EnvSetting& s : settings)
+    if (s.variable->name == name) return s;
+  throw std::out_of_range("no environment variable " + std::string(name) + " in config/env.cpp's table");
+}
+
+const EnvSetting* Env::first_set(std::initializer_list<std::string_view> names) const {
+  for (std::string_view name : names)
+    if (const EnvSetting& s = setting(name); s.is_set()) return &s;
+  return nullptr;
+}
+
+Env read_env_from(const EnvSource& source) {
+  Env e;
+  for (const EnvVariable& v : table()) {
+    EnvSetting s;
+    s.variable = &v;
+    if (std::optional<std::string> raw = source(v.name))
+      if (const std::string_view t = trim(*raw); !t.empty()) s.text = std::string(t);
+    if (!v.default_value.empty()) s.value = parse_env_value(v, v.default_value).value;
+    if (s.text) {
+      ParsedEnvValue parsed = parse_env_value(v, *s.text);
+      if (!std::holds_alternative<std::monostate>(parsed.value)) {
+        s.value = std::move(parsed.value);
+      } else {
+        s.problem = std::string(v.name) + "=" + quoted(*s.text) + ": " + parsed.expected;
+        if (v.bad_is_error) {
+          s.value = std::monostate{};
+        } else {
+          s.problem += "; using " + default_text(v);
+          e.warnings.push_back(s.problem);
+        }
+      }
+    }
+    e.settings.push_back(std::move(s));
+  }
+
+  e.topo_file = value_of<std::string>(e, "TOPOCOLL_TOPO_FILE");
+  e.hostname = value_of<std::string>(e, "TOPOCOLL_HOSTNAME");
+  e.nccl_hostid = value_of<std::string>(e, "NCCL_HOSTID");
+  e.enable = value_of<bool>(e, "TOPOCOLL_ENABLE");
+  e.algo = value_of<std::string>(e, "TOPOCOLL_ALGO");
+  e.min_bytes = value_of<int64_t>(e, "TOPOCOLL_MIN_BYTES");
+  const EnvValue& max = e.setting("TOPOCOLL_MAX_BYTES").value;
+  e.max_bytes = std::holds_alternative<int64_t>(max) ? std::get<int64_t>(max) : INT64_MAX;
+  if (e.min_bytes > e.max_bytes) {
+    e.warnings.push_back("TOPOCOLL_MIN_BYTES (" + format_size(e.min_bytes) + ") is larger than TOPOCOLL_MAX_BYTES (" +
+                         format_size(e.max_bytes) + "); using neither (0 and unlimited)");
+    e.min_bytes = 0;
+    e.max_bytes = INT64_MAX;
+  }
+  e.step_overhead_us = value_of<int64_t>(e, "TOPOCOLL_STEP_OVERHEAD_US");
+  e.auto_margin = value_of<double>(e, "TOPOCOLL_AUTO_MARGIN");
+  e.scratch_max_bytes = value_of<int64_t>(e, "TOPOCOLL_SCRATCH_MAX_BYTES");
+  e.plan_cache_bytes = value_of<int64_t>(e, "TOPOCOLL_PLAN_CACHE_BYTES");
+  e.ring_comm = value_of<std::string>(e, "TOPOCOLL_RING_COMM");
+  e.nccl_comm_blocking = value_of<std::string>(e, "NCCL_COMM_BLOCKING");
+  e.cuda_visible_devices = value_of<std::string>(e, "CUDA_VISIBLE_DEVICES");
+  if (const EnvValue& chunk = e.setting("TOPOCOLL_PIPELINE_CHUNK_BYTES").value;
+      std::holds_alternative<int64_t>(chunk))
+    e.pipeline_chunk_bytes = std::get<int64_t>(chunk);
+  e.pipeline_max_chunks = int(value_of<int64_t>(e, "TOPOCOLL_PIPELINE_MAX_CHUNKS"));
+  e.tuner = value_of<bool>(e, "TOPOCOLL_TUNER");
+  e.nccl_algo = value_of<std::string>(e, "NCCL_ALGO");
+  e.nccl_proto = value_of<std::string>(e, "NCCL_PROTO");
+  e.net_ifname = value_of<std::string>(e, "TOPOCOLL_NET_IFNAME");
+  e.nccl_socket_ifname = value_of<std::string>(e, "NCCL_SOCKET_IFNAME");
+  e.net_plane_addrs = value_of<std::string>(e, "TOPOCOLL_NET_PLANE_ADDRS");
+  e.net_sockets_per_conn = int(value_of<int64_t>(e, "TOPOCOLL_NET_SOCKETS_PER_CONN"));
+  e.net_threads = int(value_of<int64_t>(e, "TOPOCOLL_NET_THREADS"));
+  e.net_timeout_ms = int(value_of<int64_t>(e, "TOPOCOLL_NET_TIMEOUT_MS"));
+  e.net_chunk_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_CHUNK_BYTES");
+  e.net_min_stripe_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_MIN_STRIPE_BYTES");
+  e.net_eager_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_EAGER_BYTES");
+  e.net_rendezvous = value_of<bool>(e, "TOPOCOLL_NET_RENDEZVOUS");
+  e.net_lane_marks = value_of<std::vector<uint32_t>>(e, "TOPOCOLL_NET_LANE_MARKS");
+  e.bootstrap = value_of<std::string>(e, "TOPOCOLL_BOOTSTRAP");
+  e.bootstrap_served = value_of<bool>(e, "TOPOCOLL_BOOTSTRAP_SERVED");
+  e.master_addr = value_of<std::string>(e, "MASTER_ADDR");
+  e.master_port = value_of<std::string>(e, "MASTER_PORT");
+  e.fabric_state_dir = value_of<std::string>(e, "TOPOCOLL_FABRIC_STATE_DIR");
+  e.fabric_iproute2 = value_of<std::string>(e, "TOPOCOLL_FABRIC_IPROUTE2");
+  e.nccl_debug = value_of<std::string>(e, "NCCL_DEBUG");
+  e.nccl_debug_subsys = value_of<std::string>(e, "NCCL_DEBUG_SUBSYS");
+  e.path = value_of<std::string>(e, "PATH");
+  return e;
+}
+
+Env read_env(const std::map<std::string, std::string, std::less<>>& values) {
+  return read_env_from([&values](std::string_view name) -> std::optional<std::string> {
+    const auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+const Env& env() {
+  static const Env process = read_env_from([](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value) return std::nullopt;
+    return std::string(value);
+  });
+  // After the read, not inside it: the sink may log, and logging reads env() (plugin/log.h).
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true))
+    for (const std::string& w : process.warnings) warn_once(w);
+  return process;
+}
+
+}  // namespace topocoll::config

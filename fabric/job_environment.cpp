@@ -1,0 +1,90 @@
+#include "fabric/job_environment.h"
+
+#include <stdexcept>
+
+namespace topocoll::fabric {
+namespace {
+
+std::string without_prefix(const std::string& address) { return address.substr(0, address.find('/')); }
+
+}  // namespace
+
+RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name, const std::vector<int>& endpoints,
+                         int rank, const JobOptions& options, const InheritedEnvironment& inherited) {
+  const int nranks = int(endpoints.size());
+  if (rank < 0 || rank >= nranks)
+    throw std::invalid_argument("rank " + std::to_string(rank) + " outside the job's 0.." + std::to_string(nranks - 1));
+  for (int e : endpoints)
+    if (e < 0 || e >= int(plan.endpoints.size()))
+      throw std::invalid_argument("endpoint " + std::to_string(e) + " is not one of fabric " + fabric_name + "'s");
+  const FabricEndpoint& me = plan.endpoints[endpoints[rank]];
+  const Namespace& ns = plan.ns_of(me);
+
+  RankSetting s;
+  s.rank = rank;
+  s.nranks = nranks;
+  s.endpoint = me.endpoint;
+  s.netns = ns.name;
+  s.hostname = me.host;
+  auto set = [&](const std::string& key, const std::string& value) { s.environment.push_back(key + "=" + value); };
+  auto set_unless_inherited = [&](const std::string& key, const std::string& value) {
+    if (!inherited(key)) set(key, value);
+  };
+
+  set("TOPOCOLL_FABRIC", fabric_name);
+  set("TOPOCOLL_FABRIC_ENDPOINT", me.id);
+  set("TOPOCOLL_FABRIC_ADDRESS", me.address);
+  // NCCL: a node of its own named as the topology's host, its sockets on exactly this
+  // endpoint's address ('=': no other interface whose name starts alike).
+  set("NCCL_HOSTID", me.host);
+  set("NCCL_SOCKET_IFNAME", "=" + me.address_label);
+  if (!options.topology_file.empty()) set("TOPOCOLL_TOPO_FILE", options.topology_file);
+  // topocoll's net plugin binds each NIC of this host by name: the fabric's addresses.
+  std::string planes;
+  for (const FabricEndpoint& e : plan.endpoints)
+    if (e.ns == me.ns) planes += (planes.empty() ? "" : ",") + e.nic + "=" + e.address;
+  if (!planes.empty()) set("TOPOCOLL_NET_PLANE_ADDRS", planes);
+  if (!plan.lane_marks.empty() && !inherited("TOPOCOLL_NET_LANE_MARKS")) {
+    std::string marks;
+    for (uint32_t m : plan.lane_marks) marks += (marks.empty() ? "" : ",") + std::to_string(m);
+    set("TOPOCOLL_NET_LANE_MARKS", marks);
+  }
+  if (!options.preload.empty()) {
+    const std::optional<std::string> before = inherited("LD_PRELOAD");
+    set("LD_PRELOAD", options.preload + (before && !before->empty() ? ":" + *before : ""));
+  }
+  if (!options.tuner_plugin.empty()) set("NCCL_TUNER_PLUGIN", options.tuner_plugin);
+  if (!options.net_plugin.empty()) set("NCCL_NET_PLUGIN", options.net_plugin);
+
+  // Launcher variables: the job's own where the launcher gave them, else this job's.
+  set_unless_inherited("RANK", std::to_string(rank));
+  set_unless_inherited("WORLD_SIZE", std::to_string(nranks));
+  if (!inherited("MASTER_ADDR")) {
+    const FabricEndpoint& root = plan.endpoints[endpoints[0]];
+    set("MASTER_ADDR", without_prefix(plan.ns_of(root).management_address));
+    set("MASTER_PORT", std::to_string(options.master_port));
+  }
+  // The emulated host holds the job's endpoints on it, no others: its local ranks.
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < nranks; ++r)
+    if (plan.endpoints[endpoints[r]].ns == me.ns) {
+      if (r < rank) ++local_rank;
+      ++local_size;
+    }
+  set("LOCAL_RANK", std::to_string(local_rank));
+  set("LOCAL_WORLD_SIZE", std::to_string(local_size));
+  if (inherited("OMPI_COMM_WORLD_LOCAL_RANK")) set("OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(local_rank));
+  if (inherited("OMPI_COMM_WORLD_LOCAL_SIZE")) set("OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(local_size));
+  // `fabric run`'s own rendezvous is on this machine's loopback, out of the namespace's reach.
+  s.unset = {"TOPOCOLL_BOOTSTRAP", "TOPOCOLL_BOOTSTRAP_SERVED"};
+
+  if (rank == 0)
+    for (const auto& kv : options.rank0_environment) {
+      if (kv.find('=') == std::string::npos || kv.front() == '=')
+        throw std::invalid_argument("rank 0's variable '" + kv + "': expected NAME=VALUE");
+      s.environment.push_back(kv);
+    }
+  return s;
+}
+
+}  // namespace topocoll::fabric

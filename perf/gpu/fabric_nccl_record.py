@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""The record of nccl-tests runs on an emulated fabric (perf/gpu/fabric_nccl_tests.sh).
+
+    fabric_nccl_record.py estimate --predict P.json --coll C --path PATH --nt-args "..."
+    fabric_nccl_record.py table DIR
+    fabric_nccl_record.py sample DIR       (sample logs from the predictions: exercises `table`)
+
+`table` reads DIR/runs.tsv (one line per run: name, topology, ranks, rate Mbit/s, nccl-tests
+binary, path, placement, exit code, seconds, log) and each run's log, and sets every measured
+size beside the cost model's prediction for what ran there, as the log itself says: NCCL's
+algorithm and protocol from rank 0's `NCCL INFO <Coll>: <bytes> Bytes -> Algo X proto Y`
+lines (NCCL_DEBUG_SUBSYS=TUNING), topocoll's route from the interposer's `topocoll: comm ...
+up to <bytes> B -> <route> (<why>)` lines, and whether the interposer served the
+communicator. Predictions come from `topocoll fabric predict` (DIR/<case>/predict-*.json).
+Writes DIR/table.md (tables, the goals of issue 21 as measured), DIR/record.json and one SVG
+plot of bus bandwidth per size per path for each (topology, ranks, rate, collective).
+`estimate` prints how many seconds one run should take (init + every nccl-tests pass at the
+predicted time), so the runner can leave a run for the next call instead of cutting it off.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nccl_tests_table import parse as parse_results  # noqa: E402
+
+COLLS = {  # nccl-tests binary -> (predict's collective, NCCL's name, bus bandwidth factor)
+    "all_reduce_perf": ("allreduce", "AllReduce", lambda n: 2.0 * (n - 1) / n),
+    "reduce_scatter_perf": ("reduce_scatter", "ReduceScatter", lambda n: (n - 1) / n),
+    "all_gather_perf": ("allgather", "AllGather", lambda n: (n - 1) / n),
+}
+NCCL_TUNING = re.compile(r"NCCL INFO (AllReduce|ReduceScatter|AllGather): (\d+) Bytes -> Algo (\w+) proto (\w+)")
+ROUTE = re.compile(r"NCCL INFO topocoll: comm \S+ rank 0/(\d+) (allreduce|reducescatter|allgather) up to (\d+) B "
+                   r"-> (\S+) \((.*)\)\s*$")
+SERVED = re.compile(r"NCCL INFO topocoll: communicator \S+ rank 0/(\d+) served on topology")
+ROUTE_COLL = {"allreduce": "allreduce", "reducescatter": "reduce_scatter", "allgather": "allgather"}
+NCCL_NAMES = {"TREE": "Tree", "RING": "Ring", "PAT": "PAT", "LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
+NCCL_PATHS = ("nccl", "nccl-order", "tuner")
+
+
+def nt_options(nt_args):
+    words = nt_args.split()
+    opts = {"-b": "256K", "-e": "64M", "-f": "2", "-w": "1", "-n": "20"}
+    for i, w in enumerate(words[:-1]):
+        if w in opts:
+            opts[w] = words[i + 1]
+    return opts
+
+
+def size_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B")
+    return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+
+
+def load_predictions(path):
+    with open(path) as f:
+        rows = json.load(f)
+    return {(r["coll"], r["bytes"]): r for r in rows}
+
+
+def nccl_key(algo, proto):
+    return f"{NCCL_NAMES.get(algo.upper(), algo)}/{NCCL_NAMES.get(proto.upper(), proto)}"
+
+
+def algo_of_path(path):
+    return path[len("preload-"):] if path.startswith("preload-") else None
+
+
+def predicted_for(path, row, tuning=None, route=None):
+    """(predicted us, what ran) for one size of one run; what the log says ran decides."""
+    if row is None:
+        return None, "no prediction"
+    nccl, ordered, mine = row["nccl"], row["nccl_topology_order"], row["topocoll"]
+
+    def nccl_choice(table, default):
+        key = nccl_key(*tuning) if tuning else default
+        return table.get(key), key if tuning else key + "?"
+
+    if path in NCCL_PATHS:
+        return nccl_choice(nccl, "Ring/Simple")
+    if route is None:  # no decision logged: what the path asks for
+        algo = algo_of_path(path)
+        if algo == "nccl-topo-ring":
+            return nccl_choice(ordered, "Ring/Simple")
+        planned = {"ring": "ring-topo"}.get(algo, algo)
+        if planned == "auto" and "auto" in mine:
+            return mine["auto"]["us"], mine["auto"]["algo"] + "?"
+        return mine.get(planned), (planned or "?") + "?"
+    routed = route[0]
+    if routed == "nccl":
+        us, what = nccl_choice(nccl, "Ring/Simple")
+        return us, "nccl " + what
+    if routed == "nccl-topo-ring":
+        us, what = nccl_choice(ordered, "Ring/Simple")
+        return us, "nccl-topo-ring " + what
+    return mine.get(routed), routed
+
+
+def estimate(a):
+    rows = load_predictions(a.predict)
+    opts = nt_options(a.nt_args)
+    lo, hi, factor = size_bytes(opts["-b"]), size_bytes(opts["-e"]), int(opts["-f"])
+    iters, warmup = int(opts["-n"]), int(opts["-w"])
+    coll = COLLS[a.coll][0]
+
+    def slowest(size):
+        row = rows.get((coll, size))
+        if row is None:
+            return 0.0
+        if a.path in NCCL_PATHS:  # NCCL's own pick is unknown before the run: its slower one
+            table = row["nccl"]
+            return max(v for k, v in table.items() if k.endswith("/Simple"))
+        us, _ = predicted_for(a.path, row)
+        return us or 0.0
+
+    seconds = 0.0
+    size = lo
+    while size <= hi:
+        # Per size: the untimed first call, the timed iterations and the check, out of place
+        # and in place (nccl-tests' BenchTime, twice).
+        seconds += 2 * (iters + 2) * slowest(size) / 1e6
+        size *= factor
+    size = lo
+    while size <= hi and warmup:  # warm-up walks the sizes by factors of 2
+        seconds += warmup * slowest(size) / 1e6
+        size *= 2
+    print(int(math.ceil(seconds + a.startup)))
+
+
+def parse_log(path):
+    tuning, routes, served = {}, {}, False
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = NCCL_TUNING.search(line)
+                if m:
+                    counts = tuning.setdefault((m.group(1), int(m.group(2))), {})
+                    key = (m.group(3), m.group(4))
+                    counts[key] = counts.get(key, 0) + 1
+                    continue
+                m = ROUTE.search(line)
+                if m:
+                    routes[(ROUTE_COLL[m.group(2)], int(m.group(3)))] = (m.group(4), m.group(5))
+                    continue
+                if SERVED.search(line):
+                    served = True
+    except OSError:
+        pass
+    chosen = {k: max(v.items(), key=lambda kv: kv[1])[0] for k, v in tuning.items()}
+    return chosen, routes, served
+
+
+def read_runs(directory):
+    runs = []
+    with open(os.path.join(directory, "runs.tsv")) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            name, topo, ranks, rate, binary, path, placement, rc, seconds, log = line.rstrip("\n").split("\t")
+            runs.append({"name": name, "topology": topo, "ranks": int(ranks), "rate": float(rate),
+                         "binary": binary, "path": path, "placement": placement, "rc": rc,
+                         "seconds": float(seconds or 0), "log": log})
+    return runs
+
+
+def case_dir(directory, run):
+    return os.path.join(directory, f"{run['topology']}-r{run['rate']:g}")
+
+
+def analyse(directory, run):
+    coll, nccl_name, _ = COLLS[run["binary"]]
+    log = os.path.join(directory, run["log"])
+    results = parse_results(log) if os.path.exists(log) else {}
+    tuning, routes, served = parse_log(log)
+    predict_file = os.path.join(case_dir(directory, run), f"predict-{run['placement']}-n{run['ranks']}.json")
+    predictions = load_predictions(predict_file) if os.path.exists(predict_file) else {}
+    n = run["ranks"]
+    sizes = []
+    for size in sorted(results):
+        r = results[size]
+        per_rank = size if coll == "allreduce" else size // n
+        us, what = predicted_for(run["path"], predictions.get((coll, size)), tuning.get((nccl_name, per_rank)),
+                                 routes.get((coll, size)))
+        sizes.append({"size": size, "time_us": r["time_us"], "busbw": r["busbw"],
+                      "wrong": max(r["wrong"] or 0, r["inplace_wrong"] or 0), "predicted_us": us, "ran": what,
+                      "ratio": r["time_us"] / us if us and r["time_us"] else None})
+    return {**run, "collective": coll, "served": served, "sizes": sizes}
+
+
+def case_order(key):
+    """Cases as the runner makes them: per topology and rank count, the first rate first."""
+    topo, n, rate, coll = key
+    colls = [c[0] for c in COLLS.values()]
+    return (topo, n, -rate, colls.index(coll) if coll in colls else len(colls))
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def svg_plot(title, series, path):
+    """Bus bandwidth per size, one line per path (measured solid, predicted dashed)."""
+    w, h, left, right, top, bottom = 760, 420, 70, 190, 40, 50
+    points = [(s["size"], s["busbw"]) for _, rows in series for s in rows if s["busbw"]]
+    points += [(s["size"], s["pred_busbw"]) for _, rows in series for s in rows if s.get("pred_busbw")]
+    if not points:
+        return False
+    xs = [math.log2(p[0]) for p in points]
+    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    y1 = max(p[1] for p in points) * 1.1 or 1
+
+    def px(size):
+        return left + (math.log2(size) - x0) / (x1 - x0) * (w - left - right)
+
+    def py(v):
+        return h - bottom - v / y1 * (h - top - bottom)
+
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
+           f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" stroke="black"/>',
+           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="black"/>',
+           f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">size (bytes, nccl-tests)</text>',
+           f'<text x="16" y="{h / 2}" transform="rotate(-90 16 {h / 2})" text-anchor="middle">bus bandwidth (GB/s)</text>']
+    for k in range(5):
+        v = y1 * k / 4
+        out.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')
+        out.append(f'<line x1="{left}" y1="{py(v):.1f}" x2="{w - right}" y2="{py(v):.1f}" stroke="#ddd"/>')
+    for size in sorted({p[0] for p in points}):
+        label = f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
+        out.append(f'<text x="{px(size):.1f}" y="{h - bottom + 16}" text-anchor="middle">{label}</text>')
+    for i, (name, rows) in enumerate(series):
+        c = colours[i % len(colours)]
+        for key, dash in (("busbw", ""), ("pred_busbw", ' stroke-dasharray="5,4"')):
+            pts = [(px(s["size"]), py(s[key])) for s in rows if s.get(key)]
+            if len(pts) > 1:
+                d = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+                out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="{d}"/>')
+            for x, y in pts if not dash else []:
+                out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{c}"/>')
+        ly = top + 16 * i
+        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 30}" y2="{ly}" stroke="{c}" stroke-width="2"/>')
+        out.append(f'<text x="{w - right + 35}" y="{ly + 4}">{name}</text>')
+    ly = top + 16 * len(series) + 8
+    out.append(f'<text x="{w - right + 10}" y="{ly}" fill="#555">solid: measured</text>')
+    out.append(f'<text x="{w - right + 10}" y="{ly + 14}" fill="#555">dashed: predicted</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return True
+
+
+def goals(analysed):
+    """Issue 21's goals as measured in this record: (text, met or None when not measured)."""
+    lines = []
+    by = {}
+    for r in analysed:
+        by.setdefault((r["topology"], r["ranks"], r["rate"], r["collective"]), {})[r["path"]] = r
+    wrong = max((s["wrong"] for r in analysed for s in r["sizes"]), default=None)
+    lines.append((f"#wrong 0 in every run: largest #wrong {fmt(wrong, 0)}", wrong == 0 if wrong is not None else None))
+    for (topo, n, rate, coll), paths in sorted(by.items(), key=lambda kv: case_order(kv[0])):
+        case = f"{topo}, {n} ranks, {rate:g} Mbit/s, {coll}"
+
+        def times(path, min_size=0):
+            r = paths.get(path)
+            return {s["size"]: s["time_us"] for s in r["sizes"] if s["time_us"] and s["size"] >= min_size} if r else {}
+
+        base = times("nccl")
+        if "preload-auto" in paths and base and coll == "allreduce" and topo.startswith("bigraph") and n == 16:
+            auto = times("preload-auto", 1 << 20)
+            ratios = [base[s] / auto[s] for s in auto if s in base]
+            if ratios:
+                lines.append((f"{case}: topocoll auto vs NCCL's default from 1 MiB: {min(ratios):.2f}x to "
+                              f"{max(ratios):.2f}x the bus bandwidth (goal >= 3x)", min(ratios) >= 3))
+        if "preload-auto" in paths and base:
+            auto = times("preload-auto")
+            worst = min((base[s] / auto[s] for s in auto if s in base), default=None)
+            if worst is not None:
+                lines.append((f"{case}: auto's slowest size against NCCL's default: {worst:.2f}x NCCL's speed "
+                               "(goal: never below 0.95x)", worst >= 0.95))
+        order, ring = times("nccl-order"), times("preload-ring")
+        common = [s for s in order if s in ring]
+        if common:
+            worst = max(order[s] / ring[s] for s in common)
+            lines.append((f"{case}: NCCL with the `topocoll order` hostfile against topocoll's ring-topo: at most "
+                          f"{worst:.2f}x its time (goal <= 1.3x)", worst <= 1.3))
+        if n == 16:
+            for path, r in sorted(paths.items()):
+                if not path.startswith("preload-"):
+                    continue
+                off = [abs(s["ratio"] - 1) for s in r["sizes"] if s["ratio"] and not str(s["ran"]).startswith("nccl")]
+                if off:
+                    lines.append((f"{case}, {path}: measured / predicted off by at most {max(off) * 100:.0f} % over "
+                                  f"{len(off)} sizes run by a topocoll schedule (goal <= 20 %)", max(off) <= 0.2))
+    # Time scales with 1/rate: the same runs at two rates.
+    for (topo, n, rate, coll), paths in sorted(by.items()):
+        for (topo2, n2, rate2, coll2), paths2 in sorted(by.items()):
+            if (topo2, n2, coll2) != (topo, n, coll) or rate2 >= rate:
+                continue
+            for path in sorted(set(paths) & set(paths2)):
+                a = {s["size"]: s["time_us"] for s in paths[path]["sizes"]}
+                b = {s["size"]: s["time_us"] for s in paths2[path]["sizes"]}
+                ratios = [b[s] / a[s] for s in sorted(a) if s in b and a[s] and b[s] and s >= 1 << 20]
+                if ratios:
+                    want = rate / rate2
+                    ok = all(abs(x / want - 1) <= 0.15 for x in ratios)
+                    lines.append((f"{topo}, {n} ranks, {coll}, {path}: time at {rate2:g} / at {rate:g} Mbit/s from 1 "
+                                  f"MiB: {min(ratios):.2f} to {max(ratios):.2f} (network-bound: {want:.2f} +- 15 %)",
+                                  ok))
+    return lines
+
+
+def table(a):
+    directory = a.dir
+    runs = read_runs(directory)
+    analysed = [analyse(directory, r) for r in runs]
+    md = ["# nccl-tests on an emulated fabric: plain NCCL against NCCL with topocoll", "",
+          "Every run's full output is its own log (rank 0 at NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,TUNING); "
+          "commands in commands.txt, machine in device.txt. `ran` is what the log says served each size "
+          "(NCCL's algorithm/protocol, or topocoll's route; `?` = not logged, the path's request assumed); "
+          "`pred` is the cost model's time for that (`topocoll fabric predict`), `meas/pred` the ratio.", ""]
+    cases = {}
+    for r in analysed:
+        cases.setdefault((r["topology"], r["ranks"], r["rate"], r["collective"]), []).append(r)
+    plots = []
+    for (topo, n, rate, coll), rs in sorted(cases.items(), key=lambda kv: case_order(kv[0])):
+        md += [f"## {topo}, {n} ranks, {rate:g} Mbit/s, {coll}", ""]
+        md.append("| path | placement | served | size (B) | time (us) | busbw (GB/s) | #wrong | ran | pred (us) | meas/pred |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|")
+        series = []
+        factor = COLLS[rs[0]["binary"]][2](n)
+        for r in rs:
+            if not r["sizes"]:
+                md.append(f"| {r['path']} | {r['placement']} | | no result (exit {r['rc']}) | | | | | | |")
+            for s in r["sizes"]:
+                s["pred_busbw"] = s["size"] / s["predicted_us"] / 1e3 * factor if s["predicted_us"] else None
+                md.append(f"| {r['path']} | {r['placement']} | {'yes' if r['served'] else 'no'} | {s['size']} | "
+                          f"{fmt(s['time_us'])} | {fmt(s['busbw'], 3)} | {fmt(s['wrong'], 0)} | {s['ran']} | "
+                          f"{fmt(s['predicted_us'])} | {fmt(s['ratio'], 2)} |")
+            series.append((r["path"], r["sizes"]))
+        plot = f"busbw-{topo}-n{n}-r{rate:g}-{coll}.svg"
+        if svg_plot(f"{coll}, {topo}, {n} ranks, {rate:g} Mbit/s", series, os.path.join(directory, plot)):
+            md += ["", f"![bus bandwidth per size]({plot})"]
+            plots.append(plot)
+        md.append("")
+    md += ["## Goals (issue 21), as measured", ""]
+    for text, met in goals(analysed):
+        md.append(f"- {'met' if met else 'not met' if met is not None else 'not measured'}: {text}")
+    with open(os.path.join(directory, "table.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(directory, "record.json"), "w") as f:
+        json.dump({"runs": analysed, "plots": plots}, f, indent=1)
+    print(f"wrote {directory}/table.md, record.json and {len(plots)} plots")
+    return 0
+
+
+def sample(a):
+    """nccl-tests-shaped logs made from the predictions (time = predicted x a fixed factor per
+    path), with the NCCL and interposer lines a real rank 0 prints: the input `table` expects."""
+    directory = a.dir
+    runs = read_runs(directory)
+    for run in runs:
+        coll, nccl_name, factor = COLLS[run["binary"]]
+        predict_file = os.path.join(case_dir(directory, run), f"predict-{run['placement']}-n{run['ranks']}.json")
+        rows = load_predictions(predict_file)
+        n = run["ranks"]
+        slow = 1.0 + 0.03 * (sum(map(ord, run["path"])) % 7)
+        lines = [f"# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809 (sample made from predictions)",
+                 f"# Collective test starting: {run['binary']}"]
+        algo = algo_of_path(run["path"])
+        if algo:
+            lines.append(f"s0:1:1 NCCL INFO topocoll: communicator 0x1 rank 0/{n} served on topology 'x' (endpoint 0)")
+        for (c, size), row in sorted(rows.items()):
+            if c != coll:
+                continue
+            per_rank = size if coll == "allreduce" else size // n
+            tuning = ("RING", "SIMPLE")
+            route = None
+            if algo == "auto":
+                auto = row["topocoll"].get("auto")
+                route = (auto["algo"], f"auto: {auto['algo']} {auto['us']:.1f} us") if auto else None
+            elif algo == "nccl-topo-ring":
+                route = ("nccl-topo-ring", "TOPOCOLL_ALGO=nccl-topo-ring")
+            elif algo:
+                route = ({"ring": "ring-topo"}.get(algo, algo), f"TOPOCOLL_ALGO={algo}")
+            if route:
+                lines.append(f"s0:1:1 NCCL INFO topocoll: comm 0x1 rank 0/{n} {coll.replace('_', '')} up to {size} B "
+                             f"-> {route[0]} ({route[1]})")
+            lines.append(f"s0:1:1 [0] NCCL INFO {nccl_name}: {per_rank} Bytes -> Algo {tuning[0]} proto {tuning[1]} "
+                         "channel{Lo..Hi}={0..1}")
+            us, _ = predicted_for(run["path"], row, tuning, route)
+            t = (us or 1.0) * slow
+            alg = size / t / 1e3
+            bus = alg * factor(n)
+            count = size // 4 if coll == "allreduce" else size // 4 // n
+            lines.append(f"{size:>12} {count:>12} float sum -1 {t:10.1f} {alg:7.3f} {bus:7.3f} 0 "
+                         f"{t:10.1f} {alg:7.3f} {bus:7.3f} 0")
+        lines.append("# Avg bus bandwidth    : 0.0")
+        with open(os.path.join(directory, run["log"]), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print(f"wrote {len(runs)} sample logs under {directory}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("estimate")
+    e.add_argument("--predict", required=True)
+    e.add_argument("--coll", required=True, choices=sorted(COLLS))
+    e.add_argument("--path", required=True)
+    e.add_argument("--nt-args", required=True)
+    e.add_argument("--startup", type=float, default=10.0, help="seconds to launch and make the communicators")
+    t = sub.add_parser("table")
+    t.add_argument("dir")
+    s = sub.add_parser("sample")
+    s.add_argument("dir")
+    a = ap.parse_args()
+    return {"estimate": estimate, "table": table, "sample": sample}[a.command](a) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# nccl-tests on GPUs over an emulated fabric: plain NCCL against NCCL with topocoll, the
+# record of issue 21 (docs/fabric.md, "The GPU record"). On the GPU machine, as root, under
+# MPS, every rank its own process, its own NCCL host and its own network namespace of
+# `topocoll fabric`, all ranks on the one GPU:
+#
+#   NCCL_TESTS_SRC=perf/gpu/nccl-tests STAGES=fabric-nccl RESULTS_DIR=$OUT/gpu bash perf/gpu/run_all.sh
+#   bash perf/gpu/fabric_nccl_tests.sh [BUILD_DIR]      (nccl-tests built in BUILD_DIR/nccl-tests)
+#   DRY_RUN=1 bash perf/gpu/fabric_nccl_tests.sh build  (no GPU, no root: prints every command,
+#                                                        writes the predictions and hostfiles)
+#
+# For each topology (FABRIC_TOPOLOGIES, default "bigraph-32 nap-4x8") and rank count
+# (FABRIC_RANKS, default 16) the fabric comes up at FABRIC_RATE Mbit/s (default 1000) and
+# each nccl-tests binary (FABRIC_COLLS: all_reduce reduce_scatter all_gather) runs, under
+# mpirun through `topocoll fabric rank-exec`, once per path (FABRIC_PATHS):
+#   nccl            plain NCCL, ranks placed as a scheduler places them (the first endpoints)
+#   nccl-order      plain NCCL, ranks in the order of the `topocoll order` hostfile
+#   tuner           NCCL with NCCL_TUNER_PLUGIN=libnccl-topocoll.so
+#   preload-ALGO    LD_PRELOAD=libnccl-topocoll.so with TOPOCOLL_ALGO=ALGO (BiGraph: auto hd
+#                   ring nccl-topo-ring; NAP: auto fc hier nccl-topo-ring)
+# then, at FABRIC_CHECK_RATE (default half the rate), all_reduce again for FABRIC_CHECK_PATHS
+# (default "nccl preload-auto"): at a rate where the network is the bottleneck the time
+# doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
+# checks every result.
+#
+# Every run's full output is its own log, rank 0 at NCCL_DEBUG=INFO with
+# NCCL_DEBUG_SUBSYS=INIT,TUNING (the others at WARN), so each figure, the rank count and
+# whether topocoll served the communicator can be read from the log alone. Beside every run
+# the cost model's prediction (`topocoll fabric predict`) for the schedule its log says ran;
+# perf/gpu/fabric_nccl_record.py makes table.md, record.json and one SVG plot of bus
+# bandwidth per size per path for each case.
+#
+# It fits 10-minute calls: runs go in the order above, each only if its predicted duration
+# fits what is left of BUDGET seconds (default 540, counted from the script's start); a run
+# that does not fit is left for the next call with the same RESULTS_DIR (default
+# perf/results/gpu-fabric-<device>-<date>), which skips the runs it already has. COPY_TO=DIR
+# copies the record there when the script ends (the device tool's $OUT); put it back at
+# RESULTS_DIR in the work tree before the next call, so it travels with it. The dry run
+# prints the device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds one run.
+# Exit status 0 when every run that ran passed (runs left for the next call are no
+# failure; calls.md lists them).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build-gpu}
+dry=${DRY_RUN:-0}
+t0=$SECONDS
+budget=${BUDGET:-540}
+run_timeout=${RUN_TIMEOUT:-300}
+fabric=${FABRIC_NAME:-gpunt}
+topologies=${FABRIC_TOPOLOGIES:-bigraph-32 nap-4x8}
+ranks_list=${FABRIC_RANKS:-16}
+rate=${FABRIC_RATE:-1000}
+check_rate=${FABRIC_CHECK_RATE:-$((rate / 2))}
+check_paths=${FABRIC_CHECK_PATHS:-nccl preload-auto}
+colls=${FABRIC_COLLS:-all_reduce reduce_scatter all_gather}
+nt_args=${NT_ARGS:--b 256K -e 64M -f 4 -c 1 -w 0 -n 1}
+read -ra nt_words <<< "$nt_args"
+record=$root/perf/gpu/fabric_nccl_record.py
+cli=${TOPOCOLL_CLI:-$build/tools/topocoll}
+nt_build=${NT_BUILD:-$build/nccl-tests}
+plugin=${PLUGIN:-$(find "$build" -name libnccl-topocoll.so -type f 2>/dev/null | head -n1)}
+[ -n "$plugin" ] || plugin=$build/plugin/libnccl-topocoll.so
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+[ -n "$gpu" ] || gpu="no-gpu"
+device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
+out=${RESULTS_DIR:-$root/perf/results/gpu-fabric-$device-$(date -u +%Y%m%d)}
+mkdir -p "$out"
+manifest=$out/runs.tsv
+[ -f "$manifest" ] || printf '# name\ttopology\tranks\trate_mbit\tbinary\tpath\tplacement\texit\tseconds\tlog\n' > "$manifest"
+failed=0
+deferred=()
+dry_total=0
+dry_runs=0
+
+say() { echo "fabric-nccl [+$((SECONDS - t0)) s]: $*"; }
+log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
+# A command as it can be pasted into a shell (plain words stay as they are).
+quoted() {
+  local w s=""
+  for w in "$@"; do
+    if [[ "$w" =~ ^[A-Za-z0-9_./:=,@+%-]+$ ]]; then s+="$w "; else s+="$(printf '%q' "$w") "; fi
+  done
+  printf '%s' "${s% }"
+}
+left() { echo $((budget - (SECONDS - t0))); }
+
+[ -x "$cli" ] || { echo "fabric_nccl_tests.sh: no topocoll CLI at $cli (build first)" >&2; exit 1; }
+if [ "$dry" != 1 ]; then
+  [ "$(id -u)" = 0 ] || { echo "fabric_nccl_tests.sh: root is needed (network namespaces)" >&2; exit 1; }
+  for binary in $colls; do
+    [ -x "$nt_build/${binary}_perf" ] || { echo "fabric_nccl_tests.sh: no $nt_build/${binary}_perf (run_all.sh builds it from NCCL_TESTS_SRC)" >&2; exit 1; }
+  done
+  command -v mpirun > /dev/null || { echo "fabric_nccl_tests.sh: mpirun is not installed" >&2; exit 1; }
+  [ -f "$plugin" ] || { echo "fabric_nccl_tests.sh: no libnccl-topocoll.so in $build" >&2; exit 1; }
+fi
+# iproute2 unpacked from perf/gpu/fetch_debs.sh's .debs beside the build (run_all.sh does it):
+# the fabric runs those tools with their own libraries, nothing else sees them.
+if ! command -v ip > /dev/null && [ -z "${TOPOCOLL_FABRIC_IPROUTE2:-}" ] && [ -d "$build/deps" ]; then
+  export TOPOCOLL_FABRIC_IPROUTE2=$build/deps
+fi
+
+# --- MPS: without it every rank waits for its GPU time slice and no timing means anything ---
+mps_started=0
+start_mps() {
+  [ "$dry" != 1 ] && [ "${MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control > /dev/null || return 0
+  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
+  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1; then
+    echo "MPS: already running ($(date -u +%T))" >> "$out/device.txt"
+  elif nvidia-cuda-mps-control -d; then
+    mps_started=1
+    echo "MPS: started for the runs ($(date -u +%T))" >> "$out/device.txt"
+  fi
+}
+fabric_is_up=0
+# shellcheck disable=SC2317  # reached through the trap
+cleanup() {
+  [ "$fabric_is_up" = 1 ] && "$cli" fabric down --name "$fabric" > /dev/null 2>&1
+  [ "$mps_started" = 1 ] && echo quit | nvidia-cuda-mps-control
+  # The record leaves the machine with the call ($OUT), also when a call is cut short.
+  [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"
+}
+trap cleanup EXIT
+
+{
+  echo "# fabric nccl-tests on $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')$([ "$dry" = 1 ] && echo ' (dry run)')"
+  echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi 2>&1 | head -n 12
+  echo "kernel $(uname -r); iproute2: ${TOPOCOLL_FABRIC_IPROUTE2:-system}; $(mpirun --version 2>/dev/null | head -n 1)"
+  echo "plugin $plugin; NCCL_HOME ${NCCL_HOME:-unset}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  echo "NT_ARGS=$nt_args BUDGET=$budget RUN_TIMEOUT=$run_timeout"
+} >> "$out/device.txt"
+start_mps
+
+kind_of() { case $1 in nap*) echo nap ;; *) echo bigraph ;; esac; }
+paths_for() {
+  if [ -n "${FABRIC_PATHS:-}" ]; then echo "$FABRIC_PATHS"; return; fi
+  case $(kind_of "$1") in
+    nap) echo "nccl preload-auto preload-fc preload-hier nccl-order preload-nccl-topo-ring tuner" ;;
+    *) echo "nccl preload-auto nccl-order preload-ring preload-hd preload-nccl-topo-ring tuner" ;;
+  esac
+}
+placement_of() { [ "$1" = nccl-order ] && echo topology-order || echo scheduler; }
+
+# fabric_for TOPOLOGY RATE: the fabric up at that rate (once per case).
+current=""
+fabric_for() {
+  local want="$1@$2"
+  [ "$current" = "$want" ] && return 0
+  if [ "$fabric_is_up" = 1 ]; then
+    log_cmd "$(quoted "$cli" fabric down --name "$fabric")"
+    "$cli" fabric down --name "$fabric" > /dev/null
+    fabric_is_up=0
+  fi
+  current=""
+  local up=("$cli" fabric up "$root/examples/$1.json" --name "$fabric" --rate-mbit "$2")
+  log_cmd "$(quoted "${up[@]}")"
+  if [ "$dry" != 1 ]; then
+    "$cli" fabric down --force --name "$fabric" > /dev/null 2>&1  # a crashed call's leftovers
+    "${up[@]}" > "$out/fabric-up-$1-r$2.log" 2>&1 || { cat "$out/fabric-up-$1-r$2.log" >&2; return 1; }
+    fabric_is_up=1
+  fi
+  current=$want
+}
+
+# case_files TOPOLOGY RATE RANKS PLACEMENT: predictions and hostfile of one placement.
+case_files() {
+  local dir="$out/$1-r$2" where
+  mkdir -p "$dir"
+  if [ "$dry" = 1 ]; then where=(--topo "$root/examples/$1.json" --rate-mbit "$2"); else where=(--name "$fabric"); fi
+  local predict="$dir/predict-$4-n$3.json"
+  if [ ! -s "$predict" ]; then
+    local b e f
+    read -r b e f <<< "$(python3 - "$nt_args" <<'EOF'
+import sys
+w = sys.argv[1].split(); o = {"-b": "256K", "-e": "64M", "-f": "2"}
+for i, x in enumerate(w[:-1]):
+    if x in o: o[x] = w[i + 1]
+print(o["-b"], o["-e"], o["-f"])
+EOF
+)"
+    local cmd=("$cli" fabric predict "${where[@]}" --ranks "$3" --placement "$4" --sizes "$b:$e" --factor "$f" --json)
+    log_cmd "$(quoted "${cmd[@]}") > $predict"
+    "${cmd[@]}" > "$predict" || { rm -f "$predict"; return 1; }
+  fi
+  local hosts="$dir/hostfile-$4-n$3.txt"
+  if [ ! -s "$hosts" ]; then
+    local where_place=("${where[@]}")
+    [ "$dry" = 1 ] && where_place=(--topo "$root/examples/$1.json")
+    "$cli" fabric place "${where_place[@]}" --ranks "$3" --placement "$4" --format mpirun > "$hosts"
+  fi
+}
+
+# one_run TOPOLOGY RANKS RATE BINARY PATH
+one_run() {
+  local topo=$1 n=$2 r=$3 binary=$4 path=$5
+  local name="$topo-n$n-r$r-$binary-$path" placement
+  placement=$(placement_of "$path")
+  local log="$topo-r$r/n$n-$binary-$path.log"
+  if grep -q "^$name	" "$manifest"; then say "$name: in the record already"; return 0; fi
+  fabric_for "$topo" "$r" || { failed=1; return 1; }
+  case_files "$topo" "$r" "$n" "$placement" || { failed=1; return 1; }
+  local predict="$out/$topo-r$r/predict-$placement-n$n.json"
+  local need
+  need=$(python3 "$record" estimate --predict "$predict" --coll "${binary}_perf" --path "$path" --nt-args "$nt_args")
+  if [ "$dry" != 1 ] && [ "$need" -gt "$(left)" ]; then
+    say "$name: needs about $need s, $(left) s left: next call"
+    deferred+=("$name (~$need s)")
+    return 0
+  fi
+  local faces=() xs=(-x LD_LIBRARY_PATH -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=WARN)
+  [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && xs+=(-x CUDA_MPS_PIPE_DIRECTORY)
+  case $path in
+    tuner) faces=(--tuner "$plugin") ;;
+    preload-*) faces=(--preload "$plugin"); xs+=(-x "TOPOCOLL_ALGO=${path#preload-}") ;;
+  esac
+  local cmd=(timeout "$run_timeout" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl "self,vader"
+             "${xs[@]}" "$cli" fabric rank-exec --name "$fabric" --placement "$placement" "${faces[@]}"
+             --rank0-env NCCL_DEBUG=INFO --rank0-env "NCCL_DEBUG_SUBSYS=INIT,TUNING" --
+             "$nt_build/${binary}_perf" -g 1 "${nt_words[@]}")
+  log_cmd "$(quoted "${cmd[@]}") > $log 2>&1"
+  if [ "$dry" = 1 ]; then
+    echo "$(quoted "${cmd[@]}")   # ~$need s"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
+      "$placement" planned "$need" "$log" >> "$out/planned.tsv"
+    dry_total=$((dry_total + need))
+    dry_runs=$((dry_runs + 1))
+    return 0
+  fi
+  say "$name: ~$need s predicted"
+  local started=$SECONDS rc
+  { echo "# $(quoted "${cmd[@]}")"; "${cmd[@]}"; } > "$out/$log" 2>&1
+  rc=$?
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
+    "$placement" "$rc" "$((SECONDS - started))" "$log" >> "$manifest"
+  [ $rc -eq 0 ] || { say "$name: FAILED (exit $rc), see $log"; failed=1; }
+}
+
+# Most telling first: a topology's allreduce, its check at the second rate, then the others.
+for topo in $topologies; do
+  for n in $ranks_list; do
+    for binary in $colls; do
+      for path in $(paths_for "$topo"); do one_run "$topo" "$n" "$rate" "$binary" "$path"; done
+      if [ "$binary" = all_reduce ]; then
+        for path in $check_paths; do one_run "$topo" "$n" "$check_rate" all_reduce "$path"; done
+      fi
+    done
+  done
+done
+[ "$fabric_is_up" = 1 ] && { "$cli" fabric down --name "$fabric" > /dev/null; fabric_is_up=0; }
+
+if [ "$dry" = 1 ]; then
+  say "dry run: $dry_runs runs, about $dry_total s of device time in all (BUDGET $budget s a call);" \
+      "commands in $out/commands.txt, predictions and hostfiles under $out/*/"
+  exit 0
+fi
+if [ "$(grep -vc '^#' "$manifest")" -gt 0 ]; then
+  python3 "$record" table "$out" || failed=1
+fi
+{
+  echo
+  echo "## Call at $(date -u '+%Y-%m-%d %H:%M UTC'): $((SECONDS - t0)) s"
+  if ((${#deferred[@]})); then
+    echo "Left for the next call (same RESULTS_DIR): ${deferred[*]}"
+  else
+    echo "Every run is in the record."
+  fi
+} >> "$out/calls.md"
+say "record: $out (failed=$failed, ${#deferred[@]} runs left for the next call)"
+exit $failed

@@ -1,0 +1,40 @@
+// Per-call routing decision of the interposer: NCCL, NCCL on the topology-ordered
+// communicator, or a topocoll schedule (planned by sched/plan.h), from the cost model
+// (sched/cost_model.h) unless TOPOCOLL_ALGO or the size thresholds decide. Deterministic:
+// every rank computes the same route from the same topology, placement and key, which the
+// collective agreement relies on.
+//
+// Auto compares predicted times (sched/plan.h, sched/cost_model.h) on this communicator's
+// placement:
+//   nccl            NCCL's ring in rank order (what NCCL builds for it; all-to-all: direct
+//                   pairs), each step charged 1 us of in-kernel synchronisation
+//   nccl-topo-ring  the same ring in the topology-aware order (every hop on its own link)
+//   schedules       the planner's fastest topocoll schedule ("auto" over ring, ring-topo, hd,
+//                   fc, fc-direct, hier, ...), each step charged TOPOCOLL_STEP_OVERHEAD_US
+//                   more for the host work and launches of one step on the NCCL/CUDA backend
+// and takes the fastest; NCCL keeps the call unless another is predicted 5% faster. A
+// schedule the verifier rejects is never run.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "plugin/interposer/call_route_cache.h"
+#include "plugin/interposer/interposer_config.h"
+#include "sched/placement.h"
+#include "topo/topology.h"
+
+namespace topocoll::plugin::interposer {
+
+struct RouteRequest {
+  const topo::Topology* topology = nullptr;
+  const sched::Placement* placement = nullptr;
+  int rank = 0;
+  CallKey key;
+  std::size_t elem_bytes = 4;
+};
+
+// Never throws: a generator or cost-model failure gives RouteTarget::Nccl with the reason.
+std::shared_ptr<const Route> decide_route(const RouteRequest& request, const InterposerConfig& config);
+
+}  // namespace topocoll::plugin::interposer

@@ -1,0 +1,56 @@
+// `topocoll env`: every TOPOCOLL_* variable with its value here, a bad value marked with what
+// was expected and what is used instead, exit status 1 then; --all adds the other programs'.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/env.h"
+#include "tests/common/shell_run.h"
+
+namespace topocoll::config {
+namespace {
+
+using testing_support::shell_run;
+
+// The CLI with only the given variables of the table set (env -i keeps PATH out too).
+testing_support::ShellResult topocoll_env(const std::string& assignments, const std::string& args = "") {
+  return shell_run("env -i " + assignments + " " + std::string(TOPOCOLL_CLI) + " env " + args);
+}
+
+TEST(EnvCli, ListsEveryTopocollVariableWithItsValueHere) {
+  const auto r = topocoll_env("TOPOCOLL_SCRATCH_MAX_BYTES=2GiB TOPOCOLL_RANK=' 0'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (const EnvVariable& v : env_variables()) {
+    const bool listed = r.output.find("\n" + std::string(v.name) + " ") != std::string::npos;
+    EXPECT_EQ(listed, v.owner == Owner::Topocoll) << v.name << "\n" << r.output;
+  }
+  EXPECT_NE(r.output.find("TOPOCOLL_SCRATCH_MAX_BYTES       2GiB\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_RANK                    0\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_NET_RENDEZVOUS          1 (default)\n"), std::string::npos) << r.output;
+}
+
+TEST(EnvCli, ABadValueIsMarkedAndTheStatusIsOne) {
+  const auto r = topocoll_env("TOPOCOLL_NET_RENDEZVOUS=maybe");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_NET_RENDEZVOUS          BAD: TOPOCOLL_NET_RENDEZVOUS=\"maybe\": expected 1/0, "
+                          "true/false, yes/no or on/off; using 1"),
+            std::string::npos)
+      << r.output;
+  const auto pair = topocoll_env("TOPOCOLL_MIN_BYTES=1M TOPOCOLL_MAX_BYTES=4K");
+  EXPECT_EQ(pair.status, 1) << pair.output;
+  EXPECT_NE(pair.output.find("BAD: TOPOCOLL_MIN_BYTES (1M) is larger than TOPOCOLL_MAX_BYTES (4K)"),
+            std::string::npos)
+      << pair.output;
+}
+
+TEST(EnvCli, AllAddsTheOtherProgramsVariables) {
+  const auto r = topocoll_env("LOCAL_RANK=abc", "--all");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("\nLOCAL_RANK "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("BAD: LOCAL_RANK=\"abc\": expected an integer from 0 to 4095"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(topocoll_env("", "--nonsense").status, 2);
+}
+
+}  // namespace
+}  // namespace topocoll::config

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The GPU record's routine without a GPU (perf/gpu/fabric_nccl_tests.sh): its dry run plans
+# every run with the cost model's predictions and hostfiles, and the record's tables, goals
+# and plots come out of nccl-tests-shaped logs made from those predictions.
+#   fabric_nccl_record_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
+set -euo pipefail
+src=$1 build=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if command -v shellcheck > /dev/null; then
+  shellcheck "$src/perf/gpu/fabric_nccl_tests.sh" || fail "shellcheck"
+fi
+out=$(DRY_RUN=1 RESULTS_DIR="$work" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce reduce_scatter" \
+      bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) || fail "dry run: $out"
+grep -q "dry run: 16 runs" <<< "$out" || fail "expected 7 + 2 + 7 planned runs: $out"
+grep -q -- "rank-exec --name gpunt --placement topology-order --rank0-env NCCL_DEBUG=INFO" "$work/commands.txt" ||
+  fail "no nccl-order run in commands.txt"
+grep -q -- "-x TOPOCOLL_ALGO=hd .*--preload .*libnccl-topocoll.so" "$work/commands.txt" || fail "no preload-hd run"
+grep -q -- "--tuner .*libnccl-topocoll.so" "$work/commands.txt" || fail "no tuner run"
+[ "$(cat "$work/bigraph-32-r1000/hostfile-scheduler-n16.txt" | head -n 2)" = "s0 slots=1
+s1 slots=1" ] || fail "scheduler hostfile"
+[ "$(head -n 2 "$work/bigraph-32-r1000/hostfile-topology-order-n16.txt")" = "s0 slots=1
+s2 slots=1" ] || fail "topology-order hostfile"
+
+# The estimate the runner budgets by: NCCL's slower algorithm for plain NCCL.
+need=$(python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$work/bigraph-32-r1000/predict-scheduler-n16.json" \
+       --coll all_reduce_perf --path nccl --nt-args "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1")
+[ "$need" -gt 30 ] && [ "$need" -lt 120 ] || fail "estimate $need s for plain NCCL allreduce at 1000 Mbit/s"
+
+(head -n 1 "$work/runs.tsv"; cat "$work/planned.tsv") > "$work/runs.new" && mv "$work/runs.new" "$work/runs.tsv"
+python3 "$src/perf/gpu/fabric_nccl_record.py" sample "$work" > /dev/null
+python3 "$src/perf/gpu/fabric_nccl_record.py" table "$work" > /dev/null
+for f in table.md record.json busbw-bigraph-32-n16-r1000-allreduce.svg busbw-bigraph-32-n16-r500-allreduce.svg; do
+  [ -s "$work/$f" ] || fail "no $f"
+done
+grep -q "| preload-hd | scheduler | yes | 67108864 |" "$work/table.md" || fail "no preload-hd row"
+grep -q "| nccl | scheduler | no | 1048576 | .* | Ring/Simple |" "$work/table.md" || fail "NCCL's algorithm not read from the log"
+grep -q "auto vs NCCL's default from 1 MiB" "$work/table.md" || fail "no auto goal"
+grep -q "time at 500 / at 1000 Mbit/s" "$work/table.md" || fail "no rate check"
+grep -q "NCCL with the \`topocoll order\` hostfile" "$work/table.md" || fail "no order goal"
+echo "fabric nccl record: dry run, estimate, sample logs, tables, goals and plots as expected"

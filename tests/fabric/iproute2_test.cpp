@@ -1,0 +1,138 @@
+// Where the fabric finds `ip` and `tc` (fabric/iproute2.h): the setting alone when set, else
+// PATH and the system's directories, else the .debs unpacked beside the build; a prefix's
+// libraries go with its tools; and what it says when there is none.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fabric/iproute2.h"
+
+namespace topocoll::fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Iproute2Search : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) / ("iproute2_test_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string make_tool(const std::string& relative) {
+    const fs::path p = root_ / relative;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << "#!/bin/sh\n";
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  }
+  std::string dir(const std::string& relative) {
+    fs::create_directories(root_ / relative);
+    return (root_ / relative).string();
+  }
+  ToolSearch empty_search() const {
+    ToolSearch s;
+    s.library_triplet = "x86_64-linux-gnu";
+    return s;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(Iproute2Search, AnUnpackedDebFoundByTheSettingRunsWithItsLibraries) {
+  // As `dpkg -x iproute2_*.deb DIR` leaves it: bin/ip, sbin/tc, sbin/ip -> /bin/ip (absolute).
+  const std::string ip = make_tool("deb/bin/ip");
+  const std::string tc = make_tool("deb/sbin/tc");
+  fs::create_symlink("/bin/ip", root_ / "deb/sbin/ip");
+  const std::string libs = dir("deb/usr/lib/x86_64-linux-gnu");
+  const std::string more = dir("deb/lib/x86_64-linux-gnu");
+  ToolSearch s = empty_search();
+  s.setting = (root_ / "deb").string();
+  s.path = {dir("elsewhere")};
+  const auto found_ip = find_tool("ip", s);
+  ASSERT_TRUE(found_ip);
+  // The absolute link means the prefix's own /bin/ip, never the machine's.
+  EXPECT_EQ(fs::canonical(found_ip->path), fs::canonical(ip));
+  EXPECT_EQ(found_ip->library_path, libs + ":" + more);
+  const auto found_tc = find_tool("tc", s);
+  ASSERT_TRUE(found_tc);
+  EXPECT_EQ(found_tc->path, tc);
+  EXPECT_EQ(found_tc->library_path, libs + ":" + more);
+}
+
+TEST_F(Iproute2Search, TheSettingMayNameTheToolsOwnDirectory) {
+  make_tool("prefix/usr/sbin/tc");
+  const std::string libs = dir("prefix/usr/lib/x86_64-linux-gnu");
+  ToolSearch s = empty_search();
+  s.setting = (root_ / "prefix/usr/sbin").string() + "/";
+  const auto tc = find_tool("tc", s);
+  ASSERT_TRUE(tc);
+  EXPECT_EQ(tc->library_path, libs);
+}
+
+TEST_F(Iproute2Search, WhenSetTheSettingIsTheOnlyPlace) {
+  ToolSearch s = empty_search();
+  s.setting = dir("empty");
+  s.path = {(root_ / "onpath").string()};
+  make_tool("onpath/ip");
+  EXPECT_FALSE(find_tool("ip", s));
+  const std::string why = tool_missing("ip", s);
+  EXPECT_NE(why.find("`ip` (iproute2) is not in TOPOCOLL_FABRIC_IPROUTE2=" + s.setting), std::string::npos) << why;
+  EXPECT_NE(why.find(s.setting + "/usr/sbin"), std::string::npos) << why;
+}
+
+TEST_F(Iproute2Search, PathFirstThenTheSystemThenTheDebsBesideTheBuild) {
+  ToolSearch s = empty_search();
+  s.path = {dir("a"), (root_ / "b").string()};
+  s.system_dirs = {dir("sys")};
+  s.bundled_prefix = (root_ / "build/deps").string();
+  EXPECT_FALSE(find_tool("tc", s));
+  const std::string bundled = make_tool("build/deps/sbin/tc");
+  const std::string bundled_libs = dir("build/deps/usr/lib/x86_64-linux-gnu");
+  auto tc = find_tool("tc", s);
+  ASSERT_TRUE(tc);
+  EXPECT_EQ(tc->path, bundled);
+  EXPECT_EQ(tc->library_path, bundled_libs);
+  const std::string system = make_tool("sys/tc");
+  EXPECT_EQ(find_tool("tc", s)->path, system);
+  // A prefix put on PATH brings its libraries too (no global LD_LIBRARY_PATH needed).
+  const std::string on_path = make_tool("b/tc");
+  tc = find_tool("tc", s);
+  EXPECT_EQ(tc->path, on_path);
+  EXPECT_EQ(tc->library_path, "");  // root_/b is no prefix with libraries
+  s.path = {(root_ / "pfx/usr/bin").string()};
+  const std::string prefixed = make_tool("pfx/usr/bin/tc");
+  const std::string prefixed_libs = dir("pfx/lib/x86_64-linux-gnu");
+  tc = find_tool("tc", s);
+  EXPECT_EQ(tc->path, prefixed);
+  EXPECT_EQ(tc->library_path, prefixed_libs);
+}
+
+TEST_F(Iproute2Search, SystemToolsNeedNoLibraries) {
+  ToolSearch s = empty_search();
+  s.system_dirs = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+  if (const auto ip = find_tool("ip", s)) {
+    EXPECT_EQ(ip->library_path, "");
+  } else {
+    GTEST_SKIP() << "no ip installed";
+  }
+}
+
+TEST_F(Iproute2Search, NotFoundSaysWhereItLookedAndHowToProvideIt) {
+  ToolSearch s = empty_search();
+  s.path = {"/nowhere/bin"};
+  s.system_dirs = {"/nowhere/sbin"};
+  s.bundled_prefix = "/nowhere/build/deps";
+  const std::string why = tool_missing("tc", s);
+  for (const char* part : {"`tc` (iproute2) is not installed", "PATH (/nowhere/bin)", "/nowhere/sbin",
+                           "/nowhere/build/deps", "TOPOCOLL_FABRIC_IPROUTE2 is unset", "apt-get install iproute2",
+                           "perf/gpu/fetch_debs.sh", "dpkg -x"})
+    EXPECT_NE(why.find(part), std::string::npos) << part << " not in: " << why;
+}
+
+}  // namespace
+}  // namespace topocoll::fabric

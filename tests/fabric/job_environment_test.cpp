@@ -1,0 +1,151 @@
+// What each rank of a job on a fabric is told (fabric/job_environment.h), from the plan
+// alone: its namespace and host name, NCCL's host and interface, the topology, the plugin
+// faces, the launcher variables — kept where the launcher set them, else the job's.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "fabric/fabric_plan.h"
+#include "fabric/job_environment.h"
+#include "fabric/loopback_relay.h"
+#include "topo/topology_json.h"
+
+namespace topocoll::fabric {
+namespace {
+
+FabricPlan plan_of(const std::string& name, const std::string& fabric = "jt") {
+  FabricOptions o;
+  o.name = fabric;
+  return plan_fabric(topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name), o);
+}
+
+std::map<std::string, std::string> as_map(const std::vector<std::string>& kvs) {
+  std::map<std::string, std::string> out;
+  for (const auto& kv : kvs) out[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  return out;
+}
+
+InheritedEnvironment nothing() {
+  return [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
+}
+
+InheritedEnvironment from(std::map<std::string, std::string> values) {
+  return [values](std::string_view name) -> std::optional<std::string> {
+    const auto it = values.find(std::string(name));
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(JobEnvironment, ARankIsItsEndpointsHostWithNcclOnItsAddress) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  o.topology_file = "/run/topocoll/fabric/jt.d/topology.json";
+  const RankSetting s = rank_setting(plan, "jt", {5, 9, 2}, 1, o, nothing());
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.nranks, 3);
+  EXPECT_EQ(s.endpoint, 9);
+  EXPECT_EQ(s.netns, "tf-jt-s9");
+  EXPECT_EQ(s.hostname, "s9");
+  const auto env = as_map(s.environment);
+  EXPECT_EQ(env.at("NCCL_HOSTID"), "s9");
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "=nic0");  // exactly: no nic01 besides it
+  EXPECT_EQ(env.at("TOPOCOLL_TOPO_FILE"), o.topology_file);
+  EXPECT_EQ(env.at("TOPOCOLL_FABRIC"), "jt");
+  EXPECT_EQ(env.at("TOPOCOLL_FABRIC_ENDPOINT"), "s9.g0");
+  EXPECT_EQ(env.at("TOPOCOLL_FABRIC_ADDRESS"), plan.endpoints[9].address);
+  EXPECT_EQ(env.at("TOPOCOLL_NET_PLANE_ADDRS"), "nic0=" + plan.endpoints[9].address);
+  EXPECT_EQ(env.at("RANK"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "3");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "1");
+  // The rendezvous: rank 0's host (s5) on the management network.
+  EXPECT_EQ(env.at("MASTER_ADDR"), plan.ns_of(plan.endpoints[5]).management_address.substr(
+                                       0, plan.ns_of(plan.endpoints[5]).management_address.find('/')));
+  EXPECT_EQ(env.at("MASTER_PORT"), "29500");
+  EXPECT_FALSE(env.count("LD_PRELOAD"));
+  EXPECT_FALSE(env.count("NCCL_TUNER_PLUGIN"));
+  EXPECT_FALSE(env.count("NCCL_NET_PLUGIN"));
+  EXPECT_FALSE(env.count("TOPOCOLL_NET_LANE_MARKS"));  // BiGraph routes do not stripe
+  EXPECT_EQ(s.unset, (std::vector<std::string>{"TOPOCOLL_BOOTSTRAP", "TOPOCOLL_BOOTSTRAP_SERVED"}));
+}
+
+TEST(JobEnvironment, TheLaunchersOwnVariablesAreKept) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  o.preload = "/opt/lib/libnccl-topocoll.so";
+  o.tuner_plugin = "/opt/lib/libnccl-topocoll.so";
+  o.net_plugin = "topocoll";
+  const auto s = rank_setting(plan, "jt", {0, 1, 2, 3}, 2, o,
+                              from({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.9.9.9"},
+                                    {"MASTER_PORT", "1234"}, {"LD_PRELOAD", "libother.so"},
+                                    {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
+  const auto env = as_map(s.environment);
+  EXPECT_FALSE(env.count("RANK"));  // torchrun's or mpirun's, unchanged
+  EXPECT_FALSE(env.count("WORLD_SIZE"));
+  EXPECT_FALSE(env.count("MASTER_ADDR"));
+  EXPECT_FALSE(env.count("MASTER_PORT"));
+  EXPECT_EQ(env.at("LD_PRELOAD"), "/opt/lib/libnccl-topocoll.so:libother.so");
+  EXPECT_EQ(env.at("NCCL_TUNER_PLUGIN"), "/opt/lib/libnccl-topocoll.so");
+  EXPECT_EQ(env.at("NCCL_NET_PLUGIN"), "topocoll");
+  // Each rank alone on its emulated host: its local rank there, whatever mpirun counted.
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("OMPI_COMM_WORLD_LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("OMPI_COMM_WORLD_LOCAL_SIZE"), "1");
+}
+
+TEST(JobEnvironment, RankZerosOwnVariablesGoToRankZeroOnly) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  o.rank0_environment = {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,TUNING"};
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 0, o, nothing()).environment).at("NCCL_DEBUG"), "INFO");
+  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).count("NCCL_DEBUG"));
+  o.rank0_environment = {"NCCL_DEBUG"};
+  EXPECT_THROW(rank_setting(plan, "jt", {0, 1}, 0, o, nothing()), std::invalid_argument);
+}
+
+TEST(JobEnvironment, LocalRanksCountTheJobsEndpointsOnOneHost) {
+  const FabricPlan plan = plan_of("bigraph-16x8.json");
+  // Endpoints 3 and 1 of host s0, endpoint 8 of s1.
+  const std::vector<int> job = {3, 8, 1};
+  const auto first = as_map(rank_setting(plan, "jt", job, 0, {}, nothing()).environment);
+  const auto third = as_map(rank_setting(plan, "jt", job, 2, {}, nothing()).environment);
+  EXPECT_EQ(first.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(third.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(third.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", job, 1, {}, nothing()).environment).at("LOCAL_WORLD_SIZE"), "1");
+  // Every NIC of the host binds its own address in the net plugin.
+  EXPECT_NE(first.at("TOPOCOLL_NET_PLANE_ADDRS").find(plan.endpoints[1].nic + "=" + plan.endpoints[1].address),
+            std::string::npos);
+  EXPECT_EQ(first.at("NCCL_SOCKET_IFNAME"), "=" + plan.endpoints[3].interface);
+}
+
+// NAP nodes hold their address on lo: NCCL must find it under its label, not lo's 127.0.0.1,
+// and their flows stripe over the local switches by socket mark.
+TEST(JobEnvironment, NapNodesNameTheirAddressByItsLabelOnLo) {
+  const FabricPlan plan = plan_of("nap-4x8.json");
+  const auto env = as_map(rank_setting(plan, "jt", {0, 8}, 1, {}, nothing()).environment);
+  EXPECT_EQ(plan.endpoints[8].interface, "lo");
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "=lo:nic0");
+  EXPECT_EQ(env.at("TOPOCOLL_NET_LANE_MARKS"), "256,257,258,259");
+}
+
+TEST(JobEnvironment, RanksOutsideTheJobAreRefused) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  EXPECT_THROW(rank_setting(plan, "jt", {0, 1}, 2, {}, nothing()), std::invalid_argument);
+  EXPECT_THROW(rank_setting(plan, "jt", {0, 99}, 0, {}, nothing()), std::invalid_argument);
+}
+
+// Open MPI's ranks reach their daemon's PMIx server on loopback: those addresses are relayed.
+TEST(LoopbackRelay, FindsThePmixServersLoopbackAddresses) {
+  const auto found = launcher_loopback_addresses(
+      {"PMIX_SERVER_URI4=1940258816.0;tcp4://127.0.0.1:55693", "PMIX_SERVER_URI3=1940258816.0;tcp4://127.0.0.1:55693",
+       "PMIX_SERVER_URI2=x;tcp4://127.0.1.1:7;tcp6://[::1]:8", "PMIX_SERVER_URI21=x;tcp4://192.0.2.2:46475",
+       "OMPI_MCA_orte_hnp_uri=1.0;tcp://127.0.0.1:99", "PMIX_SERVER_URI41=x;tcp4://127.0.0.1:99999"});
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].to_string(), "127.0.0.1:55693");
+  EXPECT_EQ(found[1].to_string(), "127.0.1.1:7");
+}
+
+}  // namespace
+}  // namespace topocoll::fabric

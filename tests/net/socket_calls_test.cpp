@@ -1,0 +1,120 @@
+// net/'s socket helpers as the bootstrap and the acceptance probes use them: name
+// resolution, listen / connect / accept on loopback, bounded waits, whole sends and draining
+// receives, each reporting the errno of the call that failed.
+#include "net/socket_calls.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "net/host_resolution.h"
+
+namespace topocoll::net {
+namespace {
+
+TEST(HostResolution, LiteralsAndTheWildcard) {
+  std::vector<SocketAddress> found;
+  ASSERT_TRUE(resolve_host("127.0.0.1", 4242, false, &found).ok());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].to_string(), "127.0.0.1:4242");
+  ASSERT_TRUE(resolve_host("::1", 7, false, &found).ok());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].to_string(), "[::1]:7");
+  // Listening on no host in particular: every local address, port kept.
+  ASSERT_TRUE(resolve_host("", 9, true, &found).ok());
+  ASSERT_FALSE(found.empty());
+  for (const SocketAddress& a : found) {
+    EXPECT_TRUE(a.is_unspecified()) << a.to_string();
+    EXPECT_EQ(a.port, 9);
+  }
+}
+
+TEST(SocketAddress, KeepsTheScopeOfALinkLocalAddress) {
+  sockaddr_in6 in6{};
+  in6.sin6_family = AF_INET6;
+  in6.sin6_port = htons(5);
+  in6.sin6_addr.s6_addr[0] = 0xfe;
+  in6.sin6_addr.s6_addr[1] = 0x80;
+  in6.sin6_scope_id = 3;
+  const SocketAddress a = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&in6));
+  EXPECT_EQ(a.scope_id, 3u);
+  sockaddr_storage back;
+  ASSERT_EQ(a.to_sockaddr(&back), sizeof(sockaddr_in6));
+  EXPECT_EQ(reinterpret_cast<const sockaddr_in6*>(&back)->sin6_scope_id, 3u);
+}
+
+TEST(SocketCalls, ListenConnectAcceptSendReceiveOnLoopback) {
+  FileDescriptor listener;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &listener).ok());
+  const char* failed_call = nullptr;
+  ASSERT_EQ(bind_and_listen(listener.get(), SocketAddress::loopback_ipv4(), 16, &failed_call), 0);
+  const SocketAddress address = local_address_of(listener.get());
+  ASSERT_NE(address.port, 0);
+
+  // The port is taken: the bind says so, by its errno.
+  FileDescriptor second;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &second).ok());
+  EXPECT_EQ(bind_and_listen(second.get(), address, 16, &failed_call), EADDRINUSE);
+  EXPECT_STREQ(failed_call, "bind");
+
+  // Nothing pending yet.
+  EXPECT_FALSE(accept_connection(listener.get()).valid());
+
+  FileDescriptor client;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &client).ok());
+  ASSERT_EQ(bind_local(client.get(), SocketAddress::loopback_ipv4()), 0);
+  ASSERT_EQ(start_connect(client.get(), address), 0);
+  const auto soon = Clock::now() + std::chrono::seconds(10);
+  ASSERT_GT(wait_ready(client.get(), POLLOUT, soon), 0);
+  EXPECT_EQ(connect_error(client.get()), 0);
+  ASSERT_GT(wait_ready(listener.get(), POLLIN, soon), 0);
+  SocketAddress peer;
+  FileDescriptor server = accept_connection(listener.get(), &peer);
+  ASSERT_TRUE(server.valid());
+  EXPECT_EQ(peer.to_string(), local_address_of(client.get()).to_string());
+
+  const std::string message(200000, 'x');
+  EXPECT_EQ(send_fully(client.get(), message.data(), message.size(), soon), 0);
+  client.reset();  // the end of the stream follows the bytes
+  std::string inbox;
+  bool open = true;
+  while (open && Clock::now() < soon) {
+    wait_ready(server.get(), POLLIN, soon);
+    open = receive_available(server.get(), inbox);
+  }
+  EXPECT_FALSE(open);
+  EXPECT_EQ(inbox, message);
+
+  // A deadline already past: no wait.
+  EXPECT_EQ(wait_ready(server.get(), POLLIN, Clock::now() - std::chrono::seconds(1)), 0);
+}
+
+TEST(SocketCalls, ARefusedConnectIsReportedByItsErrno) {
+  // A port with no listener: bound, then closed again.
+  FileDescriptor probe;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &probe).ok());
+  ASSERT_EQ(bind_local(probe.get(), SocketAddress::loopback_ipv4()), 0);
+  const SocketAddress nobody = local_address_of(probe.get());
+  probe.reset();
+  FileDescriptor client;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &client).ok());
+  int err = start_connect(client.get(), nobody);
+  if (err == 0) {
+    ASSERT_GT(wait_ready(client.get(), POLLOUT, Clock::now() + std::chrono::seconds(10)), 0);
+    err = connect_error(client.get());
+  }
+  EXPECT_EQ(err, ECONNREFUSED);
+  // A send on it fails with the errno, not a timeout.
+  const char byte = 0;
+  const int sent = send_fully(client.get(), &byte, 1, Clock::now() + std::chrono::seconds(1));
+  EXPECT_NE(sent, 0);
+  EXPECT_NE(sent, kDeadlinePassed);
+}
+
+}  // namespace
+}  // namespace topocoll::net
