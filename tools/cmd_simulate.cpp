@@ -22,6 +22,7 @@
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
+#include "tools/size_chart.h"
 #include "tools/split_list.h"
 #include "topo/topology_json.h"
 
@@ -55,158 +56,47 @@ struct Row {
   std::vector<Result> results;  // in --algos order
 };
 
-std::string human(int64_t b) {
-  const char* units[] = {"B", "K", "M", "G", "T"};
-  int u = 0;
-  double v = double(b);
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f%s" : "%.1f%s", v, units[u]);
-  return buf;
-}
-
-// --- SVG plot ------------------------------------------------------------------------------
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
-  }
-  return o;
-}
-
 // Two panels: bus bandwidth (linear) and time (log) against size (log2), one line per
 // algorithm; the band under the x axis shows which algorithm `auto` picks at each size.
 std::string svg_plot(const std::string& title, const std::vector<Row>& rows,
                      const std::vector<std::string>& algos) {
   static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                  "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-  const double W = 1200, H = 560, top = 70, bottom = 130, left = 80, gap = 110;
-  const double pw = (W - left - gap - 40) / 2, ph = H - top - bottom;
-  std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='DejaVu Sans, Arial, sans-serif' font-size='13'>\n";
-  o << "<rect width='100%' height='100%' fill='white'/>\n";
-  o << "<text x='" << W / 2 << "' y='28' text-anchor='middle' font-size='17' font-weight='bold'>"
-    << esc(title) << "</text>\n";
-  double x0 = std::log2(double(rows.front().bytes)), x1 = std::log2(double(rows.back().bytes));
-  if (x1 <= x0) x1 = x0 + 1;
-  double bmax = 0, tmin = 1e300, tmax = 0;
-  for (const auto& r : rows)
-    for (const auto& res : r.results)
-      if (res.ok) {
-        bmax = std::max(bmax, res.busbw);
-        tmin = std::min(tmin, res.time_us);
-        tmax = std::max(tmax, res.time_us);
-      }
-  if (bmax <= 0) bmax = 1;
-  // Round the bandwidth axis up to a nice step.
-  double step = std::pow(10, std::floor(std::log10(bmax)));
-  if (bmax / step <= 2) step /= 5;
-  else if (bmax / step <= 5) step /= 2;
-  double ymax = std::ceil(bmax / step) * step;
-  double lt0 = std::floor(std::log10(std::max(tmin, 1e-3))), lt1 = std::ceil(std::log10(std::max(tmax, 1e-3)));
-  if (lt1 <= lt0) lt1 = lt0 + 1;
-
+  std::vector<int64_t> sizes;
+  for (const auto& r : rows) sizes.push_back(r.bytes);
+  SizeChart chart(title, sizes, 2);
+  std::vector<ChartSeries> legend;
+  for (size_t a = 0; a < algos.size(); ++a)
+    legend.push_back({algos[a], colors[a % 10], a % 2 == 1, {}});  // every other one dashed
   for (int panel = 0; panel < 2; ++panel) {
-    double px = left + panel * (pw + gap);
-    auto X = [&](double bytes) { return px + (std::log2(bytes) - x0) / (x1 - x0) * pw; };
-    auto Y = [&](double v) {
-      if (panel == 0) return top + ph - v / ymax * ph;
-      return top + ph - (std::log10(std::max(v, 1e-3)) - lt0) / (lt1 - lt0) * ph;
-    };
-    o << "<rect x='" << px << "' y='" << top << "' width='" << pw << "' height='" << ph
-      << "' fill='#fafafa' stroke='#333'/>\n";
-    // Horizontal grid and labels.
-    if (panel == 0) {
-      for (double v = 0; v <= ymax + 1e-9; v += step) {
-        o << "<line x1='" << px << "' x2='" << px + pw << "' y1='" << Y(v) << "' y2='" << Y(v)
-          << "' stroke='#ddd'/>\n";
-        o << "<text x='" << px - 6 << "' y='" << Y(v) + 4 << "' text-anchor='end'>" << v << "</text>\n";
-      }
-    } else {
-      for (double e = lt0; e <= lt1 + 1e-9; e += 1) {
-        double v = std::pow(10, e);
-        o << "<line x1='" << px << "' x2='" << px + pw << "' y1='" << Y(v) << "' y2='" << Y(v)
-          << "' stroke='#ddd'/>\n";
-        std::ostringstream lab;
-        if (v >= 1e6) lab << v / 1e6 << " s";
-        else if (v >= 1e3) lab << v / 1e3 << " ms";
-        else lab << v << " us";
-        o << "<text x='" << px - 6 << "' y='" << Y(v) + 4 << "' text-anchor='end'>" << lab.str()
-          << "</text>\n";
-      }
-    }
-    // Vertical grid at every other size.
-    int every = rows.size() > 12 ? 2 : 1;
-    for (size_t i = 0; i < rows.size(); i += every) {
-      double x = X(double(rows[i].bytes));
-      o << "<line x1='" << x << "' x2='" << x << "' y1='" << top << "' y2='" << top + ph
-        << "' stroke='#eee'/>\n";
-      o << "<text x='" << x << "' y='" << top + ph + 18 << "' text-anchor='middle'>"
-        << human(rows[i].bytes) << "</text>\n";
-    }
-    o << "<text x='" << px + pw / 2 << "' y='" << top + ph + 38
-      << "' text-anchor='middle'>message size (bytes, nccl-tests size)</text>\n";
-    o << "<text transform='translate(" << px - 58 << "," << top + ph / 2
-      << ") rotate(-90)' text-anchor='middle'>"
-      << (panel == 0 ? "bus bandwidth (GB/s)" : "predicted time (log)") << "</text>\n";
-    // Solid lines first, dashed ones on top of them.
-    std::vector<size_t> draw_order;
-    for (size_t a = 0; a < algos.size(); a += 2) draw_order.push_back(a);
-    for (size_t a = 1; a < algos.size(); a += 2) draw_order.push_back(a);
-    for (size_t a : draw_order) {
-      std::string pts;
+    std::vector<ChartSeries> series = legend;
+    for (size_t a = 0; a < algos.size(); ++a)
       for (const auto& r : rows) {
         const Result& res = r.results[a];
-        if (!res.ok) continue;
-        pts += std::to_string(X(double(r.bytes))) + "," +
-               std::to_string(Y(panel == 0 ? res.busbw : res.time_us)) + " ";
+        if (res.ok)
+          series[a].points.push_back(
+              {r.bytes, panel == 0 ? res.busbw : res.time_us, r.auto_pick == res.algo ? 4.5 : 2.5});
       }
-      if (pts.empty()) continue;
-      const char* c = colors[a % 10];
-      // Every other algorithm dashed, so lines that coincide stay visible.
-      o << "<polyline fill='none' stroke='" << c << "' stroke-width='" << (a % 2 ? 2.0 : 2.6) << "'"
-        << (a % 2 ? " stroke-dasharray='7,4'" : "") << " points='" << pts << "'/>\n";
-      for (const auto& r : rows) {
-        const Result& res = r.results[a];
-        if (!res.ok) continue;
-        o << "<circle cx='" << X(double(r.bytes)) << "' cy='" << Y(panel == 0 ? res.busbw : res.time_us)
-          << "' r='" << (r.auto_pick == res.algo ? 4.5 : 2.5) << "' fill='" << c << "'/>\n";
-      }
-    }
+    chart.draw_panel(panel, panel == 0 ? "bus bandwidth (GB/s)" : "predicted time (log)",
+                     panel == 0 ? ChartAxis::Linear : ChartAxis::Time, series);
     // Auto-pick band.
-    double by = top + ph + 50;
-    o << "<text x='" << px << "' y='" << by - 4 << "' font-size='11'>auto picks:</text>\n";
+    std::ostringstream o;
+    double by = chart.axis_bottom() + 50;
+    o << "<text x='" << chart.x(panel, double(rows.front().bytes)) << "' y='" << by - 4
+      << "' font-size='11'>auto picks:</text>\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       auto it = std::find(algos.begin(), algos.end(), rows[i].auto_pick);
       const char* c = it == algos.end() ? "#000" : colors[(it - algos.begin()) % 10];
-      double xa = i == 0 ? X(double(rows[0].bytes)) : (X(double(rows[i - 1].bytes)) + X(double(rows[i].bytes))) / 2;
-      double xb = i + 1 == rows.size() ? X(double(rows[i].bytes))
-                                       : (X(double(rows[i].bytes)) + X(double(rows[i + 1].bytes))) / 2;
+      auto X = [&](size_t k) { return chart.x(panel, double(rows[k].bytes)); };
+      double xa = i == 0 ? X(0) : (X(i - 1) + X(i)) / 2;
+      double xb = i + 1 == rows.size() ? X(i) : (X(i) + X(i + 1)) / 2;
       o << "<rect x='" << xa << "' y='" << by << "' width='" << std::max(xb - xa, 1.0)
         << "' height='10' fill='" << c << "'/>\n";
     }
+    chart.add(o.str());
   }
-  // Legend.
-  double lx = left, ly = H - 28;
-  for (size_t a = 0; a < algos.size(); ++a) {
-    o << "<line x1='" << lx << "' x2='" << lx + 20 << "' y1='" << ly - 8 << "' y2='" << ly - 8
-      << "' stroke='" << colors[a % 10] << "' stroke-width='" << (a % 2 ? 2.0 : 2.6) << "'"
-      << (a % 2 ? " stroke-dasharray='7,4'" : "") << "/><text x='" << lx + 26 << "' y='" << ly - 4
-      << "'>" << esc(algos[a]) << "</text>\n";
-    lx += 40 + 8.5 * double(algos[a].size());
-  }
-  o << "<text x='" << W - 40 << "' y='" << ly - 4
-    << "' text-anchor='end' fill='#555' font-size='11'>large dots: auto's pick; alpha-beta-gamma model with link sharing</text>\n";
-  o << "</svg>\n";
-  return o.str();
+  chart.legend(legend, "large dots: auto's pick; alpha-beta-gamma model with link sharing");
+  return chart.svg();
 }
 
 void write_plot(const std::string& path, const std::string& svg) {
@@ -356,7 +246,7 @@ int run_simulate(std::span<const std::string> args) {
     for (const auto& a : algos) std::printf(" %21s", a.c_str());
     std::printf("  %-10s\n", "auto");
     for (const auto& r : rows) {
-      std::printf("%8s", human(r.bytes).c_str());
+      std::printf("%8s", human_bytes(r.bytes).c_str());
       for (const auto& x : r.results) {
         if (x.ok)
           std::printf(" %12.1f / %6.2f", x.time_us, x.busbw);

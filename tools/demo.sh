@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: build, then run `topocoll demo` on the bundled default topology
-# (validate, describe and draw it; plan HD vs ring with their link contention; run both
-# allreduces for real across local processes and print measured next to predicted).
+# (validate, describe and draw it; plan HD vs the rings with their link contention; run the
+# allreduces on it emulated as a network with 20 Mbit/s cables, as root, else over loopback
+# saying why, and print measured next to predicted). `topocoll demo` takes its fabric down
+# itself, also on Ctrl-C (docs/engine.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh
