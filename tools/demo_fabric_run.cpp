@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include "config/value_grammar.h"
 #include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "fabric/system_command.h"
 #include "sched/plan.h"
 #include "tools/child_command.h"
+#include "tools/flag_value.h"
 
 namespace topocoll::cli {
 namespace {
@@ -35,7 +37,7 @@ double estimated_seconds(const DemoFabricSettings& s) {
       for (const auto& algo : s.algos) {
         sched::PlanRequest req;
         req.algo = algo;
-        req.bytes = sched::parse_size(size);
+        req.bytes = config::size_argument("--sizes", size, 0, kMaxArgumentBytes);
         req.nranks = s.ranks;
         req.verify = false;
         req.keep_link_detail = false;
