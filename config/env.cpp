@@ -234,7 +234,7 @@ Env read_env_from(const EnvSource& source) {
       if (!std::holds_alternative<std::monostate>(parsed.value)) {
         s.value = std::move(parsed.value);
       } else {
-        s.problem = std::string(v.name) + "=" + quoted(*s.text) + ": " + parsed.expected;
+        s.problem = std::string(v.name) + "=" + quoted_value(*s.text) + ": " + parsed.expected;
         if (v.bad_is_error) {
           s.value = std::monostate{};
         } else {

@@ -180,7 +180,7 @@ std::string format_size(int64_t bytes) {
   return std::to_string(bytes);
 }
 
-std::string quoted(std::string_view text) {
+std::string quoted_value(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -198,7 +198,7 @@ std::string quoted(std::string_view text) {
 namespace {
 template <typename T>
 T required(std::string_view flag, std::string_view text, Parsed<T>&& parsed) {
-  if (!parsed) throw std::invalid_argument(std::string(flag) + " " + quoted(text) + ": " + parsed.expected);
+  if (!parsed) throw std::invalid_argument(std::string(flag) + " " + quoted_value(text) + ": " + parsed.expected);
   return *parsed.value;
 }
 }  // namespace

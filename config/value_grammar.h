@@ -49,7 +49,7 @@ Parsed<std::vector<uint32_t>> parse_marks(std::string_view text);
 std::string format_size(int64_t bytes);
 // `"text"` with every character that is not printable ASCII written as \xHH, so a value in a
 // message shows what was given, control characters included.
-std::string quoted(std::string_view text);
+std::string quoted_value(std::string_view text);
 
 // A command-line value: the parsed value, or std::invalid_argument naming the flag, the
 // value and what was expected (`--bytes "2XB": expected a size ...`).

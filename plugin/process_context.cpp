@@ -33,7 +33,7 @@ ProcessContext make_process_context(config::Env env) {
       if (c.host_index) c.host.name = topology->hosts()[*c.host_index].name;
       c.topology = std::move(topology);
     } catch (const std::exception& e) {
-      c.topology_error = "TOPOCOLL_TOPO_FILE=" + config::quoted(env.topo_file) + ": " + e.what();
+      c.topology_error = "TOPOCOLL_TOPO_FILE=" + config::quoted_value(env.topo_file) + ": " + e.what();
     }
   }
   c.env = std::move(env);

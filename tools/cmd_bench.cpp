@@ -126,7 +126,7 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
 
 double positive(const std::string& flag, const std::string& text) {
   const double x = config::number_argument(flag, text, 0, kAny);
-  if (x == 0) throw std::invalid_argument(flag + " " + config::quoted(text) + ": expected a number above 0");
+  if (x == 0) throw std::invalid_argument(flag + " " + config::quoted_value(text) + ": expected a number above 0");
   return x;
 }
 

@@ -59,13 +59,13 @@ struct UsageError : std::runtime_error {
 // The shape checks (topo/generators.h) give each value its range; here only the grammar.
 int to_int(const std::string& option, const std::string& text) {
   const config::Parsed<int64_t> v = config::parse_count(text, INT_MIN, INT_MAX);
-  if (!v) throw UsageError(option + " " + config::quoted(text) + ": " + v.expected);
+  if (!v) throw UsageError(option + " " + config::quoted_value(text) + ": " + v.expected);
   return int(*v.value);
 }
 
 double to_double(const std::string& option, const std::string& text) {
   const config::Parsed<double> v = config::parse_number(text, -kAny, kAny);
-  if (!v) throw UsageError(option + " " + config::quoted(text) + ": " + v.expected);
+  if (!v) throw UsageError(option + " " + config::quoted_value(text) + ": " + v.expected);
   return *v.value;
 }
 

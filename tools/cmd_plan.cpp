@@ -225,7 +225,7 @@ int run_plan(std::span<const std::string> args) {
     } else if (a == "--gamma-gbs") {
       const std::string& g = value();
       const double gbs = config::number_argument(a, g, 0, kAny);
-      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted(g) + ": expected a number above 0");
+      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted_value(g) + ": expected a number above 0");
       req.cost.gamma_us_per_byte = 1.0 / (gbs * 1e3);
     } else if (a == "--no-verify") {
       req.verify = false;

@@ -126,8 +126,8 @@ TEST(ValueGrammar, SizesAreWrittenWithTheLargestExactUnit) {
 }
 
 TEST(ValueGrammar, QuotedShowsControlCharacters) {
-  EXPECT_EQ(quoted("2GiB"), "\"2GiB\"");
-  EXPECT_EQ(quoted("a\tb\"\\"), "\"a\\x09b\\x22\\x5c\"");
+  EXPECT_EQ(quoted_value("2GiB"), "\"2GiB\"");
+  EXPECT_EQ(quoted_value("a\tb\"\\"), "\"a\\x09b\\x22\\x5c\"");
 }
 
 TEST(ValueGrammar, ArgumentsNameTheFlagTheValueAndWhatWasExpected) {
