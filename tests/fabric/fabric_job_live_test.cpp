@@ -31,12 +31,26 @@ std::string netns_id(const std::string& name) {
   return "net:[" + std::to_string(st.st_ino) + "]";
 }
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+// A fresh directory under the tests' temporary directory, removed with its contents when the
+// test ends (passed, failed or skipped), so repeated runs leave nothing in /tmp.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_((fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string()) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 void write_script(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
@@ -114,7 +128,8 @@ TEST(FabricJob, RunStartsEveryRankAndTheyMeetAtRankZero) {
   REQUIRE_FABRIC();
   FabricUp f("tlrun", "bigraph-32.json", "10");
   ASSERT_TRUE(f.ok()) << f.output();
-  const std::string dir = temp_dir("fabric_run");
+  const ScratchDir scratch("fabric_run");
+  const std::string& dir = scratch.path();
   write_script(dir + "/meet.py", R"(import os, socket, time
 rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 where = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
@@ -164,7 +179,8 @@ TEST(FabricJob, MpirunRanksEnteringNamespacesStillRunMpi) {
   REQUIRE_FABRIC();
   if (shell_run("command -v mpirun && command -v mpicc").status != 0)
     GTEST_SKIP() << "mpirun or mpicc not installed (apt-get install openmpi-bin libopenmpi-dev)";
-  const std::string dir = temp_dir("fabric_mpi");
+  const ScratchDir scratch("fabric_mpi");
+  const std::string& dir = scratch.path();
   std::ofstream(dir + "/probe.c") << R"(#include <mpi.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -208,7 +224,8 @@ TEST(FabricJob, Iproute2FromAnUnpackedPrefixRunsWithItsLibraries) {
   REQUIRE_FABRIC();
   const std::string ip = shell_run("command -v ip || echo /usr/sbin/ip").output;
   const std::string tc = shell_run("command -v tc || echo /usr/sbin/tc").output;
-  const std::string prefix = temp_dir("iproute2_prefix");
+  const ScratchDir scratch("iproute2_prefix");
+  const std::string& prefix = scratch.path();
   const std::string libs = prefix + "/usr/lib/" + shell_run("uname -m | tr -d '\\n'").output + "-linux-gnu";
   auto stand_in = [&](const std::string& real) {
     return "#!/bin/sh\ncase \":$LD_LIBRARY_PATH:\" in *\":" + libs + ":\"*) ;; *) echo \"$0: error while loading "
@@ -230,7 +247,8 @@ TEST(FabricJob, Iproute2FromAnUnpackedPrefixRunsWithItsLibraries) {
   const auto down = shell_run("TOPOCOLL_FABRIC_IPROUTE2=" + prefix + " " + kCli + " fabric down --name tlpfx");
   EXPECT_EQ(down.status, 0) << down.output;
   // A directory without them is the only place looked when set.
-  const auto empty = shell_run("TOPOCOLL_FABRIC_IPROUTE2=" + temp_dir("iproute2_empty") + " " + kCli + up);
+  const ScratchDir empty_dir("iproute2_empty");
+  const auto empty = shell_run("TOPOCOLL_FABRIC_IPROUTE2=" + empty_dir.path() + " " + kCli + up);
   EXPECT_NE(empty.status, 0);
   EXPECT_NE(empty.output.find("is not in TOPOCOLL_FABRIC_IPROUTE2="), std::string::npos) << empty.output;
 }
@@ -256,7 +274,8 @@ TEST(FabricJob, HiddenToolsAreNamedWithWhereTheFabricLooked) {
 TEST(FabricJob, NoQdiscButTbfAndPfifoIsNeededAndAMissingOneIsNamed) {
   REQUIRE_FABRIC();
   const std::string real_tc = shell_run("(command -v tc || echo /usr/sbin/tc) | tr -d '\\n'").output;
-  const std::string bin = temp_dir("fake_tc");
+  const ScratchDir scratch("fake_tc");
+  const std::string& bin = scratch.path();
   const std::string log = bin + "/calls.log";
   auto refusing = [&](const std::string& qdisc) {
     return "#!/bin/sh\necho \"$*\" >> " + log + "\nif [ \"$1\" = -batch ] || [ \"$3\" = -batch ]; then\n"
