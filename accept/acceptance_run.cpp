@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string percent(double ratio) { return std::to_string(int(std::lround(ratio * 100))) + " %"; }
+std::string whole_percent(double ratio) { return std::to_string(int(std::lround(ratio * 100))) + " %"; }
 
 double expected_gbps(const topo::Topology& t, const ProbeFlow& f) {
   double g = 1e300;
@@ -370,8 +370,8 @@ class Run {
     for (const auto& c : r_.interference)
       if (c.interference)
         say("  interference: " + t_.endpoints()[c.in_round.flow.src].id + " -> " + t_.endpoints()[c.in_round.flow.dst].id +
-            " reached " + percent(c.alone.ratio()) + " alone, " + percent(c.in_round.ratio()) + " and " +
-            percent(c.again.ratio()) + " in its round");
+            " reached " + whole_percent(c.alone.ratio()) + " alone, " + whole_percent(c.in_round.ratio()) + " and " +
+            whole_percent(c.again.ratio()) + " in its round");
   }
 
   // --- 4. collectives --------------------------------------------------------------------

@@ -24,7 +24,7 @@ std::string to_string(CableState s) {
 
 namespace {
 
-std::string percent(double x) {
+std::string short_percent(double x) {
   std::ostringstream o;
   o.precision(x < 0.1 ? 1 : 2);
   o << x * 100 << " %";
@@ -131,7 +131,7 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
     const std::string name = both ? topo::cable_name(t, id) : topo::link_name(t, id);
     f.detail = f.kind == "dead cable"
                    ? name + ": no flow across it arrived"
-                   : name + ": flows across it reached " + percent(f.ratio) + " of the expected rate";
+                   : name + ": flows across it reached " + short_percent(f.ratio) + " of the expected rate";
     out.findings.push_back(f);
   }
   for (int i : out.unexplained_flows) {
@@ -142,7 +142,7 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
     f.ratio = m.ratio();
     f.certainty = "every cable of the flow carried a fast flow elsewhere";
     f.detail = "flow " + t.endpoints()[m.flow.src].id + " -> " + t.endpoints()[m.flow.dst].id +
-               " reached " + percent(m.ratio()) +
+               " reached " + short_percent(m.ratio()) +
                " though each of its cables was fast for another flow: traffic met where the file "
                "says it does not (wiring), or the hosts were busy";
     out.findings.push_back(f);

@@ -269,4 +269,6 @@ topo::Topology emulated_topology(const Topology& topology, const FabricPlan& pla
   return t;
 }
 
+std::string address_without_prefix(const std::string& address) { return address.substr(0, address.find('/')); }
+
 }  // namespace topocoll::fabric

@@ -141,4 +141,7 @@ void check_fabric_options(const FabricOptions& options);
 // for a run on the fabric come from this one.
 topo::Topology emulated_topology(const topo::Topology& topology, const FabricPlan& plan);
 
+// "10.0.0.1/16" -> "10.0.0.1": an address of the plan without its prefix length.
+std::string address_without_prefix(const std::string& address);
+
 }  // namespace topocoll::fabric

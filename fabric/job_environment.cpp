@@ -5,7 +5,6 @@
 namespace topocoll::fabric {
 namespace {
 
-std::string without_prefix(const std::string& address) { return address.substr(0, address.find('/')); }
 
 }  // namespace
 
@@ -61,7 +60,7 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
   set_unless_inherited("WORLD_SIZE", std::to_string(nranks));
   if (!inherited("MASTER_ADDR")) {
     const FabricEndpoint& root = plan.endpoints[endpoints[0]];
-    set("MASTER_ADDR", without_prefix(plan.ns_of(root).management_address));
+    set("MASTER_ADDR", address_without_prefix(plan.ns_of(root).management_address));
     set("MASTER_PORT", std::to_string(options.master_port));
   }
   // The emulated host holds the job's endpoints on it, no others: its local ranks.

@@ -6,13 +6,12 @@
 namespace topocoll::fabric {
 namespace {
 
-std::string without_prefix(const std::string& a) { return a.substr(0, a.find('/')); }
 
 const Route* lookup(const RouteTable& table, const std::string& destination) {
   const Route* fallback = nullptr;
   for (const auto& r : table.routes) {
     if (r.destination == "default") fallback = &r;
-    else if (without_prefix(r.destination) == destination) return &r;
+    else if (address_without_prefix(r.destination) == destination) return &r;
   }
   return fallback;
 }
@@ -34,14 +33,14 @@ WalkResult walk_route(const FabricPlan& plan, int from, int to, uint32_t mark) {
   for (int hops = 0; hops < 64; ++hops) {
     const Namespace& ns = plan.namespaces[nsi];
     for (const auto& [dev, address] : ns.addresses)
-      if (without_prefix(address) == dst.address) return result;
+      if (address_without_prefix(address) == dst.address) return result;
     std::vector<const Rule*> rules;
     for (const auto& r : ns.rules) rules.push_back(&r);
     std::stable_sort(rules.begin(), rules.end(),
                      [](const Rule* a, const Rule* b) { return a->priority < b->priority; });
     const Route* route = nullptr;
     for (const Rule* r : rules) {
-      if (!r->from.empty() && without_prefix(r->from) != src.address) continue;
+      if (!r->from.empty() && address_without_prefix(r->from) != src.address) continue;
       if (!r->iif.empty() && r->iif != iif) continue;
       if (r->fwmark != 0 && r->fwmark != mark) continue;
       if (const RouteTable* t = find_table(ns, r->table))

@@ -127,5 +127,5 @@ Schedule build_schedule(const Algorithm& algorithm, const BuildInput& input);
 #define TOPOCOLL_ALGORITHM_CONCAT_INNER(a, b) a##b
 #define TOPOCOLL_ALGORITHM_CONCAT(a, b) TOPOCOLL_ALGORITHM_CONCAT_INNER(a, b)
 #define TOPOCOLL_ALGORITHM(...)                                                                \
-  [[maybe_unused]] static const bool TOPOCOLL_ALGORITHM_CONCAT(topocoll_algorithm_, __LINE__) = \
+  [[maybe_unused]] static const bool TOPOCOLL_ALGORITHM_CONCAT(topocoll_algorithm_, __COUNTER__) = \
       ::topocoll::sched::register_algorithm(::topocoll::sched::Algorithm __VA_ARGS__)
