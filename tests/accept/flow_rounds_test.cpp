@@ -11,13 +11,12 @@
 #include "topo/cable_names.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::accept {
 namespace {
 
-topo::Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 std::vector<int> all_endpoints(const topo::Topology& t) {
   std::vector<int> v(t.endpoints().size());
@@ -53,7 +52,7 @@ void expect_good_plan(const topo::Topology& t, const std::vector<int>& present, 
 }
 
 TEST(FlowRounds, BiGraph32EveryCableBothWaysThreeTimesWithoutContention) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   expect_good_plan(t, all_endpoints(t), 3);
   const RoundPlan plan = plan_flow_rounds(t, all_endpoints(t), 3);
   EXPECT_TRUE(plan.unreachable.empty());
@@ -62,7 +61,7 @@ TEST(FlowRounds, BiGraph32EveryCableBothWaysThreeTimesWithoutContention) {
 }
 
 TEST(FlowRounds, NapPinsFlowsToLocalSwitchesAndCoversTorusLinks) {
-  const auto t = example("nap-4x8.json");
+  const auto t = example_topology("nap-4x8.json");
   expect_good_plan(t, all_endpoints(t), 3);
   const RoundPlan plan = plan_flow_rounds(t, all_endpoints(t), 3);
   EXPECT_TRUE(plan.unreachable.empty());
@@ -73,7 +72,7 @@ TEST(FlowRounds, NapPinsFlowsToLocalSwitchesAndCoversTorusLinks) {
 }
 
 TEST(FlowRounds, MissingEndpointsLeaveTheirCablesUnreachable) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   std::vector<int> present = all_endpoints(t);
   present.erase(present.begin() + 5);  // s5.g0 has no rank
   expect_good_plan(t, present, 3);
@@ -90,7 +89,7 @@ TEST(FlowRounds, MultiGpuServersAndSmallJobs) {
   b.gpus_per_server = 4;
   const auto t = topo::generate_bigraph(b);
   expect_good_plan(t, all_endpoints(t), 3);
-  expect_good_plan(example("bigraph-32.json"), {0, 1, 2, 3}, 2);
+  expect_good_plan(example_topology("bigraph-32.json"), {0, 1, 2, 3}, 2);
 }
 
 }  // namespace

@@ -4,13 +4,12 @@
 
 #include "accept/inventory.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::accept {
 namespace {
 
-topo::Topology bigraph() {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json");
-}
+using testing_support::example_topology;
 
 RankIdentity rank_on(int rank, const std::string& host, int gpu = 0, const std::string& address = "10.1.0.1") {
   RankIdentity r;
@@ -22,7 +21,7 @@ RankIdentity rank_on(int rank, const std::string& host, int gpu = 0, const std::
 }
 
 TEST(Inventory, AFullJobMatchesEveryEndpoint) {
-  const auto t = bigraph();
+  const auto t = example_topology("bigraph-32");
   std::vector<RankIdentity> ranks;
   for (int i = 0; i < 32; ++i) ranks.push_back(rank_on(i, "s" + std::to_string(31 - i)));
   const auto m = match_inventory(t, ranks, {});
@@ -32,7 +31,7 @@ TEST(Inventory, AFullJobMatchesEveryEndpoint) {
 }
 
 TEST(Inventory, EveryKindOfMismatchIsNamed) {
-  const auto t = bigraph();
+  const auto t = example_topology("bigraph-32");
   std::vector<RankIdentity> ranks = {rank_on(0, "s0"), rank_on(1, "s1"), rank_on(2, "intruder"),
                                      rank_on(3, "s3", 2), rank_on(4, "s1"), rank_on(5, "s5", 0, "")};
   ranks[5].address_source = "no interface named nic0";

@@ -9,13 +9,12 @@
 #include "accept/localization.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::accept {
 namespace {
 
-topo::Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 // Measurements of every planned flow when link l runs at factor[l] of its rate (0 = dead).
 std::vector<FlowMeasurement> measure(const topo::Topology& t, const std::map<int, double>& factor,
@@ -51,14 +50,14 @@ std::vector<FlowMeasurement> measure(const topo::Topology& t, const std::map<int
 int link(const topo::Topology& t, const std::string& name) { return topo::find_cable(t, name).link; }
 
 TEST(Localization, HealthyNetworkHasNoFinding) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const auto loc = localize(t, measure(t, {}), 0.8);
   EXPECT_TRUE(loc.findings.empty());
   for (int l : topo::cable_links(t)) EXPECT_EQ(loc.links[l].state, CableState::Ok);
 }
 
 TEST(Localization, OneDegradedInterGroupCableIsNamedAloneAndCertain) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const int ab = link(t, "U1-L2");
   const int ba = t.links()[ab].reverse;
   const auto loc = localize(t, measure(t, {{ab, 0.25}, {ba, 0.25}}), 0.8);
@@ -74,7 +73,7 @@ TEST(Localization, OneDegradedInterGroupCableIsNamedAloneAndCertain) {
 // name that cable alone, with certainty.
 TEST(Localization, EverySingleSlowCableOfTheExamplesIsNamedAloneAndCertain) {
   for (const char* file : {"bigraph-32.json", "nap-4x8.json"}) {
-    const auto t = example(file);
+    const auto t = example_topology(file);
     for (int l : topo::cable_links(t))
       for (bool both : {false, true}) {
         std::map<int, double> slow = {{l, 0.25}};
@@ -92,7 +91,7 @@ TEST(Localization, EverySingleSlowCableOfTheExamplesIsNamedAloneAndCertain) {
 }
 
 TEST(Localization, OneDirectionIsNamedAsThatDirection) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const int ab = link(t, "U3->L0");
   const auto loc = localize(t, measure(t, {{ab, 0.5}}), 0.8);
   ASSERT_EQ(loc.findings.size(), 1u);
@@ -101,7 +100,7 @@ TEST(Localization, OneDirectionIsNamedAsThatDirection) {
 }
 
 TEST(Localization, ACutAccessCableNamesItsEndpoint) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const int up = link(t, "s9.g0-L1");
   const auto loc = localize(t, measure(t, {{up, 0}, {t.links()[up].reverse, 0}}), 0.8);
   ASSERT_EQ(loc.findings.size(), 1u);
@@ -111,7 +110,7 @@ TEST(Localization, ACutAccessCableNamesItsEndpoint) {
 }
 
 TEST(Localization, NapLocalSwitchPortAndTorusCable) {
-  const auto t = example("nap-4x8.json");
+  const auto t = example_topology("nap-4x8.json");
   const int port = link(t, "p1.n3->p1.s2");
   const int torus = link(t, "p0.n6-p2.n6");
   const auto loc = localize(t, measure(t, {{port, 0.2}, {torus, 0.3}, {t.links()[torus].reverse, 0.3}}), 0.8);
@@ -126,7 +125,7 @@ TEST(Localization, NapLocalSwitchPortAndTorusCable) {
 TEST(Localization, CablesNoFlowSeparatesAreNamedTogether) {
   // Two endpoints only: every flow crosses both access cables of each, so a slow cable
   // cannot be told from the others.
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const int up = link(t, "s0.g0->U0");
   const auto loc = localize(t, measure(t, {{up, 0.3}}, {0, 1}), 0.8);
   ASSERT_FALSE(loc.findings.empty());
@@ -135,7 +134,7 @@ TEST(Localization, CablesNoFlowSeparatesAreNamedTogether) {
 }
 
 TEST(Localization, SlowFlowOverClearedCablesIsUnexplained) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   auto flows = measure(t, {});
   flows[3].measured_gbps = flows[3].expected_gbps * 0.4;  // met another flow somewhere
   const auto loc = localize(t, flows, 0.8);

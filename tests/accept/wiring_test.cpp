@@ -5,13 +5,12 @@
 #include "accept/wiring.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::accept {
 namespace {
 
-topo::Topology bigraph() {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json");
-}
+using testing_support::example_topology;
 
 // The probe of flow a->b as the network answers it: each node answers from "addr:<id>";
 // `detour` replaces the node reached over a given link.
@@ -31,7 +30,7 @@ PathObservation probe(const topo::Topology& t, const std::string& a, const std::
 }
 
 TEST(Wiring, HealthyProbesShowNoDeviationAndIdentifyResponders) {
-  const auto t = bigraph();
+  const auto t = example_topology("bigraph-32");
   std::vector<PathObservation> obs;
   for (int i = 0; i < 32; i += 3) obs.push_back(probe(t, "s" + std::to_string(i) + ".g0", "s" + std::to_string((i * 7 + 5) % 32) + ".g0"));
   const auto w = analyze_wiring(t, obs, {});
@@ -41,7 +40,7 @@ TEST(Wiring, HealthyProbesShowNoDeviationAndIdentifyResponders) {
 }
 
 TEST(Wiring, SwappedFarEndsAreNamedAsASwap) {
-  const auto t = bigraph();
+  const auto t = example_topology("bigraph-32");
   const int u0l0 = topo::find_cable(t, "U0->L0").link, u0l1 = topo::find_cable(t, "U0->L1").link;
   std::vector<PathObservation> obs;
   // Many probes the right way (they fix who answers from where), a few through the swap.
@@ -59,7 +58,7 @@ TEST(Wiring, SwappedFarEndsAreNamedAsASwap) {
 }
 
 TEST(Wiring, KnownAddressesWinAndSilenceIsNoDeviation) {
-  const auto t = bigraph();
+  const auto t = example_topology("bigraph-32");
   auto o = probe(t, "s0.g0", "s9.g0");
   o.trace.responders[1] = "";  // that hop did not answer
   const int l1 = t.graph_node({topo::NodeRef::Type::Switch, *t.find_switch("L1")});

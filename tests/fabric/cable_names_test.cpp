@@ -4,17 +4,16 @@
 
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::topo {
 namespace {
 
-Topology example(const std::string& name) {
-  return load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 TEST(CableNames, EveryCableRoundTrips) {
   for (const char* file : {"bigraph-32.json", "nap-4x8.json", "bigraph-16x8.json", "nap-16x8.json"}) {
-    const Topology t = example(file);
+    const Topology t = example_topology(file);
     const auto cables = cable_links(t);
     ASSERT_FALSE(cables.empty());
     for (int link : cables) {
@@ -31,7 +30,7 @@ TEST(CableNames, EveryCableRoundTrips) {
 }
 
 TEST(CableNames, EitherOrderNamesTheCable) {
-  const Topology t = example("bigraph-32.json");
+  const Topology t = example_topology("bigraph-32.json");
   EXPECT_EQ(cable_name(t, find_cable(t, "U0-L3").link), "U0-L3");
   EXPECT_EQ(find_cable(t, "L3-U0").link, find_cable(t, "U0-L3").link);
   EXPECT_EQ(cable_name(t, find_cable(t, "U0-s0.g0").link), "s0.g0-U0");
@@ -39,7 +38,7 @@ TEST(CableNames, EitherOrderNamesTheCable) {
 }
 
 TEST(CableNames, BadNamesSayWhy) {
-  const Topology t = example("bigraph-32.json");
+  const Topology t = example_topology("bigraph-32.json");
   auto message = [&](const std::string& name) {
     try {
       find_cable(t, name);

@@ -11,15 +11,14 @@
 #include "topo/cable_names.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::fabric {
 namespace {
 
 using topo::Topology;
 
-Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 std::vector<int> cables_of(const Topology& t, const topo::Path& p) {
   std::vector<int> out;
@@ -57,7 +56,7 @@ void expect_routes_match(const Topology& t, const FabricPlan& plan) {
 }
 
 TEST(FabricPlan, BiGraph32RoutesAreTheModels) {
-  const Topology t = example("bigraph-32.json");
+  const Topology t = example_topology("bigraph-32.json");
   const FabricPlan plan = plan_fabric(t, {});
   EXPECT_EQ(plan.namespaces.size(), 1u + 32 + 8);
   EXPECT_EQ(plan.cables.size(), 32u + 16);
@@ -70,7 +69,7 @@ TEST(FabricPlan, BiGraph32RoutesAreTheModels) {
 }
 
 TEST(FabricPlan, Nap4x8StripesOverTheLocalSwitches) {
-  const Topology t = example("nap-4x8.json");
+  const Topology t = example_topology("nap-4x8.json");
   const FabricPlan plan = plan_fabric(t, {});
   EXPECT_EQ(plan.lane_marks.size(), size_t(t.local_switches()));
   EXPECT_EQ(plan.namespaces.size(), 1u + 32 + 16);
@@ -109,7 +108,7 @@ TEST(FabricPlan, LargerTorusAndMissingCables) {
 
   // An explicit inter-group list with cables left out: routes detour (next middle, or a
   // longer switch path), and the tables still follow them exactly.
-  auto doc = topo::topology_to_json(example("bigraph-32.json"));
+  auto doc = topo::topology_to_json(example_topology("bigraph-32.json"));
   nlohmann::json links = nlohmann::json::array();
   for (const char* u : {"U0", "U1", "U2", "U3"})
     for (const char* l : {"L0", "L1", "L2", "L3"})
@@ -123,7 +122,7 @@ TEST(FabricPlan, LargerTorusAndMissingCables) {
 }
 
 TEST(FabricPlan, RatesScaleFromTheFastestCable) {
-  const Topology t = example("nap-4x8.json");  // 512 Gb/s inside packages, 256 on the torus
+  const Topology t = example_topology("nap-4x8.json");  // 512 Gb/s inside packages, 256 on the torus
   FabricOptions o;
   o.rate_mbit = 40;
   const FabricPlan plan = plan_fabric(t, o);
@@ -138,7 +137,7 @@ TEST(FabricPlan, RatesScaleFromTheFastestCable) {
 }
 
 TEST(FabricPlan, NamesAndOptionsAreChecked) {
-  const Topology t = example("bigraph-32.json");
+  const Topology t = example_topology("bigraph-32.json");
   const FabricPlan plan = plan_fabric(t, {});
   std::set<std::string> names;
   for (const auto& ns : plan.namespaces) {
@@ -156,8 +155,8 @@ TEST(FabricPlan, NamesAndOptionsAreChecked) {
 }
 
 TEST(FabricPlan, SizeEstimateGrowsWithTheTopology) {
-  const auto small = estimate_fabric_size(example("bigraph-32.json"));
-  const auto large = estimate_fabric_size(example("nap-16x8.json"));
+  const auto small = estimate_fabric_size(example_topology("bigraph-32.json"));
+  const auto large = estimate_fabric_size(example_topology("nap-16x8.json"));
   EXPECT_EQ(small.namespaces, 41);
   EXPECT_GT(large.memory_mib, small.memory_mib);
 }

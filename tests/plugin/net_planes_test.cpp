@@ -16,12 +16,6 @@ namespace {
 
 const std::string kTopology = std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/net/bigraph-planes.json";
 
-bool all_ok(const std::vector<RankResult>& results) {
-  for (const auto& r : results)
-    if (!r.exited || r.exit_code != 0) return false;
-  return true;
-}
-
 // The last INFO line that mentions `what`.
 std::string last_info_with(const std::string& what) {
   std::string found;

@@ -128,6 +128,12 @@ std::vector<RankResult> run_ranks(int ranks, const std::function<int(int, RankMe
   return results;
 }
 
+bool all_ok(const std::vector<RankResult>& results) {
+  for (const auto& r : results)
+    if (!r.exited || r.exit_code != 0) return false;
+  return true;
+}
+
 std::string describe(const std::vector<RankResult>& results) {
   std::string text;
   for (const auto& r : results)

@@ -46,6 +46,8 @@ struct RankResult {
 std::vector<RankResult> run_ranks(int ranks, const std::function<int(int, RankMesh&)>& body,
                                   int watchdog_s = 120);
 std::string describe(const std::vector<RankResult>& results);
+// Every rank exited with status 0.
+bool all_ok(const std::vector<RankResult>& results);
 
 // --- In a rank process --------------------------------------------------------------
 // The plugin library, opened once per process.

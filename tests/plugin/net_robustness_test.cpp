@@ -20,12 +20,6 @@
 namespace topocoll::testing {
 namespace {
 
-bool all_ok(const std::vector<RankResult>& results) {
-  for (const auto& r : results)
-    if (!r.exited || r.exit_code != 0) return false;
-  return true;
-}
-
 TEST(NetPluginErrors, ForeignHandleIsRejectedWithAWarn) {
   auto results = run_ranks(1, [](int, RankMesh&) {
     const ncclNet_v11_t* net = net_v11();

@@ -11,12 +11,6 @@
 namespace topocoll::testing {
 namespace {
 
-bool all_ok(const std::vector<RankResult>& results) {
-  for (const auto& r : results)
-    if (!r.exited || r.exit_code != 0) return false;
-  return true;
-}
-
 // Every rank sends `sizes[k]` bytes with tag k to every other rank, all posted at once, and
 // checks every byte it receives.
 int exchange_all(int rank, RankMesh& mesh, const std::vector<size_t>& sizes) {

@@ -13,30 +13,29 @@
 #include "plugin/process_context.h"
 #include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::plugin {
 namespace {
 
-std::string example(const std::string& name) {
-  return std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json";
-}
+using testing_support::example_path;
 
 TEST(ProcessContext, LoadsTheTopologyWithItsFingerprintAndFindsTheHost) {
   const ProcessContext c = make_process_context(
-      config::read_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-16x8")}, {"NCCL_HOSTID", "s3.cluster.example"}}));
+      config::read_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-16x8")}, {"NCCL_HOSTID", "s3.cluster.example"}}));
   ASSERT_NE(c.topology, nullptr) << c.topology_error;
   EXPECT_EQ(c.topology_error, "");
-  EXPECT_EQ(c.topology_fingerprint, topo::topology_fingerprint(topo::load_topology_file(example("bigraph-16x8"))));
+  EXPECT_EQ(c.topology_fingerprint, topo::topology_fingerprint(topo::load_topology_file(example_path("bigraph-16x8"))));
   ASSERT_TRUE(c.host_index);
   EXPECT_EQ(c.topology->hosts()[*c.host_index].name, "s3");
   EXPECT_EQ(c.host.name, "s3") << "the topology's spelling";
   EXPECT_STREQ(c.host.source, "NCCL_HOSTID");
-  EXPECT_EQ(c.env.topo_file, example("bigraph-16x8"));
+  EXPECT_EQ(c.env.topo_file, example_path("bigraph-16x8"));
 }
 
 TEST(ProcessContext, AHostTheTopologyLacksIsKeptAsFound) {
   const ProcessContext c = make_process_context(
-      config::read_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-16x8")}, {"TOPOCOLL_HOSTNAME", "elsewhere"}}));
+      config::read_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-16x8")}, {"TOPOCOLL_HOSTNAME", "elsewhere"}}));
   ASSERT_NE(c.topology, nullptr);
   EXPECT_FALSE(c.host_index);
   EXPECT_EQ(c.host.name, "elsewhere");
@@ -69,7 +68,7 @@ TEST(ProcessContext, TheProcessHasOneContext) {
   const ProcessContext& first = process_context();
   EXPECT_EQ(&process_context(), &first);
   EXPECT_EQ(process_context().topology.get(), first.topology.get());
-  const ProcessContext other = make_process_context(config::read_env({{"TOPOCOLL_TOPO_FILE", example("nap-4x8")}}));
+  const ProcessContext other = make_process_context(config::read_env({{"TOPOCOLL_TOPO_FILE", example_path("nap-4x8")}}));
   {
     ScopedProcessContext scope(other);
     EXPECT_EQ(&process_context(), &other);

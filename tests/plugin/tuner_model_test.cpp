@@ -15,13 +15,12 @@
 #include "plugin/tuner/tuner_api_mapping.h"
 #include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::plugin::tuner {
 namespace {
 
-topo::Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json");
-}
+using testing_support::example_topology;
 
 sched::NcclAlgorithmModel model_of(const topo::Topology& t) {
   auto fit = fit_communicator(t, t.endpoints().size(), t.hosts().size());
@@ -31,7 +30,7 @@ sched::NcclAlgorithmModel model_of(const topo::Topology& t) {
 }
 
 TEST(TunerFit, WholeClusterFitsPartsDoNot) {
-  auto bigraph = example("bigraph-32");
+  auto bigraph = example_topology("bigraph-32");
   auto fit = fit_communicator(bigraph, 32, 32);
   ASSERT_TRUE(fit.placement) << fit.reason;
   EXPECT_EQ(fit.placement->nranks(), 32);
@@ -46,7 +45,7 @@ TEST(TunerFit, WholeClusterFitsPartsDoNot) {
   EXPECT_FALSE(fit_communicator(bigraph, 0, 0).placement);
 
   // 16 servers with 8 GPUs each: NCCL numbers the ranks host by host.
-  auto multi = example("bigraph-16x8");
+  auto multi = example_topology("bigraph-16x8");
   auto fit8 = fit_communicator(multi, 128, 16);
   ASSERT_TRUE(fit8.placement) << fit8.reason;
   for (int r = 0; r < 128; ++r) {
@@ -57,13 +56,13 @@ TEST(TunerFit, WholeClusterFitsPartsDoNot) {
   EXPECT_FALSE(fit_communicator(multi, 128, 128).placement);
   EXPECT_FALSE(fit_communicator(multi, 64, 16).placement);
 
-  auto nap = example("nap-4x8");
+  auto nap = example_topology("nap-4x8");
   EXPECT_TRUE(fit_communicator(nap, 32, 32).placement);
   EXPECT_FALSE(fit_communicator(nap, 32, 4).placement);
 }
 
 TEST(TunerApiMapping, OnlyCollectivesTheModelKnowsArePredicted) {
-  auto m = model_of(example("nap-4x8"));
+  auto m = model_of(example_topology("nap-4x8"));
   for (ncclFunc_t c : {ncclFuncBroadcast, ncclFuncReduce, ncclFuncAllGather, ncclFuncReduceScatter,
                        ncclFuncAllReduce}) {
     ASSERT_TRUE(modelled_collective(c)) << collective_name(c);
@@ -79,7 +78,7 @@ TEST(TunerApiMapping, OnlyCollectivesTheModelKnowsArePredicted) {
 }
 
 TEST(TunerApiMapping, ConstantsFromNcclReplaceTheDefaults) {
-  auto t = example("nap-4x8");
+  auto t = example_topology("nap-4x8");
   auto fit = fit_communicator(t, 32, 32);
   ASSERT_TRUE(fit.placement);
   ncclTunerConstants_v5_t c{};
@@ -123,7 +122,7 @@ void fill_table(float (&table)[kNumAlgorithms][kNumProtocols], ncclFunc_t coll, 
 TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
   std::mt19937 rng(7);
   for (const char* name : {"bigraph-32", "nap-4x8", "bigraph-16x8"}) {
-    auto m = model_of(example(name));
+    auto m = model_of(example_topology(name));
     for (ncclFunc_t c : {ncclFuncBroadcast, ncclFuncReduce, ncclFuncAllGather,
                          ncclFuncReduceScatter, ncclFuncAllReduce, ncclFuncSendRecv})
       for (double bytes : {0.0, 1.0, 1000.0, 65536.0, 3e6, 1e9, 1.7e10}) {
@@ -157,7 +156,7 @@ TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
 
 TEST(TunerCostTable, SmallerTablesOfOlderNcclAreRespected) {
   // NCCL 2.21/2.22 (tuner v3) had 6 algorithms: no PAT row. Nothing past the table is touched.
-  auto m = model_of(example("bigraph-32"));
+  auto m = model_of(example_topology("bigraph-32"));
   float storage[8][kNumProtocols];
   for (auto& row : storage)
     for (float& v : row) v = 5.0f;

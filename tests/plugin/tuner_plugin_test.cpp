@@ -28,6 +28,7 @@
 #include "plugin/tuner/tuner_api_mapping.h"
 #include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 extern "C" {
 extern ncclTuner_v5_t ncclTunerPlugin_v5;
@@ -69,9 +70,7 @@ std::vector<Logged> logged(ncclDebugLogLevel level, const std::string& containin
   return out;
 }
 
-std::string example(const std::string& name) {
-  return std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json";
-}
+using testing_support::example_path;
 std::string data(const std::string& name) {
   return std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/tuner/" + name;
 }
@@ -212,7 +211,7 @@ TEST_F(TunerPlugin, BrokenTopologyFilesWarnAndChangeNothing) {
 // A bad value is the Env's one warning (config/env.h), and the default (on) is used, as
 // for every variable.
 TEST_F(TunerPlugin, BadSettingIsAWarningOfTheEnvAndTheDefaultIsUsed) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {"TOPOCOLL_TUNER", "sometimes"}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER", "sometimes"}});
   ASSERT_EQ(context().env.warnings.size(), 1u);
   EXPECT_EQ(context().env.warnings[0],
             "TOPOCOLL_TUNER=\"sometimes\": expected 1/0, true/false, yes/no or on/off; using 1");
@@ -225,7 +224,7 @@ TEST_F(TunerPlugin, BadSettingIsAWarningOfTheEnvAndTheDefaultIsUsed) {
 // The tuner models the topology the process context loaded once: the one the interposer and
 // the net plugin of the process use too, not a copy it loaded itself.
 TEST_F(TunerPlugin, ModelsTheProcessContextsTopology) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   ASSERT_NE(context().topology, nullptr) << context().topology_error;
   const auto tuner = TopologyTuner::create(32, 32, nullptr);
   ASSERT_TRUE(tuner && tuner->active());
@@ -233,7 +232,7 @@ TEST_F(TunerPlugin, ModelsTheProcessContextsTopology) {
 }
 
 TEST_F(TunerPlugin, SwitchedOffChangesNothing) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {"TOPOCOLL_TUNER", "off"}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER", "off"}});
   void* ctx = init_v5(32, 32);
   expect_no_change(ctx);
   EXPECT_FALSE(logged(NCCL_LOG_INFO, "TOPOCOLL_TUNER=0").empty());
@@ -243,7 +242,7 @@ TEST_F(TunerPlugin, SwitchedOffChangesNothing) {
 TEST_F(TunerPlugin, NcclAlgoOrProtoSetChangesNothing) {
   for (const char* var : {"NCCL_ALGO", "NCCL_PROTO"}) {
     SCOPED_TRACE(var);
-    use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}, {var, "Ring"}});
+    use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {var, "Ring"}});
     void* ctx = init_v5(32, 32);
     expect_no_change(ctx);
     EXPECT_FALSE(logged(NCCL_LOG_INFO, std::string(var) + "=Ring is set").empty());
@@ -252,7 +251,7 @@ TEST_F(TunerPlugin, NcclAlgoOrProtoSetChangesNothing) {
 }
 
 TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   void* ctx = init_v5(16, 16);
   expect_no_change(ctx);
   EXPECT_EQ(logged(NCCL_LOG_INFO, "does not describe it").size(), 1u);
@@ -261,7 +260,7 @@ TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
 
 // The table after the tuner follows the model: NCCL then picks the model's fastest entry.
 void expect_follows_model(const std::string& name, ncclFunc_t coll, size_t bytes, const Table& t) {
-  auto topology = topo::load_topology_file(example(name));
+  auto topology = topo::load_topology_file(example_path(name));
   auto fit = fit_communicator(topology, topology.endpoints().size(), topology.hosts().size());
   ASSERT_TRUE(fit.placement);
   sched::NcclAlgorithmModel model(topology, *fit.placement, int(topology.hosts().size()),
@@ -305,8 +304,8 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.topology) + " " + collective_name(c.coll) + " " + std::to_string(c.bytes));
-    use_env({{"TOPOCOLL_TOPO_FILE", example(c.topology)}});
-    auto topology = topo::load_topology_file(example(c.topology));
+    use_env({{"TOPOCOLL_TOPO_FILE", example_path(c.topology)}});
+    auto topology = topo::load_topology_file(example_path(c.topology));
     void* ctx = init_v5(topology.endpoints().size(), topology.hosts().size());
     Table t;
     EXPECT_TRUE(changes(ctx, c.coll, c.bytes, t));
@@ -327,7 +326,7 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
 }
 
 TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("nap-4x8")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("nap-4x8")}});
   void* ctx = init_v5(32, 32);
   for (ncclFunc_t coll : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncReduceScatter,
                           ncclFuncBroadcast, ncclFuncReduce})
@@ -356,7 +355,7 @@ TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
 }
 
 TEST_F(TunerPlugin, EachDecisionIsLoggedOncePerCollectiveAndSizeBucket) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   void* ctx = init_v5(32, 32);
   Table t;
   changes(ctx, ncclFuncAllReduce, 1 << 20, t);
@@ -372,7 +371,7 @@ TEST_F(TunerPlugin, EachDecisionIsLoggedOncePerCollectiveAndSizeBucket) {
 }
 
 TEST_F(TunerPlugin, OlderVersionsTuneTheSameWay) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   void* c5 = init_v5(32, 32);
   void *c4 = nullptr, *c3 = nullptr, *c2 = nullptr;
   ASSERT_EQ(ncclTunerPlugin_v4.init(32, 32, fake_logger, &c4), ncclSuccess);
@@ -428,7 +427,7 @@ TEST_F(TunerPlugin, NoOpV2LeavesTheChoiceToNccl) {
 
 TEST_F(TunerPlugin, V5UsesNcclsConstants) {
   // NCCL hands its latency constants to v5's init; a huge Tree latency moves the choice.
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   ncclTunerConstants_v5_t constants = nccl_constants();
   for (int p = 0; p < P; ++p) constants.baseLatencies[NCCL_ALGO_TREE][p] = 1e7;
   void* ctx = nullptr;
@@ -440,7 +439,7 @@ TEST_F(TunerPlugin, V5UsesNcclsConstants) {
 }
 
 TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
-  use_env({{"TOPOCOLL_TOPO_FILE", example("bigraph-32")}});
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
   void* ctx = init_v5(32, 32);
   int ch = 0;
   EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclFuncAllReduce, 1024, 1, nullptr, A, P, 0, &ch), ncclSuccess);

@@ -9,13 +9,12 @@
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::sched {
 namespace {
 
-topo::Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 double ring_load(const topo::Topology& t, const std::vector<int>& endpoints) {
   PlanRequest req;
@@ -31,18 +30,18 @@ std::vector<int> place(const topo::Topology& t, int n, const std::string& how) {
 }
 
 TEST(JobPlacement, SchedulerTakesTheFirstEndpointsInFileOrder) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   EXPECT_EQ(place(t, 4, "scheduler"), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(place(t, 0, "scheduler").size(), 32u);  // 0: every endpoint
 }
 
 TEST(JobPlacement, SpreadTakesOneEndpointPerSwitchFirst) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const auto e = place(t, 8, "spread");
   std::set<int> switches;
   for (int x : e) switches.insert(t.endpoints()[x].attach_switch);
   EXPECT_EQ(switches.size(), 8u);  // bigraph-32: 8 switches, one rank on each
-  const auto nap = example("nap-4x8.json");
+  const auto nap = example_topology("nap-4x8.json");
   std::set<int> packages;
   for (int x : place(nap, 4, "spread")) packages.insert(nap.endpoints()[x].package);
   EXPECT_EQ(packages.size(), 4u);
@@ -52,7 +51,7 @@ TEST(JobPlacement, SpreadTakesOneEndpointPerSwitchFirst) {
 // in the topology order every hop has a link of its own, and the order is what `topocoll
 // order` prints for those hosts.
 TEST(JobPlacement, TopologyOrderMakesTheRankOrderRingContentionFree) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   const auto scheduler = place(t, 16, "scheduler");
   const auto ordered = place(t, 16, "topology-order");
   EXPECT_EQ(std::set<int>(scheduler.begin(), scheduler.end()), std::set<int>(ordered.begin(), ordered.end()));
@@ -64,7 +63,7 @@ TEST(JobPlacement, TopologyOrderMakesTheRankOrderRingContentionFree) {
 
 // Launchers number ranks host by host: an 8-GPU server's endpoints stay together.
 TEST(JobPlacement, TopologyOrderKeepsEachHostsEndpointsTogether) {
-  const auto t = example("bigraph-16x8.json");
+  const auto t = example_topology("bigraph-16x8.json");
   const auto ordered = place(t, 32, "topology-order");
   ASSERT_EQ(ordered.size(), 32u);
   for (size_t r = 0; r + 1 < ordered.size(); ++r) {
@@ -76,13 +75,13 @@ TEST(JobPlacement, TopologyOrderKeepsEachHostsEndpointsTogether) {
 }
 
 TEST(JobPlacement, AnExplicitListByIdOrIndex) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   EXPECT_EQ(place(t, 0, "endpoints=s9.g0,3,s0.g0"), (std::vector<int>{9, 3, 0}));
   EXPECT_EQ(place(t, 3, "endpoints=s9.g0,3,s0.g0").size(), 3u);
 }
 
 TEST(JobPlacement, BadPlacementsSayWhatIsWrong) {
-  const auto t = example("bigraph-32.json");
+  const auto t = example_topology("bigraph-32.json");
   auto message = [&](int n, const std::string& how) {
     try {
       place(t, n, how);
@@ -100,7 +99,7 @@ TEST(JobPlacement, BadPlacementsSayWhatIsWrong) {
 }
 
 TEST(JobPlacement, HostfilesInEveryFormat) {
-  const auto t = example("bigraph-16x8.json");
+  const auto t = example_topology("bigraph-16x8.json");
   // Two endpoints of s1, then one of s0.
   const std::vector<int> e = {8, 9, 0};
   EXPECT_EQ(hostfile(t, e, "list"), "s1\ns0\n");

@@ -12,13 +12,12 @@
 #include <vector>
 
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::sched {
 namespace {
 
-topo::Topology example(const std::string& name) {
-  return topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json");
-}
+using testing_support::example_topology;
 
 // Every endpoint, in NCCL's rank numbering (host by host, GPUs ascending), which is the
 // order the examples list their endpoints in.
@@ -75,7 +74,7 @@ TEST(NcclBtree, TwoTreesSpanEveryNodeAndShareFewInnerNodes) {
 TEST(NcclAlgorithmModel, RankOrderRingCongestsBigraph32) {
   // On bigraph-32 NCCL's ring in rank order puts several hops on one inter-group link;
   // the link-load analysis inside the cost model shows it as a slower hop than one link's rate.
-  auto t = example("bigraph-32");
+  auto t = example_topology("bigraph-32");
   auto m = model_of(t);
   const double link = us_per_byte(100);
   EXPECT_GT(m.ring().us_per_byte, 1.5 * link) << "rank-order ring should share links";
@@ -91,14 +90,14 @@ TEST(NcclAlgorithmModel, RankOrderRingCongestsBigraph32) {
 TEST(NcclAlgorithmModel, MultiGpuServersRingCrossesNetworkOncePerHost) {
   // 8 GPUs per server with NVSwitch: the rank-order ring leaves each server once, so its
   // slowest hop is one 100 Gb/s NIC, uncongested.
-  auto m = model_of(example("bigraph-16x8"));
+  auto m = model_of(example_topology("bigraph-16x8"));
   EXPECT_NEAR(m.ring().us_per_byte, us_per_byte(100), 1e-12);
   EXPECT_TRUE(m.pat_steps().empty()) << "PAT is NCCL's one-GPU-per-node algorithm";
   EXPECT_FALSE(m.predict_us(NcclCollective::AllGather, kNcclPat, kNcclSimple, 1 << 20));
 }
 
 TEST(NcclAlgorithmModel, WhatNcclCanRun) {
-  auto m = model_of(example("nap-4x8"));
+  auto m = model_of(example_topology("nap-4x8"));
   for (NcclCollective c : {NcclCollective::Broadcast, NcclCollective::Reduce, NcclCollective::AllGather, NcclCollective::ReduceScatter,
                        NcclCollective::AllReduce})
     for (int p = 0; p < kNumNcclProtocols; ++p)
@@ -119,7 +118,7 @@ TEST(NcclAlgorithmModel, WhatNcclCanRun) {
 TEST(NcclAlgorithmModel, TimesGrowWithSizeAndProtocolsTradeLatencyForBandwidth) {
   for (const char* name : {"bigraph-32", "nap-4x8", "bigraph-16x8", "nap-16x8"}) {
     SCOPED_TRACE(name);
-    auto m = model_of(example(name));
+    auto m = model_of(example_topology(name));
     for (int a : {kNcclRing, kNcclTree}) {
       double prev[kNumNcclProtocols] = {0, 0, 0};
       for (double bytes = 1; bytes <= double(1ull << 32); bytes *= 4)

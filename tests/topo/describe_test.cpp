@@ -3,13 +3,12 @@
 
 #include "topo/bisection.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::topo {
 namespace {
 
-Topology example(const char* name) {
-  return load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name);
-}
+using testing_support::example_topology;
 
 int cables(const Topology& t, LinkKind kind) {
   int n = 0;
@@ -18,7 +17,7 @@ int cables(const Topology& t, LinkKind kind) {
 }
 
 TEST(TopoDescribe, BiGraph32) {
-  Topology t = example("bigraph-32.json");
+  Topology t = example_topology("bigraph-32.json");
   EXPECT_EQ(t.kind(), TopologyKind::BiGraph);
   EXPECT_EQ(t.endpoints().size(), 32u);
   EXPECT_EQ(t.hosts().size(), 32u);
@@ -40,7 +39,7 @@ TEST(TopoDescribe, BiGraph32) {
 }
 
 TEST(TopoDescribe, BiGraph16x8) {
-  Topology t = example("bigraph-16x8.json");
+  Topology t = example_topology("bigraph-16x8.json");
   EXPECT_EQ(t.endpoints().size(), 128u);
   EXPECT_EQ(t.hosts().size(), 16u);
   EXPECT_EQ(cables(t, LinkKind::InterGroup), 64);
@@ -50,7 +49,7 @@ TEST(TopoDescribe, BiGraph16x8) {
 }
 
 TEST(TopoDescribe, Nap4x8) {
-  Topology t = example("nap-4x8.json");
+  Topology t = example_topology("nap-4x8.json");
   EXPECT_EQ(t.package_count(), 4);
   EXPECT_EQ(cables(t, LinkKind::IntraPackage), 4 * 8 * 4);
   EXPECT_EQ(cables(t, LinkKind::InterPackage), 2 * 2 * 8);
@@ -61,7 +60,7 @@ TEST(TopoDescribe, Nap4x8) {
 }
 
 TEST(TopoDescribe, Nap16x8) {
-  Topology t = example("nap-16x8.json");
+  Topology t = example_topology("nap-16x8.json");
   EXPECT_EQ(t.package_count(), 16);
   EXPECT_EQ(t.endpoints().size(), 128u);
   EXPECT_EQ(t.diameter_hops(), 5);  // 2 local links + 2 + 2 torus links, minus 1

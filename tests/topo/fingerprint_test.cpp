@@ -6,16 +6,15 @@
 
 #include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
+#include "tests/common/examples.h"
 
 namespace topocoll::topo {
 namespace {
 
-std::string example(const std::string& name) {
-  return std::string(TOPOCOLL_SOURCE_DIR) + "/examples/" + name + ".json";
-}
+using testing_support::example_path;
 
 TEST(TopologyFingerprint, SameNetworkSameFingerprintWhateverTheLayout) {
-  const Topology t = load_topology_file(example("bigraph-32"));
+  const Topology t = load_topology_file(example_path("bigraph-32"));
   const uint64_t f = topology_fingerprint(t);
   EXPECT_NE(f, 0u);
   const nlohmann::json doc = topology_to_json(t);
@@ -25,14 +24,14 @@ TEST(TopologyFingerprint, SameNetworkSameFingerprintWhateverTheLayout) {
 }
 
 TEST(TopologyFingerprint, AnyChangeADecisionReadsChangesIt) {
-  const Topology t = load_topology_file(example("nap-4x8"));
+  const Topology t = load_topology_file(example_path("nap-4x8"));
   const uint64_t f = topology_fingerprint(t);
   nlohmann::json renamed = topology_to_json(t);
   renamed["name"] = "another-name";
   EXPECT_NE(topology_fingerprint(topology_from_json(renamed)), f);
-  EXPECT_NE(topology_fingerprint(load_topology_file(example("nap-16x8"))), f);
-  EXPECT_NE(topology_fingerprint(load_topology_file(example("bigraph-32"))),
-            topology_fingerprint(load_topology_file(example("bigraph-16x8"))));
+  EXPECT_NE(topology_fingerprint(load_topology_file(example_path("nap-16x8"))), f);
+  EXPECT_NE(topology_fingerprint(load_topology_file(example_path("bigraph-32"))),
+            topology_fingerprint(load_topology_file(example_path("bigraph-16x8"))));
   // A link speed: the cost model would choose differently.
   const std::string text = topology_to_json(t).dump();
   const std::size_t at = text.find("\"gbps\":");
