@@ -39,11 +39,7 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   echo "sanitize: ThreadSanitizer, threaded suites ($tsan_dir)"
   cmake -S . -B "$tsan_dir" "${common[@]}" -DTOPOCOLL_SANITIZE=thread >/dev/null
   # Only the threaded suites are built; ctest lists the others as *_NOT_BUILT, skipped below.
-  targets=(net_transport_test interposer_group_queue)
-  for src in tests/exec/*_test.cpp tests/plugin/net_*_test.cpp; do
-    name=$(basename "$src" .cpp)
-    case "$src" in tests/exec/*) targets+=("exec_$name") ;; *) targets+=("plugin_$name") ;; esac
-  done
+  targets=(net_tests interposer_group_queue exec_tests exec_slow_tests plugin_net_tests)
   cmake --build "$tsan_dir" -j"$jobs" --target "${targets[@]}"
   # The multi-process socket group tests fork eight ranks each under a wall-clock deadline;
   # ThreadSanitizer slows every process ~5-15x, so they run alone, the rest in parallel.
