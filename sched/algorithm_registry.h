@@ -78,7 +78,7 @@ struct OrderInput {
 struct BuildInput {
   AlgorithmShape shape;
   int64_t count = 0;
-  std::span<const int> order;  // position / virtual rank -> communicator rank; empty: identity
+  std::span<const int> order{};  // position / virtual rank -> communicator rank; empty: identity
 };
 
 struct Algorithm {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/fabric_fixture.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::testing_support {
 namespace {
@@ -24,12 +25,13 @@ struct AcceptRun {
   int status = -1;
   std::string output;
   nlohmann::json report;
+  bool drew_topology = false;  // topology.dot beside the report
   double seconds = 0;
 };
 
-AcceptRun accept(const std::string& args, const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "accept-" + name;
-  fs::remove_all(dir);
+AcceptRun accept(const std::string& args) {
+  const ScratchDir scratch("accept_live_report");
+  const std::string dir = scratch.file("report");
   const auto start = std::chrono::steady_clock::now();
   const auto r = shell_run(kCli + " accept " + args + " --report " + dir);
   AcceptRun a;
@@ -38,6 +40,7 @@ AcceptRun accept(const std::string& args, const std::string& name) {
   a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ifstream in(dir + "/report.json");
   if (in) a.report = nlohmann::json::parse(in);
+  a.drew_topology = fs::exists(dir + "/topology.dot");
   return a;
 }
 
@@ -61,7 +64,7 @@ TEST(AcceptLive, HealthyBiGraphPasses) {
   REQUIRE_FABRIC();
   FabricUp f("tahealthy", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
-  const auto a = accept("--fabric tahealthy" + budget(35), "healthy");
+  const auto a = accept("--fabric tahealthy" + budget(35));
   EXPECT_EQ(a.status, 0) << a.output;
   ASSERT_TRUE(a.report.is_object()) << a.output;
   EXPECT_EQ(a.report["verdict"], "pass");
@@ -77,13 +80,13 @@ TEST(AcceptLive, ADegradedInterGroupCableIsNamedAlone) {
   FabricUp f("tadegrade", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
   fault("degrade --name tadegrade U1-L2 --rate-mbit 5");  // a quarter of its rate
-  const auto a = accept("--fabric tadegrade" + budget(20) + " --phases inventory,cables,wiring", "degrade");
+  const auto a = accept("--fabric tadegrade" + budget(20) + " --phases inventory,cables,wiring");
   EXPECT_EQ(a.status, 1) << a.output;
   EXPECT_EQ(findings(a.report), (std::set<std::string>{"cables/slow cable: U1->L2 L2->U1"})) << a.output;
   const auto& f0 = a.report["findings"][0];
   EXPECT_EQ(f0["certainty"], "certain");
   EXPECT_NEAR(f0["ratio"].get<double>(), 0.25, 0.08);
-  EXPECT_TRUE(fs::exists(::testing::TempDir() + "accept-degrade/topology.dot"));
+  EXPECT_TRUE(a.drew_topology);
 }
 
 TEST(AcceptLive, ACutAccessCableNamesItsEndpointWithoutHanging) {
@@ -91,7 +94,7 @@ TEST(AcceptLive, ACutAccessCableNamesItsEndpointWithoutHanging) {
   FabricUp f("tacut", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
   fault("cut --name tacut s9.g0-L1");
-  const auto a = accept("--fabric tacut" + budget(20), "cut");
+  const auto a = accept("--fabric tacut" + budget(20));
   EXPECT_EQ(a.status, 1) << a.output;
   EXPECT_LT(a.seconds, (20 + 30) * kTimeScale) << "the run must end within its budget";
   ASSERT_TRUE(a.report.is_object()) << a.output;
@@ -108,7 +111,7 @@ TEST(AcceptLive, TwoSwappedCablesAreFlaggedAsWiring) {
   FabricUp f("taswap", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
   fault("swap --name taswap U0-L0 U0-L1");
-  const auto a = accept("--fabric taswap" + budget(25) + " --phases inventory,cables,wiring", "swap");
+  const auto a = accept("--fabric taswap" + budget(25) + " --phases inventory,cables,wiring");
   EXPECT_EQ(a.status, 1) << a.output;
   bool swap = false;
   for (const auto& x : a.report["findings"])
@@ -124,7 +127,7 @@ TEST(AcceptLive, AMissingRankAndAHostNotInTheFileAreNamed) {
   REQUIRE_FABRIC();
   FabricUp f("tainv", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
-  const auto short_job = accept("--fabric tainv --ranks 31" + budget(15) + " --phases inventory", "missing");
+  const auto short_job = accept("--fabric tainv --ranks 31" + budget(15) + " --phases inventory");
   EXPECT_EQ(short_job.status, 1) << short_job.output;
   EXPECT_EQ(findings(short_job.report), (std::set<std::string>{"inventory/missing: "}));
   EXPECT_NE(short_job.output.find("s31.g0 (s31 GPU 0) has no rank in the job"), std::string::npos);
@@ -132,9 +135,10 @@ TEST(AcceptLive, AMissingRankAndAHostNotInTheFileAreNamed) {
   auto doc = nlohmann::json::parse(std::ifstream(kExamples + "bigraph-32.json"));
   for (auto& s : doc["servers"])
     if (s["name"] == "s31") s["name"] = "s99";
-  const std::string wrong = ::testing::TempDir() + "bigraph-32-renamed.json";
+  const ScratchDir scratch("accept_live_renamed");
+  const std::string wrong = scratch.file("bigraph-32-renamed.json");
   std::ofstream(wrong) << doc.dump();
-  const auto foreign = accept("--fabric tainv --topo " + wrong + budget(15) + " --phases inventory", "foreign");
+  const auto foreign = accept("--fabric tainv --topo " + wrong + budget(15) + " --phases inventory");
   EXPECT_EQ(foreign.status, 1) << foreign.output;
   EXPECT_NE(foreign.output.find("rank 31 runs on host 's31', which the topology does not list"), std::string::npos)
       << foreign.output;
@@ -148,7 +152,7 @@ TEST(AcceptLive, NapFaultsAreNamedToo) {
   // A local switch port at a quarter of its rate and a dead torus cable, found together.
   fault("degrade --name tanap p1.n3-p1.s2 --rate-mbit 5");
   fault("cut --name tanap p0.n6-p2.n6");
-  const auto a = accept("--fabric tanap" + budget(25) + " --phases inventory,cables,wiring", "nap-faults");
+  const auto a = accept("--fabric tanap" + budget(25) + " --phases inventory,cables,wiring");
   EXPECT_EQ(a.status, 1) << a.output;
   std::set<std::string> cable_findings;
   for (const auto& x : a.report["findings"])
@@ -161,13 +165,13 @@ TEST(AcceptLive, NapFaultsAreNamedToo) {
   fault("restore --name tanap");
   // A local switch whose ports to two nodes are swapped.
   fault("swap --name tanap p0.s0-p0.n0 p0.s0-p0.n1");
-  const auto s = accept("--fabric tanap" + budget(25) + " --phases inventory,cables,wiring", "nap-swap");
+  const auto s = accept("--fabric tanap" + budget(25) + " --phases inventory,cables,wiring");
   bool swap = false;
   for (const auto& x : s.report["findings"])
     swap = swap || (x["kind"] == "miswired" && x["detail"].get<std::string>().find("look swapped") != std::string::npos);
   EXPECT_TRUE(swap) << s.output;
   fault("restore --name tanap");
-  const auto m = accept("--fabric tanap --ranks 30" + budget(15) + " --phases inventory", "nap-missing");
+  const auto m = accept("--fabric tanap --ranks 30" + budget(15) + " --phases inventory");
   EXPECT_NE(m.output.find("p3.n6 (p3.h6 GPU 0) has no rank"), std::string::npos) << m.output;
   EXPECT_NE(m.output.find("p3.n7 (p3.h7 GPU 0) has no rank"), std::string::npos) << m.output;
 }
@@ -176,7 +180,8 @@ TEST(AcceptLive, ARankThatDiesIsReportedAndNothingHangs) {
   REQUIRE_FABRIC();
   FabricUp f("tadie", "bigraph-32.json", "20");
   ASSERT_TRUE(f.ok()) << f.output();
-  const std::string log = ::testing::TempDir() + "accept-die.log";
+  const ScratchDir scratch("accept_live_die");
+  const std::string log = scratch.file("accept.log");
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(shell_run("(" + kCli + " accept --fabric tadie" + budget(30) + " --phases inventory,cables > " + log +
                       " 2>&1; echo \"exit $?\" >> " + log + ") > /dev/null 2>&1 &").status, 0);

@@ -16,11 +16,13 @@
 #include "accept/report_files.h"
 #include "exec/external_program.h"
 #include "topo/topology_json.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::accept {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::ScratchDir;
 
 std::string this_host() {
   char name[256] = {};
@@ -35,7 +37,8 @@ topo::Topology two_gpus_here() {
   s0["name"] = this_host();
   s0["nics"].push_back({{"name", "nic1"}, {"gpu", 1}, {"switch", "L0"}});
   doc["servers"].erase(1);  // s1, whose port on L0 the second NIC takes
-  const std::string path = ::testing::TempDir() + "acceptance-run-two-gpus.json";
+  const ScratchDir scratch("acceptance_two_gpus");
+  const std::string path = scratch.file("two-gpus.json");
   std::ofstream(path) << doc.dump();
   return topo::load_topology_file(path);
 }
@@ -147,9 +150,8 @@ TEST(AcceptanceRun, RanksWithDifferentBudgetsRunTheSameCollectivesAndCheckThem) 
 
 TEST(AcceptanceReport, AQuoteInTheReportPathIsAFileNameNotShellSyntax) {
   // The path reached `sh -c` inside single quotes: this one ended the quote and ran touch.
-  const fs::path base = fs::path(::testing::TempDir()) / "accept-report-quote";
-  fs::remove_all(base);
-  fs::create_directories(base);
+  const ScratchDir scratch("accept_report_quote");
+  const fs::path base = scratch.path();
   const fs::path pwned = base / "PWNED";
   const std::string dir = (base / "r';touch PWNED;'").string();
   const fs::path cwd = fs::current_path();
@@ -165,12 +167,11 @@ TEST(AcceptanceReport, AQuoteInTheReportPathIsAFileNameNotShellSyntax) {
     EXPECT_TRUE(fs::exists(fs::path(dir) / "topology.png")) << joined(lines);
     EXPECT_EQ(joined(lines).find("no Graphviz"), std::string::npos) << joined(lines);
   }
-  fs::remove_all(base);
 }
 
 TEST(AcceptanceReport, EveryMissingDirectoryOfTheReportPathIsCreated) {
-  const fs::path base = fs::path(::testing::TempDir()) / "accept-report-deep";
-  fs::remove_all(base);
+  const ScratchDir scratch("accept_report_deep");
+  const fs::path base = scratch.path();
   const fs::path dir = base / "nonexist" / "deeper";
   std::vector<std::string> lines;
   const RankRun run = run_one_rank_with_report(dir.string(), &lines);
@@ -178,7 +179,6 @@ TEST(AcceptanceReport, EveryMissingDirectoryOfTheReportPathIsCreated) {
   EXPECT_TRUE(fs::exists(dir / "report.json")) << joined(lines);
   EXPECT_TRUE(fs::exists(dir / "report.txt")) << joined(lines);
   EXPECT_TRUE(fs::exists(dir / "topology.dot")) << joined(lines);
-  fs::remove_all(base);
 }
 
 TEST(AcceptanceReport, AReportThatCannotBeWrittenFailsTheRunSayingWhy) {

@@ -14,7 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/scratch_dir.h"
+
 namespace {
+
+using topocoll::testing_support::ScratchDir;
 
 const std::string kTopocoll = std::string(TOPOCOLL_BINARY_DIR) + "/tools/topocoll";
 
@@ -36,8 +40,8 @@ int run(const std::string& command, std::string* output) {
 
 TEST(BenchCli, RunsVerifiedCollectivesAcrossProcessesAndWritesJsonRows) {
   if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
-  const std::string json = ::testing::TempDir() + "bench_cli_test.json";
-  std::remove(json.c_str());
+  const ScratchDir scratch("bench_cli");
+  const std::string json = scratch.file("rows.json");
   std::string out;
   const int rc = run(kTopocoll + " bench --topo " + TOPOCOLL_SOURCE_DIR +
                          "/examples/bigraph-32.json --ranks 4 --algos ring,hd --sizes 1K,100000"
@@ -122,7 +126,8 @@ TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
 // mid-run. Every other rank's message names it, the launcher exits non-zero, and no rank
 // process is left behind (the launcher kills a stopped one after its grace period).
 void expect_fault_named(const std::string& signal_name, int deadline_s) {
-  const std::string out_file = ::testing::TempDir() + "/bench_fault_" + signal_name + ".txt";
+  const ScratchDir scratch("bench_fault");
+  const std::string out_file = scratch.file(signal_name + ".txt");
   const std::string script =
       kTopocoll + " bench --ranks 4 --sizes 4M --algos ring --iters 100000 --seconds 3600 -c 0 > " + out_file +
       " 2>&1 & L=$!; sleep 2; R=$(pgrep -P $L | sed -n 3p); kill -" + signal_name +

@@ -42,8 +42,9 @@ void run_and_check(const GeneratorEntry& g, CollectiveCase c) {
                << i / c.elem() << ")";
       }
     }
-    if (c.collective == Collective::AllReduce && s.claims_bitwise_identical)
+    if (c.collective == Collective::AllReduce && s.claims_bitwise_identical) {
       ASSERT_TRUE(outputs[r] == outputs[0]) << "rank " << r << " differs from rank 0 bitwise";
+    }
   }
 }
 

@@ -196,8 +196,11 @@ TEST(CutStep, LocalPiecesKeepTheOrderOfTheOpsTheyDependOn) {
   }
   // Within a round the copy's piece comes before the reduce's.
   for (const auto& round : cut.local_ops)
-    for (std::size_t i = 1; i < round.size(); ++i)
-      if (round[i].begin == round[i - 1].begin) EXPECT_LT(round[i - 1].op, round[i].op);
+    for (std::size_t i = 1; i < round.size(); ++i) {
+      if (round[i].begin == round[i - 1].begin) {
+        EXPECT_LT(round[i - 1].op, round[i].op);
+      }
+    }
 }
 
 TEST(LocalOpWorker, RunsWorkInOrderAndJoinRethrowsTheFirstError) {
@@ -299,19 +302,25 @@ TEST_P(PipelinedGenerator, GivesTheUncutBytesWithOverlapWithoutAndMixedAcrossRan
         EXPECT_EQ(uncut.overlapped_steps, 0);
         for (Mode m : {Mode::Overlapped, Mode::CutNoOverlap, Mode::Mixed}) {
           const Outcome cut = run_mode(c, s, inputs, m, shape);
-          for (int r = 0; r < p; ++r)
+          for (int r = 0; r < p; ++r) {
             ASSERT_TRUE(cut.outputs[std::size_t(r)] == uncut.outputs[std::size_t(r)])
                 << "mode " << int(m) << " rank " << r << " differs from the uncut run";
-          if (m == Mode::CutNoOverlap) EXPECT_EQ(cut.overlapped_steps, 0);
+          }
+          if (m == Mode::CutNoOverlap) {
+            EXPECT_EQ(cut.overlapped_steps, 0);
+          }
         }
         const bool reduces = c.collective == Collective::AllReduce ||
                              c.collective == Collective::ReduceScatter;
-        if (reduces && g.name == "hd" && p == 8)
+        if (reduces && g.name == "hd" && p == 8) {
           EXPECT_GT(run_mode(c, s, inputs, Mode::Overlapped, shape).overlapped_steps, 0)
               << "halving-doubling's reduce-scatter steps should overlap";
-        if (c.data == CheckData::Exact || !reduces)
-          for (int r = 0; r < p; ++r)
+        }
+        if (c.data == CheckData::Exact || !reduces) {
+          for (int r = 0; r < p; ++r) {
             ASSERT_TRUE(uncut.outputs[std::size_t(r)] == c.reference(r, inputs)) << "rank " << r;
+          }
+        }
       }
 }
 

@@ -14,11 +14,13 @@
 #include <sstream>
 
 #include "tests/common/fabric_fixture.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::fabric {
 namespace {
 
 using testing_support::FabricUp;
+using testing_support::ScratchDir;
 using testing_support::kCli;
 using testing_support::kExamples;
 using testing_support::shell_run;
@@ -30,27 +32,6 @@ std::string netns_id(const std::string& name) {
   if (::stat(("/run/netns/" + name).c_str(), &st) != 0) return "missing " + name;
   return "net:[" + std::to_string(st.st_ino) + "]";
 }
-
-// A fresh directory under the tests' temporary directory, removed with its contents when the
-// test ends (passed, failed or skipped), so repeated runs leave nothing in /tmp.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_((fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string()) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 void write_script(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());

@@ -24,6 +24,7 @@
 #include "fabric/live_fabric.h"
 #include "net/network_namespace.h"
 #include "tests/common/fabric_fixture.h"
+#include "tests/common/scratch_dir.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::fabric {
@@ -35,6 +36,7 @@ namespace fs = std::filesystem;
 using testing_support::FabricUp;
 using testing_support::kCli;
 using testing_support::kExamples;
+using testing_support::ScratchDir;
 
 std::set<std::string> namespaces_now() {
   std::set<std::string> out;
@@ -43,8 +45,8 @@ std::set<std::string> namespaces_now() {
 }
 
 nlohmann::json bench(const std::string& args, std::string* output) {
-  const std::string json = ::testing::TempDir() + "fabric_live_bench.json";
-  std::remove(json.c_str());
+  const ScratchDir scratch("fabric_live_bench");
+  const std::string json = scratch.file("rows.json");
   const auto r = shell_run(kCli + " bench " + args + " --json " + json);
   *output = r.output;
   if (r.status != 0) return nullptr;
@@ -139,7 +141,8 @@ TEST(FabricLive, DownCleansUpAfterACrashedUpAndItsProcesses) {
   r.namespaces = {"tf-tlcrash-s0", "tf-tlcrash-U0", "tf-tlcrash-never-made"};
   save_record(r);
   ASSERT_EQ(shell_run("ip netns add tf-tlcrash-s0 && ip netns add tf-tlcrash-U0 && ip netns add tf-tlcrash-extra").status, 0);
-  const std::string pid_file = ::testing::TempDir() + "fabric_crash_pid";
+  const ScratchDir scratch("fabric_crash");
+  const std::string pid_file = scratch.file("pid");
   ASSERT_EQ(shell_run("ip netns exec tf-tlcrash-s0 sh -c 'echo $$ > " + pid_file +
                       "; exec sleep 600' >/dev/null 2>&1 &").status, 0);
   std::string pid;
@@ -222,8 +225,8 @@ bool process_running(const std::string& pid) {  // gone, or a zombie waiting for
 
 // Starts `sleep 600` inside namespace `ns` (someone else's work); returns its pid.
 std::string start_sleeper_in(const std::string& ns) {
-  const std::string pid_file = ::testing::TempDir() + "fabric_sleeper_pid_" + ns;
-  std::remove(pid_file.c_str());
+  const ScratchDir scratch("fabric_sleeper_" + ns);
+  const std::string pid_file = scratch.file("pid");
   shell_run("ip netns exec " + ns + " sh -c 'echo $$ > " + pid_file + "; exec sleep 600' >/dev/null 2>&1 &");
   std::string pid;
   for (int i = 0; i < 100 && pid.empty(); ++i) {
@@ -321,8 +324,8 @@ TEST(FabricLive, RefusalsSayWhyAndLeaveNothing) {
   EXPECT_NE(big.output.find("needs about"), std::string::npos) << big.output;
   EXPECT_NE(big.output.find("41 namespaces"), std::string::npos) << big.output;
   // A tool failing halfway (tc refuses the shapers after the namespaces exist).
-  const std::string bin = ::testing::TempDir() + "fakebin";
-  fs::create_directories(bin);
+  const ScratchDir bin_dir("fabric_fakebin");
+  const std::string bin = bin_dir.path();
   {
     std::ofstream tc(bin + "/tc");
     tc << "#!/bin/sh\ncase \" $* \" in *\" -batch \"*) echo 'RTNETLINK answers: injected failure' >&2; exit 2;; esac\n"

@@ -2,12 +2,12 @@
 // PATH and the system's directories, else the .debs unpacked beside the build; a prefix's
 // libraries go with its tools; and what it says when there is none.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "fabric/iproute2.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::fabric {
 namespace {
@@ -16,12 +16,6 @@ namespace fs = std::filesystem;
 
 class Iproute2Search : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / ("iproute2_test_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
 
   std::string make_tool(const std::string& relative) {
     const fs::path p = root_ / relative;
@@ -40,7 +34,8 @@ class Iproute2Search : public ::testing::Test {
     return s;
   }
 
-  fs::path root_;
+  testing_support::ScratchDir scratch_{"iproute2_search"};
+  const fs::path root_ = scratch_.path();
 };
 
 TEST_F(Iproute2Search, AnUnpackedDebFoundByTheSettingRunsWithItsLibraries) {

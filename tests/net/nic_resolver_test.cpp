@@ -1,12 +1,12 @@
 #include "net/nic_resolver.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "net/rdma_port.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::net {
 namespace {
@@ -18,14 +18,8 @@ namespace fs = std::filesystem;
 class FakeSysfs {
  public:
   FakeSysfs() {
-    root_ = fs::temp_directory_path() / ("topocoll-sysfs-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter_++));
     fs::create_directories(root_ / "class" / "infiniband");
     fs::create_directories(root_ / "class" / "net");
-  }
-  ~FakeSysfs() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
   }
   void add_rdma_device(const std::string& device, const std::vector<std::string>& netdevs) {
     fs::path net = root_ / "class" / "infiniband" / device / "device" / "net";
@@ -36,8 +30,8 @@ class FakeSysfs {
   const fs::path& root() const { return root_; }
 
  private:
-  static inline int counter_ = 0;
-  fs::path root_;
+  testing_support::ScratchDir scratch_{"fake_sysfs"};
+  const fs::path root_ = scratch_.path();
 };
 
 NetworkInterface interface(const std::string& name, const std::string& ip) {

@@ -29,6 +29,7 @@
 #include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
 #include "tests/common/examples.h"
+#include "tests/common/scratch_dir.h"
 
 extern "C" {
 extern ncclTuner_v5_t ncclTunerPlugin_v5;
@@ -71,6 +72,7 @@ std::vector<Logged> logged(ncclDebugLogLevel level, const std::string& containin
 }
 
 using testing_support::example_path;
+using testing_support::ScratchDir;
 std::string data(const std::string& name) {
   return std::string(TOPOCOLL_SOURCE_DIR) + "/tests/data/tuner/" + name;
 }
@@ -455,11 +457,11 @@ TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
   EXPECT_EQ(ncclTunerPlugin_v5.init(nullptr, 0, 32, 32, fake_logger, nullptr, nullptr), ncclInvalidArgument);
 }
 
-}  // namespace
 // Issue 15, finding 11: a communicator beyond the tuner's budget is refused up front, naming
 // its size and the limit, instead of minutes of modelling per communicator.
 TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
-  const std::string path = ::testing::TempDir() + "/tuner_65536.json";
+  const ScratchDir scratch("tuner_budget");
+  const std::string path = scratch.file("65536.json");
   {
     std::ofstream out(path);
     out << R"({"kind": "bigraph", "shape": {"switches_per_group": 256, "endpoints_per_switch": 128}})";
@@ -475,4 +477,5 @@ TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
+}  // namespace
 }  // namespace topocoll::plugin::tuner

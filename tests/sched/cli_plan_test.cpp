@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/algorithm_registry.h"
+#include "tests/common/scratch_dir.h"
 
 namespace {
 
@@ -114,12 +115,12 @@ TEST(CliSimulate, CsvAndJson) {
             "/examples/bigraph-32.json --coll allreduce --sizes 1M:2M --csv", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(out.rfind("bytes,algo,time_us,algbw_gbs,busbw_gbs,max_link_load,auto_pick", 0), 0u);
-  auto svg = std::filesystem::temp_directory_path() / "topocoll_cli_plan_test.svg";
+  const topocoll::testing_support::ScratchDir scratch("cli_plan_plot");
+  const std::filesystem::path svg = scratch.file("sizes.svg");
   out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce "
             "--sizes 4K:16K --plot " + svg.string(), &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_GT(std::filesystem::file_size(svg), 1000u);
-  std::filesystem::remove(svg);
 }
 
 // `topocoll algorithms` and the help texts are the registry's lists.

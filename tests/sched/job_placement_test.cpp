@@ -68,9 +68,10 @@ TEST(JobPlacement, TopologyOrderKeepsEachHostsEndpointsTogether) {
   ASSERT_EQ(ordered.size(), 32u);
   for (size_t r = 0; r + 1 < ordered.size(); ++r) {
     const int h = t.endpoints()[ordered[r]].host_index, next = t.endpoints()[ordered[r + 1]].host_index;
-    if (h != next)
-      for (size_t later = r + 1; later < ordered.size(); ++later)
-        EXPECT_NE(t.endpoints()[ordered[later]].host_index, h) << "host " << t.hosts()[h].name << " split";
+    if (h == next) continue;
+    for (size_t later = r + 1; later < ordered.size(); ++later) {
+      EXPECT_NE(t.endpoints()[ordered[later]].host_index, h) << "host " << t.hosts()[h].name << " split";
+    }
   }
 }
 

@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/common/scratch_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using topocoll::testing_support::ScratchDir;
 
 struct Result {
   int status = -1;
@@ -92,7 +95,8 @@ TEST(TopoCli, DescribeListsCablesByName) {
 }
 
 TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
-  const std::string out = testing::TempDir() + "/generated-nap.json";
+  const ScratchDir scratch("topo_cli_generate");
+  const std::string out = scratch.file("generated-nap.json");
   Result g = run("generate nap --torus 3x2 --nodes-per-package 4 --local-switches 2 -o " + out);
   ASSERT_EQ(g.status, 0) << g.output;
   Result v = run("validate " + out);
@@ -107,7 +111,8 @@ TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
 }
 
 TEST(TopoCli, DrawWritesDot) {
-  const std::string out = testing::TempDir() + "/bigraph-32.dot";
+  const ScratchDir scratch("topo_cli_draw");
+  const std::string out = scratch.file("bigraph-32.dot");
   Result r = run("draw " + kSource + "/examples/bigraph-32.json -o " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_TRUE(fs::exists(out));
@@ -125,12 +130,13 @@ TEST(TopoCli, EverySubcommandHasHelp) {
 // Issue 15, finding 11: drawing a topology past the budget is refused up front, naming the
 // size and the limit, instead of minutes in Graphviz.
 TEST(TopoCli, DrawRefusesTopologiesOverItsNodeLimit) {
-  const std::string path = ::testing::TempDir() + "/draw_too_large.json";
+  const ScratchDir scratch("topo_cli_draw_limit");
+  const std::string path = scratch.file("too_large.json");
   {
     std::ofstream out(path);
     out << R"({"kind": "bigraph", "shape": {"switches_per_group": 64, "endpoints_per_switch": 64}})";
   }
-  Result r = run("draw " + path + " -o " + ::testing::TempDir() + "/draw_too_large.dot");
+  Result r = run("draw " + path + " -o " + scratch.file("too_large.dot"));
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("has 8320 nodes (8192 endpoints, 128 switches), more than the 4096 a drawing may have"),
             std::string::npos)
