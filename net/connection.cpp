@@ -346,8 +346,8 @@ void Connection::run_worker(int w) {
                                                          ") " + what));
         } else {
           NetCode code = (err == EPIPE || err == ECONNRESET) ? NetCode::PeerClosed : NetCode::SystemError;
-          fail(NetStatus::error(code, std::string(item->kind == Item::Kind::SendBytes ? "send" : "recv") +
-                                          " failed on socket " + std::to_string(l) + " of the " +
+          const char* op = item->kind == Item::Kind::SendBytes ? "send" : "recv";
+          fail(NetStatus::error(code, op + (" failed on socket " + std::to_string(l)) + " of the " +
                                           describe_peer() + ": " + errno_text(err)));
         }
       }

@@ -21,7 +21,9 @@ cudaError_t result_of(Launch l) { return l == Launch::Nothing ? cudaSuccess : cu
 template <class Body>
 void enqueue_map(const char* what, void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
                  Body body) {
-  const std::string source = std::string(what) + " source", destination = std::string(what) + " destination";
+  // Appended, not `std::string(what) + "..."`: GCC 12 at -O2 misreads that as out of bounds.
+  const std::string source = std::string(what).append(" source");
+  const std::string destination = std::string(what).append(" destination");
   emu::check_device_range(src, bytes, source.c_str());
   emu::check_device_range(dst, bytes, destination.c_str());
   emu::enqueue(stream, [=] {

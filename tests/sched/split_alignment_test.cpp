@@ -20,7 +20,9 @@ TEST(SplitAlignment, BlockSplitRoundsSplitPointsAndCoversTheRange) {
         int64_t covered = 0;
         for (int64_t b = 0; b < parts; ++b) {
           EXPECT_EQ(s.begin(b), covered) << n << "/" << parts << "/" << align;
-          if (s.begin(b) < n) EXPECT_EQ(s.begin(b) % align, 0) << n << "/" << parts << "/" << align;
+          if (s.begin(b) < n) {
+            EXPECT_EQ(s.begin(b) % align, 0) << n << "/" << parts << "/" << align;
+          }
           EXPECT_LE(s.size(b), s.max_size());
           covered += s.size(b);
         }
@@ -54,11 +56,14 @@ TEST(SplitAlignment, PlannedAllreduceReducesOn16ByteBoundaries) {
             const std::string what = std::string(algo) + " P=" + std::to_string(nranks) +
                                      " elem=" + std::to_string(elem);
             // Scratch regions are laid out by the generators; the user's buffers are split.
-            if (o.dst.buf != Buf::Scratch)
+            if (o.dst.buf != Buf::Scratch) {
               EXPECT_EQ(o.dst.offset % align, 0) << what << " reduce at element " << o.dst.offset;
-            for (int k = 0; k < o.nsrc; ++k)
-              if (o.srcs[k].buf != Buf::Scratch)
+            }
+            for (int k = 0; k < o.nsrc; ++k) {
+              if (o.srcs[k].buf != Buf::Scratch) {
                 EXPECT_EQ(o.srcs[k].offset % align, 0) << what << " source at " << o.srcs[k].offset;
+              }
+            }
           }
       }
 }
