@@ -16,21 +16,41 @@ struct DeviceSlot {
   bool joined = false;
 };
 
-// `bytes` of device memory on `device`, which the caller made current (checked: a device
-// that cannot be selected is an error like a failed allocation).
-cudaError_t allocate_on_device(const ExchangeCudaCalls& cuda, int device, std::size_t bytes,
-                               void** buffer) {
+// Opens a slot on `device`, which the caller made current (checked: a device that cannot be
+// selected is an error like a failed allocation): its own non-blocking stream (the
+// per-thread default stream when none can be created, with *stream_error set: the
+// collective still goes out) and `bytes` of device memory allocated on that stream.
+// Returns the allocation's error: without memory this rank cannot join.
+cudaError_t open_slot(const ExchangeCudaCalls& cuda, int device, std::size_t bytes, DeviceSlot* s,
+                      cudaError_t* stream_error) {
   int current = -1;
   cudaError_t e = cuda.get_device(&current);
   if (e == cudaSuccess && current != device) e = cudaErrorInvalidDevice;
-  if (e == cudaSuccess) e = cuda.malloc(buffer, bytes);
+  if (e != cudaSuccess) return e;
+  *stream_error = cuda.stream_create(&s->stream, cudaStreamNonBlocking);
+  if (*stream_error != cudaSuccess) {
+    // The per-thread default stream waits for the legacy stream's work only, not for every
+    // blocking stream as the legacy one would.
+    s->stream = cudaStreamPerThread;
+    cudaGetLastError();
+  }
+  e = cuda.malloc_async(&s->buffer, bytes, s->stream);
+  if (e != cudaSuccess) s->buffer = nullptr;
   return e;
+}
+
+// Stream-ordered: the free waits for the slot's own work only, never for the whole device
+// as cudaFree would (the ready vote runs when scratch grows, on a served call's path).
+void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
+  if (s.buffer) cuda.free_async(s.buffer, s.stream);
+  if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
+  cudaGetLastError();
 }
 
 }  // namespace
 
 ExchangeCudaCalls& exchange_cuda_calls() {
-  static ExchangeCudaCalls calls{cudaGetDevice, cudaMalloc, cudaFree, cudaStreamCreateWithFlags,
+  static ExchangeCudaCalls calls{cudaGetDevice, cudaMallocAsync, cudaFreeAsync, cudaStreamCreateWithFlags,
                                  cudaStreamDestroy, cudaStreamSynchronize, cudaMemcpyAsync,
                                  cudaMemsetAsync};
   return calls;
@@ -51,10 +71,10 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(x.device);
-    cudaError_t e = allocate_on_device(cuda, x.device, rec * std::size_t(x.nranks), &s.buffer);
+    cudaError_t stream_error = cudaSuccess;
+    cudaError_t e = open_slot(cuda, x.device, rec * std::size_t(x.nranks), &s, &stream_error);
     if (e != cudaSuccess) {
       // The one failure that keeps this rank out: no device memory to gather into.
-      s.buffer = nullptr;
       x.error = std::string("CUDA error preparing the topocoll identity exchange (") +
                 cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
                 "in NCCL's allgather";
@@ -64,13 +84,9 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     // From here on this rank always joins: a later failure only turns its record into a
     // "cannot serve" one, so every rank falls back together instead of its peers waiting.
     const char* failed = nullptr;
-    e = cuda.stream_create(&s.stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) {
+    if (stream_error != cudaSuccess) {
       failed = "cudaStreamCreate";
-      // The per-thread default stream still carries the allgather (it waits for the legacy
-      // stream's work only, not for every blocking stream as the legacy one would).
-      s.stream = cudaStreamPerThread;
-      cudaGetLastError();
+      e = stream_error;
     }
     // On the exchange's own stream: a cudaMemcpy from pageable memory runs on the legacy
     // stream and may return before its DMA lands, with no order against the non-blocking
@@ -133,8 +149,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     } else if (x.error.empty()) {
       x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
-    if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
-    if (s.buffer) cuda.free(s.buffer);
+    close_slot(cuda, s);
   }
   cudaThreadExchangeStreamCaptureMode(&mode);
 }
@@ -151,30 +166,26 @@ void agree_ready(std::span<ReadyVote> batch) {
     ReadyVote& v = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(v.device);
-    cudaError_t e = allocate_on_device(cuda, v.device, sizeof(int32_t), &s.buffer);
+    cudaError_t stream_error = cudaSuccess;
+    const cudaError_t e = open_slot(cuda, v.device, sizeof(int32_t), &s, &stream_error);
     if (e != cudaSuccess) {
-      s.buffer = nullptr;
       v.error = std::string("CUDA error preparing the topocoll ready vote (") +
                 cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
                 "in NCCL's allreduce";
       cudaGetLastError();
       continue;
     }
-    if (cuda.stream_create(&s.stream, cudaStreamNonBlocking) != cudaSuccess) {
-      s.stream = cudaStreamPerThread;  // as in the exchange: the vote still goes out
-      cudaGetLastError();
-    }
     const int32_t vote = v.ready ? 1 : 0;
     // `vote` is pageable and short-lived: waited for before it goes out of scope.
-    e = cuda.memcpy_async(s.buffer, &vote, sizeof vote, cudaMemcpyHostToDevice, s.stream);
-    if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);
-    if (e != cudaSuccess) {
+    cudaError_t copied = cuda.memcpy_async(s.buffer, &vote, sizeof vote, cudaMemcpyHostToDevice, s.stream);
+    if (copied == cudaSuccess) copied = cuda.stream_synchronize(s.stream);
+    if (copied != cudaSuccess) {
       // A zero vote (any bytes of it zero make the minimum 0 or less): every rank falls back.
       cudaGetLastError();
       cuda.memset_async(s.buffer, 0, sizeof vote, s.stream);
       cudaGetLastError();
       v.ready = 0;
-      if (v.error.empty()) v.error = std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e);
+      if (v.error.empty()) v.error = std::string("cudaMemcpyAsync: ") + cudaGetErrorString(copied);
     }
   }
 
@@ -206,8 +217,7 @@ void agree_ready(std::span<ReadyVote> batch) {
     } else if (v.error.empty() && s.buffer) {
       v.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
-    if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
-    if (s.buffer) cuda.free(s.buffer);
+    close_slot(cuda, s);
   }
   cudaThreadExchangeStreamCaptureMode(&mode);
 }

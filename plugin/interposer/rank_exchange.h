@@ -1,7 +1,7 @@
 // The init-time exchange of RankIdentity records (rank_identity.h) over NCCL itself: one
 // pncclAllGather of sizeof(RankIdentity) bytes per communicator, on a temporary device
-// buffer and a temporary stream of the communicator's device, then a stream
-// synchronisation (init is not on the hot path and is never captured). Communicators
+// buffer allocated and freed on a temporary stream of the communicator's device, then a
+// stream synchronisation (init is not on the hot path and is never captured). Communicators
 // created together inside one user group are exchanged in one NCCL group, so one thread
 // driving several of them cannot deadlock. GPU-only: NCCL collectives need device memory.
 #pragma once
@@ -36,7 +36,7 @@ struct IdentityExchange {
 // Every entry takes part: a rank must never skip a collective its peers run. A failure to
 // create the stream or to copy the record still joins, with a "cannot serve" record (on
 // the per-thread default stream if need be), so all ranks fall back together. The only
-// way one can stay out is having no device memory at all (cudaMalloc of 128 x nranks
+// way one can stay out is having no device memory at all (the allocation of 128 x nranks
 // bytes fails, or the device cannot be selected) on the device of a communicator NCCL just
 // created; the entry's `error` then says its peers may block, and they wait in NCCL.
 // Every other failure is agreed on after the exchange (rank_identity.h).
@@ -46,8 +46,9 @@ void exchange_identities(std::span<IdentityExchange> batch);
 // can reach every failure path. Defaults: the CUDA runtime's functions.
 struct ExchangeCudaCalls {
   cudaError_t (*get_device)(int*);
-  cudaError_t (*malloc)(void**, std::size_t);
-  cudaError_t (*free)(void*);
+  // Stream-ordered (cudaMallocAsync, cudaFreeAsync): no free waits for the whole device.
+  cudaError_t (*malloc_async)(void**, std::size_t, cudaStream_t);
+  cudaError_t (*free_async)(void*, cudaStream_t);
   cudaError_t (*stream_create)(cudaStream_t*, unsigned int);
   cudaError_t (*stream_destroy)(cudaStream_t);
   cudaError_t (*stream_synchronize)(cudaStream_t);

@@ -279,8 +279,8 @@ TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) 
   const ExchangeCudaCalls saved = exchange_cuda_calls();
   ExchangeCudaCalls& cuda = exchange_cuda_calls();
   cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
-  cuda.malloc = [](void** p, std::size_t n) { *p = std::calloc(1, n); return cudaSuccess; };
-  cuda.free = [](void* p) { std::free(p); return cudaSuccess; };
+  cuda.malloc_async = [](void** p, std::size_t n, cudaStream_t) { *p = std::calloc(1, n); return cudaSuccess; };
+  cuda.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
   cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
   cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
   cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };

@@ -150,11 +150,11 @@ class InitExchangeFakeCuda : public ::testing::Test {
     saved_ = exchange_cuda_calls();
     ExchangeCudaCalls& c = exchange_cuda_calls();
     c.get_device = [](int* d) { *d = 0; return cudaSuccess; };
-    c.malloc = [](void** p, std::size_t n) {
+    c.malloc_async = [](void** p, std::size_t n, cudaStream_t) {
       *p = std::calloc(1, n);
       return *p ? cudaSuccess : cudaErrorMemoryAllocation;
     };
-    c.free = [](void* p) { std::free(p); return cudaSuccess; };
+    c.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
     c.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorMemoryAllocation; };
     c.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
     c.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
@@ -208,7 +208,7 @@ TEST_F(InitExchangeFakeCuda, ARankThatCannotPrepareStillJoinsWithACannotServeRec
 }
 
 TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMayBlock) {
-  exchange_cuda_calls().malloc = [](void**, std::size_t) { return cudaErrorMemoryAllocation; };
+  exchange_cuda_calls().malloc_async = [](void**, std::size_t, cudaStream_t) { return cudaErrorMemoryAllocation; };
   stub_nccl::set_comm_shape(2, 1, 0);
   ncclComm_t comm = nullptr;
   ncclUniqueId id{};
@@ -294,6 +294,57 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   ASSERT_NE(st, nullptr);
   EXPECT_TRUE(st->served) << st->fallback_reason << err;
   EXPECT_NE(st->scratch, nullptr);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// The exchange's and the vote's device memory is allocated and freed on the stream their
+// collective runs on: the free is ordered after the collective and waits for nothing else
+// (cudaFree would wait for the whole device, the user's work on every stream included).
+struct SlotMemoryUse {
+  void* buffer;
+  cudaStream_t stream;
+};
+std::vector<SlotMemoryUse>& slot_allocations() {
+  static std::vector<SlotMemoryUse> uses;
+  return uses;
+}
+std::vector<SlotMemoryUse>& slot_frees() {
+  static std::vector<SlotMemoryUse> uses;
+  return uses;
+}
+
+TEST_F(InitReadyVote, ExchangeAndVoteMemoryIsAllocatedAndFreedOnTheirCollectivesStream) {
+  slot_allocations().clear();
+  slot_frees().clear();
+  exchange_cuda_calls().malloc_async = [](void** p, std::size_t n, cudaStream_t stream) {
+    *p = std::calloc(1, n);
+    slot_allocations().push_back({*p, stream});
+    return cudaSuccess;
+  };
+  exchange_cuda_calls().free_async = [](void* p, cudaStream_t stream) {
+    slot_frees().push_back({p, stream});
+    std::free(p);
+    return cudaSuccess;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  std::vector<stub_nccl::Call> collectives;
+  for (const auto& c : stub_nccl::calls())
+    if (c.fn == "pncclAllGather" || c.fn == "pncclAllReduce") collectives.push_back(c);
+  ASSERT_EQ(collectives.size(), 2u);
+  ASSERT_EQ(slot_allocations().size(), 2u);
+  ASSERT_EQ(slot_frees().size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(collectives[i].fn);
+    EXPECT_EQ(slot_allocations()[i].stream, collectives[i].stream);
+    EXPECT_EQ(collectives[i].recvbuff, slot_allocations()[i].buffer);
+    EXPECT_EQ(slot_frees()[i].buffer, slot_allocations()[i].buffer);
+    EXPECT_EQ(slot_frees()[i].stream, collectives[i].stream);
+  }
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
