@@ -64,7 +64,8 @@ void* DeviceScratch::reserve(std::size_t bytes, bool captured) {
 void DeviceScratch::order_after_previous(cudaStream_t stream) {
   if (last_uses_.empty() || stream_capturing(stream)) return;
   for (const Use& u : last_uses_)
-    if (u.stream != stream) quietly(cudaStreamWaitEvent(stream, u.event, 0));
+    if (u.stream != stream && quietly(cudaStreamWaitEvent(stream, u.event, 0)) != cudaSuccess)
+      quietly(cudaEventSynchronize(u.event));  // no order on the device: wait it out rather than race
 }
 
 void DeviceScratch::mark_used(const std::vector<cudaStream_t>& streams) {

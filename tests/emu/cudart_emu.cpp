@@ -280,6 +280,29 @@ long event_count(const char* what) {
   return it == event_counts().end() ? 0 : it->second;
 }
 
+namespace {
+std::mutex injected_mu;
+std::map<std::string, cudaError_t>& injected_failures() {
+  static std::map<std::string, cudaError_t> failures;
+  return failures;
+}
+
+// The failure injected for `function`'s next call (once), or cudaSuccess.
+cudaError_t take_injected_failure(const char* function) {
+  std::lock_guard<std::mutex> lock(injected_mu);
+  auto it = injected_failures().find(function);
+  if (it == injected_failures().end()) return cudaSuccess;
+  const cudaError_t e = it->second;
+  injected_failures().erase(it);
+  return e;
+}
+}  // namespace
+
+void fail_next_call(const char* function, cudaError_t error) {
+  std::lock_guard<std::mutex> lock(injected_mu);
+  injected_failures()[function] = error;
+}
+
 std::size_t live_device_bytes() {
   auto& d = detector();
   std::lock_guard<std::mutex> lock(d.mu);
@@ -587,6 +610,8 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 // stream, with the event's clock as it is then.
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (!event) return fail_with(cudaErrorInvalidValue);
+  if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaStreamWaitEvent"); e != cudaSuccess)
+    return fail_with(e);
   enqueue(stream, [event] {
     auto& d = detector();
     std::lock_guard<std::mutex> lock(d.mu);

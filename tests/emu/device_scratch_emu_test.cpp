@@ -53,6 +53,18 @@ TEST(DeviceScratchEmu, NoDeviceWideWaitOnDestroy) {
       << "destroying the scratch synchronised the whole device (cudaFree)";
 }
 
+// Without an event to wait on (cudaStreamWaitEvent failed), the next stream's use waits for
+// the last one on the host instead of racing it (the race detector would abort).
+TEST(DeviceScratchEmu, AFailedStreamWaitIsWaitedOutOnTheHost) {
+  Stream a, b;
+  DeviceScratch scratch(0);
+  use(scratch, 1000, a.s);
+  emu::fail_next_call("cudaStreamWaitEvent", cudaErrorLaunchFailure);
+  use(scratch, 1000, b.s);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the failure was left for the application";
+  EXPECT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+}
+
 TEST(DeviceScratchEmu, GrowthFreesTheOldEagerBuffer) {
   Stream a;
   const std::size_t before = emu::live_device_bytes();

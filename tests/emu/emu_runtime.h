@@ -63,6 +63,10 @@ TOPOCOLL_EMU_API std::size_t live_device_bytes();
 TOPOCOLL_EMU_API void count_event(const char* what);
 TOPOCOLL_EMU_API long event_count(const char* what);
 
+// Makes the next call of `function` fail with `error` (once), so tests reach the paths a
+// real device takes only when CUDA fails. Functions that honour it: cudaStreamWaitEvent.
+TOPOCOLL_EMU_API void fail_next_call(const char* function, cudaError_t error);
+
 // Device memory is host memory from cudaMalloc. Aborts (via fail) unless [p, p + bytes)
 // lies inside one live allocation: an out-of-bounds or freed buffer is a test failure, not
 // silent corruption. `what` names the caller in the message.
