@@ -34,9 +34,11 @@
 # fits what is left of BUDGET seconds (default 540, counted from the script's start); a run
 # that does not fit is left for the next call with the same RESULTS_DIR (default
 # perf/results/gpu-fabric-<device>-<date>), which skips the runs it already has. COPY_TO=DIR
-# copies the record there when the script ends (the device tool's $OUT); put it back at
-# RESULTS_DIR in the work tree before the next call, so it travels with it. The dry run
-# prints the device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds one run.
+# copies the record there after every run and when the script ends (the device tool's $OUT:
+# a call cut off at its limit keeps what it measured); put it back at RESULTS_DIR in the work
+# tree before the next call, so it travels with it (docs/fabric.md). The dry run prints the
+# device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds one run, and so does
+# what is left of the budget.
 # Exit status 0 when every run that ran passed (runs left for the next call are no
 # failure; calls.md lists them).
 set -uo pipefail
@@ -85,6 +87,8 @@ quoted() {
   printf '%s' "${s% }"
 }
 left() { echo $((budget - (SECONDS - t0))); }
+# The record so far into COPY_TO (the call's $OUT), so it survives a call cut off later.
+copy_out() { [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"; }
 
 [ -x "$cli" ] || { echo "fabric_nccl_tests.sh: no topocoll CLI at $cli (build first)" >&2; exit 1; }
 if [ "$dry" != 1 ]; then
@@ -121,7 +125,7 @@ cleanup() {
   [ "$fabric_is_up" = 1 ] && "$cli" fabric down --name "$fabric" > /dev/null 2>&1
   [ "$mps_started" = 1 ] && echo quit | nvidia-cuda-mps-control
   # The record leaves the machine with the call ($OUT), also when a call is cut short.
-  [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"
+  copy_out
 }
 trap cleanup EXIT
 
@@ -217,7 +221,10 @@ one_run() {
     tuner) faces=(--tuner "$plugin") ;;
     preload-*) faces=(--preload "$plugin"); xs+=(-x "TOPOCOLL_ALGO=${path#preload-}") ;;
   esac
-  local cmd=(timeout "$run_timeout" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl "self,vader"
+  # Never past the call's end: a run the device tool kills would take the call's record along.
+  local limit=$run_timeout
+  [ "$dry" != 1 ] && [ "$(left)" -lt "$limit" ] && limit=$(( $(left) > 30 ? $(left) : 30 ))
+  local cmd=(timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl "self,vader"
              "${xs[@]}" "$cli" fabric rank-exec --name "$fabric" --placement "$placement" "${faces[@]}"
              --rank0-env NCCL_DEBUG=INFO --rank0-env "NCCL_DEBUG_SUBSYS=INIT,TUNING" --
              "$nt_build/${binary}_perf" -g 1 "${nt_words[@]}")
@@ -237,6 +244,7 @@ one_run() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
     "$placement" "$rc" "$((SECONDS - started))" "$log" >> "$manifest"
   [ $rc -eq 0 ] || { say "$name: FAILED (exit $rc), see $log"; failed=1; }
+  copy_out
 }
 
 # Most telling first: a topology's allreduce, its check at the second rate, then the others.

@@ -127,18 +127,29 @@ fi
 # --- MPS for the benchmark stages ------------------------------------------------------------
 mps_started=0
 start_mps() {
-  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] && command -v nvidia-cuda-mps-control > /dev/null || return 0
+  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] || return 0
+  if ! command -v nvidia-cuda-mps-control > /dev/null; then
+    echo "MPS: nvidia-cuda-mps-control not found: the benchmarks time-slice the GPU" >> "$out/device.txt"
+    return 0
+  fi
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
     mps_started=1
     echo "MPS: started for the benchmark stages ($(date -u +%T))" >> "$out/device.txt"
+  else
+    echo "MPS: nvidia-cuda-mps-control -d failed: the benchmarks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
   fi
 }
 stop_mps() {
   [ $mps_started = 1 ] || return 0
   echo quit | nvidia-cuda-mps-control
+  # Gone before the next stage starts its own (a daemon still shutting down would answer).
+  for _ in $(seq 50); do
+    echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1 || break
+    sleep 0.2
+  done
   mps_started=0
 }
 trap stop_mps EXIT
@@ -294,19 +305,34 @@ chmod +x "$rank_wrapper"
 # nt NAME NRANKS BINARY [env VAR=VALUE...] -- [args]: one nccl-tests run under mpirun.
 nt() {
   local name=$1 n=$2 binary=$3; shift 3
+  # shellcheck disable=SC2054  # the commas are NCCL_DEBUG_SUBSYS's list
   local xs=(-x LD_LIBRARY_PATH -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json"
             -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
-  local preload=default
+  local preload=default marks=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
     xs+=(-x "$1")
-    [[ "$1" == LD_PRELOAD=* ]] && preload=""
+    # What the log must show, or the run compared NCCL with NCCL (NCCL falls back to its
+    # own code when a plugin does not load).
+    case $1 in
+      LD_PRELOAD=?*) preload=""; marks+=("served on topology") ;;
+      NCCL_TUNER_PLUGIN=*) marks+=("TUNER/Plugin: Using topocoll") ;;
+      NCCL_NET_PLUGIN=*) marks+=("Using network topocoll") ;;
+      NCCL_NET=*) marks+=("Using network ${1#NCCL_NET=}") ;;
+    esac
     shift
   done
   [ "${1:-}" = -- ] && shift
   [ -n "$preload" ] && xs+=(-x LD_PRELOAD=)
   "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
   run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader "${xs[@]}" \
-      "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@"
+      "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@" || return 1
+  local mark
+  for mark in "${marks[@]}"; do
+    if ! grep -qF "$mark" "$out/$name.log"; then
+      echo "| $name | FAIL: the log lacks \"$mark\" (topocoll was not used) | |" >> "$summary"
+      failed=1
+    fi
+  done
 }
 if want nccl-tests || want net-vs-socket; then
   if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "${NCCL_TESTS_SRC:-}/src" ]; then
