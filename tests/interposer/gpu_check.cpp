@@ -434,13 +434,14 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
   std::vector<Checker> on;
   for (std::size_t k = 0; k < cases.size(); ++k)
     on.push_back(Checker{ck.rank, ck.nranks, comm, streams[k % streams.size()]});
-  std::vector<Buffers> bufs;
+  // Every buffer is prepared before anything is issued: prepare() waits for the whole device,
+  // which would otherwise let the first calls finish before the group below starts.
+  std::vector<Buffers> bufs, more;
   for (std::size_t k = 0; k < cases.size(); ++k) bufs.push_back(on[k].prepare(cases[k], int(k) + 1));
+  for (std::size_t k = 0; k < 3; ++k) more.push_back(on[k].prepare(cases[k], int(k) + 11));
   for (std::size_t k = 0; k < cases.size(); ++k) NCCL_OK(on[k].issue(cases[k], bufs[k], comm));
   // Then a user group whose calls are on two streams (NCCL joins them), followed at once by
   // a call on the third.
-  std::vector<Buffers> more;
-  for (std::size_t k = 0; k < 3; ++k) more.push_back(on[k].prepare(cases[k], int(k) + 11));
   NCCL_OK(ncclGroupStart());
   for (std::size_t k = 0; k < 2; ++k) NCCL_OK(on[k].issue(cases[k], more[k], comm));
   NCCL_OK(ncclGroupEnd());
