@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(cmake g++ make pkg-config python3 nlohmann-json3-dev libgtest-dev libgmock-dev
           libibverbs-dev graphviz clang libclang-rt-14-dev binutils python3-jsonschema iproute2
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev shellcheck)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -99,11 +99,9 @@ if [ "$dry" != 1 ]; then
   command -v mpirun > /dev/null || { echo "fabric_nccl_tests.sh: mpirun is not installed" >&2; exit 1; }
   [ -f "$plugin" ] || { echo "fabric_nccl_tests.sh: no libnccl-topocoll.so in $build" >&2; exit 1; }
 fi
-# iproute2 unpacked from perf/gpu/fetch_debs.sh's .debs beside the build (run_all.sh does it):
-# the fabric runs those tools with their own libraries, nothing else sees them.
-if ! command -v ip > /dev/null && [ -z "${TOPOCOLL_FABRIC_IPROUTE2:-}" ] && [ -d "$build/deps" ]; then
-  export TOPOCOLL_FABRIC_IPROUTE2=$build/deps
-fi
+# The same NCCL and iproute2 as run_all.sh's stages, also when this script runs on its own.
+# shellcheck source=perf/gpu/gpu_env.sh
+. "$root/perf/gpu/gpu_env.sh"
 
 # --- MPS: without it every rank waits for its GPU time slice and no timing means anything ---
 mps_started=0

@@ -91,38 +91,8 @@ run() {
 skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 
 # --- what this machine lacks: packages as .debs, NCCL from the wheel -------------------------
-deps_dir=${DEPS_DIR:-$root/perf/gpu/debs}
-prefix=$build/deps
-have_build_deps=1
-dpkg-query -W nlohmann-json3-dev libgtest-dev > /dev/null 2>&1 || have_build_deps=0
-if { [ $have_build_deps = 0 ] || ! command -v ip > /dev/null; } && [ ! -d "$prefix/usr" ] &&
-   ls "$deps_dir"/*.deb > /dev/null 2>&1; then
-  mkdir -p "$prefix"
-  for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$prefix"; done
-fi
-if [ $have_build_deps = 0 ]; then
-  if [ -d "$prefix/usr" ]; then
-    export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  else
-    echo "run_all.sh: nlohmann-json / GoogleTest are not installed and $deps_dir has no .debs" \
-         "(run perf/gpu/fetch_debs.sh where apt works and carry the directory)" >&2
-  fi
-fi
-# iproute2 from the .debs (the emulated fabric's ip and tc) when the machine has none: the
-# fabric runs them with the prefix's libraries (fabric/iproute2.h); PATH and LD_LIBRARY_PATH
-# stay as they are, so no other program loads Debian's libraries.
-if ! command -v ip > /dev/null && { [ -x "$prefix/bin/ip" ] || [ -x "$prefix/usr/bin/ip" ]; }; then
-  export TOPOCOLL_FABRIC_IPROUTE2=$prefix
-fi
-if [ -z "${NCCL_HOME:-}" ]; then
-  wheel=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0] if s else '')" 2>/dev/null)
-  [ -n "$wheel" ] && [ -f "$wheel/include/nccl.h" ] && export NCCL_HOME=$wheel
-fi
-if [ -n "${NCCL_HOME:-}" ]; then
-  nccl_lib=$NCCL_HOME/lib
-  [ -d "$NCCL_HOME/lib64" ] && nccl_lib=$NCCL_HOME/lib64
-  export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# shellcheck source=perf/gpu/gpu_env.sh
+. "$root/perf/gpu/gpu_env.sh"
 
 # --- MPS for the benchmark stages ------------------------------------------------------------
 mps_started=0
@@ -145,6 +115,7 @@ start_mps() {
 stop_mps() {
   [ $mps_started = 1 ] || return 0
   echo quit | nvidia-cuda-mps-control
+  cp -r "$CUDA_MPS_LOG_DIRECTORY" "$out/mps-log" 2>/dev/null
   # Gone before the next stage starts its own (a daemon still shutting down would answer).
   for _ in $(seq 50); do
     echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1 || break
@@ -201,6 +172,8 @@ want kernels-repeat && {
 # --- ctest ------------------------------------------------------------------------------------
 want ctest && {
   run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
+  # The multi-process GPU tests' per-rank logs (ctest only names them) leave with the record.
+  for d in "$build"/interposer_gpu_*; do [ -d "$d" ] && cp -r "$d" "$out/ctest-gpu-$(basename "$d")"; done
   run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|RouteDecision|NcclTestsSizes|GroupQueue|CallRouteCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
   run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 }
@@ -284,11 +257,19 @@ fi
 nccl_tests_build() {
   nt_build="$build/nccl-tests"
   [ -x "$nt_build/all_reduce_perf" ] && return 0
-  local cc inc
+  local cc inc nccl_home=${NCCL_HOME:-$cuda_home}
+  # nccl-tests links -L$NCCL_HOME/lib -lnccl: the wheel has only libnccl.so.2, so -lnccl would
+  # find another NCCL (or none); link against the wheel's through a directory that names it.
+  if [ ! -e "$nccl_home/lib/libnccl.so" ] && [ -e "$nccl_home/lib/libnccl.so.2" ]; then
+    mkdir -p "$build/nccl-home/lib"
+    ln -sfn "$nccl_home/include" "$build/nccl-home/include"
+    ln -sf "$nccl_home/lib/libnccl.so.2" "$build/nccl-home/lib/libnccl.so"
+    nccl_home=$build/nccl-home
+  fi
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.')
   inc=$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)
   run nccl-tests-build make -C "$NCCL_TESTS_SRC/src" -j"$jobs" MPI=1 MPI_HOME="$(dirname "${inc:-/usr/include}")" \
-      CUDA_HOME="$cuda_home" NCCL_HOME="${NCCL_HOME:-$cuda_home}" BUILDDIR="$nt_build" \
+      CUDA_HOME="$cuda_home" NCCL_HOME="$nccl_home" BUILDDIR="$nt_build" \
       NVCC_GENCODE="-gencode=arch=compute_${cc:-90},code=sm_${cc:-90}" \
       "$nt_build/all_reduce_perf" "$nt_build/reduce_scatter_perf" "$nt_build/all_gather_perf"
 }

@@ -10,7 +10,10 @@ mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 if command -v shellcheck > /dev/null; then
-  shellcheck "$src/perf/gpu/fabric_nccl_tests.sh" || fail "shellcheck"
+  # The routine's scripts, and the environment both source, followed (-x) from the tree's root.
+  (cd "$src" && shellcheck -x perf/gpu/fabric_nccl_tests.sh) || fail "shellcheck"
+  (cd "$src" && shellcheck -x -S warning perf/gpu/run_all.sh perf/gpu/gpu_env.sh perf/gpu/fetch_debs.sh) ||
+    fail "shellcheck"
 fi
 out=$(DRY_RUN=1 RESULTS_DIR="$work" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce reduce_scatter" \
       bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) || fail "dry run: $out"
