@@ -9,6 +9,7 @@
 #include "fabric/fabric_plan.h"
 #include "fabric/live_fabric.h"
 #include "tests/common/shell_run.h"
+#include "tests/common/time_scale.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::testing_support {
@@ -16,13 +17,7 @@ namespace topocoll::testing_support {
 inline const std::string kCli = std::string(TOPOCOLL_BINARY_DIR) + "/tools/topocoll";
 inline const std::string kExamples = std::string(TOPOCOLL_SOURCE_DIR) + "/examples/";
 
-// Time budgets given to the CLI: sanitized builds run every rank several times slower (32
-// ranks starting under AddressSanitizer take most of a 25 s budget on two cores).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr int kTimeScale = 4;
-#else
-inline constexpr int kTimeScale = 1;
-#endif
+// Time budgets given to the CLI, scaled for sanitized builds.
 inline std::string budget(int seconds) { return " --budget " + std::to_string(seconds * kTimeScale); }
 
 // Why fabrics cannot be made here ("" when they can), probed once.

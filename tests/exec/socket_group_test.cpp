@@ -26,6 +26,7 @@
 #include "exec/host_backend.h"
 #include "exec/socket_host_transport.h"
 #include "sched/ring.h"
+#include "tests/common/time_scale.h"
 #include "tests/exec/generator_list.h"
 
 namespace topocoll::exec::testing {
@@ -146,8 +147,8 @@ std::vector<CollectiveCase> socket_cases(const GeneratorEntry& g, int nranks) {
 TEST(SocketGroup, EightProcessesRunEveryGeneratorWithRealData) {
   constexpr int kRanks = 8;
   const auto generators = all_generators();
-  const auto status = run_processes(kRanks, std::chrono::seconds(80), [&](int rank,
-                                                                          BootstrapClient& boot) {
+  const auto deadline = std::chrono::seconds(80 * testing_support::kTimeScale);
+  const auto status = run_processes(kRanks, deadline, [&](int rank, BootstrapClient& boot) {
     SocketHostTransport transport(boot, "127.0.0.1", small_options(20000));
     HostBackend backend(transport);
     int wrong = 0;
