@@ -194,7 +194,13 @@ ncclResult_t properties(int dev, DeviceProperties* props) {
     props->speed_mbps = d.speed_mbps;
     props->latency_us = d.latency_us;
     props->max_comms = 65536;
-    props->max_recvs = NCCL_NET_MAX_RECVS;
+    // One receive per irecv, as NCCL's own socket transport reports. Above 1, NCCL 2.28
+    // shares one comm among the p2p connections to a peer (NCCL_NET_SHARED_COMMS,
+    // transport/net.cc sendProxyConnect/recvProxyConnect: PXN, split-shared communicators)
+    // and groups their receives, whose senders progress independently; this transport
+    // fills a posted group from the connection's next messages in send order, so a second
+    // message of one tag arriving before the first of another would fail the connection.
+    props->max_recvs = 1;
     props->max_p2p_bytes = NCCL_NET_MAX_P2P_BYTES;
     props->max_coll_bytes = NCCL_NET_MAX_COLL_BYTES;
     return ncclSuccess;

@@ -176,6 +176,17 @@ struct NetProxy::State {
                         std::to_string(props.maxP2pBytes) + " (NCCL refuses 0 and above 1 TiB)");
       return false;
     }
+    // transport/net.cc shares a comm among p2p connections and groups their receives when
+    // maxRecvs > 1 (NCCL_NET_SHARED_COMMS defaults to 1). The emulation opens one comm per
+    // connection and posts one receive at a time, so it would not see what NCCL then does:
+    // refuse rather than pass a plugin the real proxy would drive differently.
+    if (props.maxRecvs != 1) {
+      fail(comm, c, "NET/" + std::string(net().name) + ": getProperties returned maxRecvs " +
+                        std::to_string(props.maxRecvs) +
+                        " (NCCL 2.28 would share comms between p2p connections and group their "
+                        "receives, which this emulation does not model)");
+      return false;
+    }
     if (!(props.ptrSupport & NCCL_PTR_HOST)) {
       fail(comm, c, "NET/" + std::string(net().name) +
                         ": the device does not take host memory (NCCL_PTR_HOST); the emulation "
