@@ -389,6 +389,8 @@ class Run {
     }
     net::TransportOptions transport = o_.transport;
     transport.timeout_ms = int(std::clamp(left * 1000.0, 5000.0, double(transport.timeout_ms)));
+    if (transport.stall_timeout_ms > 0)
+      transport.stall_timeout_ms = int(std::clamp(left * 1000.0, 5000.0, double(transport.stall_timeout_ms)));
     std::vector<int> endpoints(r_.identities.size());
     for (size_t i = 0; i < endpoints.size(); ++i) endpoints[i] = r_.inventory.endpoint_of_rank[i];
     exec::SocketHostTransport host_transport(group_, r_.identities[me_].address, transport);

@@ -98,7 +98,10 @@ const std::vector<EnvVariable>& table() {
       count("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, "4", "", "TCP sockets per connection"),
       count("TOPOCOLL_NET_THREADS", 1, 16, "2", "", "progress threads per connection (at most the sockets)"),
       count("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, "60000", "",
-            "connect, handshake, accept and no-progress timeout in milliseconds"),
+            "connect, handshake and accept timeout in milliseconds"),
+      count("TOPOCOLL_NET_STALL_TIMEOUT_MS", 0, 24LL * 3600 * 1000, "",
+            "never in the net plugin (as NCCL's own transports); TOPOCOLL_NET_TIMEOUT_MS in bench and accept",
+            "a message in flight that moves no byte for this many milliseconds fails its request (0 = never)"),
       size("TOPOCOLL_NET_CHUNK_BYTES", 4 << 10, 64 << 20, "512K", "", "striping unit of a message over the sockets"),
       size("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64 << 20, "64K", "",
            "a message below chunk x sockets spreads evenly in pieces of at least this (1 = every socket)"),
@@ -280,6 +283,9 @@ Env read_env_from(const EnvSource& source) {
   e.net_sockets_per_conn = int(value_of<int64_t>(e, "TOPOCOLL_NET_SOCKETS_PER_CONN"));
   e.net_threads = int(value_of<int64_t>(e, "TOPOCOLL_NET_THREADS"));
   e.net_timeout_ms = int(value_of<int64_t>(e, "TOPOCOLL_NET_TIMEOUT_MS"));
+  if (const EnvValue& stall = e.setting("TOPOCOLL_NET_STALL_TIMEOUT_MS").value;
+      std::holds_alternative<int64_t>(stall))
+    e.net_stall_timeout_ms = int(std::get<int64_t>(stall));
   e.net_chunk_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_CHUNK_BYTES");
   e.net_min_stripe_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_MIN_STRIPE_BYTES");
   e.net_eager_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_EAGER_BYTES");

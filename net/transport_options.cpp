@@ -9,6 +9,7 @@ TransportOptions TransportOptions::normalized() const {
   o.sockets_per_conn = std::clamp(o.sockets_per_conn, 1, 16);
   o.threads_per_conn = std::clamp(o.threads_per_conn, 1, o.sockets_per_conn);
   o.timeout_ms = std::max(o.timeout_ms, 1);
+  o.stall_timeout_ms = std::max(o.stall_timeout_ms, 0);
   o.chunk_bytes = std::clamp<size_t>(o.chunk_bytes, 4096, size_t(64) << 20);
   o.min_stripe_bytes = std::clamp<size_t>(o.min_stripe_bytes, 1, o.chunk_bytes);
   o.eager_bytes = std::min<size_t>(o.eager_bytes, size_t(1) << 20);
@@ -20,11 +21,18 @@ TransportOptions TransportOptions::from_env(const config::Env& env) {
   o.sockets_per_conn = env.net_sockets_per_conn;
   o.threads_per_conn = env.net_threads;
   o.timeout_ms = env.net_timeout_ms;
+  o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(env.net_timeout_ms);
   o.chunk_bytes = size_t(env.net_chunk_bytes);
   o.min_stripe_bytes = size_t(env.net_min_stripe_bytes);
   o.eager_bytes = size_t(env.net_eager_bytes);
   o.rendezvous = env.net_rendezvous;
   o.lane_marks = env.net_lane_marks;
+  return o.normalized();
+}
+
+TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
+  TransportOptions o = from_env(env);
+  o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(0);
   return o.normalized();
 }
 
@@ -35,6 +43,7 @@ std::string TransportOptions::describe() const {
  " chunk=" + std::to_string(chunk_bytes) +
          " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) + (rendezvous ? " rendezvous" : "") +
          " timeout_ms=" + std::to_string(timeout_ms) +
+         " stall_ms=" + (stall_timeout_ms > 0 ? std::to_string(stall_timeout_ms) : std::string("never")) +
          (marks.empty() ? "" : " marks=" + marks);
 }
 

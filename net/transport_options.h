@@ -15,6 +15,9 @@ struct TransportOptions {
   int sockets_per_conn = 4;         // TOPOCOLL_NET_SOCKETS_PER_CONN (1..16)
   int threads_per_conn = 2;         // TOPOCOLL_NET_THREADS (1..sockets_per_conn)
   int timeout_ms = 60000;           // TOPOCOLL_NET_TIMEOUT_MS: connect/accept/handshake
+  // TOPOCOLL_NET_STALL_TIMEOUT_MS: a message in flight that moves no byte for this long fails
+  // its request (a peer that accepts but never reads, one stopped mid-message); 0 = never.
+  int stall_timeout_ms = 60000;
   size_t chunk_bytes = 512 * 1024;  // TOPOCOLL_NET_CHUNK_BYTES: striping unit
   // TOPOCOLL_NET_MIN_STRIPE_BYTES: a message smaller than chunk x sockets spreads evenly
   // over the sockets in pieces of at least this many bytes (1 = always over every socket).
@@ -33,9 +36,16 @@ struct TransportOptions {
 
   // Clamps threads to [1, sockets] and everything to its valid range.
   TransportOptions normalized() const;
-  // The TOPOCOLL_NET_* values of `env`, normalized.
+  // The TOPOCOLL_NET_* values of `env`, normalized, for topocoll's own engine (bench,
+  // accept): an unset stall timeout is timeout_ms, since its bootstrap bounds rank skew
+  // (docs/reliability.md).
   static TransportOptions from_env(const config::Env& env);
-  std::string describe() const;  // "sockets=4 threads=2 chunk=524288 timeout_ms=60000"
+  // The same for NCCL's net plugin, where an unset stall timeout is never: NCCL's own
+  // transports wait for a late receiver however long it takes (a rank writing a checkpoint
+  // while the others wait in the next allreduce), and the framework's watchdog (PyTorch's
+  // process-group timeout) is what ends a job whose peer hung.
+  static TransportOptions for_nccl_net_plugin(const config::Env& env);
+  std::string describe() const;  // "sockets=4 threads=2 ... timeout_ms=60000 stall_ms=never"
 };
 
 }  // namespace topocoll::net

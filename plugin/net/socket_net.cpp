@@ -41,7 +41,7 @@ const Catalog& catalog() {
   static const Catalog c = [] {
     Catalog result;
     const ProcessContext& context = process_context();
-    result.options = net::TransportOptions::from_env(context.env);
+    result.options = net::TransportOptions::for_nccl_net_plugin(context.env);
     TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
     result.devices = discover_devices(context);
     return result;

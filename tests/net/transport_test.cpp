@@ -179,7 +179,7 @@ TEST(Transport, SenderClosedBeforeMessageIsPeerClosed) {
 // (no byte moved for timeout_ms) instead of staying not-done forever.
 TEST(Transport, SendToAPeerThatNeverReadsFailsAtTheTimeout) {
   TransportOptions o = fast_options();
-  o.timeout_ms = 1000;
+  o.stall_timeout_ms = 1000;
   TransportPair p = make_pair(o);
   ASSERT_TRUE(p.recv);
   std::vector<uint8_t> data(64 << 20, 0x5c);  // far more than the socket buffers hold
@@ -192,6 +192,38 @@ TEST(Transport, SendToAPeerThatNeverReadsFailsAtTheTimeout) {
   EXPECT_NE(s.message.find("no byte moved on socket"), std::string::npos) << s.message;
   EXPECT_NE(s.message.find("the peer stopped reading"), std::string::npos) << s.message;
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+// Without a stall timeout (the net plugin's default, as NCCL's own transports) a receiver may
+// post its receive long after the send started, well past the connect timeout: the send waits
+// and both complete intact.
+TEST(Transport, WithoutAStallTimeoutALateReceiverStillGetsTheMessage) {
+  TransportOptions o = fast_options();
+  o.timeout_ms = 200;
+  o.stall_timeout_ms = 0;
+  TransportPair p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  const std::vector<uint8_t> data = pattern(64 << 20, 11);  // far more than the socket buffers hold
+  Request* rs = nullptr;
+  ASSERT_TRUE(p.send->isend(data.data(), data.size(), 3, &rs).ok());
+  const auto late = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  while (std::chrono::steady_clock::now() < late) {
+    bool done = false;
+    const NetStatus s = p.send->test(rs, &done, nullptr);
+    ASSERT_TRUE(s.ok()) << s.message;
+    ASSERT_FALSE(done) << "64 MiB cannot fit in the socket buffers of an unread connection";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<uint8_t> got(data.size());
+  Request* rr = nullptr;
+  ASSERT_TRUE(p.recv->irecv(got.data(), got.size(), 3, &rr).ok());
+  size_t size = 0;
+  const NetStatus r = wait_request(*p.recv, rr, &size);
+  ASSERT_TRUE(r.ok()) << r.message;
+  const NetStatus w = wait_request(*p.send, rs, nullptr);
+  ASSERT_TRUE(w.ok()) << w.message;
+  EXPECT_EQ(size, data.size());
+  EXPECT_TRUE(got == data);
 }
 
 TEST(Transport, LocalBindChoosesTheSourceAddress) {

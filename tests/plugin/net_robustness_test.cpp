@@ -327,11 +327,12 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
 
 
 // Fault matrix, net plugin harness: a receiver stopped (SIGSTOP) mid-transfer. Its sockets
-// stay open, so only the stall timeout can tell: the send fails at TOPOCOLL_NET_TIMEOUT_MS
-// with a WARN naming the peer's address, and the sender then ends the stopped rank.
-TEST(NetPluginErrors, ReceiverStoppedMidTransferFailsTheSendAtTheTimeout) {
+// stay open, so only the stall timeout can tell: with TOPOCOLL_NET_STALL_TIMEOUT_MS set the
+// send fails at it with a WARN naming the peer's address, and the sender then ends the
+// stopped rank.
+TEST(NetPluginErrors, ReceiverStoppedMidTransferFailsTheSendAtTheStallTimeout) {
   auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
-    ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "1500", 1);
+    ::setenv("TOPOCOLL_NET_STALL_TIMEOUT_MS", "1500", 1);
     const ncclNet_v11_t* net = net_v11();
     RANK_REQUIRE(net);
     PeerComms comms;
@@ -362,6 +363,48 @@ TEST(NetPluginErrors, ReceiverStoppedMidTransferFailsTheSendAtTheTimeout) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].signal, SIGKILL) << describe(results);
   EXPECT_TRUE(results[0].exited && results[0].exit_code == 0) << describe(results);
+}
+
+// NCCL's send proxy isends as soon as the GPU's data is ready; the receiver's irecv comes when
+// that rank reaches the collective, which may be long after (a rank writing a checkpoint).
+// NCCL's own transports wait; so does the plugin by default, well past TOPOCOLL_NET_TIMEOUT_MS
+// (connect and accept only), and the message arrives intact.
+TEST(NetPluginErrors, AReceiverLatePastEveryTimeoutStillGetsTheMessage) {
+  auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
+    ::setenv("TOPOCOLL_NET_TIMEOUT_MS", "300", 1);
+    ::unsetenv("TOPOCOLL_NET_STALL_TIMEOUT_MS");
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    PeerComms comms;
+    RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms));
+    const size_t size = 64 << 20;  // far more than the socket buffers hold
+    std::vector<uint8_t> buffer(size);
+    for (size_t i = 0; i < size; ++i) buffer[i] = uint8_t(i * 7 + 3);
+    void* r = nullptr;
+    if (rank == 0) {
+      RANK_REQUIRE(net->isend(comms.send[1], buffer.data(), size, 0, nullptr, nullptr, &r) == ncclSuccess && r);
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      std::fill(buffer.begin(), buffer.end(), uint8_t(0));
+      void* data = buffer.data();
+      size_t cap = size;
+      int tag = 0;
+      RANK_REQUIRE(net->irecv(comms.recv[0], 1, &data, &cap, &tag, nullptr, nullptr, &r) == ncclSuccess);
+    }
+    RANK_REQUIRE(r);
+    int got = -1;
+    RANK_REQUIRE(wait_request(net, r, &got, 30000) == ncclSuccess, "the late transfer failed");
+    if (rank == 1) {
+      RANK_REQUIRE(size_t(got) == size, "received %d bytes", got);
+      size_t wrong = 0;
+      for (size_t i = 0; i < size; ++i) wrong += buffer[i] != uint8_t(i * 7 + 3);
+      RANK_REQUIRE(wrong == 0, "%zu bytes wrong", wrong);
+    }
+    RANK_REQUIRE(!logged_contains(NCCL_LOG_WARN, "stopped reading"), "a WARN about a stall");
+    close_all(net, &comms);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
 }  // namespace
