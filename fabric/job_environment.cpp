@@ -54,6 +54,10 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
   }
   if (!options.tuner_plugin.empty()) set("NCCL_TUNER_PLUGIN", options.tuner_plugin);
   if (!options.net_plugin.empty()) set("NCCL_NET_PLUGIN", options.net_plugin);
+  // NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset
+  // (src/plugin/tuner.cc): --net-plugin alone means the transport alone.
+  if (!options.net_plugin.empty() && options.tuner_plugin.empty() && !inherited("NCCL_TUNER_PLUGIN"))
+    set("NCCL_TUNER_PLUGIN", "none");
 
   // Launcher variables: the job's own where the launcher gave them, else this job's.
   set_unless_inherited("RANK", std::to_string(rank));

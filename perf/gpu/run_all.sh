@@ -296,6 +296,7 @@ nt() {
     # own code when a plugin does not load).
     case $1 in
       LD_PRELOAD=?*) preload=""; marks+=("served on topology") ;;
+      NCCL_TUNER_PLUGIN=none) ;;
       NCCL_TUNER_PLUGIN=*) marks+=("TUNER/Plugin: Using topocoll") ;;
       NCCL_NET_PLUGIN=*) marks+=("Using network topocoll") ;;
       NCCL_NET=*) marks+=("Using network ${1#NCCL_NET=}") ;;
@@ -335,7 +336,9 @@ if want nccl-tests || want net-vs-socket; then
     want net-vs-socket && for n in 2 4; do
       for round in 1 2 3; do
         nt "nvs-n$n-socket-r$round" "$n" all_reduce_perf NCCL_NET=Socket -- -b 1K -e 64M -f 4 -w 5 -n 20
-        nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" -- -b 1K -e 64M -f 4 -w 5 -n 20
+        # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
+        # and the two arms would differ in more than the transport.
+        nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
       args=()
       for round in 1 2 3; do

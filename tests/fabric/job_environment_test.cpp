@@ -94,6 +94,20 @@ TEST(JobEnvironment, TheLaunchersOwnVariablesAreKept) {
   EXPECT_EQ(env.at("OMPI_COMM_WORLD_LOCAL_SIZE"), "1");
 }
 
+// NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset (NCCL
+// 2.28, src/plugin/tuner.cc): --net-plugin alone turns the tuner off explicitly, unless the
+// job sets NCCL_TUNER_PLUGIN itself or --tuner names one.
+TEST(JobEnvironment, TheNetPluginAloneDoesNotBringItsTuner) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  o.net_plugin = "topocoll";
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).at("NCCL_TUNER_PLUGIN"), "none");
+  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, from({{"NCCL_TUNER_PLUGIN", "mine"}})).environment)
+                   .count("NCCL_TUNER_PLUGIN"));
+  o.tuner_plugin = "topocoll";
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).at("NCCL_TUNER_PLUGIN"), "topocoll");
+}
+
 TEST(JobEnvironment, RankZerosOwnVariablesGoToRankZeroOnly) {
   const FabricPlan plan = plan_of("bigraph-32.json");
   JobOptions o;

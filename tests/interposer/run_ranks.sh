@@ -13,7 +13,8 @@
 # RANK_TIMEOUT_S (default 300) bounds each process; extra environment passes through.
 # FACES (default "preload") names how NCCL meets PLUGIN, comma-separated: preload
 # (LD_PRELOAD, the interposer), net (NCCL_NET_PLUGIN: all inter-rank traffic over topocoll's
-# net plugin), tuner (NCCL_TUNER_PLUGIN). With net, rank 0 must log "Using network topocoll"
+# net plugin; NCCL_TUNER_PLUGIN=none unless tuner is named too, as NCCL would otherwise take
+# the tuner from the same library), tuner (NCCL_TUNER_PLUGIN). With net, rank 0 must log "Using network topocoll"
 # and no rank may log that its host is missing from the topology.
 set -uo pipefail
 if [ $# -lt 6 ]; then
@@ -41,6 +42,9 @@ for face in ${faces//,/ }; do
   esac
 done
 has_face() { [[ ",$faces," == *",$1,"* ]]; }
+# NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset
+# (src/plugin/tuner.cc): without the tuner face, say none, so the faces are exactly those named.
+if has_face net && ! has_face tuner; then face_env+=(NCCL_TUNER_PLUGIN=none); fi
 rm -f "$dir/id"
 pids=()
 for ((r = 0; r < n; r++)); do
