@@ -5,10 +5,14 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
+#include "plugin/net/nccl_topology_names.h"
 #include "plugin/log.h"
 
 namespace topocoll::plugin {
@@ -98,6 +102,37 @@ std::vector<NetDevice> topology_devices(const config::Env& env, const topo::Topo
   return devices;
 }
 
+// Sets each device's nccl_name: its name, unless NCCL_TOPO_FILE has a <net> of that name.
+void name_apart_from_nccl_topology(const config::Env& env, std::vector<NetDevice>* devices) {
+  std::set<std::string> taken;
+  if (!env.nccl_topo_file.empty()) {
+    constexpr std::uintmax_t kMaxBytes = 64 << 20;
+    std::error_code ec;
+    const std::uintmax_t bytes = std::filesystem::file_size(env.nccl_topo_file, ec);
+    std::ifstream in(env.nccl_topo_file, std::ios::binary);
+    if (ec || !in || bytes > kMaxBytes) {
+      TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NCCL_TOPO_FILE %s not read (%s); device names unchanged",
+              env.nccl_topo_file.c_str(), ec || !in ? "cannot open it" : "over 64 MiB");
+    } else {
+      std::ostringstream text;
+      text << in.rdbuf();
+      taken = net_names_in_nccl_topology(text.str());
+    }
+  }
+  std::vector<std::string> names;
+  for (const NetDevice& d : *devices) names.push_back(d.name);
+  const std::vector<std::string> told = names_apart_from(names, taken);
+  for (size_t i = 0; i < devices->size(); ++i) {
+    NetDevice& d = (*devices)[i];
+    d.nccl_name = told[i];
+    if (d.nccl_name != d.name)
+      TC_WARN("NET: NCCL_TOPO_FILE %s describes a net named %s; NCCL would give this plugin's device of "
+              "that name the file's attributes (gdr among them: GPU memory this TCP device cannot "
+              "register), so NCCL knows it as %s",
+              env.nccl_topo_file.c_str(), d.name.c_str(), d.nccl_name.c_str());
+  }
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
@@ -165,6 +200,7 @@ DeviceCatalog discover_devices(const ProcessContext& context) {
     catalog.topology_fingerprint = 0;
     catalog.devices = interface_devices(env);
   }
+  name_apart_from_nccl_topology(env, &catalog.devices);
   for (size_t i = 0; i < catalog.devices.size(); ++i) {
     const NetDevice& d = catalog.devices[i];
     TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: device %zu: %s %s, %d Mb/s, latency %.2f us%s%s", i,

@@ -16,6 +16,7 @@ namespace topocoll::plugin {
 
 struct NetDevice {
   std::string name;                 // NIC name as the topology or the kernel calls it
+  std::string nccl_name;            // the name NCCL is told (plugin/net/nccl_topology_names.h)
   net::SocketAddress address;       // what its sockets bind to
   int speed_mbps = 0;
   float latency_us = 0;
@@ -39,8 +40,8 @@ std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
 // topology before trusting each other's endpoint index: 0 for none, never 0 for one.
 uint32_t handle_fingerprint(uint64_t topology_fingerprint);
 
-// The devices of this process (its topology, host and TOPOCOLL_NET_* settings); logs what it
-// found (INFO) or why it fell back (WARN).
+// The devices of this process (its topology, host and TOPOCOLL_NET_* settings), named apart
+// from NCCL_TOPO_FILE's NICs; logs what it found (INFO) or why it fell back (WARN).
 DeviceCatalog discover_devices(const ProcessContext& context);
 
 }  // namespace topocoll::plugin

@@ -57,7 +57,7 @@ DeviceStrings& device_strings() {
   static DeviceStrings s = [] {
     DeviceStrings d;
     for (const auto& dev : catalog().devices.devices) {
-      d.names.push_back(dev.name);
+      d.names.push_back(dev.nccl_name);
       d.pci_paths.push_back(dev.pci_path);
     }
     return d;
