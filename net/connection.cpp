@@ -45,7 +45,10 @@ NetStatus Connection::start() {
       workers_[i].thread = std::thread([this, i] { run_worker(i); });
     } catch (const std::exception& e) {
       return NetStatus::error(NetCode::SystemError,
-                              std::string("cannot start a progress thread: ") + e.what());
+                              std::string("cannot start a progress thread: ") + e.what() +
+                                  " (each connection runs TOPOCOLL_NET_THREADS progress threads, "
+                                  "default 2: lower it, or raise the process's or container's thread "
+                                  "limit, ulimit -u / pids.max)");
     }
   }
   return {};

@@ -14,7 +14,16 @@
 namespace topocoll::net {
 
 std::string errno_text(int e) {
-  return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")";
+  std::string text = std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")";
+  // A wide all-to-all opens a connection per peer and channel, each holding
+  // TOPOCOLL_NET_SOCKETS_PER_CONN sockets; name the limit and the knob.
+  if (e == EMFILE)
+    text += ": this process reached its open-file limit (ulimit -n); each connection holds "
+            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (default 4): raise the limit or lower that";
+  else if (e == ENFILE)
+    text += ": the system-wide open-file limit (fs.file-max) is reached; each connection holds "
+            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (default 4)";
+  return text;
 }
 
 std::string hex32(uint32_t v) {

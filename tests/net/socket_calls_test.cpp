@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -92,6 +96,36 @@ TEST(SocketCalls, ListenConnectAcceptSendReceiveOnLoopback) {
 
   // A deadline already past: no wait.
   EXPECT_EQ(wait_ready(server.get(), POLLIN, Clock::now() - std::chrono::seconds(1)), 0);
+}
+
+// Out of descriptors (a wide all-to-all, a low `ulimit -n`): the error names the limit and
+// the setting that multiplies sockets per connection. Run in a child, whose limit is lowered.
+TEST(SocketCalls, RunningOutOfDescriptorsNamesTheLimitAndTheSocketsPerConnection) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(2);
+    lim.rlim_cur = 64;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(2);
+    std::vector<FileDescriptor> held;
+    for (int i = 0; i < 100; ++i) {
+      FileDescriptor fd;
+      const NetStatus s = open_tcp_socket(AF_INET, &fd);
+      if (!s.ok()) {
+        const bool named = s.message.find("open-file limit (ulimit -n)") != std::string::npos &&
+                           s.message.find("TOPOCOLL_NET_SOCKETS_PER_CONN") != std::string::npos;
+        if (!named) std::fprintf(stderr, "message: %s\n", s.message.c_str());
+        ::_exit(named ? 0 : 3);
+      }
+      held.push_back(std::move(fd));
+    }
+    ::_exit(4);  // never ran out
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: setrlimit failed, 3: message without the hint, 4: no EMFILE";
 }
 
 TEST(SocketCalls, ARefusedConnectIsReportedByItsErrno) {
