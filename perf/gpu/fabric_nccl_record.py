@@ -388,18 +388,21 @@ def sample(a):
                 route = ("nccl-topo-ring", "TOPOCOLL_ALGO=nccl-topo-ring")
             elif algo:
                 route = (algo, f"TOPOCOLL_ALGO={algo}")
-            if route:
-                lines.append(f"s0:1:1 NCCL INFO topocoll: comm 0x1 rank 0/{n} {coll.replace('_', '')} up to {size} B "
-                             f"-> {route[0]} ({route[1]})")
-            lines.append(f"s0:1:1 [0] NCCL INFO {nccl_name}: {per_rank} Bytes -> Algo {tuning[0]} proto {tuning[1]} "
-                         "channel{Lo..Hi}={0..1}")
+            served = (f"s0:1:1 NCCL INFO topocoll: comm 0x1 rank 0/{n} {coll.replace('_', '')} up to {size} B "
+                      f"-> {route[0]} ({route[1]})\n") if route else ""
+            tuned = (f"s0:1:1 [0] NCCL INFO {nccl_name}: {per_rank} Bytes -> Algo {tuning[0]} proto {tuning[1]} "
+                     "channel{Lo..Hi}={0..1}\n")
             us, _ = predicted_for(run["path"], row, tuning, route)
             t = (us or 1.0) * slow
             alg = size / t / 1e3
             bus = alg * factor(n)
             count = size // 4 if coll == "allreduce" else size // 4 // n
-            lines.append(f"{size:>12} {count:>12} float sum -1 {t:10.1f} {alg:7.3f} {bus:7.3f} 0 "
-                         f"{t:10.1f} {alg:7.3f} {bus:7.3f} 0")
+            # As nccl-tests 2.19 prints a row and NCCL 2.28 logs each timed collective on rank 0
+            # to the same stdout: the size columns, the out-of-place figures and the in-place
+            # ones with the newline come apart, and the log lines land between them.
+            lines.append(f"{size:>12}  {count:>12}  {'float':>8}  {'sum':>6}  {'-1':>6}" + served + tuned +
+                         f"  {t:10.1f}  {alg:7.3f}  {bus:7.3f}  {0:6}" + tuned +
+                         f"  {t:10.1f}  {alg:7.3f}  {bus:7.3f}  {0:6}")
         lines.append("# Avg bus bandwidth    : 0.0")
         with open(os.path.join(directory, run["log"]), "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -25,10 +25,31 @@ def number(text):
         return None
 
 
+# NCCL's log line prefix, "host:pid:tid [dev] NCCL INFO " (topocoll's own lines have no [dev]).
+LOG_AT_LINE_START = re.compile(r"^(\S+:\d+:\d+) (?:\[\d+\] )?NCCL (?:INFO|WARN|TRACE|ABORT) ", re.M)
+LOG_ANYWHERE = r"(?:\[\d+\] )?NCCL (?:INFO|WARN|TRACE|ABORT) [^\n]*(?:\n|$)"
+
+
+def without_log_lines(text):
+    """nccl-tests prints a result row in three pieces (the size columns, then the out-of-place
+    figures, then the in-place ones and the newline) with the timed collectives in between, and
+    NCCL 2.28 logs every collective on rank 0 under NCCL_DEBUG_SUBSYS=TUNING to the same stdout:
+    those lines land inside the row. Remove every log line wherever it starts, so each row is
+    whole again. Prefixes are learnt from the lines that start a line (a host name may begin
+    with a digit, which a glued "-1" root column would otherwise swallow); a host name beginning
+    with a letter is recognised anywhere."""
+    prefixes = sorted(set(LOG_AT_LINE_START.findall(text)), key=len, reverse=True)
+    known = "|".join(re.escape(p) for p in prefixes)
+    host = r"[A-Za-z][^\s:]*:\d+:\d+"
+    pattern = re.compile(rf"(?:{known + '|' if known else ''}{host}) {LOG_ANYWHERE}")
+    return pattern.sub("", text)
+
+
 def parse(path):
     rows = {}
     with open(path, errors="replace") as f:
-        for line in f:
+        text = without_log_lines(f.read())
+        for line in text.splitlines():
             m = ROW.match(line)
             if not m:
                 continue
