@@ -63,12 +63,14 @@ class InterfaceNamer {
   std::set<std::string> used_;
 };
 
-// Labels of addresses on lo ("lo:<nic>"), unique per namespace and at most 15 characters.
+// Labels of addresses on lo ("lo-<nic>"), unique per namespace and at most 15 characters.
+// Not "lo:<nic>", the kernel's alias style: NCCL_SOCKET_IFNAME reads ':' as a port separator
+// (NCCL's misc/utils.cc parseStringList), so "=lo:nic0" would select lo and 127.0.0.1.
 class AddressLabeler {
  public:
   std::string take(const std::string& nic, int endpoint) {
-    std::string label = "lo:" + sanitized(nic);
-    if (label.size() > 15 || !used_.insert(label).second) label = "lo:e" + std::to_string(endpoint);
+    std::string label = "lo-" + sanitized(nic);
+    if (label.size() > 15 || !used_.insert(label).second) label = "lo-e" + std::to_string(endpoint);
     used_.insert(label);
     return label;
   }

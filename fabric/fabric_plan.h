@@ -101,8 +101,9 @@ struct FabricEndpoint {
   std::string address;  // where its rank binds (no prefix)
   std::string interface;  // its NIC interface (single-port endpoints), or "lo"
   // The name programs see its address under (getifaddrs; what NCCL_SOCKET_IFNAME matches):
-  // the NIC's interface, or for an address on lo the label "lo:<nic>", so that a program
-  // choosing by name gets this address and not lo's 127.0.0.1.
+  // the NIC's interface, or for an address on lo the label "lo-<nic>", so that a program
+  // choosing by name gets this address and not lo's 127.0.0.1 (no ':', which NCCL_SOCKET_IFNAME
+  // reads as a port).
   std::string address_label;
 };
 

@@ -213,7 +213,9 @@ one_run() {
     deferred+=("$name (~$need s)")
     return 0
   fi
-  local faces=() xs=(-x LD_LIBRARY_PATH -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=WARN)
+  # NCCL_TESTS_DEVICE=0: nccl-tests counts ranks per host by the hostname up to its first '.',
+  # so NAP's p0.h0 .. p0.h7 would be local ranks 0..7 of "p0" and ask for GPUs 1..7.
+  local faces=() xs=(-x LD_LIBRARY_PATH -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=WARN -x NCCL_TESTS_DEVICE=0)
   [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && xs+=(-x CUDA_MPS_PIPE_DIRECTORY)
   case $path in
     tuner) faces=(--tuner "$plugin") ;;
@@ -222,7 +224,8 @@ one_run() {
   # Never past the call's end: a run the device tool kills would take the call's record along.
   local limit=$run_timeout
   [ "$dry" != 1 ] && [ "$(left)" -lt "$limit" ] && limit=$(( $(left) > 30 ? $(left) : 30 ))
-  local cmd=(timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl "self,vader"
+  # pml ob1: Ubuntu's Open MPI prefers UCX where it finds RDMA devices, and UCX ignores btl.
+  local cmd=(timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl "self,vader"
              "${xs[@]}" "$cli" fabric rank-exec --name "$fabric" --placement "$placement" "${faces[@]}"
              --rank0-env NCCL_DEBUG=INFO --rank0-env "NCCL_DEBUG_SUBSYS=INIT,TUNING" --
              "$nt_build/${binary}_perf" -g 1 "${nt_words[@]}")

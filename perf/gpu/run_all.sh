@@ -287,7 +287,7 @@ chmod +x "$rank_wrapper"
 nt() {
   local name=$1 n=$2 binary=$3; shift 3
   # shellcheck disable=SC2054  # the commas are NCCL_DEBUG_SUBSYS's list
-  local xs=(-x LD_LIBRARY_PATH -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json"
+  local xs=(-x LD_LIBRARY_PATH -x NCCL_TESTS_DEVICE=0 -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json"
             -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
   local preload=default marks=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -306,7 +306,7 @@ nt() {
   [ "${1:-}" = -- ] && shift
   [ -n "$preload" ] && xs+=(-x LD_PRELOAD=)
   "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
-  run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca btl self,vader "${xs[@]}" \
+  run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
       "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@" || return 1
   local mark
   for mark in "${marks[@]}"; do

@@ -94,10 +94,10 @@ TEST(FabricJob, RankExecRunsTheProgramInItsEndpointsNamespaceUnderItsHostName) {
   ASSERT_TRUE(nap.ok()) << nap.output();
   const auto n = shell_run("TOPOCOLL_RANK=1 TOPOCOLL_NRANKS=2 " + kCli +
                            " fabric rank-exec --name tljobnap -- sh -c 'echo IFNAME=$NCCL_SOCKET_IFNAME; "
-                           "echo ADDRS=$(ip -4 -o addr show label lo:nic0)'");
+                           "echo ADDRS=$(ip -4 -o addr show label lo-nic0)'");
   ASSERT_EQ(n.status, 0) << n.output;
   const auto nv = values_in(n.output);
-  EXPECT_EQ(nv.at("IFNAME"), "=lo:nic0");
+  EXPECT_EQ(nv.at("IFNAME"), "=lo-nic0");
   EXPECT_NE(nv.at("ADDRS").find("10.1.0.2/32"), std::string::npos) << n.output;
   shell_run(kCli + " fabric down --name tljob");
   EXPECT_FALSE(fs::exists(topo_file));
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   ASSERT_EQ(shell_run("mpicc -o " + dir + "/probe " + dir + "/probe.c").status, 0);
   FabricUp f("tlmpi", "bigraph-32.json", "10");
   ASSERT_TRUE(f.ok()) << f.output();
-  const auto r = shell_run("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,vader " +
+  const auto r = shell_run("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 --mca pml ob1 --mca btl self,vader " +
                            kCli + " fabric rank-exec --name tlmpi --placement spread -- " + dir + "/probe");
   ASSERT_EQ(r.status, 0) << r.output;
   const auto v = values_in(r.output);

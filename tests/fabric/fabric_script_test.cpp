@@ -39,8 +39,8 @@ TEST(FabricScript, EachEndShapesItsOwnDirection) {
   EXPECT_NE(s.shapers.find("dev nic0.p1.n0 root tbf rate 20000000bit"), std::string::npos) << s.shapers;
   EXPECT_NE(s.shapers.find("peakrate 40400000bit mtu 9064"), std::string::npos);
   // On lo, under a label of its own: programs that choose an interface by name
-  // (NCCL_SOCKET_IFNAME==lo:nic0) find this address, not 127.0.0.1.
-  EXPECT_NE(s.links.find("addr replace 10.1.0.1/32 dev lo label lo:nic0\n"), std::string::npos) << s.links;
+  // (NCCL_SOCKET_IFNAME==lo-nic0) find this address, not 127.0.0.1.
+  EXPECT_NE(s.links.find("addr replace 10.1.0.1/32 dev lo label lo-nic0\n"), std::string::npos) << s.links;
   EXPECT_NE(s.rules.find("fwmark 256 lookup"), std::string::npos);  // lane 0's stripe table
   EXPECT_NE(s.routes.find("nexthop via"), std::string::npos);       // unmarked: multipath
   bool forwards = false;

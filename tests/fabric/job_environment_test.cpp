@@ -132,6 +132,7 @@ TEST(JobEnvironment, LocalRanksCountTheJobsEndpointsOnOneHost) {
   EXPECT_NE(first.at("TOPOCOLL_NET_PLANE_ADDRS").find(plan.endpoints[1].nic + "=" + plan.endpoints[1].address),
             std::string::npos);
   EXPECT_EQ(first.at("NCCL_SOCKET_IFNAME"), "=" + plan.endpoints[3].interface);
+  EXPECT_EQ(first.at("NCCL_SOCKET_IFNAME").find_first_of(":,"), std::string::npos);
 }
 
 // NAP nodes hold their address on lo: NCCL must find it under its label, not lo's 127.0.0.1,
@@ -140,7 +141,10 @@ TEST(JobEnvironment, NapNodesNameTheirAddressByItsLabelOnLo) {
   const FabricPlan plan = plan_of("nap-4x8.json");
   const auto env = as_map(rank_setting(plan, "jt", {0, 8}, 1, {}, nothing()).environment);
   EXPECT_EQ(plan.endpoints[8].interface, "lo");
-  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "=lo:nic0");
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "=lo-nic0");
+  // NCCL's list syntax (misc/utils.cc parseStringList): ',' separates entries, ':' starts a
+  // port; "=lo:nic0" selected lo itself, 127.0.0.1, in every rank's namespace.
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME").find_first_of(":,"), std::string::npos);
   EXPECT_EQ(env.at("TOPOCOLL_NET_LANE_MARKS"), "256,257,258,259");
 }
 
