@@ -29,6 +29,10 @@ namespace {
 bool default_blocking() { return process_context().env.nccl_comm_blocking != "0"; }
 
 bool config_blocking(const ncclConfig_t* config, ncclComm_t parent) {
+  // NCCL_COMM_BLOCKING=0|1 overrides every config, a split's inherited one too (NCCL 2.28
+  // init.cc envConfigOverride, after parseCommConfig / copyCommConfig).
+  const std::string& forced = process_context().env.nccl_comm_blocking;
+  if (forced == "0" || forced == "1") return forced == "1";
   if (config && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
   if (!config && parent) {
     // A split without a config inherits the parent's.

@@ -115,6 +115,26 @@ TEST(InitExchange, CreationInsideAGroupExchangesAfterTheOutermostEnd) {
   ASSERT_EQ(ncclCommDestroy(b), ncclSuccess);
 }
 
+// NCCL_COMM_BLOCKING=1 makes NCCL's communicator blocking whatever the config says (init.cc
+// envConfigOverride): it is blocking to topocoll too, exchanged and served.
+TEST(InitExchange, NcclCommBlockingOverridesTheConfigAsInNccl) {
+  setenv("NCCL_COMM_BLOCKING", "1", 1);  // before the process's configuration is first read
+  stub_nccl::reset();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_GT(names().size(), 1u) << "no init exchange";
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(st->blocking);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  unsetenv("NCCL_COMM_BLOCKING");
+}
+
 TEST(InitExchange, NonBlockingCommunicatorsSkipTheExchange) {
   stub_nccl::reset();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
