@@ -147,6 +147,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
     std::unique_ptr<CommState> st;
     try {
       st = describe_comm(p.comm, p.blocking);
+      st->config = p.config;
       if (!p.blocking) {
         // Decided identically on every rank (same config), so no exchange: nobody waits.
         TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
@@ -281,8 +282,15 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
     register_unserved(describe_comm(comm, blocking), "no topology configured");
     return;
   }
+  // NCCL gives a split without a config its parent's (init.cc copyCommConfig).
+  CommConfigCopy user_config;
+  if (config) {
+    user_config = CommConfigCopy(*config);
+  } else if (parent) {
+    if (CommState* p = CommRegistry::instance().find(parent)) user_config = p->config;
+  }
   ThreadGroup& g = thread_group();
-  g.inits.push_back({comm, blocking});
+  g.inits.push_back({comm, blocking, std::move(user_config)});
   // Inside a group the communicator is usable only after the outermost ncclGroupEnd.
   if (!g.depth.inside()) finish_inits(g.inits);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "plugin/interposer/call_route_cache.h"
+#include "plugin/interposer/comm_config.h"
 #include "sched/placement.h"
 #include "topo/topology.h"
 
@@ -39,6 +40,7 @@ struct CommState {
   int nranks = 1;
   int device = -1;        // CUDA device of the communicator
   bool blocking = true;   // config blocking != 0
+  CommConfigCopy config;  // the user's config: the topology-ordered split gets it too
   bool served = false;    // every rank agreed: topocoll may take this communicator's calls
   std::string fallback_reason;  // why not served (logged once at init)
 

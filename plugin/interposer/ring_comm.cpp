@@ -34,11 +34,9 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     int key = 0;
     for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
       if (st->ring_order[pos] == st->rank) key = int(pos);
-    // Resource sharing with the parent (NCCL's splitShare): the split reuses the user's
-    // communicator's buffers and proxies instead of doubling them.
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.splitShare = 1;
-    config.blocking = 1;
+    // The user's config (CTA limits, traffic class, ...: comm_config.h), sharing the user's
+    // communicator's buffers and proxies (NCCL's splitShare) instead of doubling them.
+    ncclConfig_t config = st->config.for_split();
     results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
   }
   const ncclResult_t end = pncclGroupEnd();

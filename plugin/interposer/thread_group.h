@@ -27,6 +27,7 @@ struct PendingCollective {
 struct PendingInit {
   ncclComm_t comm = nullptr;
   bool blocking = true;
+  CommConfigCopy config;  // the user's, or the parent's for a split without one
 };
 
 struct ThreadGroup {

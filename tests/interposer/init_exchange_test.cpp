@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <string>
 
+#include "plugin/interposer/comm_config.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
@@ -315,6 +317,70 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   EXPECT_TRUE(st->served) << st->fallback_reason << err;
   EXPECT_NE(st->scratch, nullptr);
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// NCCL gives a split with a config that config, not its parent's (init.cc parseCommConfig):
+// the topology-ordered split carries the user's settings, copied (the user's strings may be
+// gone), and a split of the user's communicator without a config inherits them.
+TEST_F(InitReadyVote, TheTopologyOrderedSplitKeepsTheUsersConfig) {
+  stub_nccl::set_allreduce_min_peers(1);
+  std::string net = "Socket", name = "dp-group";
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.maxCTAs = 4;
+  config.trafficClass = 7;
+  config.cgaClusterSize = 2;
+  config.netName = net.c_str();
+  config.commName = name.c_str();
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, n_, id, 0, &config), ncclSuccess);
+  net.assign("overwritten");
+  name.assign("overwritten");
+  const auto split = stub_nccl::last_split_config();
+  ASSERT_TRUE(split.given) << ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(split.config.maxCTAs, 4);
+  EXPECT_EQ(split.config.trafficClass, 7);
+  EXPECT_EQ(split.config.cgaClusterSize, 2);
+  EXPECT_EQ(split.config.splitShare, 1);
+  EXPECT_EQ(split.config.blocking, 1);
+  EXPECT_EQ(split.net_name, "Socket");
+  EXPECT_EQ(split.comm_name, "dp-group");
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_STREQ(st->config.for_split().netName, "Socket") << "the copy owns its strings";
+
+  ncclComm_t child = nullptr;
+  ASSERT_EQ(ncclCommSplit(comm, 0, 0, &child, nullptr), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(CommRegistry::instance().find(child), nullptr);
+  EXPECT_EQ(CommRegistry::instance().find(child)->config.user().maxCTAs, 4);
+  ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// A caller built against an older NCCL passes a shorter config: only its `size` bytes are
+// read, the rest stays undefined (NCCL's defaults).
+TEST(CommConfigCopy, ReadsOnlyTheCallersSizeAndOwnsItsStrings) {
+  ncclConfig_t old = NCCL_CONFIG_INITIALIZER;
+  old.size = offsetof(ncclConfig_t, netName);
+  old.maxCTAs = 8;
+  old.trafficClass = 3;  // beyond `size`: not the caller's
+  const CommConfigCopy copy(old);
+  EXPECT_EQ(copy.user().maxCTAs, 8);
+  EXPECT_EQ(copy.user().trafficClass, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(copy.user().size, sizeof(ncclConfig_t));
+  EXPECT_EQ(copy.for_split().splitShare, 1);
+  EXPECT_EQ(CommConfigCopy().for_split().maxCTAs, NCCL_CONFIG_UNDEF_INT);
+  std::string name = "tp";
+  ncclConfig_t named = NCCL_CONFIG_INITIALIZER;
+  named.commName = name.c_str();
+  CommConfigCopy a(named);
+  const CommConfigCopy b = a;
+  a = CommConfigCopy();
+  name.assign("xx");
+  EXPECT_STREQ(b.user().commName, "tp");
+  EXPECT_EQ(a.user().commName, nullptr);
 }
 
 // The exchange's and the vote's device memory is allocated and freed on the stream their

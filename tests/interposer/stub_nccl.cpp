@@ -32,6 +32,7 @@ bool g_have_peers_min = false;
 int g_peers_min = 1;
 std::vector<int> g_votes;
 std::map<ncclComm_t, ncclResult_t> g_async_errors;
+SplitConfig g_split_config;
 
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
@@ -49,6 +50,14 @@ ncclComm_t make_comm() {
 }
 
 const FakeComm* fake(const ncclComm_t c) { return reinterpret_cast<const FakeComm*>(c); }
+
+void note_split_config(const ncclConfig_t& config) {
+  std::lock_guard lock(g_mutex);
+  g_split_config.given = true;
+  g_split_config.config = config;
+  g_split_config.net_name = config.netName ? config.netName : "";
+  g_split_config.comm_name = config.commName ? config.commName : "";
+}
 
 }  // namespace
 
@@ -68,6 +77,11 @@ void reset() {
   g_have_peers_min = false;
   g_votes.clear();
   g_async_errors.clear();
+  g_split_config = {};
+}
+SplitConfig last_split_config() {
+  std::lock_guard lock(g_mutex);
+  return g_split_config;
 }
 void set_async_error(ncclComm_t comm, ncclResult_t error) {
   std::lock_guard lock(g_mutex);
@@ -198,6 +212,7 @@ STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
                                         ncclConfig_t* config) {
   *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
+  if (config) stub_nccl::note_split_config(*config);
   // `op` carries the config's splitShare (-1 without a config).
   return record({"pncclCommSplit", nullptr, nullptr, 0, -1, config ? config->splitShare : -1,
                  color, key, c});

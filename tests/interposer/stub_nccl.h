@@ -54,6 +54,13 @@ STUB_NCCL_API std::vector<int> allreduce_min_votes();
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
 // What pncclCommGetAsyncError reports for `comm` (ncclSuccess unless set); reset() clears.
 STUB_NCCL_API void set_async_error(ncclComm_t comm, ncclResult_t error);
+// The config of the last pncclCommSplit given one, its strings copied; reset() clears it.
+struct SplitConfig {
+  bool given = false;
+  ncclConfig_t config{};
+  std::string net_name, comm_name;
+};
+STUB_NCCL_API SplitConfig last_split_config();
 STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
 
 }  // namespace stub_nccl

@@ -1,0 +1,34 @@
+// The user's ncclConfig_t for a communicator, kept for the topology-ordered split of it.
+// NCCL gives a split made with a config exactly that config, not its parent's (NCCL 2.28
+// init.cc: parseCommConfig for a config, copyCommConfig only without one), so a default
+// config would drop the user's CTA limits (left free for compute overlap), traffic class,
+// network and the rest on the communicator that then carries the user's collectives.
+#pragma once
+
+#include <nccl.h>
+
+#include <string>
+
+namespace topocoll::plugin::interposer {
+
+class CommConfigCopy {
+ public:
+  CommConfigCopy();  // NCCL_CONFIG_INITIALIZER: NCCL's defaults
+  // The first user.size bytes NCCL would read (at most this build's ncclConfig_t), its
+  // strings copied: the user may free them once the call returns.
+  explicit CommConfigCopy(const ncclConfig_t& user);
+  CommConfigCopy(const CommConfigCopy& other);
+  CommConfigCopy& operator=(const CommConfigCopy& other);
+
+  // The config for splitting the communicator: the user's, sharing its resources
+  // (splitShare = 1) and blocking (the split is made inside the user's init call).
+  ncclConfig_t for_split() const;
+  const ncclConfig_t& user() const { return config_; }
+
+ private:
+  void own_strings();
+  ncclConfig_t config_;
+  std::string net_name_, comm_name_;
+};
+
+}  // namespace topocoll::plugin::interposer
