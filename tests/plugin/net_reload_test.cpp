@@ -1,0 +1,67 @@
+// NCCL unloads its net plugin when the last communicator using it is gone (dlclose once the
+// net's reference count drops to zero, NCCL 2.28 src/plugin/net.cc) and loads it again for
+// the next one: a framework that destroys every process group and makes new ones does this.
+// The library must come back whole, and leave no thread behind running its unloaded code.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <cstring>
+#include <string>
+
+#include "tests/plugin/net_plugin_harness.h"
+
+namespace topocoll::testing {
+namespace {
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+TEST(NetPluginReload, UnloadedAndLoadedAgainAsNcclDoes) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const int threads_before = thread_count();
+    for (int round = 0; round < 3; ++round) {
+      void* lib = ::dlopen(TOPOCOLL_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+      RANK_REQUIRE(lib, "round %d: dlopen: %s", round, ::dlerror());
+      const auto* net = static_cast<const ncclNet_v11_t*>(::dlsym(lib, "ncclNetPlugin_v11"));
+      RANK_REQUIRE(net && std::strcmp(net->name, "topocoll") == 0, "round %d: no ncclNetPlugin_v11", round);
+      void* ctx = nullptr;
+      RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess, "round %d: init", round);
+      int ndev = 0;
+      RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev >= 1, "round %d: devices", round);
+      ncclNetProperties_v11_t props;
+      RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && props.name, "round %d: properties", round);
+      // A connection to itself, established and closed: the transport's threads come and go.
+      char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+      void* listen = nullptr;
+      RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess && listen, "round %d: listen", round);
+      void* send = nullptr;
+      void* recv = nullptr;
+      for (int spin = 0; spin < 200000 && (!send || !recv); ++spin) {
+        if (!send) RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess, "round %d: connect", round);
+        if (!recv) RANK_REQUIRE(net->accept(listen, &recv, nullptr) == ncclSuccess, "round %d: accept", round);
+      }
+      RANK_REQUIRE(send && recv, "round %d: no connection", round);
+      RANK_REQUIRE(net->closeSend(send) == ncclSuccess && net->closeRecv(recv) == ncclSuccess &&
+                       net->closeListen(listen) == ncclSuccess,
+                   "round %d: close", round);
+      RANK_REQUIRE(net->finalize(ctx) == ncclSuccess, "round %d: finalize", round);
+      RANK_REQUIRE(::dlclose(lib) == 0, "round %d: dlclose: %s", round, ::dlerror());
+      RANK_REQUIRE(thread_count() == threads_before, "round %d: %d threads after unloading, %d before", round,
+                   thread_count(), threads_before);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+}  // namespace
+}  // namespace topocoll::testing
