@@ -57,6 +57,9 @@ struct CommState {
   // and used by the thread that drives the communicator, as NCCL requires.
   // Atomic: an abort on another thread clears it while a call may read it.
   std::atomic<ncclComm_t> ring_comm{nullptr};
+  // No split will be used; nccl-topo-ring calls run on the user's communicator: the split
+  // failed, TOPOCOLL_RING_COMM=off, or the ring order is the user's own rank order (then
+  // NCCL's ring on the user's communicator is that ring already).
   bool ring_comm_failed = false;
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
   // allgather deliver blocks in ring_comm's rank order, so when it is not the identity

@@ -20,17 +20,27 @@ using sched::Collective;
 
 void create_ring_comms(const std::vector<CommState*>& states) {
   std::vector<CommState*> todo;
-  for (CommState* st : states)
-    if (!st->ring_comm && !st->ring_comm_failed) todo.push_back(st);
+  for (CommState* st : states) {
+    if (st->ring_comm || st->ring_comm_failed) continue;
+    st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
+    // A permutation of 0..n-1 is the identity exactly when it is sorted.
+    st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
+    if (!st->ring_permutes) {
+      // Same members, same numbering: the split would be the user's communicator again (a
+      // second NCCL init for nothing; always so for two ranks). Decided alike on every rank.
+      st->ring_comm_failed = true;
+      TC_INFO(NCCL_INIT, "comm %p rank %d: the topology-ordered ring is the rank order; "
+              "nccl-topo-ring runs on this communicator", static_cast<void*>(st->comm), st->rank);
+      continue;
+    }
+    todo.push_back(st);
+  }
   if (todo.empty()) return;
   std::vector<ncclComm_t> made(todo.size(), nullptr);
   std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];
-    st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
-    // A permutation of 0..n-1 is the identity exactly when it is sorted.
-    st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
     int key = 0;
     for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
       if (st->ring_order[pos] == st->rank) key = int(pos);

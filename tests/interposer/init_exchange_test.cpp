@@ -319,6 +319,28 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// A ring order that is the rank order (always so for two ranks) needs no split: it would be
+// the user's communicator again, one more NCCL init for nothing (PyTorch makes a two-rank
+// communicator per pair that exchanges point to point).
+TEST_F(InitReadyVote, ARankOrderRingIsNotSplit) {
+  stub_nccl::set_comm_shape(2, 0, 0);
+  stub_nccl::set_allgather_result(serving_records(2));
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, 2, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclCommSplit");
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(st->served) << st->fallback_reason << err;
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  EXPECT_TRUE(st->ring_comm_failed) << "nccl-topo-ring runs on the user's communicator";
+  EXPECT_EQ(st->ring_order, (std::vector<int>{0, 1}));
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 // NCCL gives a split with a config that config, not its parent's (init.cc parseCommConfig):
 // the topology-ordered split carries the user's settings, copied (the user's strings may be
 // gone), and a split of the user's communicator without a config inherits them.
