@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "tests/emu/nccl_emu_comm.h"
@@ -479,13 +481,22 @@ NetProxy* NetProxy::active() {
   return proxy;
 }
 
+namespace {
+// NCCL passes its profiler's callback to init (ncclProfilerCallback); with no profiler
+// plugin loaded it records nothing.
+ncclResult_t profiler_callback(void** event_handle, int, void*, int64_t, void*) {
+  if (event_handle) *event_handle = nullptr;
+  return ncclSuccess;
+}
+}  // namespace
+
 void NetProxy::open_comm(const CommKey& comm, int rank, int device) {
   State& s = *state_;
   const ncclNet_v11_t& net = s.net();
   // plugin/net.cc: init per communicator; devices() the first time.
   void* ctx = nullptr;
   ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
-  const ncclResult_t r = net.init(&ctx, comm.hi ^ comm.lo, &config, net_plugin_logger, nullptr);
+  const ncclResult_t r = net.init(&ctx, comm.hi ^ comm.lo, &config, net_plugin_logger, profiler_callback);
   if (r != ncclSuccess)
     throw Failure(r, "NET/" + std::string(net.name) + ": init returned " + result_name(r));
   int devices = 0;
@@ -494,6 +505,20 @@ void NetProxy::open_comm(const CommKey& comm, int rank, int device) {
     throw Failure(d == ncclSuccess ? ncclSystemError : d,
                   "NET/" + std::string(net.name) + ": devices returned " + result_name(d) + " with " +
                       std::to_string(devices) + " devices");
+  // graph/topo.cc ncclTopoPopulateNics: every device's properties, each found in NCCL's
+  // topology XML by its name, so two devices of one name would become one NIC.
+  std::set<std::string> names;
+  for (int d = 0; d < devices; ++d) {
+    ncclNetProperties_v11_t props{};
+    const ncclResult_t p = net.getProperties(d, &props);
+    std::string wrong;
+    if (p != ncclSuccess) wrong = std::string(": getProperties returned ") + result_name(p);
+    else if (!props.name) wrong = " has no name";
+    else if (!names.insert(props.name).second) wrong = std::string(" repeats the name ") + props.name;
+    if (!wrong.empty())
+      throw Failure(p == ncclSuccess ? ncclInternalError : p,
+                    "NET/" + std::string(net.name) + ": device " + std::to_string(d) + wrong);
+  }
   net_plugin_logger(NCCL_LOG_INFO, 0, __FILE__, __LINE__, "Using network %s", net.name);
   std::lock_guard lock(s.mutex);
   CommNet& c = s.comms[comm];
