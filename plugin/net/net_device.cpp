@@ -106,13 +106,17 @@ std::vector<NetDevice> topology_devices(const config::Env& env, const topo::Topo
 void name_apart_from_nccl_topology(const config::Env& env, std::vector<NetDevice>* devices) {
   std::set<std::string> taken;
   if (!env.nccl_topo_file.empty()) {
+    // Checked before opening: opening a pipe would wait for a writer, stalling NCCL's init.
     constexpr std::uintmax_t kMaxBytes = 64 << 20;
     std::error_code ec;
-    const std::uintmax_t bytes = std::filesystem::file_size(env.nccl_topo_file, ec);
-    std::ifstream in(env.nccl_topo_file, std::ios::binary);
-    if (ec || !in || bytes > kMaxBytes) {
+    const bool regular = std::filesystem::is_regular_file(env.nccl_topo_file, ec);
+    const std::uintmax_t bytes = regular ? std::filesystem::file_size(env.nccl_topo_file, ec) : 0;
+    std::ifstream in;
+    if (regular && !ec && bytes <= kMaxBytes) in.open(env.nccl_topo_file, std::ios::binary);
+    if (!in.is_open()) {
       TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NCCL_TOPO_FILE %s not read (%s); device names unchanged",
-              env.nccl_topo_file.c_str(), ec || !in ? "cannot open it" : "over 64 MiB");
+              env.nccl_topo_file.c_str(),
+              !regular ? "not a regular file" : bytes > kMaxBytes ? "over 64 MiB" : "cannot open it");
     } else {
       std::ostringstream text;
       text << in.rdbuf();

@@ -1,6 +1,7 @@
 // The net face's names stay apart from NCCL_TOPO_FILE's <net> elements: NCCL finds a device in
 // that XML by name and keeps the file's attributes (gdr among them) over the plugin's.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <set>
@@ -74,6 +75,12 @@ TEST(NcclTopologyNames, ADeviceNamedLikeANetOfNcclsTopologyFileIsToldApart) {
   const DeviceCatalog unreadable = devices_with(dir.path() + "/missing.xml");
   ASSERT_EQ(unreadable.devices.size(), 2u);
   EXPECT_EQ(unreadable.devices[1].nccl_name, "nic1");
+  // A pipe is never opened (that would wait for a writer and stall NCCL's init).
+  const std::string fifo = dir.path() + "/pipe.xml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const DeviceCatalog piped = devices_with(fifo);
+  ASSERT_EQ(piped.devices.size(), 2u);
+  EXPECT_EQ(piped.devices[1].nccl_name, "nic1");
   const DeviceCatalog unset = devices_with("");
   ASSERT_EQ(unset.devices.size(), 2u);
   EXPECT_EQ(unset.devices[0].nccl_name, "nic0");
