@@ -7,28 +7,27 @@
 
 #include <nccl.h>
 
+#include <optional>
 #include <string>
 
 namespace topocoll::plugin::interposer {
 
 class CommConfigCopy {
  public:
-  CommConfigCopy();  // NCCL_CONFIG_INITIALIZER: NCCL's defaults
+  CommConfigCopy() = default;  // NCCL_CONFIG_INITIALIZER: NCCL's defaults
   // The first user.size bytes NCCL would read (at most this build's ncclConfig_t), its
   // strings copied: the user may free them once the call returns.
   explicit CommConfigCopy(const ncclConfig_t& user);
-  CommConfigCopy(const CommConfigCopy& other);
-  CommConfigCopy& operator=(const CommConfigCopy& other);
 
+  // The user's config; its strings point into this copy.
+  ncclConfig_t user() const;
   // The config for splitting the communicator: the user's, sharing its resources
   // (splitShare = 1) and blocking (the split is made inside the user's init call).
   ncclConfig_t for_split() const;
-  const ncclConfig_t& user() const { return config_; }
 
  private:
-  void own_strings();
-  ncclConfig_t config_;
-  std::string net_name_, comm_name_;
+  ncclConfig_t config_ = NCCL_CONFIG_INITIALIZER;  // its string fields stay undefined
+  std::optional<std::string> net_name_, comm_name_;
 };
 
 }  // namespace topocoll::plugin::interposer
