@@ -3,10 +3,14 @@
 // so a stale, freed, foreign or garbage pointer (a request after its comm was closed, a
 // comm closed twice, a comm passed as a request) is ncclInvalidArgument with a WARN rather
 // than a use-after-free or a crash. A lookup is one hash probe under one mutex.
+//
+// An object may name the NCCL context (v11 init's ctx) it was made for, so finalize can take
+// back what NCCL never will: a connect NCCL stopped calling (communicator aborted mid-setup).
 #pragma once
 
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace topocoll::plugin::socket_net {
 
@@ -14,9 +18,9 @@ enum class LiveKind { Listen, Comm, Request, Connecting };
 
 class LiveObjects {
  public:
-  void add(const void* p, LiveKind kind) {
+  void add(const void* p, LiveKind kind, const void* owner = nullptr) {
     std::lock_guard lock(mutex_);
-    objects_[p] = kind;
+    objects_[p] = Entry{kind, owner};
   }
   // False when p was not live (already removed): the caller must not free it again.
   bool remove(const void* p) {
@@ -26,12 +30,32 @@ class LiveObjects {
   bool contains(const void* p, LiveKind kind) const {
     std::lock_guard lock(mutex_);
     auto it = objects_.find(p);
-    return it != objects_.end() && it->second == kind;
+    return it != objects_.end() && it->second.kind == kind;
+  }
+  // Removes every object of `kind` made for `owner` (not null) and returns them: the caller
+  // is now their only holder and frees them.
+  std::vector<const void*> take_owned(LiveKind kind, const void* owner) {
+    std::vector<const void*> taken;
+    if (!owner) return taken;
+    std::lock_guard lock(mutex_);
+    for (auto it = objects_.begin(); it != objects_.end();) {
+      if (it->second.kind == kind && it->second.owner == owner) {
+        taken.push_back(it->first);
+        it = objects_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return taken;
   }
 
  private:
+  struct Entry {
+    LiveKind kind;
+    const void* owner;
+  };
   mutable std::mutex mutex_;
-  std::unordered_map<const void*, LiveKind> objects_;
+  std::unordered_map<const void*, Entry> objects_;
 };
 
 // The one registry of this process.

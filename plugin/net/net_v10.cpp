@@ -25,7 +25,7 @@ ncclResult_t get_properties_v10(int dev, ncclNetProperties_v10_t* props) {
 
 ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t*, void* handle, void** send_comm,
                          ncclNetDeviceHandle_v10_t**) {
-  return connect(dev, handle, send_comm);
+  return connect(nullptr, dev, handle, send_comm);
 }
 
 ncclResult_t accept_v10(void* listen_comm, void** recv_comm, ncclNetDeviceHandle_v10_t**) {

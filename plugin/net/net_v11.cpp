@@ -26,6 +26,7 @@ ncclResult_t init_v11(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* con
 }
 
 ncclResult_t finalize_v11(void* ctx) {
+  abandon_connects(ctx);
   delete static_cast<Context*>(ctx);
   return ncclSuccess;
 }
@@ -48,8 +49,8 @@ ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t* props) {
 
 ncclResult_t listen_v11(void*, int dev, void* handle, void** listen_comm) { return listen(dev, handle, listen_comm); }
 
-ncclResult_t connect_v11(void*, int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v11_t**) {
-  return connect(dev, handle, send_comm);
+ncclResult_t connect_v11(void* ctx, int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v11_t**) {
+  return connect(ctx, dev, handle, send_comm);
 }
 
 ncclResult_t accept_v11(void* listen_comm, void** recv_comm, ncclNetDeviceHandle_v11_t**) {

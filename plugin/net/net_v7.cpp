@@ -18,7 +18,7 @@ ncclResult_t get_properties_v7(int dev, ncclNetProperties_v7_t* props) {
 }
 
 ncclResult_t connect_v7(int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v7_t**) {
-  return connect(dev, handle, send_comm);
+  return connect(nullptr, dev, handle, send_comm);
 }
 
 ncclResult_t accept_v7(void* listen_comm, void** recv_comm, ncclNetDeviceHandle_v7_t**) {

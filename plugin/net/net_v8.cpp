@@ -17,7 +17,7 @@ ncclResult_t get_properties_v8(int dev, ncclNetProperties_v8_t* props) {
 }
 
 ncclResult_t connect_v8(int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v8_t**) {
-  return connect(dev, handle, send_comm);
+  return connect(nullptr, dev, handle, send_comm);
 }
 
 ncclResult_t accept_v8(void* listen_comm, void** recv_comm, ncclNetDeviceHandle_v8_t**) {

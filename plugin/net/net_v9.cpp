@@ -22,7 +22,7 @@ ncclResult_t get_properties_v9(int dev, ncclNetProperties_v9_t* props) {
 }
 
 ncclResult_t connect_v9(int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v9_t**) {
-  return connect(dev, handle, send_comm);
+  return connect(nullptr, dev, handle, send_comm);
 }
 
 ncclResult_t accept_v9(void* listen_comm, void** recv_comm, ncclNetDeviceHandle_v9_t**) {

@@ -262,15 +262,14 @@ void set_pending(void* handle, PendingConnect* pending) {
   std::memcpy(static_cast<char*>(handle) + kConnectStageOffset, &stage, sizeof stage);
 }
 void end_pending(void* handle, PendingConnect* pending) {
-  live_objects().remove(pending);
-  delete pending;
+  if (live_objects().remove(pending)) delete pending;  // else finalize took it (misuse)
   set_pending(handle, nullptr);
 }
 }  // namespace
 
 // Never blocks: the first call starts the attempt (non-blocking connects), later calls with
 // the same handle move it on; *send_comm stays null until it is established.
-ncclResult_t connect(int dev, void* handle, void** send_comm) {
+ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm) {
   if (!handle || !send_comm) return ncclInvalidArgument;
   *send_comm = nullptr;
   return guarded("connect", [&] {
@@ -303,7 +302,7 @@ ncclResult_t connect(int dev, void* handle, void** send_comm) {
                                      &fresh->attempt);
       if (!s.ok()) return report("connect", s);
       pending = fresh.release();
-      live_objects().add(pending, LiveKind::Connecting);
+      live_objects().add(pending, LiveKind::Connecting, owner);
       set_pending(handle, pending);
     }
     std::unique_ptr<net::SendComm> send;
@@ -475,6 +474,16 @@ ncclResult_t close_comm(void* p, const char* call) {
   });
 }
 }  // namespace
+
+size_t abandon_connects(const void* owner) {
+  size_t n = 0;
+  for (const void* p : live_objects().take_owned(LiveKind::Connecting, owner)) {
+    delete static_cast<const PendingConnect*>(p);  // closes the attempt's socket
+    ++n;
+  }
+  if (n) TC_INFO(NCCL_NET, "NET/topocoll: finalize closed %zu connection attempt(s) NCCL stopped driving", n);
+  return n;
+}
 
 ncclResult_t close_send(void* send_comm) { return close_comm(send_comm, "closeSend"); }
 ncclResult_t close_recv(void* recv_comm) { return close_comm(recv_comm, "closeRecv"); }

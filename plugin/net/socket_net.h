@@ -32,7 +32,8 @@ ncclResult_t init(ncclDebugLogger_t logger);
 ncclResult_t devices(int* count);
 ncclResult_t properties(int dev, DeviceProperties* props);
 ncclResult_t listen(int dev, void* handle, void** listen_comm);
-ncclResult_t connect(int dev, void* handle, void** send_comm);
+// owner: the v11 context the connection is made for (null before v11); see abandon_connects.
+ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm);
 ncclResult_t accept(void* listen_comm, void** recv_comm);
 ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
 ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
@@ -46,6 +47,13 @@ ncclResult_t test(void* request, int* done, int* sizes);
 ncclResult_t close_send(void* send_comm);
 ncclResult_t close_recv(void* recv_comm);
 ncclResult_t close_listen(void* listen_comm);
+// Closes the connection attempts started for `owner` and not yet finished, returns how many.
+// NCCL keeps a connect's progress only in the handle and calls connect() until it returns a
+// comm; a communicator aborted meanwhile never calls again, and only finalize (v11, after
+// NCCL has stopped its proxy, init.cc commFree) can close the attempt's socket. Before v11
+// there is no context, and such an attempt stays open until the process ends, as in NCCL's
+// own socket transport.
+size_t abandon_connects(const void* owner);
 // getDeviceMr, irecvConsumed and makeVDevice are exported as null, as NCCL's own Socket
 // transport does: NCCL 2.28's proxy calls irecvConsumed after every received step whenever
 // the pointer is set (transport/net.cc), and tries NIC fusion whenever makeVDevice is set.

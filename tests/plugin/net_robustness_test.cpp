@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 
 #include <cstdint>
 #include <cstring>
@@ -267,6 +268,56 @@ TEST(NetPluginErrors, MisuseThroughTheCAbiIsAnErrorNotACrash) {
 }
 
 
+// A listener whose backlog is full and which never accepts: a connect to it stays under way
+// (its SYN is dropped), as to a peer that is slow or gone. target() is a plugin handle
+// naming it, made from one of the plugin's own handles so that only the address differs.
+class UnacceptingListener {
+ public:
+  explicit UnacceptingListener(const char* plugin_handle) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(listener_, 0) == 0;
+    socklen_t len = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+    for (int i = 0; i < 8; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      fillers_.push_back(fd);
+    }
+    net::Handle h;
+    std::memcpy(&h, plugin_handle, sizeof h);
+    h.family = AF_INET;
+    h.port = ntohs(a.sin_port);
+    std::memset(h.address, 0, sizeof h.address);
+    std::memcpy(h.address, &a.sin_addr, 4);
+    std::memcpy(target_, &h, sizeof h);
+  }
+  ~UnacceptingListener() {
+    for (int fd : fillers_) ::close(fd);
+    ::close(listener_);
+  }
+  bool ok() const { return ok_; }
+  // A fresh copy each time: NCCL hands connect() one handle per connection.
+  std::vector<char> target() const { return std::vector<char>(target_, target_ + sizeof target_); }
+
+ private:
+  int listener_ = -1;
+  bool ok_ = false;
+  std::vector<int> fillers_;
+  char target_[NCCL_NET_HANDLE_MAXSIZE] = {};
+};
+
+size_t open_descriptors() {
+  size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n - 1;  // the directory stream's own
+}
+
 // Issue 15, finding 6: connect() never blocks. Against a listener whose backlog is full (it
 // never accepts), each call returns at once without a comm, and the attempt fails with a
 // WARN once TOPOCOLL_NET_TIMEOUT_MS has passed.
@@ -280,35 +331,16 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
     char handle[NCCL_NET_HANDLE_MAXSIZE];
     void* listen = nullptr;
     RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
-    // A listener that never accepts, its backlog filled by raw connections.
-    const int full = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    RANK_REQUIRE(::bind(full, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(full, 0) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(full, reinterpret_cast<sockaddr*>(&a), &len);
-    std::vector<int> fillers;
-    for (int i = 0; i < 8; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-      fillers.push_back(fd);
-    }
-    net::Handle h;
-    std::memcpy(&h, handle, sizeof h);
-    h.family = AF_INET;
-    h.port = ntohs(a.sin_port);
-    std::memset(h.address, 0, sizeof h.address);
-    std::memcpy(h.address, &a.sin_addr, 4);
-    char target[NCCL_NET_HANDLE_MAXSIZE] = {};
-    std::memcpy(target, &h, sizeof h);
+    UnacceptingListener full(handle);
+    RANK_REQUIRE(full.ok());
+    std::vector<char> target = full.target();
     void* send = nullptr;
     ncclResult_t r = ncclSuccess;
     const auto started = std::chrono::steady_clock::now();
     auto longest = std::chrono::steady_clock::duration::zero();
     while (r == ncclSuccess && !send && std::chrono::steady_clock::now() - started < std::chrono::seconds(10)) {
       const auto before = std::chrono::steady_clock::now();
-      r = net->connect(ctx, 0, target, &send, nullptr);
+      r = net->connect(ctx, 0, target.data(), &send, nullptr);
       longest = std::max(longest, std::chrono::steady_clock::now() - before);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -316,8 +348,6 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
     RANK_REQUIRE(longest < std::chrono::milliseconds(200), "one connect() call took %lld ms",
                  (long long)std::chrono::duration_cast<std::chrono::milliseconds>(longest).count());
     RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "did not complete within 1500 ms"), "no WARN naming the timeout");
-    for (int fd : fillers) ::close(fd);
-    ::close(full);
     RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
@@ -325,6 +355,52 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
+// A communicator aborted while a connection is being set up: NCCL stops calling connect()
+// (it keeps the attempt only in the handle) and finalizes the context once its proxy has
+// stopped. finalize closes that context's attempts, and only those; a handle still naming
+// a closed attempt starts a new one.
+TEST(NetPluginErrors, FinalizeClosesTheConnectsItsContextLeftUnderWay) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void *aborted = nullptr, *alive = nullptr;
+    RANK_REQUIRE(net->init(&aborted, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+    RANK_REQUIRE(net->init(&alive, 2, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    const size_t without_listen = open_descriptors();
+    RANK_REQUIRE(net->listen(alive, 0, handle, &listen) == ncclSuccess);
+    const size_t listen_descriptors = open_descriptors() - without_listen;
+    UnacceptingListener slow(handle);
+    RANK_REQUIRE(slow.ok());
+
+    const size_t before = open_descriptors();
+    std::vector<char> first = slow.target(), second = slow.target(), third = slow.target();
+    void* send = nullptr;
+    RANK_REQUIRE(net->connect(aborted, 0, first.data(), &send, nullptr) == ncclSuccess && !send);
+    RANK_REQUIRE(net->connect(aborted, 0, second.data(), &send, nullptr) == ncclSuccess && !send);
+    const size_t with_aborted = open_descriptors();
+    RANK_REQUIRE(with_aborted > before, "a connect under way holds no socket (%zu -> %zu)", before, with_aborted);
+    RANK_REQUIRE(net->connect(alive, 0, third.data(), &send, nullptr) == ncclSuccess && !send);
+    const size_t with_both = open_descriptors();
+
+    RANK_REQUIRE(net->finalize(aborted) == ncclSuccess);
+    RANK_REQUIRE(open_descriptors() == with_both - (with_aborted - before),
+                 "finalize left descriptors open: %zu before, %zu with both contexts' connects, %zu after",
+                 before, with_both, open_descriptors());
+    RANK_REQUIRE(logged_contains(NCCL_LOG_INFO, "finalize closed 2 connection attempt(s)"), "no INFO line");
+    // The other context's attempt is untouched and still driven.
+    RANK_REQUIRE(net->connect(alive, 0, third.data(), &send, nullptr) == ncclSuccess && !send);
+    // A handle naming a closed attempt starts afresh rather than touching freed memory.
+    RANK_REQUIRE(net->connect(alive, 0, first.data(), &send, nullptr) == ncclSuccess && !send);
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+    RANK_REQUIRE(net->finalize(alive) == ncclSuccess);
+    RANK_REQUIRE(open_descriptors() == before - listen_descriptors,
+                 "the second finalize left descriptors open (%zu before, %zu after)", before, open_descriptors());
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
 
 // Fault matrix, net plugin harness: a receiver stopped (SIGSTOP) mid-transfer. Its sockets
 // stay open, so only the stall timeout can tell: with TOPOCOLL_NET_STALL_TIMEOUT_MS set the
