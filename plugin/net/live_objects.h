@@ -25,7 +25,9 @@ class LiveObjects {
   // False when p was not live (already removed): the caller must not free it again.
   bool remove(const void* p) {
     std::lock_guard lock(mutex_);
-    return objects_.erase(p) > 0;
+    const bool removed = objects_.erase(p) > 0;
+    release_memory_if_empty();
+    return removed;
   }
   bool contains(const void* p, LiveKind kind) const {
     std::lock_guard lock(mutex_);
@@ -46,10 +48,18 @@ class LiveObjects {
         ++it;
       }
     }
+    release_memory_if_empty();
     return taken;
   }
 
  private:
+  // An empty table gives its bucket array back (a default-constructed one holds no heap
+  // memory), so the registry owns none once NCCL has closed everything: unloading the
+  // library then leaves nothing behind (see live_objects()).
+  void release_memory_if_empty() {
+    if (objects_.empty() && objects_.bucket_count() > 1) decltype(objects_)().swap(objects_);
+  }
+
   struct Entry {
     LiveKind kind;
     const void* owner;
@@ -58,7 +68,10 @@ class LiveObjects {
   std::unordered_map<const void*, Entry> objects_;
 };
 
-// The one registry of this process.
+// The one registry of this library. Never destroyed, since NCCL's threads may still call in
+// while the process exits; it lives in the library's own storage and holds heap memory only
+// while objects are live, so NCCL unloading the plugin after its last communicator (dlclose,
+// NCCL 2.28 src/plugin/net.cc) and loading it again leaks nothing.
 LiveObjects& live_objects();
 
 }  // namespace topocoll::plugin::socket_net

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "net/connect_attempt.h"
@@ -20,7 +21,8 @@
 namespace topocoll::plugin::socket_net {
 
 LiveObjects& live_objects() {
-  static LiveObjects* objects = new LiveObjects();  // never destroyed: NCCL may call at exit
+  alignas(LiveObjects) static unsigned char storage[sizeof(LiveObjects)];
+  static LiveObjects* objects = new (storage) LiveObjects();  // never destroyed (live_objects.h)
   return *objects;
 }
 
