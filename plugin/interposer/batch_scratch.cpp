@@ -59,6 +59,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.comm = st->comm;
       v.device = st->device;
       v.ready = base ? 1 : 0;
+      v.abandon = &st->releasing;
       votes.push_back(std::move(v));
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
@@ -72,7 +73,10 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       for (auto& [st, base] : bases)
         if (st->comm == v.comm) {
           if (!v.error.empty()) TC_WARN("comm %p: scratch vote: %s", static_cast<void*>(st->comm), v.error.c_str());
-          fall_back(st, "allocation failed on some rank");
+          // An abandoned vote: the communicator's release waits for this call to leave, so
+          // forwarding to NCCL is still safe; that release then ends the collective.
+          fall_back(st, v.abandoned ? "vote abandoned (the communicator is being released)"
+                                    : "allocation failed on some rank");
           base = nullptr;
         }
   for (auto& [st, base] : bases)

@@ -17,6 +17,7 @@
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/rank_identity.h"
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/log.h"
@@ -379,6 +380,8 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     std::erase_if(g.collectives, [&](const PendingCollective& p) { return p.call.comm == comm; });
     std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
     st = CommRegistry::instance().remove(comm);
+    // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
+    if (st) fence_served_calls(*st, kReleaseWaitsForCalls);
     if (st && st->ring_comm) {
       CurrentDeviceGuard device_guard;
       device_guard.use(st->device);

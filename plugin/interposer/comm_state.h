@@ -78,6 +78,10 @@ struct CommState {
   std::mutex registrations_mutex;
   std::vector<Registration> registrations;
 
+  // A destroy or abort has begun; served calls inside (counted) must leave (release_fence.h).
+  std::atomic<bool> releasing{false};
+  std::atomic<int> calls_inside{0};
+
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};
 

@@ -21,6 +21,7 @@
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/interposer_config.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/ring_comm.h"
 #include "plugin/interposer/thread_group.h"
 #include "plugin/log.h"
@@ -162,13 +163,31 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   return ncclSuccess;
 }
 
+// Takes out the calls on communicators whose destroy or abort on another thread has begun
+// (release_fence.h): nothing more may be issued on them. ncclInvalidUsage when any.
+ncclResult_t drop_released(std::vector<PendingCollective>& pending) {
+  const auto gone = std::stable_partition(pending.begin(), pending.end(),
+                                          [](const PendingCollective& p) { return !releasing(*p.state); });
+  if (gone == pending.end()) return ncclSuccess;
+  for (auto it = gone; it != pending.end(); ++it)
+    TC_WARN("comm %p: destroyed or aborted by another thread before its %s of %zu elements ran; "
+            "the collective was not run",
+            static_cast<void*>(it->state->comm), collective_name(it->call.collective), it->call.count);
+  pending.erase(gone, pending.end());
+  return ncclInvalidUsage;
+}
+
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
+  std::vector<std::shared_ptr<CommState>> states;
+  for (const auto& p : pending) states.push_back(p.state);
+  const ServedCallsInside inside(states);
+  const ncclResult_t dropped = drop_released(pending);
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);
   pending.clear();
   ncclResult_t r = run_ring_calls(ring);
   const ncclResult_t s = run_schedules(schedules);
-  return r != ncclSuccess ? r : s;
+  return dropped != ncclSuccess ? dropped : r != ncclSuccess ? r : s;
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "plugin/interposer/device_guard.h"
 
@@ -47,12 +49,30 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
   cudaGetLastError();
 }
 
+// Waits for `stream` without blocking in CUDA, giving up when `abandon` is set (ReadyVote).
+// Polls at once for a millisecond or so (a vote behind no pending work is done in
+// microseconds), then every 100 us.
+cudaError_t poll_until_done(const ExchangeCudaCalls& cuda, cudaStream_t stream,
+                            const std::atomic<bool>* abandon, bool* abandoned) {
+  for (int polls = 0;; ++polls) {
+    const cudaError_t e = cuda.stream_query(stream);
+    if (e != cudaErrorNotReady) return e;
+    cudaGetLastError();  // "not ready" is recorded as the thread's last error: not the user's
+    if (abandon && abandon->load()) {
+      *abandoned = true;
+      return e;
+    }
+    if (polls < 1000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 }  // namespace
 
 ExchangeCudaCalls& exchange_cuda_calls() {
   static ExchangeCudaCalls calls{cudaGetDevice, cudaMallocAsync, cudaFreeAsync, cudaStreamCreateWithFlags,
                                  cudaStreamDestroy, cudaStreamSynchronize, cudaMemcpyAsync,
-                                 cudaMemsetAsync};
+                                 cudaMemsetAsync, cudaStreamQuery};
   return calls;
 }
 
@@ -205,7 +225,14 @@ void agree_ready(std::span<ReadyVote> batch) {
     device_guard.use(v.device);
     if (s.joined && er == ncclSuccess) {
       int32_t min = 0;
-      cudaError_t e = cuda.stream_synchronize(s.stream);
+      cudaError_t e = poll_until_done(cuda, s.stream, v.abandon, &v.abandoned);
+      if (v.abandoned) {
+        // Nothing read back: the slot is freed after the allreduce on its own stream, which
+        // NCCL's abort ends.
+        v.error = "the communicator was destroyed or aborted while its ready vote waited for its peers";
+        close_slot(cuda, s);
+        continue;
+      }
       if (e == cudaSuccess)
         e = cuda.memcpy_async(&min, s.buffer, sizeof min, cudaMemcpyDeviceToHost, s.stream);
       if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ struct ExchangeCudaCalls {
   cudaError_t (*stream_synchronize)(cudaStream_t);
   cudaError_t (*memcpy_async)(void*, const void*, std::size_t, cudaMemcpyKind, cudaStream_t);
   cudaError_t (*memset_async)(void*, int, std::size_t, cudaStream_t);
+  cudaError_t (*stream_query)(cudaStream_t);
 };
 ExchangeCudaCalls& exchange_cuda_calls();
 
@@ -65,11 +67,18 @@ ExchangeCudaCalls& exchange_cuda_calls();
 // only when the minimum is 1. Same joining rule as the exchange: a rank that fails to
 // prepare its vote still joins with 0; only a rank with no device memory at all stays
 // out (its `error` says its peers may block).
+//
+// The vote's result is waited for by polling, not in CUDA: a peer that hung keeps the
+// allreduce pending until NCCL's abort ends its kernel, and that abort comes from another
+// thread (PyTorch's watchdog), which first waits for this call to leave (comm_release).
+// `abandon`, when set while the vote waits, ends the wait: all_ready stays false.
 struct ReadyVote {
   ncclComm_t comm = nullptr;
   int device = -1;
   int ready = 0;           // this rank's vote
+  const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
+  bool abandoned = false;  // out: `abandon` was set before the result arrived
   std::string error;       // out: why this rank could not vote or read the result
 };
 void agree_ready(std::span<ReadyVote> batch);

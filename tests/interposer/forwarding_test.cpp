@@ -3,9 +3,13 @@
 // registered and released; groups are forwarded with their nesting intact.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "plugin/interposer/comm_state.h"
@@ -23,6 +27,9 @@ namespace topocoll::plugin::interposer {
 namespace {
 
 using stub_nccl::Call;
+
+// WARNs go to stderr, where tests read them; the environment is read once per process.
+[[maybe_unused]] const int kWarnsToStderr = setenv("NCCL_DEBUG", "WARN", 1);
 
 class Forwarding : public ::testing::Test {
  protected:
@@ -261,49 +268,174 @@ TEST_F(ServedForwarding, LookupCacheFollowsRemoveAndReinsertOfTheSameHandle) {
   EXPECT_EQ(seen, first);
 }
 
+// A schedule route for an fp32 allreduce of `count` elements on the served communicator,
+// with a fresh scratch, so the call's scratch grows and is voted on.
+void route_allreduce_to_hd(CommState* st, int64_t count) {
+  st->scratch = std::make_unique<DeviceScratch>(0);
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::Schedule;
+  route->algo = "hd";
+  route->schedule = std::make_shared<const sched::Schedule>(
+      sched::generate("hd", sched::Collective::AllReduce, st->nranks, count));
+  st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, route);
+}
+
+// The vote in host memory (no device here), restored when the scope ends.
+class HostMemoryVote {
+ public:
+  HostMemoryVote() : saved_(exchange_cuda_calls()) {
+    ExchangeCudaCalls& cuda = exchange_cuda_calls();
+    cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
+    cuda.malloc_async = [](void** p, std::size_t n, cudaStream_t) { *p = std::calloc(1, n); return cudaSuccess; };
+    cuda.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
+    cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
+    cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
+    cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+    cuda.stream_query = [](cudaStream_t) { return cudaSuccess; };
+    cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+      std::memcpy(d, s, n);
+      return cudaSuccess;
+    };
+    cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
+      std::memset(d, v, n);
+      return cudaSuccess;
+    };
+  }
+  ~HostMemoryVote() { exchange_cuda_calls() = saved_; }
+  HostMemoryVote(const HostMemoryVote&) = delete;
+  HostMemoryVote& operator=(const HostMemoryVote&) = delete;
+
+ private:
+  ExchangeCudaCalls saved_;
+};
+
+// The fixture's served state moved onto a communicator the stub made, which NCCL's
+// destroy or abort (the stub's) can free.
+ncclComm_t move_to_a_stub_comm(ncclComm_t fake) {
+  std::shared_ptr<CommState> st = CommRegistry::instance().remove(fake);
+  ncclComm_t made = nullptr;
+  pncclCommInitRank(&made, st->nranks, ncclUniqueId{}, st->rank);
+  st->comm = made;
+  CommRegistry::instance().insert(std::move(st));
+  return made;
+}
+
+bool forwarded_users_allreduce(const void* in, const void* out, int64_t count, ncclComm_t comm) {
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclAllReduce" && c.sendbuff == in && c.recvbuff == out && c.count == std::size_t(count) &&
+        c.comm == comm)
+      return true;
+  return false;
+}
+
 // Growing the scratch is voted on by every rank of the communicator; when any rank cannot
 // allocate, the call goes to NCCL unchanged on every rank (here: this rank cannot, as there
 // is no device; its peers could), instead of failing the user's collective.
 TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) {
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
-  st->scratch = std::make_unique<DeviceScratch>(0);
   const int64_t count = 4096;
-  auto route = std::make_shared<Route>();
-  route->target = RouteTarget::Schedule;
-  route->algo = "hd";
-  route->schedule = std::make_shared<const sched::Schedule>(
-      sched::generate("hd", sched::Collective::AllReduce, 8, count));
-  st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, route);
-  // The vote in host memory (no device here); the peers voted "ready".
-  const ExchangeCudaCalls saved = exchange_cuda_calls();
-  ExchangeCudaCalls& cuda = exchange_cuda_calls();
-  cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
-  cuda.malloc_async = [](void** p, std::size_t n, cudaStream_t) { *p = std::calloc(1, n); return cudaSuccess; };
-  cuda.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
-  cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
-  cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
-  cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
-  cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
-    std::memcpy(d, s, n);
-    return cudaSuccess;
-  };
-  cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
-    std::memset(d, v, n);
-    return cudaSuccess;
-  };
-  stub_nccl::set_allreduce_min_peers(1);
+  route_allreduce_to_hd(st, count);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr),
-            ncclSuccess);
-  exchange_cuda_calls() = saved;
+  {
+    HostMemoryVote vote;
+    stub_nccl::set_allreduce_min_peers(1);  // the peers voted "ready"
+    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  }
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0})) << "this rank voted 'cannot'";
-  bool forwarded = false;
-  for (const Call& c : stub_nccl::calls())
-    if (c.fn == "pncclAllReduce" && c.sendbuff == in.data() && c.recvbuff == out.data() &&
-        c.count == std::size_t(count) && c.comm == comm_)
-      forwarded = true;
-  EXPECT_TRUE(forwarded) << "the user's allreduce did not reach NCCL";
+  EXPECT_TRUE(forwarded_users_allreduce(in.data(), out.data(), count, comm_))
+      << "the user's allreduce did not reach NCCL";
+  stub_nccl::reset();
+}
+
+// PyTorch's watchdog aborts a communicator from its own thread when a collective times out.
+// A served call may be waiting on the host for the scratch vote just then, behind a peer
+// that hung: the abort ends that wait and lets NCCL free the communicator only once the
+// call has left (release_fence.h), so the call never touches a freed communicator.
+TEST_F(ServedForwarding, AnAbortFromAnotherThreadWaitsForACallStuckInTheScratchVote) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  const int64_t count = 4096;
+  route_allreduce_to_hd(st, count);
+  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  HostMemoryVote vote;
+  static std::atomic<int> polls;
+  polls = 0;
+  exchange_cuda_calls().stream_query = [](cudaStream_t) {
+    ++polls;
+    return cudaErrorNotReady;  // a peer hung: the vote's allreduce never completes
+  };
+  std::atomic<bool> returned{false};
+  ncclResult_t result = ncclInternalError;
+  std::thread caller([&] {
+    result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    returned = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (polls.load() < 10 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GE(polls.load(), 10) << "the call never waited for the vote";
+  EXPECT_FALSE(returned.load());
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(returned.load()) << "NCCL's abort ran while the served call was still inside";
+  caller.join();
+  EXPECT_EQ(result, ncclSuccess) << "the call went to NCCL, whose abort then ends it";
+  EXPECT_NE(err.find("destroyed or aborted while its ready vote waited"), std::string::npos) << err;
+  // The stub's log: the call's last operation comes before NCCL's abort, none after it.
+  const auto all = stub_nccl::calls();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.back().fn, "pncclCommAbort");
+  EXPECT_EQ(all.back().comm, comm);
+  stub_nccl::reset();
+}
+
+// A served call queued in another thread's open group when the communicator is aborted is
+// not run at that group's end: it returns ncclInvalidUsage with a WARN, and nothing reaches
+// NCCL for it.
+TEST_F(ServedForwarding, ACallQueuedInAnotherThreadsGroupIsNotRunAfterTheAbort) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  const int64_t count = 4096;
+  route_allreduce_to_hd(st, count);
+  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  std::mutex m;
+  std::condition_variable cv;
+  int stage = 0;  // 1: queued in the group; 2: aborted
+  ncclResult_t queued = ncclInternalError, ended = ncclInternalError;
+  std::string err;
+  std::thread caller([&] {
+    ncclGroupStart();
+    queued = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    {
+      std::unique_lock lock(m);
+      stage = 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return stage == 2; });
+    }
+    ::testing::internal::CaptureStderr();
+    ended = ncclGroupEnd();
+    err = ::testing::internal::GetCapturedStderr();
+  });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return stage == 1; });
+  }
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  {
+    std::lock_guard lock(m);
+    stage = 2;
+  }
+  cv.notify_all();
+  caller.join();
+  EXPECT_EQ(queued, ncclSuccess);
+  EXPECT_EQ(ended, ncclInvalidUsage);
+  EXPECT_NE(err.find("destroyed or aborted by another thread before its allreduce"), std::string::npos) << err;
+  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+  for (const Call& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclSend") << "a step of the schedule was issued";
   stub_nccl::reset();
 }
 

@@ -180,6 +180,7 @@ class InitExchangeFakeCuda : public ::testing::Test {
     c.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorMemoryAllocation; };
     c.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
     c.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+    c.stream_query = [](cudaStream_t) { return cudaSuccess; };
     c.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
       std::memcpy(d, s, n);
       return cudaSuccess;

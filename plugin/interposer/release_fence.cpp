@@ -1,0 +1,39 @@
+#include "plugin/interposer/release_fence.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "plugin/log.h"
+
+namespace topocoll::plugin::interposer {
+
+ServedCallsInside::ServedCallsInside(const std::vector<std::shared_ptr<CommState>>& states) {
+  for (const auto& st : states) {
+    if (!st || std::find(entered_.begin(), entered_.end(), st.get()) != entered_.end()) continue;
+    st->calls_inside.fetch_add(1);
+    entered_.push_back(st.get());
+  }
+}
+
+// The states outlive the scope: the calls it counts hold shared references to them.
+ServedCallsInside::~ServedCallsInside() {
+  for (CommState* st : entered_) st->calls_inside.fetch_sub(1);
+}
+
+bool fence_served_calls(CommState& st, std::chrono::milliseconds bound) {
+  st.releasing.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (st.calls_inside.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      TC_WARN("comm %p: %d served topocoll call(s) on other threads still inside after %lld ms; "
+              "releasing the communicator anyway (NCCL's abort ends what they wait for, but a "
+              "call on a communicator being released is undefined in NCCL)",
+              static_cast<void*>(st.comm), st.calls_inside.load(), static_cast<long long>(bound.count()));
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+}  // namespace topocoll::plugin::interposer
