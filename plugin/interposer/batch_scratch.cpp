@@ -15,9 +15,9 @@ namespace topocoll::plugin::interposer {
 
 bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
                            const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,
-                           std::vector<char*>& regions, std::vector<char>& to_nccl) {
+                           std::vector<char*>& regions, std::vector<ScratchOutcome>& outcomes) {
   regions.assign(calls.size(), nullptr);
-  to_nccl.assign(calls.size(), 0);
+  outcomes.assign(calls.size(), ScratchOutcome::Served);
   const std::size_t max_bytes =
       std::size_t(std::max<int64_t>(0, interposer_config().scratch_max_bytes));
   std::vector<std::pair<CommState*, std::size_t>> totals;
@@ -34,10 +34,13 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   // totals and the scratch's growth history: every rank grows at the same call. A growth is
   // then voted on (one 4-byte allreduce on the communicator): if any rank could not
   // allocate, every rank sends that communicator's calls of this batch to NCCL.
+  auto settle = [&](CommState* st, ScratchOutcome outcome) {
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (calls[i].state.get() == st) outcomes[i] = outcome;
+  };
   auto fall_back = [&](CommState* st, const char* why) {
     TC_FALLBACK_ONCE("topocoll scratch %s: such calls go to NCCL (on every rank alike)", why);
-    for (std::size_t i = 0; i < calls.size(); ++i)
-      if (calls[i].state.get() == st) to_nccl[i] = 1;
+    settle(st, ScratchOutcome::ToNccl);
   };
   std::vector<ReadyVote> votes;
   std::vector<std::pair<CommState*, char*>> bases;
@@ -59,7 +62,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.comm = st->comm;
       v.device = st->device;
       v.ready = base ? 1 : 0;
-      v.abandon = &st->releasing;
+      v.abandon = &st->aborting;
       votes.push_back(std::move(v));
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
@@ -73,21 +76,34 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       for (auto& [st, base] : bases)
         if (st->comm == v.comm) {
           if (!v.error.empty()) TC_WARN("comm %p: scratch vote: %s", static_cast<void*>(st->comm), v.error.c_str());
-          // An abandoned vote: the communicator's release waits for this call to leave, so
-          // forwarding to NCCL is still safe; that release then ends the collective.
-          fall_back(st, v.abandoned ? "vote abandoned (the communicator is being released)"
-                                    : "allocation failed on some rank");
+          // Abandoned: nothing more goes to a communicator being aborted, not even to NCCL,
+          // whose runtime connect could wait for the very peer that hung.
+          if (v.abandoned) settle(st, ScratchOutcome::Released);
+          else fall_back(st, "allocation failed on some rank");
           base = nullptr;
         }
   for (auto& [st, base] : bases)
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (needs[i] > 0 && calls[i].state.get() == st && base) regions[i] = base + offsets[i];
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    if (needs[i] == 0 || to_nccl[i]) continue;
+    if (needs[i] == 0 || outcomes[i] != ScratchOutcome::Served) continue;
     device_guard.use(calls[i].state->device);
     calls[i].state->scratch->order_after_previous(calls[i].call.stream);
   }
   return true;
+}
+
+ncclResult_t report_released(const std::vector<PendingCollective>& calls,
+                             const std::vector<ScratchOutcome>& outcomes) {
+  ncclResult_t r = ncclSuccess;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (outcomes[i] != ScratchOutcome::Released) continue;
+    TC_WARN("comm %p: aborted by another thread while its call of %zu elements waited for the "
+            "scratch vote; the collective was not run",
+            static_cast<void*>(calls[i].state->comm), calls[i].call.count);
+    r = ncclInvalidUsage;
+  }
+  return r;
 }
 
 void mark_batch_scratch_used(const std::vector<PendingCollective>& calls,

@@ -11,17 +11,28 @@
 
 namespace topocoll::plugin::interposer {
 
+// Where a call of the batch goes once its scratch is settled.
+enum class ScratchOutcome : char {
+  Served,    // topocoll runs it in its region
+  ToNccl,    // NCCL runs it instead, decided alike on every rank of its communicator
+  Released,  // its communicator was aborted while the vote waited: nothing more is issued
+};
+
 // Call i gets needs[i] bytes (none when 0), a region of its communicator's scratch of its
 // own (calls of one communicator in one batch run at the same time, so they cannot share),
 // ordered after the previous batch's uses. needs[i] must be the same on every rank (the
-// most any rank needs). to_nccl[i] set: the call goes to NCCL instead, decided alike on
-// every rank of its communicator — its communicator's total is above
-// TOPOCOLL_SCRATCH_MAX_BYTES, or growing the scratch failed on some rank (a vote, one
-// 4-byte allreduce, only when the scratch grows). False (WARNed) only when an allocation
-// for a call being captured into a CUDA graph fails (no vote is possible there).
+// most any rank needs). outcomes[i] is ToNccl when its communicator's total is above
+// TOPOCOLL_SCRATCH_MAX_BYTES or growing the scratch failed on some rank (a vote, one 4-byte
+// allreduce, only when the scratch grows), Released when an abort from another thread
+// ended the vote's wait (release_fence.h). False (WARNed) only when an allocation for a
+// call being captured into a CUDA graph fails (no vote is possible there).
 bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
                            const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,
-                           std::vector<char*>& regions, std::vector<char>& to_nccl);
+                           std::vector<char*>& regions, std::vector<ScratchOutcome>& outcomes);
+
+// Warns about the batch's Released calls; ncclInvalidUsage when there are any.
+ncclResult_t report_released(const std::vector<PendingCollective>& calls,
+                             const std::vector<ScratchOutcome>& outcomes);
 
 // After a batch: every communicator whose scratch a call used records the calls' streams.
 void mark_batch_scratch_used(const std::vector<PendingCollective>& calls,

@@ -78,8 +78,10 @@ struct CommState {
   std::mutex registrations_mutex;
   std::vector<Registration> registrations;
 
-  // A destroy or abort has begun; served calls inside (counted) must leave (release_fence.h).
+  // A destroy or abort has begun (and which): served calls inside, counted, must leave
+  // before NCCL's runs (release_fence.h).
   std::atomic<bool> releasing{false};
+  std::atomic<bool> aborting{false};
   std::atomic<int> calls_inside{0};
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.

@@ -121,20 +121,24 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     needs.push_back(exec::max_scratch_bytes(*c.route->schedule, kernels::DataType(int(c.call.datatype)),
                                             reduce_op_of(c.call)));
   std::vector<char*> regions;
-  std::vector<char> to_nccl;
-  if (!reserve_batch_scratch(calls, needs, device_guard, regions, to_nccl)) return ncclSystemError;
+  std::vector<ScratchOutcome> outcomes;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions, outcomes)) return ncclSystemError;
+  const ncclResult_t released = report_released(calls, outcomes);
   // Calls without scratch go to NCCL on the user's communicator, in one group.
-  if (std::find(to_nccl.begin(), to_nccl.end(), 1) != to_nccl.end()) {
+  if (std::find(outcomes.begin(), outcomes.end(), ScratchOutcome::ToNccl) != outcomes.end()) {
     ncclResult_t r = pncclGroupStart();
     for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
-      if (to_nccl[i]) r = forward_collective(calls[i].call, calls[i].call.comm);
+      if (outcomes[i] == ScratchOutcome::ToNccl) r = forward_collective(calls[i].call, calls[i].call.comm);
     const ncclResult_t end = pncclGroupEnd();
     if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
   }
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    if (to_nccl[i]) continue;
+    if (outcomes[i] != ScratchOutcome::Served) {
+      needs[i] = 0;  // no use of its scratch to record
+      continue;
+    }
     const PendingCollective& c = calls[i];
     CommState* st = c.state.get();
     device_guard.use(st->device);
@@ -160,7 +164,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     throw;
   }
   mark_batch_scratch_used(calls, needs, device_guard);
-  return ncclSuccess;
+  return released;
 }
 
 // Takes out the calls on communicators whose destroy or abort on another thread has begun

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -49,19 +50,36 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
   cudaGetLastError();
 }
 
-// Waits for `stream` without blocking in CUDA, giving up when `abandon` is set (ReadyVote).
-// Polls at once for a millisecond or so (a vote behind no pending work is done in
-// microseconds), then every 100 us.
-cudaError_t poll_until_done(const ExchangeCudaCalls& cuda, cudaStream_t stream,
-                            const std::atomic<bool>* abandon, bool* abandoned) {
+// True when `v`'s communicator is being aborted (ReadyVote::abandon); records it.
+bool abandoned_now(ReadyVote& v) {
+  if (!v.abandon || !v.abandon->load()) return false;
+  v.abandoned = true;
+  v.error = "the communicator was aborted while its ready vote waited for its peers";
+  return true;
+}
+
+// Waits for every joined vote's allreduce without blocking in CUDA, all together: a
+// communicator being aborted is let go at once even while another's vote still waits for
+// its peers. done[i]: the stream's result; unset for the abandoned. Polls at once for a
+// millisecond or so (a vote behind no pending work is done in microseconds), then every
+// 100 us.
+void poll_votes(const ExchangeCudaCalls& cuda, std::span<ReadyVote> batch, const std::vector<DeviceSlot>& slots,
+                std::vector<char>& waiting, std::vector<cudaError_t>& done, CurrentDeviceGuard& device_guard) {
   for (int polls = 0;; ++polls) {
-    const cudaError_t e = cuda.stream_query(stream);
-    if (e != cudaErrorNotReady) return e;
-    cudaGetLastError();  // "not ready" is recorded as the thread's last error: not the user's
-    if (abandon && abandon->load()) {
-      *abandoned = true;
-      return e;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!waiting[i]) continue;
+      device_guard.use(batch[i].device);
+      const cudaError_t e = cuda.stream_query(slots[i].stream);
+      if (e == cudaErrorNotReady) {
+        // Recorded as the thread's last error; cleared, but never an error of the user's.
+        if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+        if (abandoned_now(batch[i])) waiting[i] = 0;
+        continue;
+      }
+      done[i] = e;
+      waiting[i] = 0;
     }
+    if (std::find(waiting.begin(), waiting.end(), 1) == waiting.end()) return;
     if (polls < 1000) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
@@ -211,7 +229,7 @@ void agree_ready(std::span<ReadyVote> batch) {
 
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
-    if (!slots[i].buffer) continue;
+    if (!slots[i].buffer || abandoned_now(batch[i])) continue;
     const ncclResult_t ar = pncclAllReduce(slots[i].buffer, slots[i].buffer, 1, ncclInt32, ncclMin,
                                            batch[i].comm, slots[i].stream);
     if (ar != ncclSuccess) batch[i].error = std::string("ncclAllReduce: ") + pncclGetErrorString(ar);
@@ -219,20 +237,21 @@ void agree_ready(std::span<ReadyVote> batch) {
   }
   const ncclResult_t er = pncclGroupEnd();
 
+  std::vector<char> waiting(batch.size(), 0);
+  std::vector<cudaError_t> done(batch.size(), cudaSuccess);
+  for (std::size_t i = 0; i < batch.size(); ++i) waiting[i] = slots[i].joined && er == ncclSuccess;
+  poll_votes(cuda, batch, slots, waiting, done, device_guard);
+
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(v.device);
-    if (s.joined && er == ncclSuccess) {
+    if (v.abandoned) {
+      // Nothing read back: the slot is freed after the allreduce on its own stream, which
+      // NCCL's abort ends.
+    } else if (s.joined && er == ncclSuccess) {
       int32_t min = 0;
-      cudaError_t e = poll_until_done(cuda, s.stream, v.abandon, &v.abandoned);
-      if (v.abandoned) {
-        // Nothing read back: the slot is freed after the allreduce on its own stream, which
-        // NCCL's abort ends.
-        v.error = "the communicator was destroyed or aborted while its ready vote waited for its peers";
-        close_slot(cuda, s);
-        continue;
-      }
+      cudaError_t e = done[i];
       if (e == cudaSuccess)
         e = cuda.memcpy_async(&min, s.buffer, sizeof min, cudaMemcpyDeviceToHost, s.stream);
       if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);

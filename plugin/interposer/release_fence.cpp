@@ -20,14 +20,15 @@ ServedCallsInside::~ServedCallsInside() {
   for (CommState* st : entered_) st->calls_inside.fetch_sub(1);
 }
 
-bool fence_served_calls(CommState& st, std::chrono::milliseconds bound) {
+bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound) {
+  if (abort) st.aborting.store(true);
   st.releasing.store(true);
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (st.calls_inside.load() > 0) {
     if (std::chrono::steady_clock::now() >= deadline) {
       TC_WARN("comm %p: %d served topocoll call(s) on other threads still inside after %lld ms; "
-              "releasing the communicator anyway (NCCL's abort ends what they wait for, but a "
-              "call on a communicator being released is undefined in NCCL)",
+              "releasing it anyway (NCCL's abort ends what they wait for in NCCL, but a call "
+              "on a communicator being released is undefined in NCCL)",
               static_cast<void*>(st.comm), st.calls_inside.load(), static_cast<long long>(bound.count()));
       return false;
     }

@@ -5,11 +5,21 @@
 // and a peer that hung keeps it waiting until the abort. PyTorch's watchdog calls
 // ncclCommAbort from its own thread exactly then.
 //
-// So a release first marks the communicator as releasing and waits for the served calls
-// inside it to leave: the vote's wait gives up when it sees the mark, and a call that sees
-// it issues nothing more on that communicator and returns ncclInvalidUsage. The wait is
-// bounded (a call stuck inside NCCL itself, say connecting to a dead peer, leaves only when
-// NCCL's abort ends it): past the bound the release goes on, with a WARN, as NCCL would.
+// So a release first marks the communicator and waits for the served calls inside it to
+// leave. A call not yet started when it sees the mark (one queued in another thread's open
+// group) is not run: ncclInvalidUsage. An abort also ends the vote's wait, and the calls
+// that waited issue nothing more (ncclInvalidUsage): not even NCCL's own collective, whose
+// runtime connect could wait for the very peer that hung. A destroy lets the vote finish,
+// as its peers are expected to be alive. The wait is bounded: a call stuck inside NCCL
+// itself (connecting to a peer that hung) leaves only when NCCL's abort sets its flag, so
+// past the bound the release goes on with a WARN, and from there it is NCCL's own race of
+// an abort against a call on another thread. A batch spanning two communicators stays
+// inside both until it returns: one aborted while the other's vote still waits issues
+// nothing more, but its release waits for the bound.
+//
+// Counted are the calls that run topocoll's schedules or permutations (run_pending). A
+// call forwarded straight to NCCL (on the user's or the topology-ordered communicator) is
+// an NCCL enqueue that returns at once, guarded no more than NCCL guards its own.
 #pragma once
 
 #include <chrono>
@@ -37,9 +47,10 @@ class ServedCallsInside {
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }
 
-// Marks `st` as releasing and waits up to `bound` for the served calls inside it to leave.
-// False (with a WARN naming the communicator) when some are still inside at the bound.
-bool fence_served_calls(CommState& st, std::chrono::milliseconds bound);
+// Marks `st` as releasing (and aborting, for an abort) and waits up to `bound` for the
+// served calls inside it to leave. False (with a WARN naming the communicator) when some
+// are still inside at the bound.
+bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound);
 
 // How long a destroy or abort waits for served calls on other threads.
 inline constexpr std::chrono::milliseconds kReleaseWaitsForCalls{5000};

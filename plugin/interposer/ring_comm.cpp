@@ -95,12 +95,13 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
     needs[i] = blocks[i] * std::size_t(c.state->nranks);
   }
   std::vector<char*> regions;
-  std::vector<char> to_nccl;
-  if (!reserve_batch_scratch(calls, needs, device_guard, regions, to_nccl)) return ncclSystemError;
+  std::vector<ScratchOutcome> outcomes;
+  if (!reserve_batch_scratch(calls, needs, device_guard, regions, outcomes)) return ncclSystemError;
+  const ncclResult_t released = report_released(calls, outcomes);
   // A call without its permutation scratch runs on the user's communicator (every rank of
   // it decided alike), where NCCL's block order is already the user's.
   for (std::size_t i = 0; i < calls.size(); ++i)
-    if (to_nccl[i]) needs[i] = 0;
+    if (outcomes[i] != ScratchOutcome::Served) needs[i] = 0;
   auto permute = [&](std::size_t i, bool to_ring) {
     const CollectiveCall& call = calls[i].call;
     char* user = static_cast<char*>(to_ring ? const_cast<void*>(call.sendbuff) : call.recvbuff);
@@ -121,9 +122,11 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   if (r != ncclSuccess) return r;
   r = pncclGroupStart();
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
+    if (outcomes[i] == ScratchOutcome::Released) continue;
     CollectiveCall call = calls[i].call;
-    const ncclComm_t comm =
-        calls[i].state->ring_comm && !to_nccl[i] ? calls[i].state->ring_comm.load() : call.comm;
+    const ncclComm_t comm = calls[i].state->ring_comm && outcomes[i] == ScratchOutcome::Served
+                                ? calls[i].state->ring_comm.load()
+                                : call.comm;
     if (needs[i] > 0 && call.collective == Collective::ReduceScatter) call.sendbuff = regions[i];
     if (needs[i] > 0 && call.collective == Collective::AllGather) call.recvbuff = regions[i];
     r = forward_collective(call, comm);
@@ -133,7 +136,7 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
     if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
   mark_batch_scratch_used(calls, needs, device_guard);
-  return r;
+  return r != ncclSuccess ? r : released;
 }
 
 }  // namespace topocoll::plugin::interposer

@@ -71,7 +71,9 @@ class LiveObjects {
 // The one registry of this library. Never destroyed, since NCCL's threads may still call in
 // while the process exits; it lives in the library's own storage and holds heap memory only
 // while objects are live, so NCCL unloading the plugin after its last communicator (dlclose,
-// NCCL 2.28 src/plugin/net.cc) and loading it again leaks nothing.
+// NCCL 2.28 src/plugin/net.cc) and loading it again leaks nothing once everything was
+// closed (before v11, a connection attempt NCCL abandoned is never closed: see
+// socket_net.h abandon_connects).
 LiveObjects& live_objects();
 
 }  // namespace topocoll::plugin::socket_net

@@ -264,7 +264,10 @@ void set_pending(void* handle, PendingConnect* pending) {
   std::memcpy(static_cast<char*>(handle) + kConnectStageOffset, &stage, sizeof stage);
 }
 void end_pending(void* handle, PendingConnect* pending) {
-  if (live_objects().remove(pending)) delete pending;  // else finalize took it (misuse)
+  // Not removed: finalize already took it back. NCCL finalizes only after its proxy, which
+  // drives connect, has stopped (init.cc commFree), so only a caller that ignores that order
+  // gets here, and then this spares a double free but not its other races.
+  if (live_objects().remove(pending)) delete pending;
   set_pending(handle, nullptr);
 }
 }  // namespace

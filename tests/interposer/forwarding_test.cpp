@@ -348,11 +348,45 @@ TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) 
   stub_nccl::reset();
 }
 
+// The vote's stream as a peer that hung leaves it: not ready, until `until` has passed (so
+// that a call the release failed to let go does not hang the test but shows in the stub's
+// log after NCCL's release) or `ready_when` (when set) holds.
+struct HungVote {
+  static inline std::atomic<int> polls{0};
+  static inline std::chrono::steady_clock::time_point until{};
+  static inline std::atomic<const std::atomic<bool>*> ready_when{nullptr};
+  static cudaError_t query(cudaStream_t) {
+    ++polls;
+    const std::atomic<bool>* flag = ready_when.load();
+    if ((flag && flag->load()) || std::chrono::steady_clock::now() >= until) return cudaSuccess;
+    return cudaErrorNotReady;
+  }
+  static void install(std::chrono::seconds hang, const std::atomic<bool>* ready = nullptr) {
+    polls = 0;
+    until = std::chrono::steady_clock::now() + hang;
+    ready_when = ready;
+    exchange_cuda_calls().stream_query = query;
+  }
+  static bool wait_for_polls(int n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (polls.load() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return polls.load() >= n;
+  }
+};
+
+// Index of the first call named `fn` on `comm` in the stub's log, or -1.
+int first_call(const std::vector<Call>& all, const char* fn, ncclComm_t comm) {
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].fn == fn && all[i].comm == comm) return int(i);
+  return -1;
+}
+
 // PyTorch's watchdog aborts a communicator from its own thread when a collective times out.
 // A served call may be waiting on the host for the scratch vote just then, behind a peer
-// that hung: the abort ends that wait and lets NCCL free the communicator only once the
-// call has left (release_fence.h), so the call never touches a freed communicator.
-TEST_F(ServedForwarding, AnAbortFromAnotherThreadWaitsForACallStuckInTheScratchVote) {
+// that hung: the abort ends that wait, the call issues nothing more and fails, and NCCL's
+// abort runs only after the call has left (release_fence.h).
+TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote) {
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   const int64_t count = 4096;
@@ -360,35 +394,66 @@ TEST_F(ServedForwarding, AnAbortFromAnotherThreadWaitsForACallStuckInTheScratchV
   const ncclComm_t comm = move_to_a_stub_comm(comm_);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   HostMemoryVote vote;
-  static std::atomic<int> polls;
-  polls = 0;
-  exchange_cuda_calls().stream_query = [](cudaStream_t) {
-    ++polls;
-    return cudaErrorNotReady;  // a peer hung: the vote's allreduce never completes
-  };
-  std::atomic<bool> returned{false};
+  HungVote::install(std::chrono::seconds(15));
   ncclResult_t result = ncclInternalError;
   std::thread caller([&] {
+    ::testing::internal::CaptureStderr();
     result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    returned = true;
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (polls.load() < 10 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_GE(polls.load(), 10) << "the call never waited for the vote";
-  EXPECT_FALSE(returned.load());
-  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(returned.load()) << "NCCL's abort ran while the served call was still inside";
   caller.join();
-  EXPECT_EQ(result, ncclSuccess) << "the call went to NCCL, whose abort then ends it";
-  EXPECT_NE(err.find("destroyed or aborted while its ready vote waited"), std::string::npos) << err;
-  // The stub's log: the call's last operation comes before NCCL's abort, none after it.
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result, ncclInvalidUsage);
+  EXPECT_NE(err.find("aborted while its ready vote waited"), std::string::npos) << err;
+  EXPECT_NE(err.find("the collective was not run"), std::string::npos) << err;
+  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+  // NCCL's abort is the last call: the served call issued nothing after it.
   const auto all = stub_nccl::calls();
   ASSERT_FALSE(all.empty());
   EXPECT_EQ(all.back().fn, "pncclCommAbort");
   EXPECT_EQ(all.back().comm, comm);
+  stub_nccl::reset();
+}
+
+// A destroy from another thread also waits for the call inside, but lets its vote finish
+// (the peers are alive): the call completes as it would have, then NCCL's destroy runs.
+TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
+  std::shared_ptr<CommState> st = served_state(comm_);
+  ASSERT_NE(st, nullptr);
+  const int64_t count = 4096;
+  route_allreduce_to_hd(st.get(), count);
+  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  HostMemoryVote vote;
+  stub_nccl::set_allreduce_min_peers(1);
+  // The peers' votes arrive while the destroy waits: well after it marked the communicator.
+  std::atomic<bool> peers_voted{false};
+  HungVote::install(std::chrono::seconds(15), &peers_voted);
+  ncclResult_t result = ncclInternalError;
+  std::thread caller([&] { result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr); });
+  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+  std::thread peers([&] {
+    while (!st->releasing.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Ten more polls of the waiting call (at most 5 s: a call that gave up polls no more).
+    const int polled = HungVote::polls.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (HungVote::polls.load() < polled + 10 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    peers_voted = true;
+  });
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  caller.join();
+  peers.join();
+  EXPECT_EQ(result, ncclSuccess);
+  EXPECT_FALSE(st->aborting.load());
+  // No device here, so this rank voted "cannot" and the call went to NCCL: before the destroy.
+  const auto all = stub_nccl::calls();
+  int forwarded = -1;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].fn == "pncclAllReduce" && all[i].sendbuff == in.data() && all[i].comm == comm) forwarded = int(i);
+  ASSERT_GE(forwarded, 0) << "the user's allreduce did not reach NCCL";
+  EXPECT_LT(forwarded, first_call(all, "pncclCommDestroy", comm));
   stub_nccl::reset();
 }
 
