@@ -320,6 +320,14 @@ ncclComm_t move_to_a_stub_comm(ncclComm_t fake) {
   return made;
 }
 
+// Both: the fixture's served state on a stub-made communicator, with an fp32 allreduce of
+// `count` elements routed to HD and a fresh scratch.
+ncclComm_t stub_comm_with_hd_allreduce(ncclComm_t fake, int64_t count) {
+  const ncclComm_t comm = move_to_a_stub_comm(fake);
+  route_allreduce_to_hd(CommRegistry::instance().find(comm), count);
+  return comm;
+}
+
 bool forwarded_users_allreduce(const void* in, const void* out, int64_t count, ncclComm_t comm) {
   for (const Call& c : stub_nccl::calls())
     if (c.fn == "pncclAllReduce" && c.sendbuff == in && c.recvbuff == out && c.count == std::size_t(count) &&
@@ -387,11 +395,8 @@ int first_call(const std::vector<Call>& all, const char* fn, ncclComm_t comm) {
 // that hung: the abort ends that wait, the call issues nothing more and fails, and NCCL's
 // abort runs only after the call has left (release_fence.h).
 TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote) {
-  CommState* st = served_state(comm_).get();
-  ASSERT_NE(st, nullptr);
   const int64_t count = 4096;
-  route_allreduce_to_hd(st, count);
-  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   HostMemoryVote vote;
   HungVote::install(std::chrono::seconds(15));
@@ -419,11 +424,10 @@ TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote)
 // A destroy from another thread also waits for the call inside, but lets its vote finish
 // (the peers are alive): the call completes as it would have, then NCCL's destroy runs.
 TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
-  std::shared_ptr<CommState> st = served_state(comm_);
-  ASSERT_NE(st, nullptr);
   const int64_t count = 4096;
-  route_allreduce_to_hd(st.get(), count);
-  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
+  std::shared_ptr<CommState> st = served_state(comm);
+  ASSERT_NE(st, nullptr);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   HostMemoryVote vote;
   stub_nccl::set_allreduce_min_peers(1);
@@ -461,11 +465,8 @@ TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
 // not run at that group's end: it returns ncclInvalidUsage with a WARN, and nothing reaches
 // NCCL for it.
 TEST_F(ServedForwarding, ACallQueuedInAnotherThreadsGroupIsNotRunAfterTheAbort) {
-  CommState* st = served_state(comm_).get();
-  ASSERT_NE(st, nullptr);
   const int64_t count = 4096;
-  route_allreduce_to_hd(st, count);
-  const ncclComm_t comm = move_to_a_stub_comm(comm_);
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
   std::mutex m;
   std::condition_variable cv;
