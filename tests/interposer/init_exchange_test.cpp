@@ -119,22 +119,33 @@ TEST(InitExchange, CreationInsideAGroupExchangesAfterTheOutermostEnd) {
 
 // NCCL_COMM_BLOCKING=1 makes NCCL's communicator blocking whatever the config says (init.cc
 // envConfigOverride): it is blocking to topocoll too, exchanged and served.
-TEST(InitExchange, NcclCommBlockingOverridesTheConfigAsInNccl) {
+// The check, in a process of its own: 0 when the communicator was exchanged and is blocking.
+int blocking_override_check() {
   setenv("NCCL_COMM_BLOCKING", "1", 1);  // before the process's configuration is first read
   stub_nccl::reset();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
   ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRankConfig(&comm, 4, id, 1, &config), ncclSuccess);
-  ::testing::internal::GetCapturedStderr();
-  EXPECT_GT(names().size(), 1u) << "no init exchange";
-  CommState* st = CommRegistry::instance().find(comm);
-  ASSERT_NE(st, nullptr);
-  EXPECT_TRUE(st->blocking);
-  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
-  unsetenv("NCCL_COMM_BLOCKING");
+  if (ncclCommInitRankConfig(&comm, 4, id, 1, &config) != ncclSuccess) return 2;
+  if (names().size() <= 1) {
+    std::fprintf(stderr, "no init exchange\n");
+    return 3;
+  }
+  const CommState* st = CommRegistry::instance().find(comm);
+  if (!st || !st->blocking) {
+    std::fprintf(stderr, "the communicator is not blocking to topocoll\n");
+    return 4;
+  }
+  return ncclCommDestroy(comm) == ncclSuccess ? 0 : 5;
+}
+
+// The environment is read once per process, so this runs in a process of its own (a death
+// test in the threadsafe style runs this binary again for this test alone): the order the
+// binary's tests run in does not matter.
+TEST(InitExchange, NcclCommBlockingOverridesTheConfigAsInNccl) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(blocking_override_check()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(InitExchange, NonBlockingCommunicatorsSkipTheExchange) {
