@@ -182,9 +182,7 @@ ncclResult_t drop_released(std::vector<PendingCollective>& pending) {
 }
 
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
-  std::vector<std::shared_ptr<CommState>> states;
-  for (const auto& p : pending) states.push_back(p.state);
-  const ServedCallsInside inside(states);
+  const ServedCallsInside inside(pending);
   const ncclResult_t dropped = drop_released(pending);
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);

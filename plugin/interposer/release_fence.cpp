@@ -7,17 +7,16 @@
 
 namespace topocoll::plugin::interposer {
 
-ServedCallsInside::ServedCallsInside(const std::vector<std::shared_ptr<CommState>>& states) {
-  for (const auto& st : states) {
-    if (!st || std::find(entered_.begin(), entered_.end(), st.get()) != entered_.end()) continue;
-    st->calls_inside.fetch_add(1);
-    entered_.push_back(st.get());
+ServedCallsInside::ServedCallsInside(const std::vector<PendingCollective>& calls) {
+  for (const PendingCollective& c : calls) {
+    if (!c.state || std::find(entered_.begin(), entered_.end(), c.state) != entered_.end()) continue;
+    c.state->calls_inside.fetch_add(1);
+    entered_.push_back(c.state);
   }
 }
 
-// The states outlive the scope: the calls it counts hold shared references to them.
 ServedCallsInside::~ServedCallsInside() {
-  for (CommState* st : entered_) st->calls_inside.fetch_sub(1);
+  for (const auto& st : entered_) st->calls_inside.fetch_sub(1);
 }
 
 bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound) {

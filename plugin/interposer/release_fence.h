@@ -27,21 +27,23 @@
 #include <vector>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/thread_group.h"
 
 namespace topocoll::plugin::interposer {
 
 // Counts the calling thread as inside each distinct communicator of a batch of served
-// calls for the scope's life. Entering before looking at `releasing` (both sequentially
+// calls for the scope's life, holding each one's state (calls dropped from the batch meanwhile
+// must not take it away). Entering before looking at `releasing` (both sequentially
 // consistent) means a release either sees the call inside or the call sees the release.
 class ServedCallsInside {
  public:
-  explicit ServedCallsInside(const std::vector<std::shared_ptr<CommState>>& states);
+  explicit ServedCallsInside(const std::vector<PendingCollective>& calls);
   ~ServedCallsInside();
   ServedCallsInside(const ServedCallsInside&) = delete;
   ServedCallsInside& operator=(const ServedCallsInside&) = delete;
 
  private:
-  std::vector<CommState*> entered_;
+  std::vector<std::shared_ptr<CommState>> entered_;
 };
 
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
