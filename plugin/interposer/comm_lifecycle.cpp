@@ -382,12 +382,11 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
     if (st) fence_served_calls(*st, abort, kReleaseWaitsForCalls);
-    if (st && st->ring_comm) {
+    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) {
       CurrentDeviceGuard device_guard;
       device_guard.use(st->device);
-      if (abort) pncclCommAbort(st->ring_comm);
-      else pncclCommDestroy(st->ring_comm);
-      st->ring_comm = nullptr;
+      if (abort) pncclCommAbort(ring);
+      else pncclCommDestroy(ring);
     }
   } catch (const std::exception& e) {
     TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());

@@ -57,6 +57,9 @@ struct CommState {
   // and used by the thread that drives the communicator, as NCCL requires.
   // Atomic: an abort on another thread clears it while a call may read it.
   std::atomic<ncclComm_t> ring_comm{nullptr};
+  // A release has taken ring_comm to destroy it: a split ending later is not adopted
+  // (release_fence.h, adopt_ring_comm).
+  std::atomic<bool> ring_comm_taken{false};
   // No split will be used; nccl-topo-ring calls run on the user's communicator: the split
   // failed, TOPOCOLL_RING_COMM=off, or the ring order is the user's own rank order (then
   // NCCL's ring on the user's communicator is that ring already).

@@ -167,23 +167,9 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   return released;
 }
 
-// Takes out the calls on communicators whose destroy or abort on another thread has begun
-// (release_fence.h): nothing more may be issued on them. ncclInvalidUsage when any.
-ncclResult_t drop_released(std::vector<PendingCollective>& pending) {
-  const auto gone = std::stable_partition(pending.begin(), pending.end(),
-                                          [](const PendingCollective& p) { return !releasing(*p.state); });
-  if (gone == pending.end()) return ncclSuccess;
-  for (auto it = gone; it != pending.end(); ++it)
-    TC_WARN("comm %p: destroyed or aborted by another thread before its %s of %zu elements ran; "
-            "the collective was not run",
-            static_cast<void*>(it->state->comm), collective_name(it->call.collective), it->call.count);
-  pending.erase(gone, pending.end());
-  return ncclInvalidUsage;
-}
-
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
   const ServedCallsInside inside(pending);
-  const ncclResult_t dropped = drop_released(pending);
+  const ncclResult_t dropped = drop_released_calls(pending, ReleaseBegun::DestroyOrAbort, "before it ran");
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);
   pending.clear();
@@ -238,8 +224,9 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     case RouteTarget::NcclTopoRing:
       if (st->ring_comm_failed) return forward_collective(call, call.comm);
       // Straight through when no block needs permuting; else after NCCL's group (queued).
-      if (st->ring_comm && (call.collective == Collective::AllReduce || !st->ring_permutes))
-        return forward_collective(call, st->ring_comm);
+      if (const ncclComm_t ring = st->ring_comm.load();
+          ring && (call.collective == Collective::AllReduce || !st->ring_permutes))
+        return forward_collective(call, ring);
       break;
     case RouteTarget::Schedule:
       break;

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "plugin/log.h"
+#include "sched/schedule.h"
 
 namespace topocoll::plugin::interposer {
 
@@ -34,6 +35,44 @@ bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bou
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
+}
+
+ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, ReleaseBegun which,
+                                 const char* when) {
+  auto begun = [which](const CommState& st) {
+    return which == ReleaseBegun::Abort ? st.aborting.load() : releasing(st);
+  };
+  const auto gone = std::stable_partition(calls.begin(), calls.end(),
+                                          [&](const PendingCollective& p) { return !begun(*p.state); });
+  if (gone == calls.end()) return ncclSuccess;
+  for (auto it = gone; it != calls.end(); ++it)
+    TC_WARN("comm %p: %s by another thread %s; its %s of %zu elements was not run",
+            static_cast<void*>(it->state->comm),
+            which == ReleaseBegun::Abort ? "aborted" : "destroyed or aborted", when,
+            std::string(sched::to_string(it->call.collective)).c_str(), it->call.count);
+  calls.erase(gone, calls.end());
+  return ncclInvalidUsage;
+}
+
+// Both sides write their flag before looking at the other's (sequentially consistent
+// atomics): either the release's exchange finds the split, or the split sees the release
+// and takes itself back; whichever exchange gets it releases it, exactly once.
+void adopt_ring_comm(CommState& st, ncclComm_t made) {
+  st.ring_comm.store(made);
+  if (!st.ring_comm_taken.load()) return;
+  if (ncclComm_t mine = st.ring_comm.exchange(nullptr)) {
+    TC_WARN("comm %p: its topology-ordered communicator %p was made after the release gave up "
+            "waiting for the call making it; %s it now",
+            static_cast<void*>(st.comm), static_cast<void*>(mine),
+            st.aborting.load() ? "aborting" : "destroying");
+    if (st.aborting.load()) pncclCommAbort(mine);
+    else pncclCommDestroy(mine);
+  }
+}
+
+ncclComm_t take_ring_comm_for_release(CommState& st) {
+  st.ring_comm_taken.store(true);
+  return st.ring_comm.exchange(nullptr);
 }
 
 }  // namespace topocoll::plugin::interposer

@@ -10,7 +10,10 @@
 // group) is not run: ncclInvalidUsage. An abort also ends the vote's wait, and the calls
 // that waited issue nothing more (ncclInvalidUsage): not even NCCL's own collective, whose
 // runtime connect could wait for the very peer that hung. A destroy lets the vote finish,
-// as its peers are expected to be alive. The wait is bounded: a call stuck inside NCCL
+// as its peers are expected to be alive. The first nccl-topo-ring call makes the
+// topology-ordered split, which waits for every rank too: after an abort began meanwhile the
+// call issues nothing, and the split goes down with the user's communicator, also when it
+// is made only after the release's bound passed. The wait is bounded: a call stuck inside NCCL
 // itself (connecting to a peer that hung) leaves only when NCCL's abort sets its flag, so
 // past the bound the release goes on with a WARN, and from there it is NCCL's own race of
 // an abort against a call on another thread. A batch spanning two communicators stays
@@ -48,6 +51,24 @@ class ServedCallsInside {
 
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }
+
+// Which releases drop_released_calls takes calls out for.
+enum class ReleaseBegun : char { DestroyOrAbort, Abort };
+
+// Takes out of `calls` those whose communicator a release of kind `which` has begun on, with
+// a WARN each naming the communicator, the collective and `when` the release came; they
+// are not run. ncclInvalidUsage when any, else ncclSuccess.
+ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, ReleaseBegun which,
+                                 const char* when);
+
+// The topology-ordered communicator a split just made becomes st's. The split can end after
+// a release's bound passed (the release then took no ring_comm to destroy): then it is
+// released here, as the release would have (aborted for an abort).
+void adopt_ring_comm(CommState& st, ncclComm_t made);
+
+// What a release takes (after its fence) to destroy or abort itself: st's topology-ordered
+// communicator, or null. From then on a split that ends adopts nothing (adopt_ring_comm).
+ncclComm_t take_ring_comm_for_release(CommState& st);
 
 // Marks `st` as releasing (and aborting, for an abort) and waits up to `bound` for the
 // served calls inside it to leave. False (with a WARN naming the communicator) when some

@@ -10,6 +10,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
 #include "sched/ring.h"
 #include "sched/ring_order.h"
@@ -22,6 +23,9 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   std::vector<CommState*> todo;
   for (CommState* st : states) {
     if (st->ring_comm || st->ring_comm_failed) continue;
+    // An abort from another thread has begun: its calls run no more (release_fence.h), so
+    // nothing is split from it.
+    if (st->aborting.load()) continue;
     st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
     // A permutation of 0..n-1 is the identity exactly when it is sorted.
     st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
@@ -58,9 +62,9 @@ void create_ring_comms(const std::vector<CommState*>& states) {
               "user's communicator", static_cast<void*>(st->comm));
       continue;
     }
-    st->ring_comm = made[i];
     TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
             static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
+    adopt_ring_comm(*st, made[i]);
     mirror_registrations(*st);
   }
 }
@@ -70,7 +74,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
 // order is the user's, reduce-scatter reads its input permuted into scratch and allgather
 // writes scratch that is then permuted into the user's buffer: results land as NCCL's
 // would on the user's communicator.
-ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
+ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
   // Creating a communicator is not allowed while a stream is being captured (NCCL allocates
   // device memory): such calls use the user's communicator until one is created outside a
@@ -82,6 +86,10 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
   create_ring_comms(states);
+  // A split waits for every rank: an abort from another thread may have begun meanwhile.
+  const ncclResult_t aborted =
+      drop_released_calls(calls, ReleaseBegun::Abort, "while its topology-ordered communicator was made");
+  if (calls.empty()) return aborted;
 
   CurrentDeviceGuard device_guard;
   std::vector<std::size_t> needs(calls.size(), 0);
@@ -136,7 +144,7 @@ ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls) {
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
     if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
   mark_batch_scratch_used(calls, needs, device_guard);
-  return r != ncclSuccess ? r : released;
+  return r != ncclSuccess ? r : released != ncclSuccess ? released : aborted;
 }
 
 }  // namespace topocoll::plugin::interposer

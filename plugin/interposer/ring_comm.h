@@ -21,6 +21,8 @@ struct CommState;
 void create_ring_comms(const std::vector<CommState*>& states);
 
 // The batch's nccl-topo-ring calls, as NCCL would deliver them on the user's communicator.
-ncclResult_t run_ring_calls(const std::vector<PendingCollective>& calls);
+// Calls whose communicator an abort from another thread began on while the split was made
+// are taken out of `calls` and not run (ncclInvalidUsage).
+ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls);
 
 }  // namespace topocoll::plugin::interposer

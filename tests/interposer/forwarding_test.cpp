@@ -499,9 +499,99 @@ TEST_F(ServedForwarding, ACallQueuedInAnotherThreadsGroupIsNotRunAfterTheAbort) 
   caller.join();
   EXPECT_EQ(queued, ncclSuccess);
   EXPECT_EQ(ended, ncclInvalidUsage);
-  EXPECT_NE(err.find("destroyed or aborted by another thread before its allreduce"), std::string::npos) << err;
+  EXPECT_NE(err.find("destroyed or aborted by another thread before it ran; its allreduce"), std::string::npos)
+      << err;
   EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
   for (const Call& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclSend") << "a step of the schedule was issued";
+  stub_nccl::reset();
+}
+
+// The fixture's served state on a stub-made communicator, with an fp32 allreduce of
+// `count` elements routed to the topology-ordered split, not made yet (made by the call).
+ncclComm_t stub_comm_with_topo_ring_allreduce(ncclComm_t fake, int64_t count) {
+  const ncclComm_t comm = move_to_a_stub_comm(fake);
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;
+  route->algo = "nccl-topo-ring";
+  CommRegistry::instance().find(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count},
+                                                     route);
+  return comm;
+}
+
+std::vector<ncclComm_t> aborted_comms() {
+  std::vector<ncclComm_t> out;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommAbort") out.push_back(c.comm);
+  return out;
+}
+
+// The first call of a nccl-topo-ring route makes the split, which waits for every rank: an
+// abort from another thread meanwhile waits for it, the call then issues nothing (not even
+// on the new split), and the abort takes the split down with the user's communicator.
+TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitToo) {
+  const int64_t count = 4;
+  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, count);
+  std::shared_ptr<CommState> st = served_state(comm);
+  ASSERT_NE(st, nullptr);
+  std::atomic<bool> in_split{false};
+  stub_nccl::set_split_hook([&] {
+    in_split = true;
+    while (!st->aborting.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  alignas(16) float in[count] = {}, out[count] = {};
+  ncclResult_t result = ncclInternalError;
+  std::string err;
+  std::thread caller([&] {
+    ::testing::internal::CaptureStderr();
+    result = ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, nullptr);
+    err = ::testing::internal::GetCapturedStderr();
+  });
+  while (!in_split.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  caller.join();
+  EXPECT_EQ(result, ncclInvalidUsage);
+  EXPECT_NE(err.find("aborted by another thread while its topology-ordered communicator was made; "
+                     "its allreduce of 4 elements was not run"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty()) << "the collective was issued after the abort began";
+  const std::vector<ncclComm_t> aborted = aborted_comms();
+  ASSERT_EQ(aborted.size(), 2u) << "the split and the user's communicator, each once";
+  EXPECT_NE(aborted[0], comm) << "the split first";
+  EXPECT_EQ(aborted[1], comm);
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  stub_nccl::reset();
+}
+
+// A split that outlasts the release's bound: the release goes on without it (there is none
+// to take yet), and the split, once made, is aborted by the call that made it, not adopted
+// and leaked.
+TEST_F(ServedForwarding, ASplitEndingAfterTheReleaseGaveUpIsAbortedNotLeaked) {
+  const int64_t count = 4;
+  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, count);
+  std::shared_ptr<CommState> st = served_state(comm);
+  ASSERT_NE(st, nullptr);
+  std::atomic<bool> in_split{false};
+  stub_nccl::set_split_hook([&] {
+    in_split = true;
+    // Until NCCL's abort of the user's communicator: the release has given up on this call.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (aborted_comms().empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  alignas(16) float in[count] = {}, out[count] = {};
+  ncclResult_t result = ncclInternalError;
+  std::thread caller([&] { result = ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, nullptr); });
+  while (!in_split.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  caller.join();
+  EXPECT_EQ(result, ncclInvalidUsage);
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+  const std::vector<ncclComm_t> aborted = aborted_comms();
+  ASSERT_EQ(aborted.size(), 2u) << "the user's communicator, then the split, each once";
+  EXPECT_EQ(aborted[0], comm);
+  EXPECT_NE(aborted[1], comm);
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
   stub_nccl::reset();
 }
 

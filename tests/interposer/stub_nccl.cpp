@@ -33,6 +33,7 @@ int g_peers_min = 1;
 std::vector<int> g_votes;
 std::map<ncclComm_t, ncclResult_t> g_async_errors;
 SplitConfig g_split_config;
+std::function<void()> g_split_hook;
 
 ncclResult_t record(Call c) {
   g_count.fetch_add(1, std::memory_order_relaxed);
@@ -78,6 +79,7 @@ void reset() {
   g_votes.clear();
   g_async_errors.clear();
   g_split_config = {};
+  g_split_hook = nullptr;
 }
 SplitConfig last_split_config() {
   std::lock_guard lock(g_mutex);
@@ -119,6 +121,11 @@ void set_failure(const std::string& fn, ncclResult_t result) {
 void set_recording(bool on) { g_recording = on; }
 long long call_count() { return g_count.load(); }
 int group_depth() { return g_depth; }
+void set_split_hook(std::function<void()> hook) {
+  std::lock_guard lock(g_mutex);
+  g_split_hook = std::move(hook);
+}
+
 void set_comm_shape(int nranks, int rank, int device) {
   std::lock_guard lock(g_mutex);
   g_nranks = nranks;
@@ -214,8 +221,15 @@ STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclCo
   *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
   if (config) stub_nccl::note_split_config(*config);
   // `op` carries the config's splitShare (-1 without a config).
-  return record({"pncclCommSplit", nullptr, nullptr, 0, -1, config ? config->splitShare : -1,
-                 color, key, c});
+  const ncclResult_t r = record({"pncclCommSplit", nullptr, nullptr, 0, -1,
+                                 config ? config->splitShare : -1, color, key, c});
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(stub_nccl::g_mutex);
+    hook = stub_nccl::g_split_hook;
+  }
+  if (hook) hook();
+  return r;
 }
 STUB_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t c, void* buff, size_t size, void** handle) {
   *handle = buff;

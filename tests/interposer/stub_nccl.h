@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct SplitConfig {
   std::string net_name, comm_name;
 };
 STUB_NCCL_API SplitConfig last_split_config();
+// Runs inside each pncclCommSplit, after the split is recorded and before it returns (a
+// split waiting for its peers); reset() clears it.
+STUB_NCCL_API void set_split_hook(std::function<void()> hook);
 STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
 
 }  // namespace stub_nccl
