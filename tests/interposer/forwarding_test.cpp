@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -525,35 +526,49 @@ std::vector<ncclComm_t> aborted_comms() {
   return out;
 }
 
-// The first call of a nccl-topo-ring route makes the split, which waits for every rank: an
-// abort from another thread meanwhile waits for it, the call then issues nothing (not even
-// on the new split), and the abort takes the split down with the user's communicator.
-TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitToo) {
-  const int64_t count = 4;
-  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, count);
-  std::shared_ptr<CommState> st = served_state(comm);
-  ASSERT_NE(st, nullptr);
+struct CallResult {
+  ncclResult_t result = ncclInternalError;
+  std::string stderr_text;
+};
+
+// An fp32 allreduce of 4 elements routed to the topology-ordered split, on another thread;
+// the split (the stub's) waits until `split_may_end` holds, and this thread aborts the
+// communicator once the split has begun.
+CallResult allreduce_aborted_while_the_split_is_made(ncclComm_t comm, std::function<bool()> split_may_end) {
   std::atomic<bool> in_split{false};
   stub_nccl::set_split_hook([&] {
     in_split = true;
-    while (!st->aborting.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!split_may_end() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
   });
-  alignas(16) float in[count] = {}, out[count] = {};
-  ncclResult_t result = ncclInternalError;
-  std::string err;
+  alignas(16) static float in[4], out[4];
+  CallResult r;
   std::thread caller([&] {
     ::testing::internal::CaptureStderr();
-    result = ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, nullptr);
-    err = ::testing::internal::GetCapturedStderr();
+    r.result = ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm, nullptr);
+    r.stderr_text = ::testing::internal::GetCapturedStderr();
   });
   while (!in_split.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
   caller.join();
-  EXPECT_EQ(result, ncclInvalidUsage);
-  EXPECT_NE(err.find("aborted by another thread while its topology-ordered communicator was made; "
-                     "its allreduce of 4 elements was not run"),
+  stub_nccl::set_split_hook(nullptr);  // it refers to this frame
+  return r;
+}
+
+// The first call of a nccl-topo-ring route makes the split, which waits for every rank: an
+// abort from another thread meanwhile waits for it, the call then issues nothing (not even
+// on the new split), and the abort takes the split down with the user's communicator.
+TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitToo) {
+  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  std::shared_ptr<CommState> st = served_state(comm);
+  ASSERT_NE(st, nullptr);
+  const CallResult call = allreduce_aborted_while_the_split_is_made(comm, [&] { return st->aborting.load(); });
+  EXPECT_EQ(call.result, ncclInvalidUsage);
+  EXPECT_NE(call.stderr_text.find("aborted by another thread while its topology-ordered communicator was "
+                                  "made; its allreduce of 4 elements was not run"),
             std::string::npos)
-      << err;
+      << call.stderr_text;
   EXPECT_TRUE(calls_named("pncclAllReduce").empty()) << "the collective was issued after the abort began";
   const std::vector<ncclComm_t> aborted = aborted_comms();
   ASSERT_EQ(aborted.size(), 2u) << "the split and the user's communicator, each once";
@@ -563,29 +578,20 @@ TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitT
   stub_nccl::reset();
 }
 
-// A split that outlasts the release's bound: the release goes on without it (there is none
-// to take yet), and the split, once made, is aborted by the call that made it, not adopted
-// and leaked.
+// A split that outlasts the release's bound (here: until NCCL's abort of the user's
+// communicator, which the release runs once it gave up waiting): the release goes on
+// without it, there being none to take yet, and the split, once made, is aborted by the
+// call that made it, not adopted and leaked.
 TEST_F(ServedForwarding, ASplitEndingAfterTheReleaseGaveUpIsAbortedNotLeaked) {
-  const int64_t count = 4;
-  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, count);
+  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, 4);
   std::shared_ptr<CommState> st = served_state(comm);
   ASSERT_NE(st, nullptr);
-  std::atomic<bool> in_split{false};
-  stub_nccl::set_split_hook([&] {
-    in_split = true;
-    // Until NCCL's abort of the user's communicator: the release has given up on this call.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (aborted_comms().empty() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  });
-  alignas(16) float in[count] = {}, out[count] = {};
-  ncclResult_t result = ncclInternalError;
-  std::thread caller([&] { result = ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm, nullptr); });
-  while (!in_split.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-  caller.join();
-  EXPECT_EQ(result, ncclInvalidUsage);
+  const CallResult call = allreduce_aborted_while_the_split_is_made(comm, [] { return !aborted_comms().empty(); });
+  EXPECT_EQ(call.result, ncclInvalidUsage);
+  EXPECT_NE(call.stderr_text.find("was made after the release gave up waiting for the call making it; "
+                                  "aborting it now"),
+            std::string::npos)
+      << call.stderr_text;
   EXPECT_TRUE(calls_named("pncclAllReduce").empty());
   const std::vector<ncclComm_t> aborted = aborted_comms();
   ASSERT_EQ(aborted.size(), 2u) << "the user's communicator, then the split, each once";
