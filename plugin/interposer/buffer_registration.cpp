@@ -60,13 +60,14 @@ ncclResult_t comm_revoke(ncclComm_t comm, int flags) {
   return pncclCommRevoke(comm, flags);
 }
 
-void mirror_registrations(CommState& st) {
-  ncclComm_t ring = st.ring_comm.load();
-  if (!ring) return;
+void publish_ring_comm(CommState& st, ncclComm_t made) {
+  // Under the lock that comm_register takes: a buffer registered meanwhile is either in the
+  // list mirrored here or sees the published split and registers itself there.
   std::lock_guard lock(st.registrations_mutex);
   for (CommState::Registration& reg : st.registrations)
-    if (!reg.ring_handle && pncclCommRegister(ring, reg.buff, reg.size, &reg.ring_handle) != ncclSuccess)
+    if (!reg.ring_handle && pncclCommRegister(made, reg.buff, reg.size, &reg.ring_handle) != ncclSuccess)
       reg.ring_handle = nullptr;
+  st.ring_comm.store(made);
 }
 
 }  // namespace topocoll::plugin::interposer

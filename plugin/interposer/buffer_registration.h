@@ -18,7 +18,9 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle);
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error);
 ncclResult_t comm_revoke(ncclComm_t comm, int flags);
 
-// Registers on a just-created ring_comm every buffer registered so far on the user's.
-void mirror_registrations(CommState& state);
+// Registers on a just-made split every buffer registered so far on the user's
+// communicator, then makes it state's ring_comm: nothing touches it after it is published,
+// when a release may take it (release_fence.h, adopt_ring_comm).
+void publish_ring_comm(CommState& state, ncclComm_t made);
 
 }  // namespace topocoll::plugin::interposer

@@ -365,8 +365,8 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
 }
 
 ncclResult_t comm_finalize(ncclComm_t comm) {
-  CommState* st = CommRegistry::instance().find(comm);
-  if (st && st->ring_comm) return pncclCommFinalize(st->ring_comm);
+  const std::shared_ptr<CommState> st = CommRegistry::instance().share(comm);
+  if (const ncclComm_t ring = st ? st->ring_comm.load() : nullptr) return pncclCommFinalize(ring);
   return ncclSuccess;
 }
 

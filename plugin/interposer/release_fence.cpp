@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "plugin/interposer/buffer_registration.h"
+#include "plugin/interposer/device_guard.h"
 #include "plugin/log.h"
 #include "sched/schedule.h"
 
@@ -37,18 +39,18 @@ bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bou
   return true;
 }
 
-ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, ReleaseBegun which,
-                                 const char* when) {
-  auto begun = [which](const CommState& st) {
-    return which == ReleaseBegun::Abort ? st.aborting.load() : releasing(st);
+ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCalls which, const char* when) {
+  auto dropped = [which](const CommState& st) {
+    if (which == DropCalls::OfReleasing) return releasing(st);
+    // Seen from inside the fence, a release has taken the split only once it gave up waiting.
+    return st.aborting.load() || st.ring_comm_taken.load();
   };
   const auto gone = std::stable_partition(calls.begin(), calls.end(),
-                                          [&](const PendingCollective& p) { return !begun(*p.state); });
+                                          [&](const PendingCollective& p) { return !dropped(*p.state); });
   if (gone == calls.end()) return ncclSuccess;
   for (auto it = gone; it != calls.end(); ++it)
     TC_WARN("comm %p: %s by another thread %s; its %s of %zu elements was not run",
-            static_cast<void*>(it->state->comm),
-            which == ReleaseBegun::Abort ? "aborted" : "destroyed or aborted", when,
+            static_cast<void*>(it->state->comm), it->state->aborting.load() ? "aborted" : "destroyed", when,
             std::string(sched::to_string(it->call.collective)).c_str(), it->call.count);
   calls.erase(gone, calls.end());
   return ncclInvalidUsage;
@@ -58,13 +60,15 @@ ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, ReleaseB
 // atomics): either the release's exchange finds the split, or the split sees the release
 // and takes itself back; whichever exchange gets it releases it, exactly once.
 void adopt_ring_comm(CommState& st, ncclComm_t made) {
-  st.ring_comm.store(made);
+  publish_ring_comm(st, made);
   if (!st.ring_comm_taken.load()) return;
   if (ncclComm_t mine = st.ring_comm.exchange(nullptr)) {
     TC_WARN("comm %p: its topology-ordered communicator %p was made after the release gave up "
             "waiting for the call making it; %s it now",
             static_cast<void*>(st.comm), static_cast<void*>(mine),
             st.aborting.load() ? "aborting" : "destroying");
+    CurrentDeviceGuard device_guard;
+    device_guard.use(st.device);
     if (st.aborting.load()) pncclCommAbort(mine);
     else pncclCommDestroy(mine);
   }

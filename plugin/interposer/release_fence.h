@@ -52,18 +52,20 @@ class ServedCallsInside {
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }
 
-// Which releases drop_released_calls takes calls out for.
-enum class ReleaseBegun : char { DestroyOrAbort, Abort };
+// Which calls drop_released_calls takes out: before a call starts, those of any
+// communicator being released; once it has waited for its peers (inside the fence), those
+// of a communicator being aborted, or whose release went on without waiting for it (a
+// destroy otherwise lets a call that is inside finish).
+enum class DropCalls : char { OfReleasing, OfAbortedOrLeftBehind };
 
-// Takes out of `calls` those whose communicator a release of kind `which` has begun on, with
-// a WARN each naming the communicator, the collective and `when` the release came; they
-// are not run. ncclInvalidUsage when any, else ncclSuccess.
-ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, ReleaseBegun which,
-                                 const char* when);
+// Takes out of `calls` those `which` names, with a WARN each naming the communicator, the
+// release, the collective and `when` the release came; they are not run. ncclInvalidUsage
+// when any, else ncclSuccess.
+ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCalls which, const char* when);
 
-// The topology-ordered communicator a split just made becomes st's. The split can end after
-// a release's bound passed (the release then took no ring_comm to destroy): then it is
-// released here, as the release would have (aborted for an abort).
+// The topology-ordered communicator a split just made becomes st's (publish_ring_comm). The
+// split can end after a release's bound passed (the release then took no ring_comm to
+// destroy): then it is released here, as the release would have (aborted for an abort).
 void adopt_ring_comm(CommState& st, ncclComm_t made);
 
 // What a release takes (after its fence) to destroy or abort itself: st's topology-ordered

@@ -57,6 +57,8 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   for (std::size_t i = 0; i < todo.size(); ++i) {
     CommState* st = todo[i];
     if (r != ncclSuccess || end != ncclSuccess || results[i] != ncclSuccess || !made[i]) {
+      // A split that failed at the group's end still holds NCCL's resources.
+      if (made[i]) pncclCommAbort(made[i]);
       st->ring_comm_failed = true;
       TC_WARN("comm %p: topology-ordered communicator could not be created; using NCCL on the "
               "user's communicator", static_cast<void*>(st->comm));
@@ -65,7 +67,6 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
             static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
     adopt_ring_comm(*st, made[i]);
-    mirror_registrations(*st);
   }
 }
 
@@ -86,9 +87,10 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
   create_ring_comms(states);
-  // A split waits for every rank: an abort from another thread may have begun meanwhile.
-  const ncclResult_t aborted =
-      drop_released_calls(calls, ReleaseBegun::Abort, "while its topology-ordered communicator was made");
+  // A split waits for every rank: an abort from another thread may have begun meanwhile, or
+  // a release that gave up waiting have gone on.
+  const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfAbortedOrLeftBehind,
+                                                   "while its topology-ordered communicator was made");
   if (calls.empty()) return aborted;
 
   CurrentDeviceGuard device_guard;

@@ -500,7 +500,7 @@ TEST_F(ServedForwarding, ACallQueuedInAnotherThreadsGroupIsNotRunAfterTheAbort) 
   caller.join();
   EXPECT_EQ(queued, ncclSuccess);
   EXPECT_EQ(ended, ncclInvalidUsage);
-  EXPECT_NE(err.find("destroyed or aborted by another thread before it ran; its allreduce"), std::string::npos)
+  EXPECT_NE(err.find("aborted by another thread before it ran; its allreduce"), std::string::npos)
       << err;
   EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
   for (const Call& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclSend") << "a step of the schedule was issued";
@@ -519,10 +519,11 @@ ncclComm_t stub_comm_with_topo_ring_allreduce(ncclComm_t fake, int64_t count) {
   return comm;
 }
 
-std::vector<ncclComm_t> aborted_comms() {
+// The communicators NCCL's abort (or destroy) was called on, in order.
+std::vector<ncclComm_t> released_comms(const char* fn = "pncclCommAbort") {
   std::vector<ncclComm_t> out;
   for (const Call& c : stub_nccl::calls())
-    if (c.fn == "pncclCommAbort") out.push_back(c.comm);
+    if (c.fn == fn) out.push_back(c.comm);
   return out;
 }
 
@@ -532,9 +533,10 @@ struct CallResult {
 };
 
 // An fp32 allreduce of 4 elements routed to the topology-ordered split, on another thread;
-// the split (the stub's) waits until `split_may_end` holds, and this thread aborts the
-// communicator once the split has begun.
-CallResult allreduce_aborted_while_the_split_is_made(ncclComm_t comm, std::function<bool()> split_may_end) {
+// the split (the stub's) waits until `split_may_end` holds, and this thread aborts (or
+// destroys) the communicator once the split has begun.
+CallResult allreduce_released_while_the_split_is_made(ncclComm_t comm, bool abort,
+                                                      std::function<bool()> split_may_end) {
   std::atomic<bool> in_split{false};
   stub_nccl::set_split_hook([&] {
     in_split = true;
@@ -550,7 +552,7 @@ CallResult allreduce_aborted_while_the_split_is_made(ncclComm_t comm, std::funct
     r.stderr_text = ::testing::internal::GetCapturedStderr();
   });
   while (!in_split.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(abort ? ncclCommAbort(comm) : ncclCommDestroy(comm), ncclSuccess);
   caller.join();
   stub_nccl::set_split_hook(nullptr);  // it refers to this frame
   return r;
@@ -563,14 +565,14 @@ TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitT
   const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, 4);
   std::shared_ptr<CommState> st = served_state(comm);
   ASSERT_NE(st, nullptr);
-  const CallResult call = allreduce_aborted_while_the_split_is_made(comm, [&] { return st->aborting.load(); });
+  const CallResult call = allreduce_released_while_the_split_is_made(comm, true, [&] { return st->aborting.load(); });
   EXPECT_EQ(call.result, ncclInvalidUsage);
   EXPECT_NE(call.stderr_text.find("aborted by another thread while its topology-ordered communicator was "
                                   "made; its allreduce of 4 elements was not run"),
             std::string::npos)
       << call.stderr_text;
   EXPECT_TRUE(calls_named("pncclAllReduce").empty()) << "the collective was issued after the abort began";
-  const std::vector<ncclComm_t> aborted = aborted_comms();
+  const std::vector<ncclComm_t> aborted = released_comms();
   ASSERT_EQ(aborted.size(), 2u) << "the split and the user's communicator, each once";
   EXPECT_NE(aborted[0], comm) << "the split first";
   EXPECT_EQ(aborted[1], comm);
@@ -578,25 +580,32 @@ TEST_F(ServedForwarding, AnAbortWhileTheSplitIsMadeRunsNothingAndAbortsTheSplitT
   stub_nccl::reset();
 }
 
-// A split that outlasts the release's bound (here: until NCCL's abort of the user's
+// A split that outlasts the release's bound (here: until NCCL's destroy of the user's
 // communicator, which the release runs once it gave up waiting): the release goes on
-// without it, there being none to take yet, and the split, once made, is aborted by the
-// call that made it, not adopted and leaked.
-TEST_F(ServedForwarding, ASplitEndingAfterTheReleaseGaveUpIsAbortedNotLeaked) {
+// without it, there being none to take yet; the split, once made, is destroyed by the call
+// that made it, not adopted and leaked, and the call issues nothing on the communicator
+// the release went on to destroy.
+TEST_F(ServedForwarding, ASplitEndingAfterTheReleaseGaveUpIsReleasedNotLeaked) {
   const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, 4);
   std::shared_ptr<CommState> st = served_state(comm);
   ASSERT_NE(st, nullptr);
-  const CallResult call = allreduce_aborted_while_the_split_is_made(comm, [] { return !aborted_comms().empty(); });
+  const CallResult call = allreduce_released_while_the_split_is_made(
+      comm, false, [] { return !released_comms("pncclCommDestroy").empty(); });
   EXPECT_EQ(call.result, ncclInvalidUsage);
   EXPECT_NE(call.stderr_text.find("was made after the release gave up waiting for the call making it; "
-                                  "aborting it now"),
+                                  "destroying it now"),
+            std::string::npos)
+      << call.stderr_text;
+  EXPECT_NE(call.stderr_text.find("destroyed by another thread while its topology-ordered communicator was "
+                                  "made; its allreduce of 4 elements was not run"),
             std::string::npos)
       << call.stderr_text;
   EXPECT_TRUE(calls_named("pncclAllReduce").empty());
-  const std::vector<ncclComm_t> aborted = aborted_comms();
-  ASSERT_EQ(aborted.size(), 2u) << "the user's communicator, then the split, each once";
-  EXPECT_EQ(aborted[0], comm);
-  EXPECT_NE(aborted[1], comm);
+  const std::vector<ncclComm_t> destroyed = released_comms("pncclCommDestroy");
+  ASSERT_EQ(destroyed.size(), 2u) << "the user's communicator, then the split, each once";
+  EXPECT_EQ(destroyed[0], comm);
+  EXPECT_NE(destroyed[1], comm);
+  EXPECT_TRUE(released_comms().empty());
   EXPECT_EQ(st->ring_comm.load(), nullptr);
   stub_nccl::reset();
 }
