@@ -51,7 +51,10 @@ constexpr const char* kUsage =
     "  --endpoints L   the endpoints this job should cover (default: all of the file)\n"
     "  --ranks N       with --fabric: start ranks on the first N of them only\n"
     "  --max-flows N   at most N flows per cable round (default: the cables decide; on a\n"
-    "                  fabric, what this machine's cores forward at its rates)\n";
+    "                  fabric, what this machine's cores forward at its rates)\n"
+    "  --coverage N    flows across each cable direction where the flows allow (default 3)\n"
+    "  --alpha-us X, --alpha-msg-us X   the cost model's overheads per step and per message\n"
+    "                  in the collectives' predictions (as for `bench`)\n";
 
 struct AcceptArgs {
   accept::AcceptanceOptions options;
