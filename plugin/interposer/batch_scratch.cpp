@@ -9,6 +9,7 @@
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
 
 namespace topocoll::plugin::interposer {
@@ -63,6 +64,8 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.device = st->device;
       v.ready = base ? 1 : 0;
       v.abandon = &st->aborting;
+      // Nothing more goes to it: its release need not wait for the batch's other votes.
+      v.on_abandoned = [st] { leave_before_the_batch_ends(*st); };
       votes.push_back(std::move(v));
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
@@ -85,6 +88,11 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   for (auto& [st, base] : bases)
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (needs[i] > 0 && calls[i].state.get() == st && base) regions[i] = base + offsets[i];
+  // A communicator being aborted gets nothing more, voted on or not: its release may have
+  // stopped waiting for this thread (leave_before_the_batch_ends), here or in an earlier
+  // part of the batch.
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].state->aborting.load()) outcomes[i] = ScratchOutcome::Released;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (needs[i] == 0 || outcomes[i] != ScratchOutcome::Served) continue;
     device_guard.use(calls[i].state->device);
@@ -98,8 +106,8 @@ ncclResult_t report_released(const std::vector<PendingCollective>& calls,
   ncclResult_t r = ncclSuccess;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (outcomes[i] != ScratchOutcome::Released) continue;
-    TC_WARN("comm %p: aborted by another thread while its call of %zu elements waited for the "
-            "scratch vote; the collective was not run",
+    TC_WARN("comm %p: aborted by another thread before its call of %zu elements was issued; "
+            "the collective was not run",
             static_cast<void*>(calls[i].state->comm), calls[i].call.count);
     r = ncclInvalidUsage;
   }

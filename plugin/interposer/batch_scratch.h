@@ -15,7 +15,7 @@ namespace topocoll::plugin::interposer {
 enum class ScratchOutcome : char {
   Served,    // topocoll runs it in its region
   ToNccl,    // NCCL runs it instead, decided alike on every rank of its communicator
-  Released,  // its communicator was aborted while the vote waited: nothing more is issued
+  Released,  // its communicator is being aborted (the vote may have waited): nothing is issued
 };
 
 // Call i gets needs[i] bytes (none when 0), a region of its communicator's scratch of its
@@ -23,8 +23,8 @@ enum class ScratchOutcome : char {
 // ordered after the previous batch's uses. needs[i] must be the same on every rank (the
 // most any rank needs). outcomes[i] is ToNccl when its communicator's total is above
 // TOPOCOLL_SCRATCH_MAX_BYTES or growing the scratch failed on some rank (a vote, one 4-byte
-// allreduce, only when the scratch grows), Released when an abort from another thread
-// ended the vote's wait (release_fence.h). False (WARNed) only when an allocation for a
+// allreduce, only when the scratch grows), Released when an abort from another thread has
+// begun (and ended the vote's wait: release_fence.h). False (WARNed) only when an allocation for a
 // call being captured into a CUDA graph fails (no vote is possible there).
 bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
                            const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,

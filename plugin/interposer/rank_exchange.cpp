@@ -53,8 +53,10 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
 // True when `v`'s communicator is being aborted (ReadyVote::abandon); records it.
 bool abandoned_now(ReadyVote& v) {
   if (!v.abandon || !v.abandon->load()) return false;
+  if (v.abandoned) return true;
   v.abandoned = true;
   v.error = "the communicator was aborted while its ready vote waited for its peers";
+  if (v.on_abandoned) v.on_abandoned();
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,9 @@ struct ReadyVote {
   int device = -1;
   int ready = 0;           // this rank's vote
   const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
+  // Called once, on the voting thread, when the vote is abandoned: before the other votes
+  // of the batch are done waiting.
+  std::function<void()> on_abandoned;
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
   bool abandoned = false;  // out: `abandon` was set before the result arrived
   std::string error;       // out: why this rank could not vote or read the result

@@ -10,16 +10,36 @@
 
 namespace topocoll::plugin::interposer {
 
-ServedCallsInside::ServedCallsInside(const std::vector<PendingCollective>& calls) {
+namespace {
+thread_local ServedCallsInside* innermost = nullptr;
+}  // namespace
+
+ServedCallsInside::ServedCallsInside(const std::vector<PendingCollective>& calls) : outer_(innermost) {
   for (const PendingCollective& c : calls) {
     if (!c.state || std::find(entered_.begin(), entered_.end(), c.state) != entered_.end()) continue;
     c.state->calls_inside.fetch_add(1);
     entered_.push_back(c.state);
   }
+  innermost = this;
 }
 
 ServedCallsInside::~ServedCallsInside() {
   for (const auto& st : entered_) st->calls_inside.fetch_sub(1);
+  innermost = outer_;
+}
+
+ServedCallsInside* ServedCallsInside::of_this_thread() { return innermost; }
+
+void ServedCallsInside::leave(const CommState& st) {
+  const auto it = std::find_if(entered_.begin(), entered_.end(), [&](const auto& e) { return e.get() == &st; });
+  if (it == entered_.end()) return;
+  // The state stays alive (the batch's calls hold it); only the count lets the release go.
+  (*it)->calls_inside.fetch_sub(1);
+  entered_.erase(it);
+}
+
+void leave_before_the_batch_ends(const CommState& st) {
+  if (ServedCallsInside* scope = ServedCallsInside::of_this_thread()) scope->leave(st);
 }
 
 bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound) {

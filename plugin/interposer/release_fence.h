@@ -10,15 +10,15 @@
 // group) is not run: ncclInvalidUsage. An abort also ends the vote's wait, and the calls
 // that waited issue nothing more (ncclInvalidUsage): not even NCCL's own collective, whose
 // runtime connect could wait for the very peer that hung. A destroy lets the vote finish,
-// as its peers are expected to be alive. The first nccl-topo-ring call makes the
+// as its peers are expected to be alive. A batch spanning several communicators leaves an
+// aborted one as soon as its vote is abandoned, not when the batch's other votes are done.
+// The first nccl-topo-ring call makes the
 // topology-ordered split, which waits for every rank too: after an abort began meanwhile the
 // call issues nothing, and the split goes down with the user's communicator, also when it
 // is made only after the release's bound passed. The wait is bounded: a call stuck inside NCCL
 // itself (connecting to a peer that hung) leaves only when NCCL's abort sets its flag, so
 // past the bound the release goes on with a WARN, and from there it is NCCL's own race of
-// an abort against a call on another thread. A batch spanning two communicators stays
-// inside both until it returns: one aborted while the other's vote still waits issues
-// nothing more, but its release waits for the bound.
+// an abort against a call on another thread.
 //
 // Counted are the calls that run topocoll's schedules or permutations (run_pending). A
 // call forwarded straight to NCCL (on the user's or the topology-ordered communicator) is
@@ -45,9 +45,20 @@ class ServedCallsInside {
   ServedCallsInside(const ServedCallsInside&) = delete;
   ServedCallsInside& operator=(const ServedCallsInside&) = delete;
 
+  // The innermost scope of the calling thread, or null.
+  static ServedCallsInside* of_this_thread();
+  // Stops counting as inside `st` (no-op if not inside): the batch issues nothing more on it.
+  void leave(const CommState& st);
+
  private:
   std::vector<std::shared_ptr<CommState>> entered_;
+  ServedCallsInside* outer_ = nullptr;
 };
+
+// The calling thread's batch issues nothing more on `st` (its vote was abandoned for an
+// abort): st's release goes on without waiting for the rest of the batch, whose other
+// communicators may keep it waiting (a vote behind a peer that hung).
+void leave_before_the_batch_ends(const CommState& st);
 
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }

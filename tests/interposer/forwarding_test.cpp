@@ -220,25 +220,30 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
 }
 
-// A served communicator (state inserted by hand, as the init exchange would on a GPU):
-// calls topocoll does not take still reach NCCL exactly once with the user's buffers.
+// Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU).
+void insert_served_state(ncclComm_t comm) {
+  topo::BiGraphShape shape;
+  shape.switches_per_group = 2;
+  shape.endpoints_per_switch = 2;
+  auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->nranks = 8;
+  st->rank = 3;
+  st->device = 0;
+  st->topology = topology;
+  st->placement = sched::first_endpoints(*topology, 8);
+  st->served = true;
+  CommRegistry::instance().insert(std::move(st));
+}
+
+// A served communicator (state inserted by hand): calls topocoll does not take still reach
+// NCCL exactly once with the user's buffers.
 class ServedForwarding : public Forwarding {
  protected:
   void SetUp() override {
     Forwarding::SetUp();
-    topo::BiGraphShape shape;
-    shape.switches_per_group = 2;
-    shape.endpoints_per_switch = 2;
-    auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
-    auto st = std::make_unique<CommState>();
-    st->comm = comm_;
-    st->nranks = 8;
-    st->rank = 3;
-    st->device = 0;
-    st->topology = topology;
-    st->placement = sched::first_endpoints(*topology, 8);
-    st->served = true;
-    CommRegistry::instance().insert(std::move(st));
+    insert_served_state(comm_);
   }
   void TearDown() override { CommRegistry::instance().remove(comm_); }
   ncclComm_t comm_ = fake_comm(0x1000);
@@ -419,6 +424,44 @@ TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote)
   ASSERT_FALSE(all.empty());
   EXPECT_EQ(all.back().fn, "pncclCommAbort");
   EXPECT_EQ(all.back().comm, comm);
+  stub_nccl::reset();
+}
+
+// A group over two communicators whose votes both wait behind peers that hung: an abort
+// of one lets it go as soon as its vote is abandoned (its release does not wait for the
+// other's vote, nor for its bound), while the other's vote goes on and its call completes.
+TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
+  const int64_t count = 4096;
+  const ncclComm_t aborted = stub_comm_with_hd_allreduce(comm_, count);
+  const ncclComm_t other_fake = fake_comm(0x3000);
+  insert_served_state(other_fake);
+  const ncclComm_t other = stub_comm_with_hd_allreduce(other_fake, count);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f), in2(count, 1.0f), out2(count, 0.0f);
+  HostMemoryVote vote;
+  stub_nccl::set_allreduce_min_peers(1);
+  std::atomic<bool> peers_voted{false};
+  HungVote::install(std::chrono::seconds(15), &peers_voted);
+  ncclResult_t ended = ncclInternalError;
+  std::thread caller([&] {
+    ncclGroupStart();
+    ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, aborted, nullptr);
+    ncclAllReduce(in2.data(), out2.data(), count, ncclFloat32, ncclSum, other, nullptr);
+    ended = ncclGroupEnd();
+  });
+  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the batch never waited for the votes";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclCommAbort(aborted), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
+  // The other vote was still waiting when the abort returned: the abort did not wait for it.
+  EXPECT_FALSE(peers_voted.load());
+  peers_voted = true;
+  caller.join();
+  EXPECT_EQ(ended, ncclInvalidUsage);
+  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, aborted));
+  // No device here, so this rank voted "cannot": the other call went to NCCL as it should.
+  EXPECT_TRUE(forwarded_users_allreduce(in2.data(), out2.data(), count, other));
+  EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
   stub_nccl::reset();
 }
 
