@@ -47,6 +47,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   std::vector<std::pair<CommState*, char*>> bases;
   for (auto& [st, total] : totals) {
     if (!st->scratch) throw std::logic_error("served communicator without scratch");
+    if (st->aborting.load()) continue;  // Released below: no scratch, no vote
     if (total > max_bytes) {
       fall_back(st, "above TOPOCOLL_SCRATCH_MAX_BYTES");
       continue;

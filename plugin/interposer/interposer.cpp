@@ -168,7 +168,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
 }
 
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
-  const ServedCallsInside inside(pending);
+  ServedCallsInside inside(pending);  // not const: an abandoned vote leaves it early
   const ncclResult_t dropped = drop_released_calls(pending, DropCalls::OfReleasing, "before it ran");
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);
