@@ -289,9 +289,16 @@ ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm)
       int chosen = dev;
       const uint32_t peer_fingerprint = uint32_t(h.user_data >> 32);
       const int peer_endpoint = int(uint32_t(h.user_data)) - 1;
+      // Only a plane the topology chose binds the source address. Otherwise, as NCCL's own
+      // socket transport, the kernel picks it by the route to the peer: NCCL's device for
+      // this GPU may sit on another subnet than the peer's listening NIC (one subnet per
+      // rail), and a packet leaving one NIC with another's address is dropped by strict
+      // reverse-path filters and cloud anti-spoofing.
+      bool planned = false;
       if (cat.topology && peer_endpoint >= 0 && peer_fingerprint == cat.topology_fingerprint) {
         PlaneChoice plane = choose_plane(*cat.topology, cat.devices, dev, peer_endpoint);
         chosen = plane.device;
+        planned = true;
         TC_INFO(NCCL_NET, "NET/topocoll: connection to %s leaves through %s (%s): %s",
                 peer.to_string().c_str(), cat.devices[chosen].name.c_str(),
                 cat.devices[chosen].address.ip_string().c_str(), plane.why.c_str());
@@ -303,8 +310,8 @@ ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm)
       const net::SocketAddress& local = cat.devices[chosen].address;
       auto fresh = std::make_unique<PendingConnect>();
       fresh->peer = peer.to_string();
-      s = net::ConnectAttempt::start(h, local.family == peer.family ? &local : nullptr, catalog().options, 0,
-                                     &fresh->attempt);
+      s = net::ConnectAttempt::start(h, planned && local.family == peer.family ? &local : nullptr,
+                                     catalog().options, 0, &fresh->attempt);
       if (!s.ok()) return report("connect", s);
       pending = fresh.release();
       live_objects().add(pending, LiveKind::Connecting, owner);

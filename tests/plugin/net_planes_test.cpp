@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "plugin/net/plane_router.h"
 #include "tests/plugin/net_plugin_harness.h"
@@ -95,6 +99,63 @@ TEST(NetPluginPlanes, ConnectionLeavesThroughTheNicOfTheDirectInterGroupPath) {
     RANK_REQUIRE(logged(NCCL_LOG_WARN).empty(), "unexpected WARN: %s", logged(NCCL_LOG_WARN).front().c_str());
     return 0;
   });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+// The same network under another name: another fingerprint, the same hosts and NICs.
+std::string renamed_topology() {
+  std::ifstream in(kTopology);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  const std::string name = "net-planes-2x2";
+  json.replace(json.find(name), name.size(), "net-planes-renamed");
+  const std::string path = ::testing::TempDir() + "topocoll-bigraph-planes-renamed.json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+// Where the topology did not choose the plane (here the peer loaded another topology), the
+// source address is not bound to NCCL's device: the kernel picks it by the route to the
+// peer, as for NCCL's own socket transport. With one subnet per NIC, NCCL's device may not
+// be the NIC that reaches the peer, and a packet with another NIC's address is dropped by
+// strict reverse-path filters and cloud anti-spoofing.
+TEST(NetPluginPlanes, WithoutTheTopologysChoiceTheKernelPicksTheSourceAddress) {
+  const std::string other = renamed_topology();
+  auto results = run_ranks(2, [&other](int rank, RankMesh& mesh) {
+    ::setenv("TOPOCOLL_TOPO_FILE", rank == 0 ? kTopology.c_str() : other.c_str(), 1);
+    ::setenv("TOPOCOLL_HOSTNAME", rank == 0 ? "s0" : "s1", 1);
+    ::setenv("TOPOCOLL_NET_PLANE_ADDRS", rank == 0 ? "nic0=127.0.0.2,nic1=127.0.0.3" : "nic0=127.0.0.4,nic1=127.0.0.5", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    if (rank == 1) {
+      void* listen = nullptr;
+      void* recv = nullptr;
+      RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+      RANK_REQUIRE(mesh.send(1, 0, handle, sizeof handle));
+      while (!recv) RANK_REQUIRE(net->accept(listen, &recv, nullptr) == ncclSuccess);
+      const std::string line = last_info_with("accepted connection");
+      RANK_REQUIRE(line.find("from 127.0.0.") != std::string::npos, "\"%s\"", line.c_str());
+      RANK_REQUIRE(line.find("from 127.0.0.2:") == std::string::npos,
+                   "\"%s\": the source was bound to NCCL's device although no topology chose it", line.c_str());
+      RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+      RANK_REQUIRE(mesh.wait_for_exit(0, 1), "peer did not finish");
+      RANK_REQUIRE(net->closeRecv(recv) == ncclSuccess);
+    } else {
+      void* send = nullptr;
+      RANK_REQUIRE(mesh.recv(1, 0, handle, sizeof handle));
+      while (!send) RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess);
+      RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "loaded a different topology"), "no WARN about the topologies");
+      RANK_REQUIRE(!logged_contains(NCCL_LOG_INFO, "leaves through"), "a plane was chosen");
+      RANK_REQUIRE(net->closeSend(send) == ncclSuccess);
+    }
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  std::remove(other.c_str());
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
