@@ -23,7 +23,7 @@ InterfaceSelector::InterfaceSelector(std::string_view text) {
 }
 
 bool InterfaceSelector::matches(std::string_view name) const {
-  if (names_.empty()) return name != "lo" && !name.starts_with("docker");
+  if (names_.empty()) return !name.starts_with("lo") && !name.starts_with("docker") && !name.starts_with("virbr");
   bool listed = std::any_of(names_.begin(), names_.end(), [&](const std::string& n) {
     return exact_ ? name == n : name.starts_with(n);
   });
@@ -72,13 +72,19 @@ std::vector<NetworkInterface> list_interfaces() {
 
 std::vector<NetworkInterface> select_interfaces(const std::vector<NetworkInterface>& all,
                                                 const InterfaceSelector& selector) {
-  std::vector<NetworkInterface> chosen;
-  for (const auto& n : all)
-    if (selector.matches(n.name)) chosen.push_back(n);
-  if (chosen.empty() && selector.is_default())
+  auto pick = [&all](const InterfaceSelector& s) {
+    std::vector<NetworkInterface> chosen;
     for (const auto& n : all)
-      if (n.loopback) chosen.push_back(n);
-  return chosen;
+      if (s.matches(n.name)) chosen.push_back(n);
+    return chosen;
+  };
+  if (!selector.is_default()) return pick(selector);
+  // NCCL's own order (misc/socket.cc, ncclFindInterfaces): IPoIB first, then anything but
+  // docker, loopback and libvirt bridges (virbr0 has the same address on every host), then
+  // those as last resorts.
+  for (const char* tier : {"ib", "", "docker", "lo", "virbr"})
+    if (auto chosen = pick(InterfaceSelector(tier)); !chosen.empty()) return chosen;
+  return {};
 }
 
 }  // namespace topocoll::net

@@ -20,8 +20,8 @@ struct NetworkInterface {
 
 class InterfaceSelector {
  public:
-  // Empty text = the default: every interface but loopback and docker*, falling back to
-  // loopback when nothing else is up.
+  // Empty text = the default: every interface but lo*, docker* and virbr* (the middle tier
+  // of select_interfaces' default order).
   explicit InterfaceSelector(std::string_view text);
   bool matches(std::string_view interface_name) const;
   bool is_default() const { return names_.empty(); }
@@ -33,6 +33,8 @@ class InterfaceSelector {
 };
 
 std::vector<NetworkInterface> list_interfaces();
+// The interfaces the selector matches; for the default selector NCCL's order: ib* if any,
+// else the default's, else docker*, else lo*, else virbr*.
 std::vector<NetworkInterface> select_interfaces(const std::vector<NetworkInterface>& all,
                                                 const InterfaceSelector& selector);
 
