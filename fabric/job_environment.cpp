@@ -58,6 +58,10 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
   // (src/plugin/tuner.cc): --net-plugin alone means the transport alone.
   if (!options.net_plugin.empty() && options.tuner_plugin.empty() && !inherited("NCCL_TUNER_PLUGIN"))
     set("NCCL_TUNER_PLUGIN", "none");
+  // NCCL 2.28 unloads the net plugin with the last communicator using it and then forgets its
+  // name (src/plugin/net.cc, ncclNetPluginUnload): communicators made after would silently
+  // use NCCL's own transports. A starting reference count of 1 keeps it loaded.
+  if (!options.net_plugin.empty() && !inherited("NCCL_NET_PLUGIN_REF_COUNT")) set("NCCL_NET_PLUGIN_REF_COUNT", "1");
 
   // Launcher variables: the job's own where the launcher gave them, else this job's.
   set_unless_inherited("RANK", std::to_string(rank));

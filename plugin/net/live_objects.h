@@ -73,7 +73,7 @@ class LiveObjects {
 // while objects are live, so NCCL unloading the plugin after its last communicator (dlclose,
 // NCCL 2.28 src/plugin/net.cc) and loading it again leaks nothing once everything was
 // closed (before v11, a connection attempt NCCL abandoned is never closed: see
-// socket_net.h abandon_connects).
+// socket_net.h abandon_unfinished).
 LiveObjects& live_objects();
 
 }  // namespace topocoll::plugin::socket_net

@@ -26,7 +26,7 @@ ncclResult_t init_v11(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* con
 }
 
 ncclResult_t finalize_v11(void* ctx) {
-  abandon_connects(ctx);
+  abandon_unfinished(ctx);
   delete static_cast<Context*>(ctx);
   return ncclSuccess;
 }
@@ -47,7 +47,9 @@ ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t* props) {
   return ncclSuccess;
 }
 
-ncclResult_t listen_v11(void*, int dev, void* handle, void** listen_comm) { return listen(dev, handle, listen_comm); }
+ncclResult_t listen_v11(void* ctx, int dev, void* handle, void** listen_comm) {
+  return listen_for(ctx, dev, handle, listen_comm);
+}
 
 ncclResult_t connect_v11(void* ctx, int dev, void* handle, void** send_comm, ncclNetDeviceHandle_v11_t**) {
   return connect(ctx, dev, handle, send_comm);

@@ -209,7 +209,7 @@ ncclResult_t properties(int dev, DeviceProperties* props) {
   });
 }
 
-ncclResult_t listen(int dev, void* handle, void** listen_comm) {
+ncclResult_t listen_for(const void* owner, int dev, void* handle, void** listen_comm) {
   if (!handle || !listen_comm) return ncclInvalidArgument;
   *listen_comm = nullptr;
   return guarded("listen", [&] {
@@ -228,7 +228,7 @@ ncclResult_t listen(int dev, void* handle, void** listen_comm) {
     if (!s.ok()) return report("listen", s);
     std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
     std::memcpy(handle, &comm->listener->handle(), sizeof(net::Handle));
-    live_objects().add(comm.get(), LiveKind::Listen);
+    live_objects().add(comm.get(), LiveKind::Listen, owner);
     *listen_comm = comm.release();
     return ncclSuccess;
   });
@@ -487,13 +487,19 @@ ncclResult_t close_comm(void* p, const char* call) {
 }
 }  // namespace
 
-size_t abandon_connects(const void* owner) {
-  size_t n = 0;
+Abandoned abandon_unfinished(const void* owner) {
+  Abandoned n;
   for (const void* p : live_objects().take_owned(LiveKind::Connecting, owner)) {
     delete static_cast<const PendingConnect*>(p);  // closes the attempt's socket
-    ++n;
+    ++n.connects;
   }
-  if (n) TC_INFO(NCCL_NET, "NET/topocoll: finalize closed %zu connection attempt(s) NCCL stopped driving", n);
+  for (const void* p : live_objects().take_owned(LiveKind::Listen, owner)) {
+    delete static_cast<const ListenComm*>(p);  // closes the listening socket
+    ++n.listeners;
+  }
+  if (n.connects || n.listeners)
+    TC_INFO(NCCL_NET, "NET/topocoll: finalize closed %zu connection attempt(s) and %zu listener(s) NCCL stopped driving",
+            n.connects, n.listeners);
   return n;
 }
 

@@ -31,8 +31,12 @@ struct DeviceProperties {
 ncclResult_t init(ncclDebugLogger_t logger);
 ncclResult_t devices(int* count);
 ncclResult_t properties(int dev, DeviceProperties* props);
-ncclResult_t listen(int dev, void* handle, void** listen_comm);
-// owner: the v11 context the connection is made for (null before v11); see abandon_connects.
+// owner: the v11 context the listener or connection is made for (null before v11); see
+// abandon_unfinished.
+ncclResult_t listen_for(const void* owner, int dev, void* handle, void** listen_comm);
+inline ncclResult_t listen(int dev, void* handle, void** listen_comm) {
+  return listen_for(nullptr, dev, handle, listen_comm);
+}
 ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm);
 ncclResult_t accept(void* listen_comm, void** recv_comm);
 ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
@@ -47,13 +51,18 @@ ncclResult_t test(void* request, int* done, int* sizes);
 ncclResult_t close_send(void* send_comm);
 ncclResult_t close_recv(void* recv_comm);
 ncclResult_t close_listen(void* listen_comm);
-// Closes the connection attempts started for `owner` and not yet finished, returns how many.
-// NCCL keeps a connect's progress only in the handle and calls connect() until it returns a
-// comm; a communicator aborted meanwhile never calls again, and only finalize (v11, after
-// NCCL has stopped its proxy, init.cc commFree) can close the attempt's socket. Before v11
-// there is no context, and such an attempt stays open until the process ends, as in NCCL's
-// own socket transport.
-size_t abandon_connects(const void* owner);
+// Closes the connection attempts started for `owner` and not yet finished, and its listeners
+// not yet closed; returns how many of each. NCCL keeps a connect's progress only in the
+// handle and calls connect() until it returns a comm, and closes a listener once its
+// connection is accepted (transport/net.cc recvProxyConnect); a communicator aborted
+// meanwhile never calls again, and only finalize (v11, once the last communicator sharing
+// the context is freed, after NCCL has stopped its proxy: init.cc commFree) can close their
+// sockets. Before v11 there is no context, and they stay open until the process ends, as in
+// NCCL's own socket transport.
+struct Abandoned {
+  size_t connects = 0, listeners = 0;
+};
+Abandoned abandon_unfinished(const void* owner);
 // getDeviceMr, irecvConsumed and makeVDevice are exported as null, as NCCL's own Socket
 // transport does: NCCL 2.28's proxy calls irecvConsumed after every received step whenever
 // the pointer is set (transport/net.cc), and tries NIC fusion whenever makeVDevice is set.

@@ -108,6 +108,20 @@ TEST(JobEnvironment, TheNetPluginAloneDoesNotBringItsTuner) {
   EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).at("NCCL_TUNER_PLUGIN"), "topocoll");
 }
 
+// NCCL 2.28 unloads the net plugin with its last communicator and forgets its name
+// (src/plugin/net.cc): a job that destroys every communicator and makes new ones would go on
+// over NCCL's own transports without a word. --net-plugin keeps it loaded, unless the job
+// says otherwise.
+TEST(JobEnvironment, TheNetPluginStaysLoadedForTheWholeJob) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).count("NCCL_NET_PLUGIN_REF_COUNT"));
+  o.net_plugin = "topocoll";
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).at("NCCL_NET_PLUGIN_REF_COUNT"), "1");
+  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, from({{"NCCL_NET_PLUGIN_REF_COUNT", "0"}})).environment)
+                   .count("NCCL_NET_PLUGIN_REF_COUNT"));
+}
+
 TEST(JobEnvironment, RankZerosOwnVariablesGoToRankZeroOnly) {
   const FabricPlan plan = plan_of("bigraph-32.json");
   JobOptions o;

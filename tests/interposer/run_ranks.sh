@@ -36,7 +36,9 @@ face_env=()
 for face in ${faces//,/ }; do
   case $face in
     preload) face_env+=(LD_PRELOAD="$plugin") ;;
-    net) face_env+=(NCCL_NET_PLUGIN="$plugin") ;;
+    # NCCL 2.28 unloads the net plugin with its last communicator and forgets its name
+    # (src/plugin/net.cc): a reference count of 1 keeps every communicator of the run on it.
+    net) face_env+=(NCCL_NET_PLUGIN="$plugin" NCCL_NET_PLUGIN_REF_COUNT=1) ;;
     tuner) face_env+=(NCCL_TUNER_PLUGIN="$plugin") ;;
     *) echo "run_ranks.sh: FACES=$faces: unknown face '$face' (preload, net, tuner)" >&2; exit 2 ;;
   esac

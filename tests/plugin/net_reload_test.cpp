@@ -1,7 +1,9 @@
 // NCCL unloads its net plugin when the last communicator using it is gone (dlclose once the
-// net's reference count drops to zero, NCCL 2.28 src/plugin/net.cc) and loads it again for
-// the next one: a framework that destroys every process group and makes new ones does this.
-// The library must come back whole, and leave no thread behind running its unloaded code.
+// net's reference count drops to zero, NCCL 2.28 src/plugin/net.cc) and, for the next one,
+// opens a plugin library again: this one when it is installed as libnccl-net.so (NCCL 2.28.9
+// forgets a name given in NCCL_NET_PLUGIN on unload; docs/net-plugin.md). A framework that
+// destroys every process group and makes new ones does this. The library must come back
+// whole, and leave no thread behind running its unloaded code.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <gtest/gtest.h>

@@ -402,6 +402,43 @@ TEST(NetPluginErrors, FinalizeClosesTheConnectsItsContextLeftUnderWay) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
+// NCCL closes a listener once its connection is accepted (transport/net.cc
+// recvProxyConnect); one whose peer never connected before the communicator was aborted is
+// never closed by NCCL, and v11's finalize of that context closes it. Listeners of another
+// context, and those NCCL closed itself, are untouched.
+TEST(NetPluginErrors, FinalizeClosesTheListenersItsContextLeftOpen) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void *aborted = nullptr, *alive = nullptr;
+    RANK_REQUIRE(net->init(&aborted, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+    RANK_REQUIRE(net->init(&alive, 2, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *left_open = nullptr, *closed = nullptr, *other = nullptr;
+    const size_t before = open_descriptors();
+    RANK_REQUIRE(net->listen(aborted, 0, handle, &left_open) == ncclSuccess);
+    RANK_REQUIRE(net->listen(aborted, 0, handle, &closed) == ncclSuccess);
+    const size_t two = open_descriptors();
+    RANK_REQUIRE(two > before, "a listener holds no socket");
+    RANK_REQUIRE(net->closeListen(closed) == ncclSuccess);
+    const size_t one = open_descriptors();
+    RANK_REQUIRE(net->listen(alive, 0, handle, &other) == ncclSuccess);
+    const size_t with_other = open_descriptors();
+    RANK_REQUIRE(net->finalize(aborted) == ncclSuccess);
+    RANK_REQUIRE(open_descriptors() == with_other - (one - before),
+                 "finalize left the listener open: %zu before, %zu with it, %zu after", before, with_other,
+                 open_descriptors());
+    RANK_REQUIRE(logged_contains(NCCL_LOG_INFO, "0 connection attempt(s) and 1 listener(s)"), "no INFO line");
+    // The other context's listener is still live, and closing it is still NCCL's to do.
+    RANK_REQUIRE(net->closeListen(other) == ncclSuccess);
+    RANK_REQUIRE(net->finalize(alive) == ncclSuccess);
+    RANK_REQUIRE(open_descriptors() == before, "descriptors left open: %zu before, %zu after", before,
+                 open_descriptors());
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
 // Fault matrix, net plugin harness: a receiver stopped (SIGSTOP) mid-transfer. Its sockets
 // stay open, so only the stall timeout can tell: with TOPOCOLL_NET_STALL_TIMEOUT_MS set the
 // send fails at it with a WARN naming the peer's address, and the sender then ends the
