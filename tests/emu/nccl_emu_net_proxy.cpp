@@ -404,7 +404,9 @@ struct NetProxy::State {
           check(comm, &c, c.sender ? net().closeSend(c.net_comm) : net().closeRecv(c.net_comm),
                 c.sender ? "closeSend" : "closeRecv");
         }
-        if (c.listen_comm) check(comm, &c, net().closeListen(c.listen_comm), "closeListen");
+        // A listener whose connection was never accepted is not closed here: NCCL's
+        // recvProxyFree closes only connected receivers (2.28 transport/net.cc); the plugin's
+        // finalize of the context, below, must take it back.
         it = connections.erase(it);
       }
       std::erase_if(setups, [&](const SetupRequest& s) { return s.key.comm == key; });
