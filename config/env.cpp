@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/algorithm_names.h"
+#include "config/nccl_conf.h"
 #include "config/value_grammar.h"
 #include "config/warnings.h"
 
@@ -91,7 +92,7 @@ const std::vector<EnvVariable>& table() {
       // Tuner.
       boolean("TOPOCOLL_TUNER", "1", "0 turns the tuner face off: NCCL's own tuning is unchanged"),
       // Net plugin and the socket transport under it and under the CLI's ranks.
-      text("TOPOCOLL_NET_IFNAME", "", "NCCL_SOCKET_IFNAME, else every interface but lo and docker*",
+      text("TOPOCOLL_NET_IFNAME", "", "NCCL_SOCKET_IFNAME, else NCCL's order: ib*, else all but docker*, lo*, virbr*",
            "the net plugin's interfaces without a topology (NCCL_SOCKET_IFNAME's syntax)"),
       text("TOPOCOLL_NET_PLANE_ADDRS", "", "each NIC by the interface or RDMA device of its name",
            "nic=ip list: the address each topology NIC of this host binds"),
@@ -315,10 +316,13 @@ Env read_env(const std::map<std::string, std::string, std::less<>>& values) {
 }
 
 const Env& env() {
+  // What the environment does not set, NCCL's configuration files may (config/nccl_conf.h):
+  // NCCL applies them only at its own init, which a face may run before.
   static const Env process = read_env_from([](std::string_view name) -> std::optional<std::string> {
-    const char* value = std::getenv(std::string(name).c_str());
-    if (!value) return std::nullopt;
-    return std::string(value);
+    if (const char* value = std::getenv(std::string(name).c_str())) return std::string(value);
+    const NcclConf& conf = process_nccl_conf();
+    if (const auto it = conf.find(name); it != conf.end()) return it->second;
+    return std::nullopt;
   });
   // After the read, not inside it: the sink may log, and logging reads env() (plugin/log.h).
   static std::atomic<bool> reported{false};

@@ -135,8 +135,9 @@ using EnvSource = std::function<std::optional<std::string>(std::string_view name
 Env read_env_from(const EnvSource& source);
 Env read_env(const std::map<std::string, std::string, std::less<>>& values);
 
-// The process's environment, read on first use. Its warnings go to the warning sink
-// (config/warnings.h) once, right after that first read.
+// The process's environment, read on first use, with NCCL's configuration files for what it
+// does not set (config/nccl_conf.h). Its warnings go to the warning sink (config/warnings.h)
+// once, right after that first read.
 const Env& env();
 
 }  // namespace topocoll::config

@@ -1,0 +1,51 @@
+#include "config/nccl_conf.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace topocoll::config {
+
+std::vector<std::string> nccl_conf_paths(const std::optional<std::string>& conf_file,
+                                         const std::optional<std::string>& home) {
+  std::vector<std::string> paths;
+  if (conf_file && !conf_file->empty()) paths.push_back(*conf_file);
+  else if (home) paths.push_back(*home + "/.nccl.conf");
+  paths.push_back("/etc/nccl.conf");
+  return paths;
+}
+
+void add_nccl_conf(std::istream& file, NcclConf& into) {
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.empty() || line.front() == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    // NCCL copies at most 1023 bytes of name and of value.
+    into.try_emplace(line.substr(0, std::min<std::size_t>(eq, 1023)), line.substr(eq + 1, 1023));
+  }
+}
+
+NcclConf read_nccl_conf(const std::vector<std::string>& paths) {
+  NcclConf conf;
+  for (const std::string& path : paths) {
+    std::ifstream file(path);
+    if (file) add_nccl_conf(file, conf);
+  }
+  return conf;
+}
+
+const NcclConf& process_nccl_conf() {
+  static const NcclConf conf = [] {
+    std::optional<std::string> conf_file, home;
+    if (const char* f = std::getenv("NCCL_CONF_FILE")) conf_file = f;
+    // As NCCL: the real user's home from the password database, not $HOME.
+    if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) home = pw->pw_dir;
+    return read_nccl_conf(nccl_conf_paths(conf_file, home));
+  }();
+  return conf;
+}
+
+}  // namespace topocoll::config

@@ -1,0 +1,82 @@
+// NCCL's configuration files as NCCL reads them (config/nccl_conf.h): topocoll's faces must
+// see what a cluster put in /etc/nccl.conf even when they read before NCCL's init applies it.
+#include "config/nccl_conf.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "config/env.h"
+
+namespace topocoll::config {
+namespace {
+
+TEST(NcclConf, LinesAsNcclReadsThem) {
+  std::istringstream file(
+      "# comment=ignored\n"
+      "NCCL_SOCKET_IFNAME=eth0\n"
+      "no equals sign\n"
+      "NCCL_SOCKET_IFNAME=eth1\n"   // not overwritten: NCCL's setenv(..., 0)
+      "TOPOCOLL_ALGO= hd \n"        // nothing trimmed
+      "EMPTY=\n"
+      "A=b=c");
+  NcclConf conf{{"NCCL_HOSTID", "from-before"}};
+  add_nccl_conf(file, conf);
+  EXPECT_EQ(conf.at("NCCL_SOCKET_IFNAME"), "eth0");
+  EXPECT_EQ(conf.at("TOPOCOLL_ALGO"), " hd ");
+  EXPECT_EQ(conf.at("EMPTY"), "");
+  EXPECT_EQ(conf.at("A"), "b=c");
+  EXPECT_EQ(conf.at("NCCL_HOSTID"), "from-before");
+  EXPECT_FALSE(conf.count("# comment"));
+  EXPECT_FALSE(conf.count("no equals sign"));
+}
+
+TEST(NcclConf, NcclConfFileReplacesTheUsersFileAndEtcComesLast) {
+  EXPECT_EQ(nccl_conf_paths(std::string("/x/my.conf"), std::string("/home/u")),
+            (std::vector<std::string>{"/x/my.conf", "/etc/nccl.conf"}));
+  EXPECT_EQ(nccl_conf_paths(std::nullopt, std::string("/home/u")),
+            (std::vector<std::string>{"/home/u/.nccl.conf", "/etc/nccl.conf"}));
+  EXPECT_EQ(nccl_conf_paths(std::string(""), std::string("/home/u")),
+            (std::vector<std::string>{"/home/u/.nccl.conf", "/etc/nccl.conf"}));
+  EXPECT_EQ(nccl_conf_paths(std::nullopt, std::nullopt), (std::vector<std::string>{"/etc/nccl.conf"}));
+}
+
+TEST(NcclConf, TheFirstFileWinsAndAMissingOneIsSkipped) {
+  const std::string user = ::testing::TempDir() + "topocoll-user.nccl.conf";
+  const std::string site = ::testing::TempDir() + "topocoll-site.nccl.conf";
+  std::ofstream(user) << "NCCL_SOCKET_IFNAME=ib0\n";
+  std::ofstream(site) << "NCCL_SOCKET_IFNAME=eth0\nNCCL_HOSTID=s3\n";
+  const NcclConf conf = read_nccl_conf({user, ::testing::TempDir() + "topocoll-missing.conf", site});
+  EXPECT_EQ(conf.at("NCCL_SOCKET_IFNAME"), "ib0");
+  EXPECT_EQ(conf.at("NCCL_HOSTID"), "s3");
+  std::remove(user.c_str());
+  std::remove(site.c_str());
+}
+
+// The process's settings: what the environment leaves unset comes from NCCL_CONF_FILE, read
+// through the same grammar and warnings as the environment's. A process of its own (the
+// settings are read once per process).
+TEST(NcclConfDeathTest, TheProcessReadsWhatTheEnvironmentDoesNotSet) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string file = ::testing::TempDir() + "topocoll-process.nccl.conf";
+  std::ofstream(file) << "TOPOCOLL_ALGO=nccl-topo-ring\nTOPOCOLL_AUTO_MARGIN=1.25\nNCCL_SOCKET_IFNAME=eth7\n";
+  EXPECT_EXIT(
+      {
+        ::setenv("NCCL_CONF_FILE", file.c_str(), 1);
+        ::setenv("TOPOCOLL_ALGO", "nccl", 1);  // the environment wins
+        ::unsetenv("TOPOCOLL_AUTO_MARGIN");
+        ::unsetenv("NCCL_SOCKET_IFNAME");
+        ::unsetenv("TOPOCOLL_NET_IFNAME");
+        const Env& e = env();
+        const bool ok = e.algo == "nccl" && e.auto_margin > 1.24 && e.auto_margin < 1.26 &&
+                        e.nccl_socket_ifname == "eth7";
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace topocoll::config
