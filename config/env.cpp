@@ -318,12 +318,17 @@ Env read_env(const std::map<std::string, std::string, std::less<>>& values) {
 const Env& env() {
   // What the environment does not set, NCCL's configuration files may (config/nccl_conf.h):
   // NCCL applies them only at its own init, which a face may run before.
-  static const Env process = read_env_from([](std::string_view name) -> std::optional<std::string> {
-    if (const char* value = std::getenv(std::string(name).c_str())) return std::string(value);
-    const NcclConf& conf = process_nccl_conf();
-    if (const auto it = conf.find(name); it != conf.end()) return it->second;
-    return std::nullopt;
-  });
+  static const Env process = [] {
+    Env e = read_env_from([](std::string_view name) -> std::optional<std::string> {
+      if (const char* value = std::getenv(std::string(name).c_str())) return std::string(value);
+      const NcclConf& conf = process_nccl_conf();
+      if (const auto it = conf.find(name); it != conf.end()) return it->second;
+      return std::nullopt;
+    });
+    for (EnvSetting& s : e.settings)
+      s.from_nccl_conf = s.is_set() && !std::getenv(std::string(s.variable->name).c_str());
+    return e;
+  }();
   // After the read, not inside it: the sink may log, and logging reads env() (plugin/log.h).
   static std::atomic<bool> reported{false};
   if (!reported.exchange(true))

@@ -67,6 +67,7 @@ struct EnvSetting {
   std::optional<std::string> text;  // trimmed; none when unset or only whitespace
   std::string problem;              // the warning (or error) when `text` is bad; "" otherwise
   EnvValue value;                   // `text` parsed, else the default's, else monostate
+  bool from_nccl_conf = false;      // set in NCCL's configuration files, not the environment
   bool is_set() const { return text.has_value(); }
 };
 

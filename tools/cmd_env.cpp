@@ -15,14 +15,17 @@ constexpr const char* kUsage =
     "\n"
     "Prints every TOPOCOLL_* variable: its value here (values are trimmed), its default and\n"
     "what it changes; a bad value is marked BAD with what was expected and what is used\n"
-    "instead (docs/usage.md, \"Environment variables\").\n"
+    "instead (docs/usage.md, \"Environment variables\"). What the environment leaves unset is\n"
+    "looked up in NCCL's configuration files (NCCL_CONF_FILE or ~/.nccl.conf, /etc/nccl.conf),\n"
+    "as NCCL does, and marked so.\n"
     "  --all   also the variables of NCCL, CUDA, launchers and the system that topocoll reads\n"
     "Exit status: 0 when every value is good, 1 when one is bad, 2 for bad usage.\n";
 
 std::string value_here(const config::EnvSetting& s) {
   const config::EnvVariable& v = *s.variable;
-  if (!s.problem.empty()) return "BAD: " + s.problem;
-  if (s.is_set()) return *s.text;
+  const std::string where = s.from_nccl_conf ? " (from NCCL's configuration files)" : "";
+  if (!s.problem.empty()) return "BAD: " + s.problem + where;
+  if (s.is_set()) return *s.text + where;
   if (!v.default_value.empty()) return std::string(v.default_value) + " (default)";
   return "unset" + (v.unset_means.empty() ? std::string() : " (" + std::string(v.unset_means) + ")");
 }

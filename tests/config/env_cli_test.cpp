@@ -2,6 +2,8 @@
 // was expected and what is used instead, exit status 1 then; --all adds the other programs'.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "config/env.h"
@@ -41,6 +43,24 @@ TEST(EnvCli, ABadValueIsMarkedAndTheStatusIsOne) {
   EXPECT_NE(pair.output.find("BAD: TOPOCOLL_MIN_BYTES (1M) is larger than TOPOCOLL_MAX_BYTES (4K)"),
             std::string::npos)
       << pair.output;
+}
+
+// What the environment leaves unset comes from NCCL's configuration files, as NCCL reads
+// them (config/nccl_conf.h), and says so.
+TEST(EnvCli, ValuesFromNcclsConfigurationFilesAreShownAndNamed) {
+  const std::string file = ::testing::TempDir() + "topocoll-env-cli.nccl.conf";
+  std::ofstream(file) << "TOPOCOLL_AUTO_MARGIN=1.5\nTOPOCOLL_ALGO=nccl-topo-ring\nTOPOCOLL_NET_RENDEZVOUS=maybe\n";
+  const auto r = topocoll_env("NCCL_CONF_FILE=" + file + " TOPOCOLL_ALGO=nccl");
+  std::remove(file.c_str());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_AUTO_MARGIN             1.5 (from NCCL's configuration files)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_ALGO                    nccl\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("BAD: TOPOCOLL_NET_RENDEZVOUS=\"maybe\": expected 1/0, true/false, yes/no or on/off; "
+                          "using 1 (from NCCL's configuration files)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(EnvCli, AllAddsTheOtherProgramsVariables) {
