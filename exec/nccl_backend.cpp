@@ -96,8 +96,9 @@ void NcclBackend::reduce(const CollectiveBinding& binding, void* dst, const void
 void NcclBackend::copy(void* dst, const void* src, std::size_t bytes) {
   if (dst == src || bytes == 0) return;
   make_device_current();
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, work_stream_),
-             "cudaMemcpyAsync");
+  // Default: the kind follows the pointers (unified addressing), as the kernels' loads do; a
+  // user buffer in mapped host or managed memory is then no undefined copy.
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, work_stream_), "cudaMemcpyAsync");
 }
 
 void NcclBackend::finalize(const CollectiveBinding& binding, void* dst, int64_t count) {

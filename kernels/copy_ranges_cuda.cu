@@ -57,8 +57,9 @@ cudaError_t copy_ranges_cuda(const CopyRange* ranges, int n, cudaStream_t stream
     ++nonempty;
     only = &ranges[i];
   }
-  if (nonempty == 1)
-    return cudaMemcpyAsync(only->dst, only->src, only->bytes, cudaMemcpyDeviceToDevice, stream);
+  // Default: the kind follows the pointers (unified addressing), as the batch kernel's loads
+  // do; a user buffer in mapped host or managed memory is then no undefined copy.
+  if (nonempty == 1) return cudaMemcpyAsync(only->dst, only->src, only->bytes, cudaMemcpyDefault, stream);
   CopyBatch batch{};
   int in_batch = 0;
   std::size_t max_bytes = 0;

@@ -155,8 +155,10 @@ cudaError_t premul_cuda(DataType type, void* dst, const void* src, std::size_t c
 cudaError_t avg_premul_cuda(DataType type, void* dst, const void* src, std::size_t count,
                             int nranks, cudaStream_t stream) {
   if (const Launch l = check_avg_premul(type, dst, src, count, nranks); l != Launch::Run) return result_of(l);
+  // Default: the kind follows the pointers (unified addressing), as the kernels' own loads
+  // do; a user buffer in mapped host or managed memory is then no undefined copy.
   if (!avg_premultiplies(type))
-    return cudaMemcpyAsync(dst, src, count * datatype_size(type), cudaMemcpyDeviceToDevice, stream);
+    return cudaMemcpyAsync(dst, src, count * datatype_size(type), cudaMemcpyDefault, stream);
   const std::uint64_t scalar = avg_scalar_bits(type, nranks);
   return premul_cuda(type, dst, src, count, &scalar, stream);
 }
