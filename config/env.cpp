@@ -139,6 +139,10 @@ const std::vector<EnvVariable>& table() {
            Owner::Nccl),
       text("NCCL_DEBUG", "", "", "what the interposer prints on stderr, as NCCL filters its own lines", Owner::Nccl),
       text("NCCL_DEBUG_SUBSYS", "", "", "which subsystems' INFO lines the interposer prints", Owner::Nccl),
+      text("NCCL_CONF_FILE", "", "~/.nccl.conf",
+           "NCCL's configuration file, read before /etc/nccl.conf for NCCL_* and TOPOCOLL_* variables the "
+           "environment leaves unset (config/nccl_conf.h)",
+           Owner::Nccl),
       text("CUDA_VISIBLE_DEVICES", "", "", "maps a process's CUDA device to the host's GPU index", Owner::Cuda),
       launcher_local_rank("LOCAL_RANK"),
       launcher_local_rank("OMPI_COMM_WORLD_LOCAL_RANK"),
@@ -321,6 +325,10 @@ const Env& env() {
   static const Env process = [] {
     Env e = read_env_from([](std::string_view name) -> std::optional<std::string> {
       if (const char* value = std::getenv(std::string(name).c_str())) return std::string(value);
+      // Only NCCL's and topocoll's own: CUDA, the launchers and the system read theirs
+      // before NCCL's init could set them (CUDA_VISIBLE_DEVICES from there would name
+      // another GPU than CUDA uses).
+      if (!name.starts_with("NCCL_") && !name.starts_with("TOPOCOLL_")) return std::nullopt;
       const NcclConf& conf = process_nccl_conf();
       if (const auto it = conf.find(name); it != conf.end()) return it->second;
       return std::nullopt;

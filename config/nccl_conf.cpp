@@ -41,8 +41,15 @@ const NcclConf& process_nccl_conf() {
   static const NcclConf conf = [] {
     std::optional<std::string> conf_file, home;
     if (const char* f = std::getenv("NCCL_CONF_FILE")) conf_file = f;
-    // As NCCL: the real user's home from the password database, not $HOME.
-    if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) home = pw->pw_dir;
+    // As NCCL: the real user's home from the password database, not $HOME; the reentrant
+    // call, as NCCL may look it up on another thread meanwhile.
+    if (!conf_file || conf_file->empty()) {
+      passwd entry{};
+      passwd* found = nullptr;
+      std::vector<char> buffer(16384);
+      if (::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found && found->pw_dir)
+        home = found->pw_dir;
+    }
     return read_nccl_conf(nccl_conf_paths(conf_file, home));
   }();
   return conf;

@@ -8,8 +8,8 @@
 // NCCL applies the files to the environment at its own init. A topocoll face that reads the
 // environment before that (the interposer runs before NCCL's first ncclCommInitRank) would
 // miss what a cluster put there (NCCL_SOCKET_IFNAME, NCCL_HOSTID, TOPOCOLL_* too), and
-// disagree with NCCL and with its other faces: config/env.h looks here for what the
-// environment does not set.
+// disagree with NCCL and with its other faces: config/env.h looks here for the NCCL_* and
+// TOPOCOLL_* variables the environment does not set.
 #pragma once
 
 #include <functional>
@@ -37,6 +37,7 @@ void add_nccl_conf(std::istream& file, NcclConf& into);
 NcclConf read_nccl_conf(const std::vector<std::string>& paths);
 
 // This process's: the paths from its NCCL_CONF_FILE and its real user's home directory.
+// config/env.h consults it for NCCL_* and TOPOCOLL_* variables only.
 const NcclConf& process_nccl_conf();
 
 }  // namespace topocoll::config

@@ -46,7 +46,9 @@ std::vector<NetworkInterface> list_interfaces() {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return result;
   for (ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+    // Up and running (carrier), as NCCL requires (misc/socket.cc findInterfaces): an IPoIB
+    // port with an address but no link must not become the default device.
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || !(i->ifa_flags & IFF_RUNNING)) continue;
     int family = i->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
     SocketAddress address = SocketAddress::from_sockaddr(i->ifa_addr);

@@ -65,8 +65,6 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.device = st->device;
       v.ready = base ? 1 : 0;
       v.abandon = &st->aborting;
-      // Nothing more goes to it: its release need not wait for the batch's other votes.
-      v.on_abandoned = [st] { leave_before_the_batch_ends(*st); };
       votes.push_back(std::move(v));
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
@@ -74,7 +72,9 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     }
     bases.push_back({st, base});
   }
-  agree_ready(votes);
+  // While it waits, a communicator of the batch being aborted gets nothing more (marked
+  // Released below): its release need not wait for the batch's other votes.
+  agree_ready(votes, leave_aborted_communicators);
   for (const ReadyVote& v : votes)
     if (!v.all_ready)
       for (auto& [st, base] : bases)
@@ -90,7 +90,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (needs[i] > 0 && calls[i].state.get() == st && base) regions[i] = base + offsets[i];
   // A communicator being aborted gets nothing more, voted on or not: its release may have
-  // stopped waiting for this thread (leave_before_the_batch_ends), here or in an earlier
+  // stopped waiting for this thread (leave_aborted_communicators), here or in an earlier
   // part of the batch.
   for (std::size_t i = 0; i < calls.size(); ++i)
     if (calls[i].state->aborting.load()) outcomes[i] = ScratchOutcome::Released;

@@ -168,7 +168,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
 }
 
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
-  ServedCallsInside inside(pending);  // not const: an abandoned vote leaves it early
+  ServedCallsInside inside(pending);  // not const: a vote's wait leaves aborted ones early
   const ncclResult_t dropped = drop_released_calls(pending, DropCalls::OfReleasing, "before it ran");
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);

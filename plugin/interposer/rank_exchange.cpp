@@ -53,10 +53,8 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
 // True when `v`'s communicator is being aborted (ReadyVote::abandon); records it.
 bool abandoned_now(ReadyVote& v) {
   if (!v.abandon || !v.abandon->load()) return false;
-  if (v.abandoned) return true;
   v.abandoned = true;
   v.error = "the communicator was aborted while its ready vote waited for its peers";
-  if (v.on_abandoned) v.on_abandoned();
   return true;
 }
 
@@ -66,7 +64,8 @@ bool abandoned_now(ReadyVote& v) {
 // millisecond or so (a vote behind no pending work is done in microseconds), then every
 // 100 us.
 void poll_votes(const ExchangeCudaCalls& cuda, std::span<ReadyVote> batch, const std::vector<DeviceSlot>& slots,
-                std::vector<char>& waiting, std::vector<cudaError_t>& done, CurrentDeviceGuard& device_guard) {
+                std::vector<char>& waiting, std::vector<cudaError_t>& done, CurrentDeviceGuard& device_guard,
+                const std::function<void()>& while_waiting) {
   for (int polls = 0;; ++polls) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (!waiting[i]) continue;
@@ -82,6 +81,7 @@ void poll_votes(const ExchangeCudaCalls& cuda, std::span<ReadyVote> batch, const
       waiting[i] = 0;
     }
     if (std::find(waiting.begin(), waiting.end(), 1) == waiting.end()) return;
+    if (while_waiting) while_waiting();
     if (polls < 1000) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
@@ -194,7 +194,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
-void agree_ready(std::span<ReadyVote> batch) {
+void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_waiting) {
   if (batch.empty()) return;
   CurrentDeviceGuard device_guard;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -242,7 +242,7 @@ void agree_ready(std::span<ReadyVote> batch) {
   std::vector<char> waiting(batch.size(), 0);
   std::vector<cudaError_t> done(batch.size(), cudaSuccess);
   for (std::size_t i = 0; i < batch.size(); ++i) waiting[i] = slots[i].joined && er == ncclSuccess;
-  poll_votes(cuda, batch, slots, waiting, done, device_guard);
+  poll_votes(cuda, batch, slots, waiting, done, device_guard, while_waiting);
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];

@@ -78,13 +78,11 @@ struct ReadyVote {
   int device = -1;
   int ready = 0;           // this rank's vote
   const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
-  // Called once, on the voting thread, when the vote is abandoned: before the other votes
-  // of the batch are done waiting.
-  std::function<void()> on_abandoned;
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
   bool abandoned = false;  // out: `abandon` was set before the result arrived
   std::string error;       // out: why this rank could not vote or read the result
 };
-void agree_ready(std::span<ReadyVote> batch);
+// `while_waiting` (when set) runs on this thread at every poll while some vote still waits.
+void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_waiting = {});
 
 }  // namespace topocoll::plugin::interposer

@@ -30,16 +30,17 @@ ServedCallsInside::~ServedCallsInside() {
 
 ServedCallsInside* ServedCallsInside::of_this_thread() { return innermost; }
 
-void ServedCallsInside::leave(const CommState& st) {
-  const auto it = std::find_if(entered_.begin(), entered_.end(), [&](const auto& e) { return e.get() == &st; });
-  if (it == entered_.end()) return;
-  // The state stays alive (the batch's calls hold it); only the count lets the release go.
-  (*it)->calls_inside.fetch_sub(1);
-  entered_.erase(it);
+void ServedCallsInside::leave_aborted() {
+  // The states stay alive (the batch's calls hold them); only the count lets the release go.
+  std::erase_if(entered_, [](const std::shared_ptr<CommState>& st) {
+    if (!st->aborting.load()) return false;
+    st->calls_inside.fetch_sub(1);
+    return true;
+  });
 }
 
-void leave_before_the_batch_ends(const CommState& st) {
-  if (ServedCallsInside* scope = ServedCallsInside::of_this_thread()) scope->leave(st);
+void leave_aborted_communicators() {
+  if (ServedCallsInside* scope = ServedCallsInside::of_this_thread()) scope->leave_aborted();
 }
 
 bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound) {

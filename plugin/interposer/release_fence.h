@@ -11,7 +11,7 @@
 // that waited issue nothing more (ncclInvalidUsage): not even NCCL's own collective, whose
 // runtime connect could wait for the very peer that hung. A destroy lets the vote finish,
 // as its peers are expected to be alive. A batch spanning several communicators leaves an
-// aborted one as soon as its vote is abandoned, not when the batch's other votes are done.
+// aborted one while it waits for a vote, not when the batch's other votes are done.
 // The first nccl-topo-ring call makes the
 // topology-ordered split, which waits for every rank too: after an abort began meanwhile the
 // call issues nothing, and the split goes down with the user's communicator, also when it
@@ -47,18 +47,20 @@ class ServedCallsInside {
 
   // The innermost scope of the calling thread, or null.
   static ServedCallsInside* of_this_thread();
-  // Stops counting as inside `st` (no-op if not inside): the batch issues nothing more on it.
-  void leave(const CommState& st);
+  // Stops counting as inside every communicator an abort has begun on: the batch issues
+  // nothing more on them.
+  void leave_aborted();
 
  private:
   std::vector<std::shared_ptr<CommState>> entered_;
   ServedCallsInside* outer_ = nullptr;
 };
 
-// The calling thread's batch issues nothing more on `st` (its vote was abandoned for an
-// abort): st's release goes on without waiting for the rest of the batch, whose other
-// communicators may keep it waiting (a vote behind a peer that hung).
-void leave_before_the_batch_ends(const CommState& st);
+// The calling thread's batch issues nothing more on the communicators an abort has begun on
+// (their calls not issued yet are Released: batch_scratch.h): their releases go on without
+// waiting for the rest of the batch, whose other communicators may keep it waiting (a vote
+// behind a peer that hung). Called while the batch waits for a vote.
+void leave_aborted_communicators();
 
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }

