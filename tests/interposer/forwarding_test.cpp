@@ -46,6 +46,23 @@ class Forwarding : public ::testing::Test {
   }
 };
 
+// Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU).
+void insert_served_state(ncclComm_t comm) {
+  topo::BiGraphShape shape;
+  shape.switches_per_group = 2;
+  shape.endpoints_per_switch = 2;
+  auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->nranks = 8;
+  st->rank = 3;
+  st->device = 0;
+  st->topology = topology;
+  st->placement = sched::first_endpoints(*topology, 8);
+  st->served = true;
+  CommRegistry::instance().insert(std::move(st));
+}
+
 ncclComm_t fake_comm(uintptr_t v) { return reinterpret_cast<ncclComm_t>(v); }
 cudaStream_t fake_stream(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
@@ -158,22 +175,11 @@ TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirC
   ncclUniqueId id{};
   ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
   {  // Make it served, with a cached route that sends this call to a schedule.
-    topo::BiGraphShape shape;
-    shape.switches_per_group = 2;
-    shape.endpoints_per_switch = 2;
-    auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
-    auto st = std::make_unique<CommState>();
-    st->comm = comm;
-    st->nranks = 8;
-    st->rank = 3;
-    st->topology = topology;
-    st->placement = sched::first_endpoints(*topology, 8);
-    st->served = true;
+    insert_served_state(comm);
     auto route = std::make_shared<Route>();
     route->target = RouteTarget::Schedule;
     route->algo = "hd";
-    st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
-    CommRegistry::instance().insert(std::move(st));
+    CommRegistry::instance().find(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
   }
   stub_nccl::reset();
   alignas(16) char in[64] = {}, out[64] = {};
@@ -220,22 +226,6 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
 }
 
-// Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU).
-void insert_served_state(ncclComm_t comm) {
-  topo::BiGraphShape shape;
-  shape.switches_per_group = 2;
-  shape.endpoints_per_switch = 2;
-  auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
-  auto st = std::make_unique<CommState>();
-  st->comm = comm;
-  st->nranks = 8;
-  st->rank = 3;
-  st->device = 0;
-  st->topology = topology;
-  st->placement = sched::first_endpoints(*topology, 8);
-  st->served = true;
-  CommRegistry::instance().insert(std::move(st));
-}
 
 // A served communicator (state inserted by hand): calls topocoll does not take still reach
 // NCCL exactly once with the user's buffers.
@@ -444,9 +434,30 @@ TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote)
   stub_nccl::reset();
 }
 
+// Runs `group` (one group's calls, ncclGroupStart to ncclGroupEnd, returning the end's
+// result) on another thread while every vote hangs behind peers that hung, aborts
+// `aborted` once the batch waits, then lets the peers vote. The abort must not have waited
+// for its bound (the batch's other vote still waited). The group's result.
+ncclResult_t abort_while_a_group_waits(ncclComm_t aborted, const std::function<ncclResult_t()>& group) {
+  HostMemoryVote vote;
+  stub_nccl::set_allreduce_min_peers(1);
+  std::atomic<bool> peers_voted{false};
+  HungVote::install(std::chrono::seconds(15), &peers_voted);
+  ncclResult_t ended = ncclInternalError;
+  std::thread caller([&] { ended = group(); });
+  EXPECT_TRUE(HungVote::wait_for_polls(10)) << "the batch never waited for a vote";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclCommAbort(aborted), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
+  peers_voted = true;
+  caller.join();
+  return ended;
+}
+
 // A group over two communicators whose votes both wait behind peers that hung: an abort
-// of one lets it go as soon as its vote is abandoned (its release does not wait for the
-// other's vote, nor for its bound), while the other's vote goes on and its call completes.
+// of one lets it go while the other's vote waits (its release does not wait for that vote,
+// nor for its bound), and the other's call completes.
 TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
   const int64_t count = 4096;
   const ncclComm_t aborted = stub_comm_with_hd_allreduce(comm_, count);
@@ -454,24 +465,12 @@ TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
   insert_served_state(other_fake);
   const ncclComm_t other = stub_comm_with_hd_allreduce(other_fake, count);
   std::vector<float> in(count, 1.0f), out(count, 0.0f), in2(count, 1.0f), out2(count, 0.0f);
-  HostMemoryVote vote;
-  stub_nccl::set_allreduce_min_peers(1);
-  std::atomic<bool> peers_voted{false};
-  HungVote::install(std::chrono::seconds(15), &peers_voted);
-  ncclResult_t ended = ncclInternalError;
-  std::thread caller([&] {
+  const ncclResult_t ended = abort_while_a_group_waits(aborted, [&] {
     ncclGroupStart();
     ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, aborted, nullptr);
     ncclAllReduce(in2.data(), out2.data(), count, ncclFloat32, ncclSum, other, nullptr);
-    ended = ncclGroupEnd();
+    return ncclGroupEnd();
   });
-  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the batch never waited for the votes";
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(ncclCommAbort(aborted), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
-  peers_voted = true;
-  caller.join();
   EXPECT_EQ(ended, ncclInvalidUsage);
   EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, aborted));
   // No device here, so this rank voted "cannot": the other call went to NCCL as it should.
@@ -491,24 +490,12 @@ TEST_F(ServedForwarding, ABatchLetsAnAbortedCommunicatorWithoutAVoteGoToo) {
   const ncclComm_t voting = stub_comm_with_hd_allreduce(other_fake, count);
   alignas(16) static float small_in[4], small_out[4];
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  HostMemoryVote vote;
-  stub_nccl::set_allreduce_min_peers(1);
-  std::atomic<bool> peers_voted{false};
-  HungVote::install(std::chrono::seconds(15), &peers_voted);
-  ncclResult_t ended = ncclInternalError;
-  std::thread caller([&] {
+  const ncclResult_t ended = abort_while_a_group_waits(ringed, [&] {
     ncclGroupStart();
     ncclAllReduce(small_in, small_out, 4, ncclFloat32, ncclSum, ringed, nullptr);
     ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, voting, nullptr);
-    ended = ncclGroupEnd();
+    return ncclGroupEnd();
   });
-  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the batch never waited for the vote";
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(ncclCommAbort(ringed), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err.find("still inside after"), std::string::npos) << "the abort waited for its bound:\n" << err;
-  peers_voted = true;
-  caller.join();
   EXPECT_EQ(ended, ncclSuccess) << "both calls were issued before the abort";
   EXPECT_TRUE(forwarded_users_allreduce(in.data(), out.data(), count, voting));
   EXPECT_EQ(ncclCommDestroy(voting), ncclSuccess);
