@@ -29,7 +29,10 @@ std::string pci_path_of(const std::string& interface_name) {
 }
 
 std::vector<NetDevice> interface_devices(const config::Env& env) {
-  const std::string& selector_text = !env.net_ifname.empty() ? env.net_ifname : env.nccl_socket_ifname;
+  // NCCL takes NCCL_SOCKET_IFNAME only when longer than one character (misc/socket.cc
+  // ncclFindInterfaces); so does this plugin, to pick the interfaces NCCL would.
+  const std::string& nccl_text = env.nccl_socket_ifname.size() > 1 ? env.nccl_socket_ifname : std::string();
+  const std::string selector_text = !env.net_ifname.empty() ? env.net_ifname : nccl_text;
   auto chosen = net::select_interfaces(net::list_interfaces(), net::InterfaceSelector(selector_text));
   std::vector<NetDevice> devices;
   for (const auto& i : chosen) {

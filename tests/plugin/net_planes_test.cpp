@@ -207,6 +207,30 @@ TEST(NetPluginPlanes, HostFromNcclHostIdWithOrWithoutDomain) {
   }
 }
 
+// NCCL ignores an NCCL_SOCKET_IFNAME of one character (misc/socket.cc): the default then, as
+// for NCCL; two characters are a selector, here one that matches nothing (a WARN).
+TEST(NetPluginPlanes, OneCharacterNcclSocketIfnameIsIgnoredAsNcclIgnoresIt) {
+  for (const char* selector : {"q", "qz"}) {
+    auto results = run_ranks(1, [selector](int, RankMesh&) {
+      ::unsetenv("TOPOCOLL_TOPO_FILE");
+      ::unsetenv("TOPOCOLL_NET_IFNAME");
+      ::setenv("NCCL_SOCKET_IFNAME", selector, 1);
+      const ncclNet_v11_t* net = net_v11();
+      RANK_REQUIRE(net);
+      void* ctx = nullptr;
+      RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+      int ndev = 0;
+      RANK_REQUIRE(net->devices(&ndev) == ncclSuccess);
+      const bool ignored = std::strlen(selector) == 1;
+      RANK_REQUIRE(ignored ? ndev > 0 : ndev == 0, "NCCL_SOCKET_IFNAME=%s: %d devices", selector, ndev);
+      RANK_REQUIRE(ignored != logged_contains(NCCL_LOG_WARN, "no network interface matches"), "WARN or not");
+      RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+      return 0;
+    });
+    EXPECT_TRUE(all_ok(results)) << selector << ": " << describe(results);
+  }
+}
+
 TEST(NetPluginPlanes, InterfaceSelectorPicksDevicesWithoutTopology) {
   auto results = run_ranks(1, [](int, RankMesh&) {
     ::unsetenv("TOPOCOLL_TOPO_FILE");
