@@ -333,8 +333,13 @@ const Env& env() {
       if (const auto it = conf.find(name); it != conf.end()) return it->second;
       return std::nullopt;
     });
-    for (EnvSetting& s : e.settings)
+    for (EnvSetting& s : e.settings) {
       s.from_nccl_conf = s.is_set() && !std::getenv(std::string(s.variable->name).c_str());
+      // A bad value the environment does not show says where it is.
+      if (s.from_nccl_conf && !s.problem.empty())
+        for (std::string& w : e.warnings)
+          if (w == s.problem) w += " (from NCCL's configuration files)";
+    }
     return e;
   }();
   // After the read, not inside it: the sink may log, and logging reads env() (plugin/log.h).

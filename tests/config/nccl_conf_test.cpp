@@ -79,5 +79,23 @@ TEST(NcclConfDeathTest, TheProcessReadsWhatTheEnvironmentDoesNotSet) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A bad value from there is warned about like one from the environment, saying where it is
+// (the environment does not show it).
+TEST(NcclConfDeathTest, ABadValueFromThereSaysWhereItIs) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const testing_support::ScratchDir dir("nccl_conf_bad");
+  const std::string file = dir.file("nccl.conf");
+  std::ofstream(file) << "TOPOCOLL_NET_RENDEZVOUS=maybe\n";
+  EXPECT_EXIT(
+      {
+        ::setenv("NCCL_CONF_FILE", file.c_str(), 1);
+        ::unsetenv("TOPOCOLL_NET_RENDEZVOUS");
+        env();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "TOPOCOLL_NET_RENDEZVOUS=\"maybe\": expected .*; using 1 \\(from NCCL's configuration files\\)");
+}
+
 }  // namespace
 }  // namespace topocoll::config
