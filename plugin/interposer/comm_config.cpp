@@ -27,7 +27,6 @@ ncclConfig_t CommConfigCopy::user() const {
 
 ncclConfig_t CommConfigCopy::for_split() const {
   ncclConfig_t c = user();
-  c.splitShare = 1;
   c.blocking = 1;
   return c;
 }

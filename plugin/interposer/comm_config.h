@@ -21,8 +21,11 @@ class CommConfigCopy {
 
   // The user's config; its strings point into this copy.
   ncclConfig_t user() const;
-  // The config for splitting the communicator: the user's, sharing its resources
-  // (splitShare = 1) and blocking (the split is made inside the user's init call).
+  // The config for splitting the communicator: the user's, blocking (the split is made
+  // inside the user's init call). Its splitShare stays the user's: NCCL decides whether a
+  // split shares its parent's buffers, proxy and net context by the *parent's* splitShare
+  // (2.28 init.cc ncclCommInitChildComm: comm->config.splitShare), so setting it here would
+  // change nothing for this split, only for splits of it.
   ncclConfig_t for_split() const;
 
  private:

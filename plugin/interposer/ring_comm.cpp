@@ -48,8 +48,9 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     int key = 0;
     for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
       if (st->ring_order[pos] == st->rank) key = int(pos);
-    // The user's config (CTA limits, traffic class, ...: comm_config.h), sharing the user's
-    // communicator's buffers and proxies (NCCL's splitShare) instead of doubling them.
+    // The user's config (CTA limits, traffic class, ...: comm_config.h). The split has
+    // buffers, proxy threads and a net context of its own unless the user's communicator
+    // was made with splitShare=1 (NCCL decides by the parent's config, not the split's).
     ncclConfig_t config = st->config.for_split();
     results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
   }

@@ -679,7 +679,8 @@ TEST_F(ServedForwarding, ASplitEndingAfterTheReleaseGaveUpIsReleasedNotLeaked) {
   stub_nccl::reset();
 }
 
-// The topology-ordered split shares the parent's resources (splitShare), carries the
+// The topology-ordered split carries the user's splitShare (NCCL shares resources by the
+// parent's config, so the interposer cannot ask for sharing on the split), carries the
 // buffers the user registered on the parent (before and after the split), reports its
 // asynchronous errors through the parent, and is revoked with it.
 TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
@@ -699,7 +700,7 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
     if (c.fn == "pncclCommSplit" && c.comm == comm_) split_share = c.op;
     if (c.fn == "pncclCommRegister" && c.comm == ring) ++registered_on_ring;
   }
-  EXPECT_EQ(split_share, 1) << "the split must be created with splitShare=1";
+  EXPECT_EQ(split_share, NCCL_CONFIG_UNDEF_INT) << "the split carries the user's splitShare";
   EXPECT_EQ(registered_on_ring, 2) << "both buffers registered on the split";
 
   stub_nccl::reset();

@@ -308,7 +308,7 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   const auto after = after_allgather();
   // The exchange's group end, then the vote in its own group, then (TOPOCOLL_RING_COMM=init,
-  // the default) the topology-ordered split with resource sharing in its own group.
+  // the default) the topology-ordered split in its own group.
   ASSERT_EQ(after.size(), 7u);
   EXPECT_EQ(after[0].fn, "pncclGroupEnd");
   EXPECT_EQ(after[1].fn, "pncclGroupStart");
@@ -321,7 +321,7 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   EXPECT_EQ(after[4].fn, "pncclGroupStart");
   EXPECT_EQ(after[5].fn, "pncclCommSplit");
   EXPECT_EQ(after[5].comm, comm);
-  EXPECT_EQ(after[5].op, 1) << "splitShare";
+  EXPECT_EQ(after[5].op, NCCL_CONFIG_UNDEF_INT) << "splitShare: the user's (undefined)";
   EXPECT_EQ(after[6].fn, "pncclGroupEnd");
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
   CommState* st = CommRegistry::instance().find(comm);
@@ -376,7 +376,9 @@ TEST_F(InitReadyVote, TheTopologyOrderedSplitKeepsTheUsersConfig) {
   EXPECT_EQ(split.config.maxCTAs, 4);
   EXPECT_EQ(split.config.trafficClass, 7);
   EXPECT_EQ(split.config.cgaClusterSize, 2);
-  EXPECT_EQ(split.config.splitShare, 1);
+  // The user's splitShare, not 1: NCCL decides sharing by the parent's config, so 1 here
+  // would only make splits of the split share.
+  EXPECT_EQ(split.config.splitShare, NCCL_CONFIG_UNDEF_INT);
   EXPECT_EQ(split.config.blocking, 1);
   EXPECT_EQ(split.net_name, "Socket");
   EXPECT_EQ(split.comm_name, "dp-group");
@@ -404,7 +406,10 @@ TEST(CommConfigCopy, ReadsOnlyTheCallersSizeAndOwnsItsStrings) {
   EXPECT_EQ(copy.user().maxCTAs, 8);
   EXPECT_EQ(copy.user().trafficClass, NCCL_CONFIG_UNDEF_INT);
   EXPECT_EQ(copy.user().size, sizeof(ncclConfig_t));
-  EXPECT_EQ(copy.for_split().splitShare, 1);
+  EXPECT_EQ(copy.for_split().splitShare, NCCL_CONFIG_UNDEF_INT);
+  ncclConfig_t sharing = NCCL_CONFIG_INITIALIZER;
+  sharing.splitShare = 1;
+  EXPECT_EQ(CommConfigCopy(sharing).for_split().splitShare, 1) << "the user's, kept";
   EXPECT_EQ(CommConfigCopy().for_split().maxCTAs, NCCL_CONFIG_UNDEF_INT);
   std::string name = "tp";
   ncclConfig_t named = NCCL_CONFIG_INITIALIZER;
