@@ -7,10 +7,13 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -89,14 +92,43 @@ void check_buffer(const void* buffer, std::size_t count, std::size_t size, int b
   if (bytes > 0 && !buffer) invalid(std::string(call) + ": " + name + " is NULL");
 }
 
-// NCCL initializes its net plugin for every communicator (a v11 context each).
-void open_on_net(const ncclComm& comm) {
-  if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(comm))
-    proxy->open_comm(comm.key, comm.rank, comm.cuda_device);
+// A config field of NCCL's comm->config (splitShare, shrinkShare): the config's when the
+// caller's config is long enough to hold it, else the fallback (the parent's for a child
+// without a config, undefined for a new communicator); an NCCL_COMM_*_SHARE_RESOURCES
+// setting overrides it (init.cc envConfigOverride), and anything but 1 means no sharing.
+bool sharing(const ncclConfig_t* config, std::size_t offset, const int* field, bool fallback,
+             const char* env) {
+  bool share = fallback;
+  if (config && config->size >= offset + sizeof(int) && *field != NCCL_CONFIG_UNDEF_INT) share = *field == 1;
+  if (const char* v = std::getenv(env); v && *v) share = std::atoi(v) == 1;
+  return share;
+}
+// The caller's config as NCCL keeps it: copied at the call, at most its `size` bytes.
+std::optional<ncclConfig_t> copy_config(const ncclConfig_t* config) {
+  if (!config) return std::nullopt;
+  ncclConfig_t copy = NCCL_CONFIG_INITIALIZER;
+  std::memcpy(&copy, config, std::min(config->size, sizeof copy));
+  return copy;
+}
+void set_sharing(ncclComm& comm, const ncclConfig_t* config, const ncclComm* parent) {
+  comm.split_share = sharing(config, offsetof(ncclConfig_t, splitShare), config ? &config->splitShare : nullptr,
+                             parent && parent->split_share, "NCCL_COMM_SPLIT_SHARE_RESOURCES");
+  comm.shrink_share = sharing(config, offsetof(ncclConfig_t, shrinkShare), config ? &config->shrinkShare : nullptr,
+                              parent && parent->shrink_share, "NCCL_COMM_SHRINK_SHARE_RESOURCES");
+}
+
+// NCCL initializes its net plugin for every communicator (a v11 context each), except a
+// child sharing its parent's resources, which takes the parent's (ncclNetInitFromParent).
+void open_on_net(const ncclComm& comm, const ncclComm* shares_with = nullptr) {
+  if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(comm)) {
+    std::optional<emu::NetProxy::SharedFrom> parent;
+    if (shares_with) parent = emu::NetProxy::SharedFrom{shares_with->key, shares_with->rank};
+    proxy->open_comm(comm.key, comm.rank, comm.cuda_device, parent);
+  }
 }
 
 ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, int rank,
-                       const char* call) {
+                       const ncclConfig_t* config, const char* call) {
   return guarded([&] {
     if (!newcomm) invalid(std::string(call) + ": newcomm is NULL");
     if (nranks < 1) invalid(std::string(call) + ": nranks " + std::to_string(nranks) + " < 1");
@@ -108,6 +140,7 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
     comm->key = emu::key_of(id);
     comm->rank = rank;
     comm->nranks = nranks;
+    set_sharing(*comm, config, nullptr);
     if (cudaGetDevice(&comm->cuda_device) != cudaSuccess) comm->cuda_device = 0;
     comm->addresses.resize(std::size_t(nranks));
     for (int p = 0; p < nranks; ++p)
@@ -119,11 +152,14 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
   });
 }
 
-// A child communicator holding `members` (parent ranks, in child rank order).
+// A child communicator holding `members` (parent ranks, in child rank order), with the
+// caller's config or else the parent's, sharing the parent's resources when `shared`.
 std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey& key,
-                                     const std::vector<int>& members) {
+                                     const std::vector<int>& members, const ncclConfig_t* config,
+                                     bool shared) {
   auto child = std::make_unique<ncclComm>();
   child->key = key;
+  set_sharing(*child, config, &parent);
   child->nranks = int(members.size());
   child->cuda_device = parent.cuda_device;
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -131,7 +167,7 @@ std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey&
     // Child messages reuse the parent's process addresses.
     child->addresses.push_back(parent.addresses[std::size_t(members[i])]);
   }
-  open_on_net(*child);
+  open_on_net(*child, shared ? &parent : nullptr);
   return child;
 }
 
@@ -178,7 +214,7 @@ NCCL_EMU_EXPORT const char* pncclGetLastError(ncclComm_t) { return emu::last_err
 
 NCCL_EMU_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
                                                int rank) {
-  return init_rank(comm, nranks, commId, rank, "ncclCommInitRank");
+  return init_rank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
 }
 
 // Blocking or not, initialization completes before the call returns.
@@ -190,7 +226,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nrank
     return ncclSuccess;
   });
   if (checked != ncclSuccess) return checked;
-  return init_rank(comm, nranks, commId, rank, "ncclCommInitRankConfig");
+  return init_rank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
 }
 
 // Several ids only spread NCCL's bootstrap load; one is enough here.
@@ -203,7 +239,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int 
     return ncclSuccess;
   });
   if (checked != ncclSuccess) return checked;
-  return init_rank(newcomm, nranks, commIds[0], myrank, "ncclCommInitRankScalable");
+  return init_rank(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
 }
 
 // All ranks in this process: their messages go straight to the mailbox.
@@ -250,7 +286,10 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
       x->receive(p, theirs, sizeof mine);
       all.push_back(theirs);
     }
-    x->then([comm, newcomm, color, sequence, all] {
+    // NCCL copies the config at the call; whether the child shares the parent's resources
+    // is the parent's splitShare (init.cc ncclCommInitChildComm).
+    const std::optional<ncclConfig_t> child_config = copy_config(config);
+    x->then([comm, newcomm, color, sequence, all, child_config] {
       if (color == NCCL_SPLIT_NOCOLOR) return;
       struct Member {
         std::int32_t key;
@@ -268,7 +307,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
       });
       std::vector<int> ranks;
       for (const Member& m : members) ranks.push_back(m.parent_rank);
-      *newcomm = make_child(*comm, emu::child_key(comm->key, sequence, std::uint64_t(color)), ranks)
+      *newcomm = make_child(*comm, emu::child_key(comm->key, sequence, std::uint64_t(color)), ranks,
+                            child_config ? &*child_config : nullptr, comm->split_share)
                      .release();
     });
     return emu::submit(std::move(x), std::nullopt);
@@ -279,7 +319,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
 // follow from the parent and the exclusion list, which they check they share.
 NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList,
                                              int excludeRanksCount, ncclComm_t* newcomm,
-                                             ncclConfig_t* config, int /*shrinkFlags*/) {
+                                             ncclConfig_t* config, int shrinkFlags) {
   return guarded([&] {
     check_comm(comm, "ncclCommShrink");
     check_config(config, "ncclCommShrink");
@@ -300,8 +340,11 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
     std::uint64_t list_hash = 0xcbf29ce484222325ull;  // FNV-1a over the sorted list
     for (int r : excluded) list_hash = (list_hash ^ std::uint64_t(r)) * 0x100000001b3ull;
 
-    std::shared_ptr<ncclComm> child = make_child(
-        *comm, emu::child_key(comm->key, comm->children_made++, kShrinkSalt), members);
+    // A shrink shares the parent's resources when the parent's shrinkShare says so, never
+    // with NCCL_SHRINK_ABORT (init.cc ncclCommInitChildComm).
+    std::shared_ptr<ncclComm> child =
+        make_child(*comm, emu::child_key(comm->key, comm->children_made++, kShrinkSalt), members, config,
+                   comm->shrink_share && !(shrinkFlags & NCCL_SHRINK_ABORT));
     auto x = std::make_shared<emu::Exchange>(
         "CommShrink rank " + std::to_string(comm->rank) + "/" + std::to_string(comm->nranks) +
             " excluding " + std::to_string(excluded.size()),
@@ -341,7 +384,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   const std::unique_ptr<ncclComm> owned(comm);
   return guarded([&] {
     if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(*comm))
-      proxy->close_comm(comm->key, emu::timeout());
+      proxy->close_comm(comm->key, comm->rank, emu::timeout());
     return ncclSuccess;
   });
 }

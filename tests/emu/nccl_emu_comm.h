@@ -24,6 +24,9 @@ struct ncclComm {
   // Splits and shrinks made from this communicator so far: part of each child's key, so
   // every member derives the same child key without talking.
   std::uint64_t children_made = 0;
+  // Its config's splitShare / shrinkShare (or NCCL_COMM_*_SHARE_RESOURCES): whether its
+  // splits / shrinks share its net context and proxy.
+  bool split_share = false, shrink_share = false;
 };
 
 namespace topocoll::emu {

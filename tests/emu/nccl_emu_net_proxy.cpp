@@ -62,6 +62,7 @@ struct Incoming {
   Protocol protocol = kSimple;
   std::size_t steps = 1, posted = 0, done = 0;
   bool finished = false;
+  bool abandoned = false;  // its receiver timed out: the bytes go nowhere
 };
 
 // A posted isend or irecv, oldest first per connection (NCCL tests them in that order).
@@ -97,14 +98,6 @@ struct Connection {
   bool attr_sent = false;
 };
 
-struct CommNet {
-  void* ctx = nullptr;
-  int rank = 0;
-  int device = 0;
-  std::string error;  // sticky: the first plugin error on any of its connections
-  bool closing = false, closed = false;
-};
-
 struct ControlMessage {
   std::string address;
   MessageKey key;  // its channel is the control kind
@@ -116,49 +109,80 @@ struct SetupRequest {
   std::string reply_address;
 };
 
+// NCCL's ncclProxyState: one per communicator, shared by the children it splits when it
+// was made with splitShare=1 (init.cc: the parent's config decides). Its service thread sets
+// connections up and frees them (proxy.cc ncclProxyService: sendProxySetup/Connect,
+// recvProxySetup/Connect, proxyFree); its progress thread moves the data (ncclProxyProgress:
+// sendProxyProgress, recvProxyProgress). The plugin is called without the emulation's lock,
+// so a plugin sees the concurrency NCCL gives it.
+struct Proxy {
+  void* ctx = nullptr;
+  int device = 0;
+  int members = 0;    // communicators (and ranks) it serves
+  std::string error;  // sticky: the first plugin error on any of its connections
+  bool stopping = false, progress_stopping = false;
+  std::map<MessageKey, std::unique_ptr<Connection>> connections;
+  std::vector<ControlMessage> controls_out;  // the service thread's, sent without the lock
+  std::condition_variable service_work, progress_work;
+  std::thread service, progress;
+};
+
+// A communicator's rank of this process.
+using Member = std::pair<CommKey, int>;
+
 }  // namespace
 
 struct NetProxy::State {
   const NetPlugin* plugin = nullptr;
-  std::mutex mutex;
-  std::condition_variable work;     // the proxy thread waits here
-  std::condition_variable changed;  // callers wait here
-  std::map<CommKey, CommNet> comms;
-  std::map<MessageKey, std::unique_ptr<Connection>> connections;
-  std::deque<SetupRequest> setups;  // waiting for their communicator or for the proxy
-  std::vector<ControlMessage> controls_out;  // sent by the proxy thread without the lock
+  std::mutex mutex;                  // the emulation's bookkeeping; never held over a plugin call
+  std::condition_variable changed;   // callers wait here
+  std::map<Member, std::shared_ptr<Proxy>> members;
+  std::deque<SetupRequest> setups;   // waiting for their communicator or for its service thread
 
   const ncclNet_v11_t& net() const { return *plugin->net; }
 
   // --- helpers, all called with `mutex` held ---------------------------------------------
-  void fail(CommNet& comm, Connection* c, const std::string& message) {
+  Proxy* proxy_of(const CommKey& comm, int rank) {
+    auto it = members.find({comm, rank});
+    return it == members.end() ? nullptr : it->second.get();
+  }
+  void fail(Proxy& p, Connection* c, const std::string& message) {
     if (c) c->phase = Phase::Failed;
-    if (comm.error.empty()) {
-      comm.error = message;
+    if (p.error.empty()) {
+      p.error = message;
       net_plugin_logger(NCCL_LOG_WARN, 0, __FILE__, __LINE__, "%s", message.c_str());
     }
     changed.notify_all();
   }
-  bool check(CommNet& comm, Connection* c, ncclResult_t r, const char* call) {
+  bool check(Proxy& p, Connection* c, ncclResult_t r, const char* call) {
     if (r == ncclSuccess) return true;
-    fail(comm, c, std::string("NET/") + net().name + ": " + call + " returned " + result_name(r) +
-                      (c ? " on " + describe_key(c->key) : std::string()) +
-                      " (NCCL's proxy fails the operation here: transport/net.cc)");
+    fail(p, c, std::string("NET/") + net().name + ": " + call + " returned " + result_name(r) +
+                   (c ? " on " + describe_key(c->key) : std::string()) +
+                   " (NCCL's proxy fails the operation here: transport/net.cc)");
     return false;
   }
-  Connection& connection(const MessageKey& key, bool sender) {
-    auto& c = connections[key];
+  // One plugin call, made without the lock (as NCCL's proxy threads make it), then checked.
+  template <class Call>
+  bool call(std::unique_lock<std::mutex>& lock, Proxy& p, Connection* c, const char* name, Call&& f) {
+    lock.unlock();
+    const ncclResult_t r = f();
+    lock.lock();
+    return check(p, c, r, name);
+  }
+  Connection& connection(Proxy& p, const MessageKey& key, bool sender) {
+    auto& c = p.connections[key];
     if (!c) {
       c = std::make_unique<Connection>();
       c->key = key;
       c->sender = sender;
       c->phase = sender ? Phase::NeedSetup : Phase::AwaitSetup;
+      p.service_work.notify_all();
     }
     return *c;
   }
   // A setup message over the emulation's Unix sockets (NCCL's bootstrap): the control kind
   // travels as the key's channel, the data connection's channel first in the payload.
-  void control(const std::string& address, Channel kind, const MessageKey& key,
+  void control(Proxy& p, const std::string& address, Channel kind, const MessageKey& key,
                const void* data, std::size_t bytes) {
     ControlMessage m{address, key, {}};
     m.key.channel = kind;
@@ -166,16 +190,16 @@ struct NetProxy::State {
     m.payload.resize(sizeof channel + bytes);
     std::memcpy(m.payload.data(), &channel, sizeof channel);
     if (bytes) std::memcpy(m.payload.data() + sizeof channel, data, bytes);
-    controls_out.push_back(std::move(m));
+    p.controls_out.push_back(std::move(m));
   }
 
   // sendProxySetup / recvProxySetup: the device's properties, as NCCL checks them.
-  bool properties_ok(CommNet& comm, Connection* c) {
+  bool properties_ok(std::unique_lock<std::mutex>& lock, Proxy& p, Connection* c) {
     ncclNetProperties_v11_t props{};
-    if (!check(comm, c, net().getProperties(comm.device, &props), "getProperties")) return false;
+    if (!call(lock, p, c, "getProperties", [&] { return net().getProperties(p.device, &props); })) return false;
     if (props.maxP2pBytes == 0 || props.maxP2pBytes > kMaxNetSizeBytes) {
-      fail(comm, c, "NET/" + std::string(net().name) + ": getProperties returned maxP2pBytes " +
-                        std::to_string(props.maxP2pBytes) + " (NCCL refuses 0 and above 1 TiB)");
+      fail(p, c, "NET/" + std::string(net().name) + ": getProperties returned maxP2pBytes " +
+                     std::to_string(props.maxP2pBytes) + " (NCCL refuses 0 and above 1 TiB)");
       return false;
     }
     // transport/net.cc shares a comm among p2p connections and groups their receives when
@@ -183,29 +207,29 @@ struct NetProxy::State {
     // connection and posts one receive at a time, so it would not see what NCCL then does:
     // refuse rather than pass a plugin the real proxy would drive differently.
     if (props.maxRecvs != 1) {
-      fail(comm, c, "NET/" + std::string(net().name) + ": getProperties returned maxRecvs " +
-                        std::to_string(props.maxRecvs) +
-                        " (NCCL 2.28 would share comms between p2p connections and group their "
-                        "receives, which this emulation does not model)");
+      fail(p, c, "NET/" + std::string(net().name) + ": getProperties returned maxRecvs " +
+                     std::to_string(props.maxRecvs) +
+                     " (NCCL 2.28 would share comms between p2p connections and group their "
+                     "receives, which this emulation does not model)");
       return false;
     }
     if (!(props.ptrSupport & NCCL_PTR_HOST)) {
-      fail(comm, c, "NET/" + std::string(net().name) +
-                        ": the device does not take host memory (NCCL_PTR_HOST); the emulation "
-                        "has no GPU memory to offer instead");
+      fail(p, c, "NET/" + std::string(net().name) +
+                     ": the device does not take host memory (NCCL_PTR_HOST); the emulation "
+                     "has no GPU memory to offer instead");
       return false;
     }
     if (c) c->device_handle = nullptr;
     return true;
   }
-  bool register_buffers(CommNet& comm, Connection& c) {
+  bool register_buffers(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c) {
     ncclNetProperties_v11_t props{};
-    if (!check(comm, &c, net().getProperties(comm.device, &props), "getProperties")) return false;
-    for (int p = 0; p < kProtocols; ++p) {
-      c.buffers[p].assign(step_bytes(Protocol(p)) * kSteps, std::byte{0});
-      if (!check(comm, &c, net().regMr(c.net_comm, c.buffers[p].data(), c.buffers[p].size(),
-                                       NCCL_PTR_HOST, &c.mhandles[p]),
-                 "regMr"))
+    if (!call(lock, p, &c, "getProperties", [&] { return net().getProperties(p.device, &props); })) return false;
+    for (int k = 0; k < kProtocols; ++k) {
+      c.buffers[k].assign(step_bytes(Protocol(k)) * kSteps, std::byte{0});
+      if (!call(lock, p, &c, "regMr", [&] {
+            return net().regMr(c.net_comm, c.buffers[k].data(), c.buffers[k].size(), NCCL_PTR_HOST, &c.mhandles[k]);
+          }))
         return false;
       // net.cc: the sender asks for a device MR when connect gave a device handle, the
       // receiver when the device type is not host.
@@ -213,95 +237,170 @@ struct NetProxy::State {
                                             : props.netDeviceType != NCCL_NET_DEVICE_HOST;
       if (wants_device_mr && net().getDeviceMr) {
         void* device_mr = nullptr;
-        if (!check(comm, &c, net().getDeviceMr(c.net_comm, c.mhandles[p], &device_mr), "getDeviceMr"))
+        if (!call(lock, p, &c, "getDeviceMr", [&] { return net().getDeviceMr(c.net_comm, c.mhandles[k], &device_mr); }))
           return false;
       }
     }
     return true;
   }
-  void set_attr(CommNet& comm, Connection& c, Protocol p) {
-    if (!net().setNetAttr || c.attr_sent) return;
+  bool set_attr(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c, Protocol k) {
+    if (!net().setNetAttr || c.attr_sent) return true;
+    c.attr_sent = true;
     ncclNetAttr_v11_t attr;
     std::memset(&attr, 0xff, sizeof attr);  // NCCL_NET_ATTR_INIT: every field undefined
-    attr.proto = kNcclProto[p];
-    check(comm, &c, net().setNetAttr(comm.ctx, &attr), "setNetAttr");
-    c.attr_sent = true;
+    attr.proto = kNcclProto[k];
+    return call(lock, p, &c, "setNetAttr", [&] { return net().setNetAttr(p.ctx, &attr); });
   }
 
-  // --- the proxy's work ------------------------------------------------------------------
-  bool serve_setups() {
+  // --- the service thread ----------------------------------------------------------------
+  // recvProxySetup for the senders' setup messages addressed to this proxy's members.
+  bool serve_setups(std::unique_lock<std::mutex>& lock, Proxy& p) {
     bool progressed = false;
-    for (auto it = setups.begin(); it != setups.end();) {
-      auto comm = comms.find(it->key.comm);
-      if (comm == comms.end() || comm->second.closing) {
-        ++it;  // its communicator is not made here yet
-        continue;
-      }
-      Connection& c = connection(it->key, false);
-      c.peer_address = it->reply_address;
-      if (c.phase == Phase::AwaitSetup && properties_ok(comm->second, &c)) {
-        if (check(comm->second, &c, net().listen(comm->second.ctx, comm->second.device, c.handle, &c.listen_comm),
-                  "listen")) {
-          control(c.peer_address, Channel::NetHandle, c.key, c.handle, sizeof c.handle);
-          c.phase = Phase::Accepting;
-        }
-      }
-      it = setups.erase(it);
+    for (;;) {
+      auto it = std::find_if(setups.begin(), setups.end(), [&](const SetupRequest& s) {
+        return proxy_of(s.key.comm, s.key.destination) == &p;
+      });
+      if (it == setups.end()) return progressed;
+      const SetupRequest setup = *it;
+      setups.erase(it);
       progressed = true;
+      Connection& c = connection(p, setup.key, false);
+      c.peer_address = setup.reply_address;
+      if (c.phase != Phase::AwaitSetup || !properties_ok(lock, p, &c)) continue;
+      if (call(lock, p, &c, "listen", [&] { return net().listen(p.ctx, p.device, c.handle, &c.listen_comm); })) {
+        control(p, c.peer_address, Channel::NetHandle, c.key, c.handle, sizeof c.handle);
+        c.phase = Phase::Accepting;
+      }
     }
-    return progressed;
   }
 
-  bool advance(Connection& c) {
-    auto found = comms.find(c.key.comm);
-    if (found == comms.end()) return false;
-    CommNet& comm = found->second;
-    if (!comm.error.empty() || comm.closed) return false;
+  // sendProxySetup and sendProxyConnect / recvProxyConnect, again until they complete.
+  bool set_up(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c) {
     switch (c.phase) {
       case Phase::NeedSetup: {
-        if (!properties_ok(comm, &c)) return true;
+        if (!properties_ok(lock, p, &c)) return true;
         const std::string own = process_address();
-        control(c.peer_address, Channel::NetSetup, c.key, own.data(), own.size());
+        control(p, c.peer_address, Channel::NetSetup, c.key, own.data(), own.size());
         c.phase = Phase::AwaitHandle;
         return true;
       }
       case Phase::Connecting: {
-        if (!check(comm, &c, net().connect(comm.ctx, comm.device, c.handle, &c.net_comm, &c.device_handle),
-                   "connect"))
+        // The handle is the same memory on every call; nothing else writes it meanwhile.
+        if (!call(lock, p, &c, "connect",
+                  [&] { return net().connect(p.ctx, p.device, c.handle, &c.net_comm, &c.device_handle); }))
           return true;
         if (!c.net_comm) return false;  // ncclInProgress: NCCL calls again
-        if (register_buffers(comm, c)) c.phase = Phase::Ready;
+        if (register_buffers(lock, p, c)) ready(p, c);
         return true;
       }
       case Phase::Accepting: {
-        if (!check(comm, &c, net().accept(c.listen_comm, &c.net_comm, &c.device_handle), "accept")) return true;
+        if (!call(lock, p, &c, "accept", [&] { return net().accept(c.listen_comm, &c.net_comm, &c.device_handle); }))
+          return true;
         if (!c.net_comm) return false;
         // net.cc closes the listening comm as soon as the connection is accepted.
-        const ncclResult_t closed = net().closeListen(c.listen_comm);
+        void* listener = c.listen_comm;
         c.listen_comm = nullptr;
-        if (check(comm, &c, closed, "closeListen") && register_buffers(comm, c)) c.phase = Phase::Ready;
+        if (call(lock, p, &c, "closeListen", [&] { return net().closeListen(listener); }) &&
+            register_buffers(lock, p, c))
+          ready(p, c);
         return true;
       }
-      case Phase::Ready: return c.sender ? progress_send(comm, c) : progress_receive(comm, c);
       default: return false;
     }
   }
+  void ready(Proxy& p, Connection& c) {
+    c.phase = Phase::Ready;  // from here on only the progress thread calls the plugin for it
+    p.progress_work.notify_all();
+  }
 
-  bool progress_send(CommNet& comm, Connection& c) {
+  void send_controls(std::unique_lock<std::mutex>& lock, Proxy& p) {
+    const std::vector<ControlMessage> out = std::move(p.controls_out);
+    p.controls_out.clear();
+    lock.unlock();
+    std::vector<std::pair<const ControlMessage*, std::string>> failed;
+    for (const ControlMessage& m : out) {
+      try {
+        send_message(m.address, m.key, m.payload.data(), m.payload.size(), timeout());
+      } catch (const Failure& f) {
+        failed.push_back({&m, f.what()});
+      }
+    }
+    lock.lock();
+    for (const auto& [m, what] : failed) {
+      MessageKey data_key = m->key;
+      std::int32_t channel = 0;
+      std::memcpy(&channel, m->payload.data(), sizeof channel);
+      data_key.channel = Channel(channel);
+      auto c = p.connections.find(data_key);
+      fail(p, c == p.connections.end() ? nullptr : c->second.get(),
+           "connection setup message for " + describe_key(data_key) + ": " + what);
+    }
+  }
+
+  // proxyFree (sendProxyFree / recvProxyFree): deregMr and close each connection.
+  void free_connection(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c) {
+    if (c.net_comm) {
+      for (int k = 0; k < kProtocols; ++k)
+        if (c.mhandles[k]) call(lock, p, &c, "deregMr", [&] { return net().deregMr(c.net_comm, c.mhandles[k]); });
+      if (c.sender) call(lock, p, &c, "closeSend", [&] { return net().closeSend(c.net_comm); });
+      else call(lock, p, &c, "closeRecv", [&] { return net().closeRecv(c.net_comm); });
+    }
+    // A listener whose connection was never accepted is not closed here: NCCL's
+    // recvProxyFree closes only connected receivers (2.28 transport/net.cc); the plugin's
+    // finalize of the context must take it back.
+  }
+
+  void serve(Proxy& p) {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      bool progressed = serve_setups(lock, p);
+      bool waiting_on_plugin = false;
+      if (p.error.empty())
+        for (auto& [key, c] : p.connections) {  // members insert meanwhile; only this thread erases
+          progressed |= set_up(lock, p, *c);
+          waiting_on_plugin |= c->phase == Phase::Connecting || c->phase == Phase::Accepting;
+          if (!p.error.empty()) break;
+        }
+      if (!p.controls_out.empty()) {
+        send_controls(lock, p);
+        continue;
+      }
+      if (p.stopping) break;
+      if (progressed) continue;
+      // An attempt under way is tried again soon (NCCL's service thread polls its async
+      // operations); otherwise it sleeps until a member or a setup message wakes it.
+      p.service_work.wait_for(lock, waiting_on_plugin ? std::chrono::microseconds(100)
+                                                      : std::chrono::microseconds(50000));
+    }
+    // ncclProxyService's exit: the progress thread stopped first, then every connection freed.
+    p.progress_stopping = true;
+    p.progress_work.notify_all();
+    lock.unlock();
+    p.progress.join();
+    lock.lock();
+    auto connections = std::move(p.connections);
+    p.connections.clear();
+    for (auto& [key, c] : connections) free_connection(lock, p, *c);
+  }
+
+  // --- the progress thread ---------------------------------------------------------------
+  bool progress_send(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c) {
     bool progressed = false;
-    // Post: the next steps of the oldest messages, one slot each.
-    for (Outgoing& m : c.outgoing) {
-      if (c.in_flight.size() == kSteps) break;
+    // Post: the next steps of the oldest messages, one slot each. Only this thread removes
+    // messages, so an index and a reference stay valid while the lock is let go.
+    for (std::size_t i = 0; i < c.outgoing.size() && c.in_flight.size() < kSteps; ++i) {
+      Outgoing& m = c.outgoing[i];
       while (m.posted < m.steps && c.in_flight.size() < kSteps) {
         const std::size_t slot = std::size_t(c.steps_posted % kSteps);
         std::byte* buffer = c.buffers[m.protocol].data() + slot * step_bytes(m.protocol);
         const std::size_t size = piece(m.data.size(), m.protocol, m.posted);
         if (size) std::memcpy(buffer, m.data.data() + m.posted * step_bytes(m.protocol), size);
-        set_attr(comm, c, m.protocol);
+        if (!set_attr(lock, p, c, m.protocol)) return true;
         void* request = nullptr;
-        if (!check(comm, &c, net().isend(c.net_comm, buffer, size, c.key.source, c.mhandles[m.protocol],
-                                         &c.phandles[slot], &request),
-                   "isend"))
+        if (!call(lock, p, &c, "isend", [&] {
+              return net().isend(c.net_comm, buffer, size, c.key.source, c.mhandles[m.protocol], &c.phandles[slot],
+                                 &request);
+            }))
           return true;
         if (!request) return progressed;  // the plugin is busy: NCCL tries again later
         c.in_flight.push_back({request, m.protocol, buffer, size, size, 0, &m, nullptr});
@@ -315,11 +414,11 @@ struct NetProxy::State {
     while (!c.in_flight.empty()) {
       Step& s = c.in_flight.front();
       int done = 0, size = -1;
-      if (!check(comm, &c, net().test(s.request, &done, &size), "test (send)")) return true;
+      if (!call(lock, p, &c, "test (send)", [&] { return net().test(s.request, &done, &size); })) return true;
       if (!done) break;
       if (size >= 0 && std::size_t(size) != s.size) {
-        fail(comm, &c, "NET/" + std::string(net().name) + ": test reported " + std::to_string(size) +
-                           " bytes sent for an isend of " + std::to_string(s.size) + " on " + describe_key(c.key));
+        fail(p, &c, "NET/" + std::string(net().name) + ": test reported " + std::to_string(size) +
+                        " bytes sent for an isend of " + std::to_string(s.size) + " on " + describe_key(c.key));
         return true;
       }
       Outgoing* m = s.message;
@@ -331,54 +430,59 @@ struct NetProxy::State {
     return progressed;
   }
 
-  bool progress_receive(CommNet& comm, Connection& c) {
+  bool progress_receive(std::unique_lock<std::mutex>& lock, Proxy& p, Connection& c) {
     bool progressed = false;
-    for (auto& r : c.incoming) {
-      if (c.in_flight.size() == kSteps) break;
-      Incoming& m = *r;
-      while (m.posted < m.steps && c.in_flight.size() < kSteps) {
+    for (std::size_t i = 0; i < c.incoming.size() && c.in_flight.size() < kSteps; ++i) {
+      const std::shared_ptr<Incoming> r = c.incoming[i];
+      if (r->abandoned && r->posted == 0) {  // its receiver timed out before a step was posted
+        c.incoming.erase(c.incoming.begin() + std::ptrdiff_t(i--));
+        progressed = true;
+        continue;
+      }
+      while (r->posted < r->steps && c.in_flight.size() < kSteps) {
         const std::size_t slot = std::size_t(c.steps_posted % kSteps);
-        std::byte* buffer = c.buffers[m.protocol].data() + slot * step_bytes(m.protocol);
+        std::byte* buffer = c.buffers[r->protocol].data() + slot * step_bytes(r->protocol);
         // net.cc posts a whole step, cut to the operation's size.
-        std::size_t size = std::min(step_bytes(m.protocol), m.bytes);
+        std::size_t size = std::min(step_bytes(r->protocol), r->bytes);
         void* data = buffer;
         int tag = c.key.source;
-        void* mhandle = c.mhandles[m.protocol];
+        void* mhandle = c.mhandles[r->protocol];
         void* phandle = &c.phandles[slot];
-        set_attr(comm, c, m.protocol);
-        void* request = m.protocol == kLL ? reinterpret_cast<void*>(kOptionalRecvCompletion) : nullptr;
-        if (!check(comm, &c, net().irecv(c.net_comm, 1, &data, &size, &tag, &mhandle, &phandle, &request),
-                   "irecv"))
+        if (!set_attr(lock, p, c, r->protocol)) return true;
+        void* request = r->protocol == kLL ? reinterpret_cast<void*>(kOptionalRecvCompletion) : nullptr;
+        if (!call(lock, p, &c, "irecv",
+                  [&] { return net().irecv(c.net_comm, 1, &data, &size, &tag, &mhandle, &phandle, &request); }))
           return true;
         if (!request) return progressed;
-        c.in_flight.push_back({request, m.protocol, buffer, size, piece(m.bytes, m.protocol, m.posted),
-                               m.posted * step_bytes(m.protocol), nullptr, r});
-        ++m.posted;
+        c.in_flight.push_back({request, r->protocol, buffer, size, piece(r->bytes, r->protocol, r->posted),
+                               r->posted * step_bytes(r->protocol), nullptr, r});
+        ++r->posted;
         ++c.steps_posted;
         progressed = true;
       }
-      if (m.posted < m.steps) break;
+      if (r->posted < r->steps) break;
     }
     while (!c.in_flight.empty()) {
       Step& s = c.in_flight.front();
       int done = 0;
       int sizes[kProxyMaxSubs] = {};
-      if (!check(comm, &c, net().test(s.request, &done, sizes), "test (receive)")) return true;
+      if (!call(lock, p, &c, "test (receive)", [&] { return net().test(s.request, &done, sizes); })) return true;
       if (!done) break;
       if (std::size_t(sizes[0]) != s.expect) {
-        fail(comm, &c, describe_key(c.key) + ": a step of the message of " + std::to_string(s.receive->bytes) +
-                           " bytes the receiver posted carried " + std::to_string(sizes[0]) + " bytes, not " +
-                           std::to_string(s.expect) + " (the sender's message has another size)");
+        fail(p, &c, describe_key(c.key) + ": a step of the message of " + std::to_string(s.receive->bytes) +
+                        " bytes the receiver posted carried " + std::to_string(sizes[0]) + " bytes, not " +
+                        std::to_string(s.expect) + " (the sender's message has another size)");
         return true;
       }
-      if (s.expect) std::memcpy(s.receive->into + s.offset, s.slot, s.expect);  // the GPU reads the slot
+      // The GPU reads the slot (not into the memory of a receiver that gave up).
+      if (s.expect && !s.receive->abandoned) std::memcpy(s.receive->into + s.offset, s.slot, s.expect);
       // Then NCCL tells the plugin the slot is free again, on the request test() completed.
       if (net().irecvConsumed &&
-          !check(comm, &c, net().irecvConsumed(c.net_comm, 1, s.request), "irecvConsumed"))
+          !call(lock, p, &c, "irecvConsumed", [&] { return net().irecvConsumed(c.net_comm, 1, s.request); }))
         return true;
       if (++s.receive->done == s.receive->steps) {
         s.receive->finished = true;
-        c.incoming.pop_front();
+        std::erase(c.incoming, s.receive);
       }
       c.in_flight.pop_front();
       progressed = true;
@@ -387,81 +491,28 @@ struct NetProxy::State {
     return progressed;
   }
 
-  // proxyFree: deregMr and close each connection of a closing communicator, then finalize.
-  bool close_comms() {
-    bool progressed = false;
-    for (auto& [key, comm] : comms) {
-      if (!comm.closing || comm.closed) continue;
-      for (auto it = connections.begin(); it != connections.end();) {
-        Connection& c = *it->second;
-        if (c.key.comm != key) {
-          ++it;
-          continue;
-        }
-        if (c.net_comm) {
-          for (int p = 0; p < kProtocols; ++p)
-            if (c.mhandles[p]) check(comm, &c, net().deregMr(c.net_comm, c.mhandles[p]), "deregMr");
-          check(comm, &c, c.sender ? net().closeSend(c.net_comm) : net().closeRecv(c.net_comm),
-                c.sender ? "closeSend" : "closeRecv");
-        }
-        // A listener whose connection was never accepted is not closed here: NCCL's
-        // recvProxyFree closes only connected receivers (2.28 transport/net.cc); the plugin's
-        // finalize of the context, below, must take it back.
-        it = connections.erase(it);
-      }
-      std::erase_if(setups, [&](const SetupRequest& s) { return s.key.comm == key; });
-      check(comm, nullptr, net().finalize(comm.ctx), "finalize");
-      comm.closed = true;
-      progressed = true;
-    }
-    if (progressed) changed.notify_all();
-    return progressed;
-  }
-
-  void run() {
+  void progress(Proxy& p) {
     std::unique_lock lock(mutex);
-    for (;;) {
-      bool progressed = serve_setups();
-      bool waiting_on_plugin = false;
-      for (auto& [key, c] : connections) {
-        progressed |= advance(*c);
-        waiting_on_plugin |= !c->in_flight.empty() || c->phase == Phase::Connecting ||
-                             c->phase == Phase::Accepting;
-      }
-      progressed |= close_comms();
-      if (!controls_out.empty()) {
-        auto out = std::move(controls_out);
-        controls_out.clear();
-        lock.unlock();
-        for (const ControlMessage& m : out) send_control(m);
-        lock.lock();
-        continue;
-      }
+    while (!p.progress_stopping) {
+      bool progressed = false, waiting_on_plugin = false;
+      if (p.error.empty())
+        for (auto& [key, c] : p.connections) {  // the service thread erases none while this runs
+          if (c->phase != Phase::Ready) continue;
+          progressed |= c->sender ? progress_send(lock, p, *c) : progress_receive(lock, p, *c);
+          waiting_on_plugin |= !c->in_flight.empty();
+          if (!p.error.empty()) break;
+        }
       if (progressed) continue;
       // Requests in flight are polled (as NCCL's progress thread does, if less eagerly);
-      // otherwise the proxy sleeps until a caller or a setup message wakes it.
-      if (waiting_on_plugin)
-        work.wait_for(lock, std::chrono::microseconds(100));
-      else
-        work.wait_for(lock, std::chrono::milliseconds(50));
+      // otherwise it sleeps until a member posts a message.
+      p.progress_work.wait_for(lock, waiting_on_plugin ? std::chrono::microseconds(100)
+                                                       : std::chrono::microseconds(50000));
     }
   }
 
-  void send_control(const ControlMessage& m) {
-    try {
-      send_message(m.address, m.key, m.payload.data(), m.payload.size(), timeout());
-    } catch (const Failure& f) {
-      std::lock_guard lock(mutex);
-      MessageKey data_key = m.key;
-      std::int32_t channel = 0;
-      std::memcpy(&channel, m.payload.data(), sizeof channel);
-      data_key.channel = Channel(channel);
-      auto comm = comms.find(m.key.comm);
-      auto c = connections.find(data_key);
-      if (comm != comms.end())
-        fail(comm->second, c == connections.end() ? nullptr : c->second.get(),
-             "connection setup message for " + describe_key(data_key) + ": " + f.what());
-    }
+  void wake(Proxy& p) {
+    p.service_work.notify_all();
+    p.progress_work.notify_all();
   }
 };
 
@@ -469,7 +520,7 @@ NetProxy* NetProxy::active() {
   static NetProxy* const proxy = []() -> NetProxy* {
     const NetPlugin* plugin = net_plugin();
     if (!plugin) return nullptr;
-    auto* p = new NetProxy;  // never destroyed: the proxy thread runs until the process exits
+    auto* p = new NetProxy;  // never destroyed: its proxies' threads may run until the process exits
     p->state_ = new State;
     p->state_->plugin = plugin;
     net_plugin_logger(NCCL_LOG_INFO, 0, __FILE__, __LINE__, "NET/Plugin: Loaded net plugin %s (v11) from %s",
@@ -477,7 +528,6 @@ NetProxy* NetProxy::active() {
     set_control_handler([p](const MessageKey& key, std::vector<std::byte> payload) {
       p->on_control(key, std::move(payload));
     });
-    std::thread([s = p->state_] { s->run(); }).detach();
     return p;
   }();
   return proxy;
@@ -492,9 +542,26 @@ ncclResult_t profiler_callback(void** event_handle, int, void*, int64_t, void*) 
 }
 }  // namespace
 
-void NetProxy::open_comm(const CommKey& comm, int rank, int device) {
+void NetProxy::open_comm(const CommKey& comm, int rank, int device, const std::optional<SharedFrom>& parent) {
   State& s = *state_;
   const ncclNet_v11_t& net = s.net();
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.members.count({comm, rank}))
+      throw Failure(ncclInternalError, "net proxy: communicator " + describe(comm) + " rank " +
+                                           std::to_string(rank) + " opened twice");
+    // init.cc ncclNetInitFromParent: a child of a parent made with splitShare=1 takes the
+    // parent's context and proxy; the plugin sees no init for it.
+    if (parent) {
+      auto shared = s.members.find({parent->comm, parent->rank});
+      if (shared != s.members.end()) {
+        s.members[{comm, rank}] = shared->second;
+        ++shared->second->members;
+        s.wake(*shared->second);  // setups may be waiting for this member
+        return;
+      }
+    }
+  }
   // plugin/net.cc: init per communicator; devices() the first time.
   void* ctx = nullptr;
   ncclNetCommConfig_v11_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
@@ -510,45 +577,56 @@ void NetProxy::open_comm(const CommKey& comm, int rank, int device) {
   // graph/topo.cc ncclTopoPopulateNics: every device's properties, each found in NCCL's
   // topology XML by its name, so two devices of one name would become one NIC.
   std::set<std::string> names;
-  for (int d = 0; d < devices; ++d) {
+  for (int k = 0; k < devices; ++k) {
     ncclNetProperties_v11_t props{};
-    const ncclResult_t p = net.getProperties(d, &props);
+    const ncclResult_t p = net.getProperties(k, &props);
     std::string wrong;
     if (p != ncclSuccess) wrong = std::string(": getProperties returned ") + result_name(p);
     else if (!props.name) wrong = " has no name";
     else if (!names.insert(props.name).second) wrong = std::string(" repeats the name ") + props.name;
     if (!wrong.empty())
       throw Failure(p == ncclSuccess ? ncclInternalError : p,
-                    "NET/" + std::string(net.name) + ": device " + std::to_string(d) + wrong);
+                    "NET/" + std::string(net.name) + ": device " + std::to_string(k) + wrong);
   }
   net_plugin_logger(NCCL_LOG_INFO, 0, __FILE__, __LINE__, "Using network %s", net.name);
+  auto proxy = std::make_shared<Proxy>();
+  proxy->ctx = ctx;
+  proxy->device = device % devices;
+  proxy->members = 1;
   std::lock_guard lock(s.mutex);
-  CommNet& c = s.comms[comm];
-  c = CommNet{};
-  c.ctx = ctx;
-  c.rank = rank;
-  c.device = device % devices;
-  s.work.notify_all();
+  s.members[{comm, rank}] = proxy;
+  // proxy.cc ncclProxyCreate: the service thread; ncclProxyProgressCreate: the progress one.
+  proxy->progress = std::thread([&s, p = proxy.get()] { s.progress(*p); });
+  proxy->service = std::thread([&s, p = proxy.get()] { s.serve(*p); });
 }
 
-void NetProxy::close_comm(const CommKey& comm, std::chrono::milliseconds limit) {
+void NetProxy::close_comm(const CommKey& comm, int rank, std::chrono::milliseconds limit) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);
-  auto it = s.comms.find(comm);
-  if (it == s.comms.end()) return;
+  auto it = s.members.find({comm, rank});
+  if (it == s.members.end()) return;
+  const std::shared_ptr<Proxy> p = it->second;
   const auto drained = [&] {
-    if (!it->second.error.empty()) return true;
-    for (const auto& [key, c] : s.connections)
-      if (key.comm == comm && c->sender && (!c->outgoing.empty() || !c->in_flight.empty())) return false;
+    if (!p->error.empty()) return true;
+    for (const auto& [key, c] : p->connections)
+      if (key.comm == comm && key.source == rank && c->sender && (!c->outgoing.empty() || !c->in_flight.empty()))
+        return false;
     return true;
   };
   const bool ok = s.changed.wait_for(lock, limit, drained);
-  it->second.closing = true;
-  s.work.notify_all();
-  s.changed.wait(lock, [&] { return it->second.closed; });
-  const std::string error = it->second.error;
-  s.comms.erase(it);
-  if (!error.empty()) throw Failure(ncclSystemError, error);
+  s.members.erase(it);
+  std::erase_if(s.setups, [&](const SetupRequest& r) { return r.key.comm == comm && r.key.destination == rank; });
+  if (--p->members == 0) {
+    p->stopping = true;
+    p->service_work.notify_all();
+    lock.unlock();
+    p->service.join();
+    // init.cc commFree: ncclNetFinalize on the destroying thread, once the proxy is gone.
+    const ncclResult_t r = s.net().finalize(p->ctx);
+    lock.lock();
+    s.check(*p, nullptr, r, "finalize");
+  }
+  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
   if (!ok)
     throw Failure(ncclSystemError, "ncclCommDestroy: communicator " + describe(comm) +
                                        " still had sends in flight over the net plugin after the timeout");
@@ -558,42 +636,40 @@ void NetProxy::send(const std::string& address, const MessageKey& key, const voi
                     std::size_t bytes) {
   State& s = *state_;
   std::lock_guard lock(s.mutex);
-  auto comm = s.comms.find(key.comm);
-  if (comm == s.comms.end())
-    throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
-  if (!comm->second.error.empty()) throw Failure(ncclSystemError, comm->second.error);
-  Connection& c = s.connection(key, true);
+  Proxy* p = s.proxy_of(key.comm, key.source);
+  if (!p) throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
+  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
+  Connection& c = s.connection(*p, key, true);
   if (c.peer_address.empty()) c.peer_address = address;
   Outgoing m;
-  const auto* p = static_cast<const std::byte*>(data);
-  m.data.assign(p, p + bytes);
+  const auto* bytes_in = static_cast<const std::byte*>(data);
+  m.data.assign(bytes_in, bytes_in + bytes);
   m.protocol = protocol_for(bytes);
   m.steps = steps_for(bytes, m.protocol);
   c.outgoing.push_back(std::move(m));
-  s.work.notify_all();
+  s.wake(*p);
 }
 
 void NetProxy::receive(const MessageKey& key, void* into, std::size_t bytes,
                        std::chrono::milliseconds limit) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);
-  auto comm = s.comms.find(key.comm);
-  if (comm == s.comms.end())
-    throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
+  Proxy* p = s.proxy_of(key.comm, key.destination);
+  if (!p) throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
   auto r = std::make_shared<Incoming>();
   r->into = static_cast<std::byte*>(into);
   r->bytes = bytes;
   r->protocol = protocol_for(bytes);
   r->steps = steps_for(bytes, r->protocol);
-  Connection& c = s.connection(key, false);
+  Connection& c = s.connection(*p, key, false);
   c.incoming.push_back(r);
-  s.work.notify_all();
-  const bool arrived = s.changed.wait_for(lock, limit, [&] { return r->finished || !comm->second.error.empty(); });
-  if (!comm->second.error.empty()) throw Failure(ncclSystemError, comm->second.error);
+  s.wake(*p);
+  const bool arrived = s.changed.wait_for(lock, limit, [&] { return r->finished || !p->error.empty(); });
+  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
   if (!arrived) {
     static const char* const phases[] = {"setup not sent", "waiting for the receiver's handle", "connecting",
                                          "waiting for the sender's setup", "accepting", "connected", "failed"};
-    std::erase(c.incoming, r);
+    r->abandoned = true;  // the progress thread drops it, or finishes its posted steps without copying
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", double(limit.count()) / 1000.0);
     throw Failure(ncclSystemError, std::string("timed out after ") + seconds + " s (TOPOCOLL_EMU_TIMEOUT_S) waiting for " +
@@ -615,14 +691,18 @@ void NetProxy::on_control(const MessageKey& wire, std::vector<std::byte> payload
   const std::size_t length = payload.size() - sizeof channel;
   std::lock_guard lock(s.mutex);
   if (wire.channel == Channel::NetSetup) {
+    // For the receiving rank, whose communicator may not be made here yet.
     s.setups.push_back({key, std::string(reinterpret_cast<const char*>(body), length)});
+    if (Proxy* p = s.proxy_of(key.comm, key.destination)) p->service_work.notify_all();
   } else if (wire.channel == Channel::NetHandle) {
-    auto it = s.connections.find(key);
-    if (it == s.connections.end() || it->second->phase != Phase::AwaitHandle) return;
+    Proxy* p = s.proxy_of(key.comm, key.source);
+    if (!p) return;
+    auto it = p->connections.find(key);
+    if (it == p->connections.end() || it->second->phase != Phase::AwaitHandle) return;
     std::memcpy(it->second->handle, body, std::min(length, sizeof it->second->handle));
     it->second->phase = Phase::Connecting;
+    p->service_work.notify_all();
   }
-  s.work.notify_all();
 }
 
 }  // namespace topocoll::emu

@@ -25,13 +25,22 @@
 //
 // Receives are posted only for messages the emulated rank receives (as NCCL posts them for
 // the operations it runs), with the sizes it expects; a message of another size fails with
-// a Failure naming both. One thread makes every plugin call (NCCL splits them over its proxy
-// service and progress threads). Any plugin error is sticky for the communicator and is
-// reported by its next send, receive or destroy, as NCCL reports a proxy error.
+// a Failure naming both. The calls come from the threads NCCL makes them on: init, devices
+// and getProperties from the thread that makes the communicator; setup, listen, connect,
+// accept, regMr, deregMr and close from the proxy's service thread; isend, irecv, test,
+// irecvConsumed and setNetAttr from its progress thread; finalize from the thread that
+// destroys the communicator, after both have stopped. Each communicator has its proxy (both
+// threads) and its context; a split of a communicator made with splitShare=1 shares them
+// (NCCL decides by the parent's config), and the context is finalized with the last of
+// them. The plugin is called without the emulation's lock, so its state sees the
+// concurrency NCCL gives it (the ThreadSanitizer build checks it). Any plugin error is
+// sticky for the proxy and is reported by the next send, receive or destroy of its
+// communicators, as NCCL reports a proxy error.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,12 +54,19 @@ class NetProxy {
   // named but cannot be used.
   static NetProxy* active();
 
-  // A communicator's rank of this process: init(&ctx) with the plugin. `device` picks the
-  // plugin device (modulo their number), as NCCL picks the NIC nearest the GPU.
-  void open_comm(const CommKey& comm, int rank, int device);
-  // Waits (up to `timeout`) for the communicator's sends to complete, closes its
-  // connections and finalizes its context.
-  void close_comm(const CommKey& comm, std::chrono::milliseconds timeout);
+  // The communicator (and rank) a split shares its proxy and context with.
+  struct SharedFrom {
+    CommKey comm;
+    int rank = 0;
+  };
+  // A communicator's rank of this process: init(&ctx) with the plugin and a proxy of its
+  // own, or, given `parent`, the parent's proxy and context. `device` picks the plugin
+  // device (modulo their number), as NCCL picks the NIC nearest the GPU.
+  void open_comm(const CommKey& comm, int rank, int device,
+                 const std::optional<SharedFrom>& parent = std::nullopt);
+  // Waits (up to `timeout`) for the rank's sends to complete. With the last communicator
+  // of its proxy, stops the proxy (connections closed) and finalizes the context.
+  void close_comm(const CommKey& comm, int rank, std::chrono::milliseconds timeout);
 
   // Eager, as the emulation's sends are: the bytes are copied; the proxy moves them.
   // `address` is the destination process's socket name (for the connection setup).
