@@ -131,6 +131,9 @@ const std::vector<EnvVariable>& table() {
       text("NCCL_HOSTID", "", "", "names this host for the topology, after TOPOCOLL_HOSTNAME", Owner::Nccl),
       text("NCCL_SOCKET_IFNAME", "", "", "the net plugin's interfaces without a topology, after TOPOCOLL_NET_IFNAME",
            Owner::Nccl),
+      text("NCCL_COMM_ID", "", "",
+           "without ib* and NCCL_SOCKET_IFNAME, the net plugin takes the interface in its address's subnet, as NCCL does",
+           Owner::Nccl),
       text("NCCL_TOPO_FILE", "", "", "the net plugin names a device apart from a <net> of that file with its name",
            Owner::Nccl),
       text("NCCL_ALGO", "", "", "when set, the tuner changes nothing", Owner::Nccl),
@@ -286,6 +289,7 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_proto = value_of<std::string>(e, "NCCL_PROTO");
   e.net_ifname = value_of<std::string>(e, "TOPOCOLL_NET_IFNAME");
   e.nccl_socket_ifname = value_of<std::string>(e, "NCCL_SOCKET_IFNAME");
+  e.nccl_comm_id = value_of<std::string>(e, "NCCL_COMM_ID");
   e.nccl_topo_file = value_of<std::string>(e, "NCCL_TOPO_FILE");
   e.net_plane_addrs = value_of<std::string>(e, "TOPOCOLL_NET_PLANE_ADDRS");
   e.net_sockets_per_conn = int(value_of<int64_t>(e, "TOPOCOLL_NET_SOCKETS_PER_CONN"));

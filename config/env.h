@@ -98,6 +98,7 @@ struct Env {
   // Net plugin and socket transport (net/transport_options.h).
   std::string net_ifname;           // TOPOCOLL_NET_IFNAME
   std::string nccl_socket_ifname;   // NCCL_SOCKET_IFNAME
+  std::string nccl_comm_id;         // NCCL_COMM_ID
   std::string nccl_topo_file;       // NCCL_TOPO_FILE
   std::string net_plane_addrs;      // TOPOCOLL_NET_PLANE_ADDRS
   int net_sockets_per_conn = 0;     // TOPOCOLL_NET_SOCKETS_PER_CONN

@@ -17,4 +17,9 @@ namespace topocoll::net {
 NetStatus resolve_host(const std::string& host, uint16_t port, bool passive,
                        std::vector<SocketAddress>* out);
 
+// "<host>:<port>" (a name or an IPv4 literal, resolved; the first address) or
+// "[<IPv6>]:<port>" ("%<interface>" inside the brackets for a link-local one), as NCCL
+// reads NCCL_COMM_ID (misc/socket.cc ncclSocketGetAddrFromString).
+NetStatus resolve_host_port(const std::string& text, SocketAddress* out);
+
 }  // namespace topocoll::net

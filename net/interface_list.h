@@ -3,6 +3,7 @@
 // leading '=' (after '^' if both) makes the names exact instead of prefixes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +17,17 @@ struct NetworkInterface {
   SocketAddress address;  // its first IPv4 address, else its first global IPv6 one
   bool loopback = false;
   int speed_mbps = 0;     // /sys/class/net/<name>/speed, 0 when unknown
+  // Every IPv4/IPv6 address of the interface with its netmask, in getifaddrs' order (for
+  // NCCL's same-subnet choice; link-local IPv6 ones included, with their scope).
+  struct Subnet {
+    SocketAddress address, netmask;
+  };
+  std::vector<Subnet> subnets;
 };
+
+// Whether `a` and `b` are in the subnet `mask` draws (same family; IPv6 also the same scope),
+// as NCCL's matchSubnet (misc/socket.cc) decides.
+bool same_subnet(const SocketAddress& a, const SocketAddress& b, const SocketAddress& mask);
 
 class InterfaceSelector {
  public:
@@ -34,8 +45,10 @@ class InterfaceSelector {
 
 std::vector<NetworkInterface> list_interfaces();
 // The interfaces the selector matches; for the default selector NCCL's order: ib* if any,
-// else the default's, else docker*, else lo*, else virbr*.
+// else, given `comm_id` (NCCL_COMM_ID's address), the first interface with an address in
+// its subnet (that address), else the default's, else docker*, else lo*, else virbr*.
 std::vector<NetworkInterface> select_interfaces(const std::vector<NetworkInterface>& all,
-                                                const InterfaceSelector& selector);
+                                                const InterfaceSelector& selector,
+                                                const std::optional<SocketAddress>& comm_id = std::nullopt);
 
 }  // namespace topocoll::net

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "net/host_resolution.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
 #include "plugin/net/nccl_topology_names.h"
@@ -33,7 +34,17 @@ std::vector<NetDevice> interface_devices(const config::Env& env) {
   // ncclFindInterfaces); so does this plugin, to pick the interfaces NCCL would.
   const std::string& nccl_text = env.nccl_socket_ifname.size() > 1 ? env.nccl_socket_ifname : std::string();
   const std::string selector_text = !env.net_ifname.empty() ? env.net_ifname : nccl_text;
-  auto chosen = net::select_interfaces(net::list_interfaces(), net::InterfaceSelector(selector_text));
+  // NCCL_COMM_ID (the bootstrap root's address), longer than one character as NCCL takes it.
+  std::optional<net::SocketAddress> comm_id;
+  if (env.nccl_comm_id.size() > 1) {
+    net::SocketAddress address;
+    if (const net::NetStatus s = net::resolve_host_port(env.nccl_comm_id, &address); s.ok())
+      comm_id = address;
+    else
+      TC_WARN("NET: NCCL_COMM_ID %s; its subnet does not choose the interface (NCCL fails its socket "
+              "transport's init on it)", s.message.c_str());
+  }
+  auto chosen = net::select_interfaces(net::list_interfaces(), net::InterfaceSelector(selector_text), comm_id);
   std::vector<NetDevice> devices;
   for (const auto& i : chosen) {
     NetDevice d;

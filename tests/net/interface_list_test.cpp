@@ -64,12 +64,61 @@ TEST(InterfaceSelector, DefaultOrderIsNcclsOwn) {
   EXPECT_TRUE(select_interfaces({named("lo")}, InterfaceSelector("eth")).empty());
 }
 
+NetworkInterface with_subnets(const char* name, std::vector<std::pair<const char*, const char*>> subnets) {
+  NetworkInterface n = named(name);
+  for (const auto& [address, mask] : subnets) n.subnets.push_back({*SocketAddress::parse(address), *SocketAddress::parse(mask)});
+  n.address = n.subnets.front().address;
+  return n;
+}
+
+// With NCCL_COMM_ID (and no IPoIB), NCCL takes the one interface with an address in the
+// root's subnet, that address (ncclFindInterfaceMatchSubnet), before its default tier.
+TEST(InterfaceSelector, TheCommIdsSubnetChoosesBeforeTheDefault) {
+  const InterfaceSelector def("");
+  const std::vector<NetworkInterface> all = {
+      with_subnets("eth0", {{"192.168.1.5", "255.255.255.0"}}),
+      with_subnets("eth1", {{"10.1.0.5", "255.255.0.0"}, {"10.2.0.5", "255.255.0.0"}}),
+      with_subnets("eth2", {{"10.2.7.7", "255.255.0.0"}}),
+      with_subnets("lo", {{"127.0.0.1", "255.0.0.0"}})};
+  auto chosen = select_interfaces(all, def, SocketAddress::parse("10.2.200.1", 29500));
+  ASSERT_EQ(names_of(chosen), (std::vector<std::string>{"eth1"}));
+  EXPECT_EQ(chosen[0].address.ip_string(), "10.2.0.5") << "the address in the subnet, not the first";
+  // No interface in its subnet: the default tier, as without it.
+  EXPECT_EQ(names_of(select_interfaces(all, def, SocketAddress::parse("172.16.0.1"))),
+            (std::vector<std::string>{"eth0", "eth1", "eth2"}));
+  // A root on loopback picks lo, ahead of the other interfaces.
+  EXPECT_EQ(names_of(select_interfaces(all, def, SocketAddress::parse("127.0.0.1"))), (std::vector<std::string>{"lo"}));
+  // IPoIB first, and a selector given wins over it.
+  std::vector<NetworkInterface> with_ib = all;
+  with_ib.push_back(with_subnets("ib0", {{"10.9.0.1", "255.255.0.0"}}));
+  EXPECT_EQ(names_of(select_interfaces(with_ib, def, SocketAddress::parse("10.2.0.1"))), (std::vector<std::string>{"ib0"}));
+  EXPECT_EQ(names_of(select_interfaces(all, InterfaceSelector("eth0"), SocketAddress::parse("10.2.0.1"))),
+            (std::vector<std::string>{"eth0"}));
+  // IPv6: the mask's bits, and a link-local address only in its own scope.
+  const std::vector<NetworkInterface> v6 = {with_subnets("eth0", {{"fd00:1::5", "ffff:ffff::"}}),
+                                            with_subnets("eth1", {{"fd00:2::5", "ffff:ffff::"}})};
+  EXPECT_EQ(names_of(select_interfaces(v6, def, SocketAddress::parse("fd00:2::99"))), (std::vector<std::string>{"eth1"}));
+  SocketAddress local = *SocketAddress::parse("fe80::1"), mask = *SocketAddress::parse("ffff:ffff:ffff:ffff::");
+  local.scope_id = 3;
+  SocketAddress root = *SocketAddress::parse("fe80::2");
+  root.scope_id = 4;
+  EXPECT_FALSE(same_subnet(local, root, mask));
+  root.scope_id = 3;
+  EXPECT_TRUE(same_subnet(local, root, mask));
+  EXPECT_FALSE(same_subnet(*SocketAddress::parse("10.0.0.1"), *SocketAddress::parse("::1"), mask));
+}
+
 TEST(InterfaceList, LoopbackIsListedAndSelectable) {
   auto all = list_interfaces();
   auto lo = select_interfaces(all, InterfaceSelector("=lo"));
   ASSERT_EQ(lo.size(), 1u);
   EXPECT_TRUE(lo[0].loopback);
   EXPECT_TRUE(lo[0].address.is_set());
+  // Its addresses with their masks: 127.0.0.1/8 among them.
+  bool loopback_subnet = false;
+  for (const auto& s : lo[0].subnets)
+    loopback_subnet |= s.address.ip_string() == "127.0.0.1" && s.netmask.ip_string() == "255.0.0.0";
+  EXPECT_TRUE(loopback_subnet);
   // The default selection is never empty: loopback is the last resort.
   EXPECT_FALSE(select_interfaces(all, InterfaceSelector("")).empty());
 }

@@ -4,6 +4,7 @@
 #include "net/socket_calls.h"
 
 #include <gtest/gtest.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -35,6 +36,26 @@ TEST(HostResolution, LiteralsAndTheWildcard) {
   for (const SocketAddress& a : found) {
     EXPECT_TRUE(a.is_unspecified()) << a.to_string();
     EXPECT_EQ(a.port, 9);
+  }
+}
+
+// NCCL_COMM_ID's forms, as NCCL reads them: <host>:<port>, [<IPv6>]:<port>, a link-local
+// address with its interface; anything else named in the error.
+TEST(HostResolution, HostAndPortAsNcclReadsItsCommId) {
+  SocketAddress a;
+  ASSERT_TRUE(resolve_host_port("127.0.0.1:29500", &a).ok());
+  EXPECT_EQ(a.to_string(), "127.0.0.1:29500");
+  ASSERT_TRUE(resolve_host_port("localhost:1", &a).ok());
+  EXPECT_EQ(a.port, 1);
+  ASSERT_TRUE(resolve_host_port("[::1]:7", &a).ok());
+  EXPECT_EQ(a.to_string(), "[::1]:7");
+  ASSERT_TRUE(resolve_host_port("[fe80::1%lo]:7", &a).ok());
+  EXPECT_EQ(a.scope_id, if_nametoindex("lo"));
+  for (const char* bad : {"", ":80", "10.0.0.1:port", "10.0.0.1:99999", "[::1", "[::1]80", "[10.0.0.1]:1",
+                          "[fe80::1%no-such-if0]:1", "::1:80"}) {
+    const NetStatus s = resolve_host_port(bad, &a);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message.find(std::string("\"") + bad + "\""), std::string::npos) << s.message;
   }
 }
 

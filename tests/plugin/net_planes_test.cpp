@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "net/interface_list.h"
 #include "plugin/net/plane_router.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/plugin/net_plugin_harness.h"
@@ -243,6 +244,51 @@ TEST(NetPluginPlanes, InterfaceSelectorPicksDevicesWithoutTopology) {
     RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 1, "%d devices", ndev);
     ncclNetProperties_v11_t props;
     RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && std::strcmp(props.name, "lo") == 0);
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+// Without NCCL_SOCKET_IFNAME (and no IPoIB), NCCL_COMM_ID's subnet picks the interface, as
+// NCCL picks its own (misc/socket.cc ncclFindInterfaces): a root on loopback gives lo alone,
+// which the default tier never offers beside another interface. One NCCL cannot read is a
+// WARN naming it, and the default tier stands.
+TEST(NetPluginPlanes, TheCommIdsSubnetPicksTheDeviceWithoutASelector) {
+  for (const auto& i : net::list_interfaces())
+    if (i.name.starts_with("ib")) GTEST_SKIP() << "IPoIB interface " << i.name << " comes first";
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    ::unsetenv("TOPOCOLL_TOPO_FILE");
+    ::unsetenv("NCCL_SOCKET_IFNAME");
+    ::unsetenv("TOPOCOLL_NET_IFNAME");
+    ::setenv("NCCL_COMM_ID", "127.0.0.1:29500", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+    int ndev = 0;
+    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 1, "%d devices", ndev);
+    ncclNetProperties_v11_t props;
+    RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && std::strcmp(props.name, "lo") == 0,
+                 "device %s, not lo", props.name);
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+  results = run_ranks(1, [](int, RankMesh&) {
+    ::unsetenv("TOPOCOLL_TOPO_FILE");
+    ::unsetenv("NCCL_SOCKET_IFNAME");
+    ::unsetenv("TOPOCOLL_NET_IFNAME");
+    ::setenv("NCCL_COMM_ID", "[::1", 1);
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+    int ndev = 0;
+    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev >= 1, "%d devices", ndev);
+    bool named = false;
+    for (const std::string& w : logged(NCCL_LOG_WARN)) named |= w.find("NCCL_COMM_ID \"[::1\"") != std::string::npos;
+    RANK_REQUIRE(named, "no WARN names the bad NCCL_COMM_ID");
     RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });
