@@ -58,10 +58,17 @@ const std::set<std::string> kProgressCalls = {"isend", "irecv", "test"};
 // Element i of rank r's input: small integers, exact in float.
 float input(int rank, std::size_t i) { return float(rank + int(i % 7)); }
 
+std::string log_path(const char* test, int rank) {
+  return std::string(TOPOCOLL_BINARY_DIR) + "/net_proxy_threads_" + test + "_" + std::to_string(getpid()) +
+         "_rank" + std::to_string(rank) + ".log";
+}
+
 // Both ranks: an allreduce on the communicator (one LL-sized, one SIMPLE-sized message each
-// way), its split, an allreduce there, the split destroyed, then the parent.
-bool run_parent_and_split(int rank, int nranks, const ncclUniqueId& id, int split_share,
-                          const std::string& log, long* main_thread) {
+// way), its split, an allreduce there, the split destroyed, then the parent; `calls` gets
+// what the plugin saw, `main_thread` the thread that made all that.
+bool run_parent_and_split(int rank, int nranks, const ncclUniqueId& id, int split_share, const char* test,
+                          long* main_thread, std::vector<Call>* calls) {
+  const std::string log = log_path(test, rank);
   ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_LOG", log.c_str(), 1);
@@ -85,13 +92,11 @@ bool run_parent_and_split(int rank, int nranks, const ncclUniqueId& id, int spli
   CHECK_OR_FAIL(allreduce(child, 1000) && allreduce(child, 300000), "allreduce on the split");
   CHECK_OR_FAIL(ncclCommDestroy(child) == ncclSuccess, "destroy the split");
   CHECK_OR_FAIL(ncclCommDestroy(comm) == ncclSuccess, "destroy the parent");
+  *calls = read_calls(log);
+  std::remove(log.c_str());
   return true;
 }
 
-std::string log_path(const char* test, int rank) {
-  return std::string(TOPOCOLL_BINARY_DIR) + "/net_proxy_threads_" + test + "_" + std::to_string(getpid()) +
-         "_rank" + std::to_string(rank) + ".log";
-}
 
 // The threads the service and the progress calls came from, each a set.
 void threads_of(const std::vector<Call>& calls, std::set<long>* service, std::set<long>* progress) {
@@ -102,11 +107,9 @@ void threads_of(const std::vector<Call>& calls, std::set<long>* service, std::se
 }
 
 bool split_shares_the_proxy(int rank, int n, const ncclUniqueId& id) {
-  const std::string log = log_path("shared", rank);
   long main_thread = 0;
-  if (!run_parent_and_split(rank, n, id, 1, log, &main_thread)) return false;
-  const std::vector<Call> calls = read_calls(log);
-  std::remove(log.c_str());
+  std::vector<Call> calls;
+  if (!run_parent_and_split(rank, n, id, 1, "shared", &main_thread, &calls)) return false;
   std::vector<Call> inits, finalizes;
   for (const Call& c : calls) {
     if (c.name == "init") inits.push_back(c);
@@ -135,13 +138,11 @@ TEST(EmulatedNetProxyThreads, ASplitOfASharingParentSharesItsContextAndProxy) {
 }
 
 bool split_has_its_own_proxy(int rank, int n, const ncclUniqueId& id) {
-  const std::string log = log_path("own", rank);
   long main_thread = 0;
+  std::vector<Call> calls;
   // NCCL_CONFIG_UNDEF_INT: no sharing unless NCCL_COMM_SPLIT_SHARE_RESOURCES says so.
   ::unsetenv("NCCL_COMM_SPLIT_SHARE_RESOURCES");
-  if (!run_parent_and_split(rank, n, id, NCCL_CONFIG_UNDEF_INT, log, &main_thread)) return false;
-  const std::vector<Call> calls = read_calls(log);
-  std::remove(log.c_str());
+  if (!run_parent_and_split(rank, n, id, NCCL_CONFIG_UNDEF_INT, "own", &main_thread, &calls)) return false;
   std::vector<std::string> init_ctx, finalize_ctx;
   std::map<std::string, std::set<long>> service_by_ctx;
   for (const Call& c : calls) {
@@ -174,12 +175,10 @@ TEST(EmulatedNetProxyThreads, WithoutSharingEachCommunicatorHasItsContextAndProx
 
 // NCCL_COMM_SPLIT_SHARE_RESOURCES=1 overrides a config that leaves splitShare undefined.
 bool environment_makes_the_split_share(int rank, int n, const ncclUniqueId& id) {
-  const std::string log = log_path("env", rank);
   long main_thread = 0;
+  std::vector<Call> calls;
   ::setenv("NCCL_COMM_SPLIT_SHARE_RESOURCES", "1", 1);
-  if (!run_parent_and_split(rank, n, id, NCCL_CONFIG_UNDEF_INT, log, &main_thread)) return false;
-  const std::vector<Call> calls = read_calls(log);
-  std::remove(log.c_str());
+  if (!run_parent_and_split(rank, n, id, NCCL_CONFIG_UNDEF_INT, "env", &main_thread, &calls)) return false;
   int inits = 0;
   for (const Call& c : calls) inits += c.name == "init";
   CHECK_OR_FAIL(inits == 1, "%d inits with NCCL_COMM_SPLIT_SHARE_RESOURCES=1", inits);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net/interface_list.h"
 #include "plugin/net/plane_router.h"
@@ -208,24 +210,38 @@ TEST(NetPluginPlanes, HostFromNcclHostIdWithOrWithoutDomain) {
   }
 }
 
+// Inside a rank: with no topology and `settings` applied (null: unset), the names of the
+// devices the plugin offers.
+int device_names_without_topology(const std::vector<std::pair<const char*, const char*>>& settings,
+                                  std::vector<std::string>* names) {
+  ::unsetenv("TOPOCOLL_TOPO_FILE");
+  for (const auto& [name, value] : settings) value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  const ncclNet_v11_t* net = net_v11();
+  RANK_REQUIRE(net);
+  void* ctx = nullptr;
+  RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
+  int ndev = 0;
+  RANK_REQUIRE(net->devices(&ndev) == ncclSuccess);
+  for (int d = 0; d < ndev; ++d) {
+    ncclNetProperties_v11_t props;
+    RANK_REQUIRE(net->getProperties(d, &props) == ncclSuccess);
+    names->push_back(props.name);
+  }
+  RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+  return 0;
+}
+
 // NCCL ignores an NCCL_SOCKET_IFNAME of one character (misc/socket.cc): the default then, as
 // for NCCL; two characters are a selector, here one that matches nothing (a WARN).
 TEST(NetPluginPlanes, OneCharacterNcclSocketIfnameIsIgnoredAsNcclIgnoresIt) {
   for (const char* selector : {"q", "qz"}) {
     auto results = run_ranks(1, [selector](int, RankMesh&) {
-      ::unsetenv("TOPOCOLL_TOPO_FILE");
-      ::unsetenv("TOPOCOLL_NET_IFNAME");
-      ::setenv("NCCL_SOCKET_IFNAME", selector, 1);
-      const ncclNet_v11_t* net = net_v11();
-      RANK_REQUIRE(net);
-      void* ctx = nullptr;
-      RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
-      int ndev = 0;
-      RANK_REQUIRE(net->devices(&ndev) == ncclSuccess);
+      std::vector<std::string> names;
+      RANK_REQUIRE(device_names_without_topology({{"TOPOCOLL_NET_IFNAME", nullptr}, {"NCCL_SOCKET_IFNAME", selector}},
+                                                 &names) == 0);
       const bool ignored = std::strlen(selector) == 1;
-      RANK_REQUIRE(ignored ? ndev > 0 : ndev == 0, "NCCL_SOCKET_IFNAME=%s: %d devices", selector, ndev);
+      RANK_REQUIRE(ignored != names.empty(), "NCCL_SOCKET_IFNAME=%s: %zu devices", selector, names.size());
       RANK_REQUIRE(ignored != logged_contains(NCCL_LOG_WARN, "no network interface matches"), "WARN or not");
-      RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
       return 0;
     });
     EXPECT_TRUE(all_ok(results)) << selector << ": " << describe(results);
@@ -234,17 +250,9 @@ TEST(NetPluginPlanes, OneCharacterNcclSocketIfnameIsIgnoredAsNcclIgnoresIt) {
 
 TEST(NetPluginPlanes, InterfaceSelectorPicksDevicesWithoutTopology) {
   auto results = run_ranks(1, [](int, RankMesh&) {
-    ::unsetenv("TOPOCOLL_TOPO_FILE");
-    ::setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
-    const ncclNet_v11_t* net = net_v11();
-    RANK_REQUIRE(net);
-    void* ctx = nullptr;
-    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
-    int ndev = 0;
-    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 1, "%d devices", ndev);
-    ncclNetProperties_v11_t props;
-    RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && std::strcmp(props.name, "lo") == 0);
-    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    std::vector<std::string> names;
+    RANK_REQUIRE(device_names_without_topology({{"NCCL_SOCKET_IFNAME", "=lo"}}, &names) == 0);
+    RANK_REQUIRE(names == std::vector<std::string>{"lo"}, "%zu devices, not lo alone", names.size());
     return 0;
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
@@ -258,38 +266,23 @@ TEST(NetPluginPlanes, TheCommIdsSubnetPicksTheDeviceWithoutASelector) {
   for (const auto& i : net::list_interfaces())
     if (i.name.starts_with("ib")) GTEST_SKIP() << "IPoIB interface " << i.name << " comes first";
   auto results = run_ranks(1, [](int, RankMesh&) {
-    ::unsetenv("TOPOCOLL_TOPO_FILE");
-    ::unsetenv("NCCL_SOCKET_IFNAME");
-    ::unsetenv("TOPOCOLL_NET_IFNAME");
-    ::setenv("NCCL_COMM_ID", "127.0.0.1:29500", 1);
-    const ncclNet_v11_t* net = net_v11();
-    RANK_REQUIRE(net);
-    void* ctx = nullptr;
-    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
-    int ndev = 0;
-    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev == 1, "%d devices", ndev);
-    ncclNetProperties_v11_t props;
-    RANK_REQUIRE(net->getProperties(0, &props) == ncclSuccess && std::strcmp(props.name, "lo") == 0,
-                 "device %s, not lo", props.name);
-    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
+    std::vector<std::string> names;
+    RANK_REQUIRE(device_names_without_topology({{"NCCL_SOCKET_IFNAME", nullptr}, {"TOPOCOLL_NET_IFNAME", nullptr},
+                                                {"NCCL_COMM_ID", "127.0.0.1:29500"}},
+                                               &names) == 0);
+    RANK_REQUIRE(names == std::vector<std::string>{"lo"}, "%zu devices, not lo alone", names.size());
     return 0;
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
   results = run_ranks(1, [](int, RankMesh&) {
-    ::unsetenv("TOPOCOLL_TOPO_FILE");
-    ::unsetenv("NCCL_SOCKET_IFNAME");
-    ::unsetenv("TOPOCOLL_NET_IFNAME");
-    ::setenv("NCCL_COMM_ID", "[::1", 1);
-    const ncclNet_v11_t* net = net_v11();
-    RANK_REQUIRE(net);
-    void* ctx = nullptr;
-    RANK_REQUIRE(net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess);
-    int ndev = 0;
-    RANK_REQUIRE(net->devices(&ndev) == ncclSuccess && ndev >= 1, "%d devices", ndev);
+    std::vector<std::string> names;
+    RANK_REQUIRE(device_names_without_topology({{"NCCL_SOCKET_IFNAME", nullptr}, {"TOPOCOLL_NET_IFNAME", nullptr},
+                                                {"NCCL_COMM_ID", "[::1"}},
+                                               &names) == 0);
+    RANK_REQUIRE(!names.empty());
     bool named = false;
     for (const std::string& w : logged(NCCL_LOG_WARN)) named |= w.find("NCCL_COMM_ID \"[::1\"") != std::string::npos;
     RANK_REQUIRE(named, "no WARN names the bad NCCL_COMM_ID");
-    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);
     return 0;
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
