@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -171,6 +172,23 @@ std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey&
   return child;
 }
 
+// A child opened on the net for an exchange that may fail (a shrink's members check they
+// agree): unless the exchange hands the child to the caller, its net membership is closed
+// once the exchange is done with it, so a failed shrink leaves no proxy behind.
+struct NetMembershipGuard {
+  emu::CommKey key;
+  int rank = 0;
+  bool kept = false;
+  ~NetMembershipGuard() {
+    if (kept) return;
+    try {
+      if (emu::NetProxy* proxy = emu::NetProxy::active()) proxy->close_comm(key, rank, std::chrono::milliseconds(0));
+    } catch (...) {
+      // Its sends cannot drain: the exchange failed. Closed all the same.
+    }
+  }
+};
+
 // Keys of children: a split's salt is its color (>= 0), a shrink's has the top bit set.
 constexpr std::uint64_t kShrinkSalt = std::uint64_t(1) << 63;
 
@@ -324,8 +342,10 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
     check_comm(comm, "ncclCommShrink");
     check_config(config, "ncclCommShrink");
     if (!newcomm) invalid("ncclCommShrink: newcomm is NULL");
-    if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
-      invalid("ncclCommShrink: bad exclusion list (count " + std::to_string(excludeRanksCount) + ")");
+    // NCCL 2.28 refuses an empty list too (init.cc ncclCommInitChildComm).
+    if (excludeRanksCount <= 0 || !excludeRanksList)
+      invalid("ncclCommShrink: bad exclusion list (count " + std::to_string(excludeRanksCount) +
+              "; NCCL needs at least one rank to exclude)");
     std::set<int> excluded;
     for (int i = 0; i < excludeRanksCount; ++i) {
       check_rank(comm, excludeRanksList[i], "excluded rank", "ncclCommShrink");
@@ -358,13 +378,17 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
       x->receive(p, theirs, sizeof list_hash);
       all.push_back(theirs);
     }
-    x->then([child, newcomm, list_hash, all] {
+    auto guard = std::make_shared<NetMembershipGuard>();  // made in place: a copy's end would close it
+    guard->key = child->key;
+    guard->rank = child->rank;
+    x->then([child, newcomm, list_hash, all, guard] {
       for (int p = 0; p < child->nranks; ++p)
         if (std::memcmp(all[std::size_t(p)], &list_hash, sizeof list_hash) != 0)
           throw Failure(ncclInvalidArgument,
                         "ncclCommShrink: the remaining ranks passed different "
                         "exclusion lists (child rank " + std::to_string(p) + " differs)");
       *newcomm = new ncclComm(*child);
+      guard->kept = true;
     });
     return emu::submit(std::move(x), std::nullopt);
   });

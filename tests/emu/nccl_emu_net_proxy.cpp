@@ -162,12 +162,14 @@ struct NetProxy::State {
     return false;
   }
   // One plugin call, made without the lock (as NCCL's proxy threads make it), then checked.
+  // False too when another connection of the proxy failed meanwhile: its members' waits have
+  // ended with that error, so nothing more is delivered to them.
   template <class Call>
   bool call(std::unique_lock<std::mutex>& lock, Proxy& p, Connection* c, const char* name, Call&& f) {
     lock.unlock();
     const ncclResult_t r = f();
     lock.lock();
-    return check(p, c, r, name);
+    return check(p, c, r, name) && p.error.empty();
   }
   Connection& connection(Proxy& p, const MessageKey& key, bool sender) {
     auto& c = p.connections[key];
@@ -614,7 +616,10 @@ void NetProxy::close_comm(const CommKey& comm, int rank, std::chrono::millisecon
     return true;
   };
   const bool ok = s.changed.wait_for(lock, limit, drained);
+  it = s.members.find({comm, rank});  // the lock was let go meanwhile
+  if (it == s.members.end()) return;
   s.members.erase(it);
+  s.changed.notify_all();  // a receive another thread still waits in ends
   std::erase_if(s.setups, [&](const SetupRequest& r) { return r.key.comm == comm && r.key.destination == rank; });
   if (--p->members == 0) {
     p->stopping = true;
@@ -654,29 +659,40 @@ void NetProxy::receive(const MessageKey& key, void* into, std::size_t bytes,
                        std::chrono::milliseconds limit) {
   State& s = *state_;
   std::unique_lock lock(s.mutex);
-  Proxy* p = s.proxy_of(key.comm, key.destination);
-  if (!p) throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
+  const auto member = s.members.find({key.comm, key.destination});
+  if (member == s.members.end())
+    throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
+  const std::shared_ptr<Proxy> p = member->second;  // alive even if another thread destroys the communicator
   auto r = std::make_shared<Incoming>();
   r->into = static_cast<std::byte*>(into);
   r->bytes = bytes;
   r->protocol = protocol_for(bytes);
   r->steps = steps_for(bytes, r->protocol);
-  Connection& c = s.connection(*p, key, false);
-  c.incoming.push_back(r);
+  s.connection(*p, key, false).incoming.push_back(r);
   s.wake(*p);
-  const bool arrived = s.changed.wait_for(lock, limit, [&] { return r->finished || !p->error.empty(); });
+  const auto destroyed = [&] { return !s.members.count({key.comm, key.destination}); };
+  const bool arrived =
+      s.changed.wait_for(lock, limit, [&] { return r->finished || !p->error.empty() || destroyed(); });
+  if (r->finished) return;
+  // Whatever ends the wait, no byte may land in `into` once this returns: the progress
+  // thread drops the receive, or finishes its posted steps without copying.
+  r->abandoned = true;
   if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
+  if (destroyed())
+    throw Failure(ncclSystemError, "communicator " + describe(key.comm) + " destroyed or aborted by another thread "
+                                   "while waiting for " + describe_key(key) + " over the net plugin");
   if (!arrived) {
     static const char* const phases[] = {"setup not sent", "waiting for the receiver's handle", "connecting",
                                          "waiting for the sender's setup", "accepting", "connected", "failed"};
-    r->abandoned = true;  // the progress thread drops it, or finishes its posted steps without copying
+    const auto c = p->connections.find(key);
+    const Phase phase = c == p->connections.end() ? Phase::Failed : c->second->phase;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", double(limit.count()) / 1000.0);
     throw Failure(ncclSystemError, std::string("timed out after ") + seconds + " s (TOPOCOLL_EMU_TIMEOUT_S) waiting for " +
                                        describe_key(key) + " (" + std::to_string(bytes) + " bytes, " +
                                        kProtocolNames[r->protocol] + ", " + std::to_string(r->done) + "/" +
                                        std::to_string(r->steps) + " steps) over the net plugin; connection " +
-                                       phases[int(c.phase)]);
+                                       phases[int(phase)]);
   }
 }
 

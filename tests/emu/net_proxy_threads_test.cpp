@@ -188,4 +188,42 @@ TEST(EmulatedNetProxyThreads, TheEnvironmentMakesTheParentShare) {
   EXPECT_TRUE(run_ranks(2, environment_makes_the_split_share));
 }
 
+// A shrink whose exchange fails (here: rank 1 never shrinks, so rank 0's times out) leaves
+// nothing on the net: with the parent's shrinkShare=1 the child had joined the parent's
+// proxy, and destroying the parent must still stop that proxy and finalize the context.
+bool failed_shrink_leaves_no_member(int rank, int n, const ncclUniqueId& id) {
+  const std::string log = log_path("shrink", rank);
+  ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
+  ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
+  ::setenv("TOPOCOLL_SPY_NET_LOG", log.c_str(), 1);
+  ::setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  ::setenv("NCCL_TUNER_PLUGIN", "none", 1);
+  ::setenv("TOPOCOLL_EMU_TIMEOUT_S", "1", 1);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.shrinkShare = 1;
+  ncclComm_t comm = nullptr, child = nullptr;
+  CHECK_OR_FAIL(ncclCommInitRankConfig(&comm, n, id, rank, &config) == ncclSuccess, "init");
+  float x = 1, sum = 0;
+  CHECK_OR_FAIL(ncclAllReduce(&x, &sum, 1, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess && sum == n,
+                "allreduce");
+  if (rank == 0) {
+    int excluded = 2;
+    CHECK_OR_FAIL(ncclCommShrink(comm, &excluded, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) != ncclSuccess || !child,
+                  "the shrink cannot succeed without rank 1");
+  }
+  CHECK_OR_FAIL(ncclCommDestroy(comm) == ncclSuccess || rank == 0, "destroy");
+  int inits = 0, finalizes = 0;
+  for (const Call& c : read_calls(log)) {
+    inits += c.name == "init";
+    finalizes += c.name == "finalize";
+  }
+  std::remove(log.c_str());
+  CHECK_OR_FAIL(inits == 1 && finalizes == 1, "%d inits and %d finalizes: the shared proxy must stop with the parent",
+                inits, finalizes);
+  return true;
+}
+TEST(EmulatedNetProxyThreads, AFailedShrinkLeavesNoMemberBehind) {
+  EXPECT_TRUE(run_ranks(3, failed_shrink_leaves_no_member));
+}
+
 }  // namespace
