@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -93,29 +92,27 @@ void check_buffer(const void* buffer, std::size_t count, std::size_t size, int b
   if (bytes > 0 && !buffer) invalid(std::string(call) + ": " + name + " is NULL");
 }
 
-// A config field of NCCL's comm->config (splitShare, shrinkShare): the config's when the
-// caller's config is long enough to hold it, else the fallback (the parent's for a child
-// without a config, undefined for a new communicator); an NCCL_COMM_*_SHARE_RESOURCES
-// setting overrides it (init.cc envConfigOverride), and anything but 1 means no sharing.
-bool sharing(const ncclConfig_t* config, std::size_t offset, const int* field, bool fallback,
-             const char* env) {
-  bool share = fallback;
-  if (config && config->size >= offset + sizeof(int) && *field != NCCL_CONFIG_UNDEF_INT) share = *field == 1;
-  if (const char* v = std::getenv(env); v && *v) share = std::atoi(v) == 1;
-  return share;
-}
-// The caller's config as NCCL keeps it: copied at the call, at most its `size` bytes.
+// The caller's config as NCCL keeps it: copied at the call, at most its `size` bytes (the
+// fields of a shorter, older config stay undefined).
 std::optional<ncclConfig_t> copy_config(const ncclConfig_t* config) {
   if (!config) return std::nullopt;
   ncclConfig_t copy = NCCL_CONFIG_INITIALIZER;
   std::memcpy(&copy, config, std::min(config->size, sizeof copy));
   return copy;
 }
-void set_sharing(ncclComm& comm, const ncclConfig_t* config, const ncclComm* parent) {
-  comm.split_share = sharing(config, offsetof(ncclConfig_t, splitShare), config ? &config->splitShare : nullptr,
-                             parent && parent->split_share, "NCCL_COMM_SPLIT_SHARE_RESOURCES");
-  comm.shrink_share = sharing(config, offsetof(ncclConfig_t, shrinkShare), config ? &config->shrinkShare : nullptr,
-                              parent && parent->shrink_share, "NCCL_COMM_SHRINK_SHARE_RESOURCES");
+// NCCL_COMM_SPLIT_SHARE_RESOURCES / NCCL_COMM_SHRINK_SHARE_RESOURCES override the config
+// (init.cc envConfigOverride); anything but 1 means no sharing.
+bool overridden(bool configured, const char* env) {
+  if (const char* v = std::getenv(env); v && *v) return std::atoi(v) == 1;
+  return configured;
+}
+// comm->config.splitShare / shrinkShare: the caller's config when one is given (undefined
+// is 0), else the parent's (copyCommConfig), else 0.
+void set_sharing(ncclComm& comm, const std::optional<ncclConfig_t>& config, const ncclComm* parent) {
+  comm.split_share = overridden(config ? config->splitShare == 1 : parent && parent->split_share,
+                                "NCCL_COMM_SPLIT_SHARE_RESOURCES");
+  comm.shrink_share = overridden(config ? config->shrinkShare == 1 : parent && parent->shrink_share,
+                                 "NCCL_COMM_SHRINK_SHARE_RESOURCES");
 }
 
 // NCCL initializes its net plugin for every communicator (a v11 context each), except a
@@ -141,7 +138,7 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
     comm->key = emu::key_of(id);
     comm->rank = rank;
     comm->nranks = nranks;
-    set_sharing(*comm, config, nullptr);
+    set_sharing(*comm, copy_config(config), nullptr);
     if (cudaGetDevice(&comm->cuda_device) != cudaSuccess) comm->cuda_device = 0;
     comm->addresses.resize(std::size_t(nranks));
     for (int p = 0; p < nranks; ++p)
@@ -156,8 +153,8 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
 // A child communicator holding `members` (parent ranks, in child rank order), with the
 // caller's config or else the parent's, sharing the parent's resources when `shared`.
 std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey& key,
-                                     const std::vector<int>& members, const ncclConfig_t* config,
-                                     bool shared) {
+                                     const std::vector<int>& members,
+                                     const std::optional<ncclConfig_t>& config, bool shared) {
   auto child = std::make_unique<ncclComm>();
   child->key = key;
   set_sharing(*child, config, &parent);
@@ -326,7 +323,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
       std::vector<int> ranks;
       for (const Member& m : members) ranks.push_back(m.parent_rank);
       *newcomm = make_child(*comm, emu::child_key(comm->key, sequence, std::uint64_t(color)), ranks,
-                            child_config ? &*child_config : nullptr, comm->split_share)
+                            child_config, comm->split_share)
                      .release();
     });
     return emu::submit(std::move(x), std::nullopt);
@@ -363,7 +360,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
     // A shrink shares the parent's resources when the parent's shrinkShare says so, never
     // with NCCL_SHRINK_ABORT (init.cc ncclCommInitChildComm).
     std::shared_ptr<ncclComm> child =
-        make_child(*comm, emu::child_key(comm->key, comm->children_made++, kShrinkSalt), members, config,
+        make_child(*comm, emu::child_key(comm->key, comm->children_made++, kShrinkSalt), members, copy_config(config),
                    comm->shrink_share && !(shrinkFlags & NCCL_SHRINK_ABORT));
     auto x = std::make_shared<emu::Exchange>(
         "CommShrink rank " + std::to_string(comm->rank) + "/" + std::to_string(comm->nranks) +
