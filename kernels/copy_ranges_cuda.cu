@@ -12,14 +12,14 @@
 namespace topocoll::kernels {
 namespace {
 
-constexpr int kBlockThreads = 256;
+constexpr int kCopyBlockThreads = 256;
 constexpr int kOccupancySlotCopy = kOccupancySlots - 1;
 
 struct CopyBatch {
   CopyRange r[kMaxCopyRangesPerLaunch];
 };
 
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kCopyBlockThreads)
     copy_ranges_kernel(const __grid_constant__ CopyBatch b) {
   const CopyRange& r = b.r[blockIdx.y];
   copy_range_thread(r.dst, r.src, r.bytes,
@@ -31,18 +31,18 @@ cudaError_t launch_batch(const CopyBatch& batch, int n, std::size_t max_bytes,
                          cudaStream_t stream) {
   int resident = 0;
   if (const cudaError_t e = max_resident_blocks(reinterpret_cast<const void*>(copy_ranges_kernel),
-                                                kBlockThreads, kOccupancySlotCopy, &resident);
+                                                kCopyBlockThreads, kOccupancySlotCopy, &resident);
       e != cudaSuccess)
     return e;
   // The resident blocks are shared among the ranges; no more than the largest range can use.
-  const std::size_t wanted = (max_bytes / 16 + kBlockThreads) / kBlockThreads;
+  const std::size_t wanted = (max_bytes / 16 + kCopyBlockThreads) / kCopyBlockThreads;
   std::size_t per_range = static_cast<std::size_t>(resident) / static_cast<std::size_t>(n);
   if (per_range > wanted) per_range = wanted;
   if (per_range == 0) per_range = 1;
   void* args[] = {const_cast<CopyBatch*>(&batch)};
   return cudaLaunchKernel(reinterpret_cast<const void*>(copy_ranges_kernel),
                           dim3(static_cast<unsigned>(per_range), static_cast<unsigned>(n)),
-                          dim3(kBlockThreads), args, 0, stream);
+                          dim3(kCopyBlockThreads), args, 0, stream);
 }
 
 }  // namespace
