@@ -124,7 +124,8 @@ std::string machine_lacks(const FabricSize& size) {
     return "a fabric needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to make namespaces and "
            "shape links): run it as root or with sudo";
   for (const char* tool : {"ip", "tc"}) {
-    const auto& found = iproute2_tool(tool);
+    // A copy: bound to a reference, the call with a temporary name makes GCC 13 warn.
+    const std::optional<ToolLocation> found = iproute2_tool(tool);
     if (!found) return tool_missing(tool, iproute2_search());
     // Found is not enough: an unpacked binary without its libraries does not start.
     if (const CommandResult v = run_command({tool, "-V"}); v.status != 0)

@@ -50,6 +50,10 @@ void check_fields(const json& obj, const std::string& ptr,
   }
 }
 
+// The JSON pointer of the whole document. A named string, not a "" literal, where require()
+// is bound to a reference: a temporary argument there makes GCC 13 warn (-Wdangling-reference).
+const std::string kDocumentPointer;
+
 const json& require(const json& obj, const std::string& ptr, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) throw TopologyError(ptr, "missing field " + in_quotes(key));
@@ -192,15 +196,16 @@ Topology bigraph_explicit(const json& doc) {
   if (doc.contains("host_fabric")) fabric = read_fabric(doc["host_fabric"], "/host_fabric", fabric);
 
   TopologyBuilder b(TopologyKind::BiGraph, name);
-  const json& switches = require(doc, "", "switches");
-  expect_object(switches, "/switches");
-  check_fields(switches, "/switches", {"upper", "lower"});
+  const json& switches = require(doc, kDocumentPointer, "switches");
+  const std::string switches_ptr = "/switches";
+  expect_object(switches, switches_ptr);
+  check_fields(switches, switches_ptr, {"upper", "lower"});
   std::map<std::string, int> switch_by_id;
   size_t group_size[2] = {0, 0};
   for (int g = 0; g < 2; ++g) {
     const char* group = g == 0 ? "upper" : "lower";
     const std::string gp = "/switches/" + std::string(group);
-    const json& ids = require(switches, "/switches", group);
+    const json& ids = require(switches, switches_ptr, group);
     expect_array(ids, gp);
     if (ids.empty()) throw TopologyError(gp, "a group needs at least one switch");
     if (ids.size() > 1024) throw TopologyError(gp, "more than 1024 switches");
@@ -271,7 +276,7 @@ Topology bigraph_explicit(const json& doc) {
                                                  " ports for inter-group links but has " +
                                                  std::to_string(ports));
 
-  const json& servers = require(doc, "", "servers");
+  const json& servers = require(doc, kDocumentPointer, "servers");
   expect_array(servers, "/servers");
   if (servers.empty()) throw TopologyError("/servers", "a topology needs at least one server");
   std::map<std::string, std::string> endpoint_ids;  // id -> pointer of its definition
@@ -456,7 +461,7 @@ Topology nap_explicit(const json& doc) {
   Fabric fabric;
   if (doc.contains("host_fabric")) fabric = read_fabric(doc["host_fabric"], "/host_fabric", fabric);
 
-  const json& nodes = require(doc, "", "nodes");
+  const json& nodes = require(doc, kDocumentPointer, "nodes");
   expect_array(nodes, "/nodes");
   const long expected = long(s.packages) * s.nodes_per_package;
   if (long(nodes.size()) != expected)

@@ -397,5 +397,16 @@ TEST(FabricLive, SwappedCablesStillCarryTrafficTheWrongWay) {
   EXPECT_EQ(shell_run("ip -n tf-tlswap-U0 neigh show nud permanent").output, "");
 }
 
+TEST(FabricLive, ExecRunsInTheEndpointsNamespaceUnderItsHostsName) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlexec", "bigraph-32.json", "10");
+  ASSERT_TRUE(f.ok()) << f.output();
+  const auto who = shell_run(kCli + " fabric exec --name tlexec s9.g0 -- sh -c 'hostname; ip -o -4 addr show nic0'");
+  ASSERT_EQ(who.status, 0) << who.output;
+  EXPECT_EQ(who.output.rfind("s9\n", 0), 0u) << who.output;  // the host name, not the machine's
+  EXPECT_NE(who.output.find("nic0"), std::string::npos) << who.output;
+  EXPECT_EQ(shell_run("hostname").output.find("s9\n"), std::string::npos);  // the machine's own stays
+}
+
 }  // namespace
 }  // namespace topocoll::fabric
