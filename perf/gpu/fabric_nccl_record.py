@@ -66,7 +66,13 @@ def nccl_key(algo, proto):
     return f"{NCCL_NAMES.get(algo.upper(), algo)}/{NCCL_NAMES.get(proto.upper(), proto)}"
 
 
+def base_path(path):
+    """The path without its variant: preload-hd+p2p2 runs preload-hd with one NCCL setting changed."""
+    return path.split("+", 1)[0]
+
+
 def algo_of_path(path):
+    path = base_path(path)
     return path[len("preload-"):] if path.startswith("preload-") else None
 
 
@@ -80,7 +86,7 @@ def predicted_for(path, row, tuning=None, route=None):
         key = nccl_key(*tuning) if tuning else default
         return table.get(key), key if tuning else key + "?"
 
-    if path in NCCL_PATHS:
+    if base_path(path) in NCCL_PATHS:
         return nccl_choice(nccl, "Ring/Simple")
     if route is None:  # no decision logged: what the path asks for
         algo = algo_of_path(path)
@@ -111,7 +117,7 @@ def estimate(a):
         row = rows.get((coll, size))
         if row is None:
             return 0.0
-        if a.path in NCCL_PATHS:  # NCCL's own pick is unknown before the run: its slower one
+        if base_path(a.path) in NCCL_PATHS:  # NCCL's own pick is unknown before the run: its slower one
             table = row["nccl"]
             return max(v for k, v in table.items() if k.endswith("/Simple"))
         us, _ = predicted_for(a.path, row)

@@ -18,9 +18,13 @@
 #   tuner           NCCL with NCCL_TUNER_PLUGIN=libnccl-topocoll.so
 #   preload-ALGO    LD_PRELOAD=libnccl-topocoll.so with TOPOCOLL_ALGO=ALGO (BiGraph: auto hd
 #                   ring-topo nccl-topo-ring; NAP: auto fc hier nccl-topo-ring)
+#   PATH+VARIANT    PATH with one NCCL setting changed, a run of its own in the record:
+#                   p2p2 = NCCL_NCHANNELS_PER_NET_PEER=2 (two connections per peer for
+#                   ncclSend/ncclRecv, as NCCL's ring has two channels; at 16 ranks NCCL
+#                   gives point-to-point one, graph/paths.cc ncclTopoGetNchannels)
 # then, at FABRIC_CHECK_RATE (default half the rate), all_reduce again for FABRIC_CHECK_PATHS
-# (default "nccl preload-auto"): at a rate where the network is the bottleneck the time
-# doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
+# (default "nccl preload-auto", empty for none): at a rate where the network is the
+# bottleneck the time doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
 # checks every result.
 #
 # Every run's full output is its own log, rank 0 at NCCL_DEBUG=INFO with
@@ -54,7 +58,7 @@ topologies=${FABRIC_TOPOLOGIES:-bigraph-32 nap-4x8}
 ranks_list=${FABRIC_RANKS:-16}
 rate=${FABRIC_RATE:-1000}
 check_rate=${FABRIC_CHECK_RATE:-$((rate / 2))}
-check_paths=${FABRIC_CHECK_PATHS:-nccl preload-auto}
+check_paths=${FABRIC_CHECK_PATHS-nccl preload-auto}
 colls=${FABRIC_COLLS:-all_reduce reduce_scatter all_gather}
 nt_args=${NT_ARGS:--b 256K -e 64M -f 4 -c 1 -w 0 -n 1}
 read -ra nt_words <<< "$nt_args"
@@ -145,7 +149,15 @@ paths_for() {
     *) echo "nccl preload-auto nccl-order preload-ring-topo preload-hd preload-nccl-topo-ring tuner" ;;
   esac
 }
-placement_of() { [ "$1" = nccl-order ] && echo topology-order || echo scheduler; }
+placement_of() { [ "${1%%+*}" = nccl-order ] && echo topology-order || echo scheduler; }
+# variant_env PATH: the NCCL setting of PATH's variant (after '+'), none for a plain path.
+variant_env() {
+  case $1 in
+    *+p2p2) echo NCCL_NCHANNELS_PER_NET_PEER=2 ;;
+    *+*) echo "fabric_nccl_tests.sh: unknown variant '${1#*+}' in path '$1' (known: p2p2)" >&2; return 1 ;;
+  esac
+}
+for path in ${FABRIC_PATHS:-}; do variant_env "$path" > /dev/null || exit 1; done
 
 # fabric_for TOPOLOGY RATE: the fabric up at that rate (once per case).
 current=""
@@ -217,9 +229,12 @@ one_run() {
   # so NAP's p0.h0 .. p0.h7 would be local ranks 0..7 of "p0" and ask for GPUs 1..7.
   local faces=() xs=(-x LD_LIBRARY_PATH -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=WARN -x NCCL_TESTS_DEVICE=0)
   [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && xs+=(-x CUDA_MPS_PIPE_DIRECTORY)
-  case $path in
+  local base=${path%%+*} variant
+  variant=$(variant_env "$path") || { failed=1; return 1; }
+  [ -n "$variant" ] && xs+=(-x "$variant")
+  case $base in
     tuner) faces=(--tuner "$plugin") ;;
-    preload-*) faces=(--preload "$plugin"); xs+=(-x "TOPOCOLL_ALGO=${path#preload-}") ;;
+    preload-*) faces=(--preload "$plugin"); xs+=(-x "TOPOCOLL_ALGO=${base#preload-}") ;;
   esac
   # Never past the call's end: a run the device tool kills would take the call's record along.
   local limit=$run_timeout

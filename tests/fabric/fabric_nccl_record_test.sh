@@ -27,6 +27,28 @@ s1 slots=1" ] || fail "scheduler hostfile"
 [ "$(head -n 2 "$work/bigraph-32-r1000/hostfile-topology-order-n16.txt")" = "s0 slots=1
 s2 slots=1" ] || fail "topology-order hostfile"
 
+# A path's variant: the same run with one NCCL setting changed, its own entry; an unknown one
+# is refused before anything runs.
+variant=$work/variant
+out=$(DRY_RUN=1 RESULTS_DIR="$variant" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce" FABRIC_CHECK_PATHS="" \
+      FABRIC_PATHS="preload-ring-topo preload-ring-topo+p2p2" bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) ||
+  fail "dry run with a variant: $out"
+grep -q "dry run: 2 runs" <<< "$out" || fail "expected 2 planned runs: $out"
+grep -q -- "-x NCCL_NCHANNELS_PER_NET_PEER=2 -x TOPOCOLL_ALGO=ring-topo .*--preload" "$variant/commands.txt" ||
+  fail "the p2p2 variant does not set NCCL_NCHANNELS_PER_NET_PEER=2"
+[ "$(grep -c NCCL_NCHANNELS_PER_NET_PEER "$variant/commands.txt")" = 1 ] || fail "the plain path got the variant's setting"
+grep -q "preload-ring-topo+p2p2	.*	scheduler	planned" "$variant/planned.tsv" || fail "no planned variant run"
+(head -n 1 "$variant/runs.tsv"; cat "$variant/planned.tsv") > "$variant/runs.new" && mv "$variant/runs.new" "$variant/runs.tsv"
+python3 "$src/perf/gpu/fabric_nccl_record.py" sample "$variant" > /dev/null
+python3 "$src/perf/gpu/fabric_nccl_record.py" table "$variant" > /dev/null
+grep -q "| preload-ring-topo+p2p2 | scheduler | yes | 1048576 | .* | ring-topo | " "$variant/table.md" ||
+  fail "the variant's row does not set ring-topo's prediction beside it"
+if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="preload-hd+fast" \
+         bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+  fail "an unknown variant was accepted: $out"
+fi
+grep -q "unknown variant 'fast' in path 'preload-hd+fast'" <<< "$out" || fail "unknown variant not named: $out"
+
 # The estimate the runner budgets by: NCCL's slower algorithm for plain NCCL.
 need=$(python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$work/bigraph-32-r1000/predict-scheduler-n16.json" \
        --coll all_reduce_perf --path nccl --nt-args "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1")
