@@ -9,8 +9,10 @@
 # Stages (STAGES, default: all of them, in this order):
 #   build           configure and build (implied by every other stage when nothing is built)
 #   kernels         the kernels' GPU tests and kernel_bench (perf/kernels/run_gpu.sh)
-#   kernels-repeat  the kernel GPU tests again: REPEAT (10) times in one process, and the
-#                   ctest cases 8 at a time (GPU streams of several processes at once)
+#   kernels-repeat  the kernel GPU tests again: REPEAT (3) times in one process, and the
+#                   ctest cases 8 at a time, twice (GPU streams of several processes at
+#                   once); one pass of the test binary takes ~40 s on an H200, so the stage
+#                   takes ~2.5 minutes
 #   ctest           every other test labelled gpu, the interposer's CPU tests, the
 #                   runtime-dependency check (no libcudart.so NEEDED) and the forwarding cost
 #   check-small     2 and 4 processes on the one GPU, each its own NCCL "host"
@@ -163,9 +165,9 @@ echo "plugin: $plugin" >> "$out/device.txt"
 # --- kernels ----------------------------------------------------------------------------------
 want kernels && run kernels env KERNELS_RESULTS="$out" bash "$root/perf/kernels/run_gpu.sh" "$build"
 want kernels-repeat && {
-  run kernels-repeat "$build/tests/kernels/kernels_reduce_cuda_test" --gtest_repeat="${REPEAT:-10}" \
+  run kernels-repeat "$build/tests/kernels/kernels_reduce_cuda_test" --gtest_repeat="${REPEAT:-3}" \
       --gtest_brief=1
-  run kernels-parallel ctest --test-dir "$build" -L gpu -R '^(Types/)?Kernels' -j8 --repeat until-fail:3 \
+  run kernels-parallel ctest --test-dir "$build" -L gpu -R '^(Types/)?Kernels' -j8 --repeat until-fail:2 \
       --output-on-failure --timeout 900
 }
 
