@@ -272,9 +272,11 @@ int run_exec(const Args& a) {
   ::close(fd);
   // Its own hostname, as the host it stands for (the acceptance inventory reads it): a
   // command that ran under the machine's own name would be counted as another host.
-  if (::unshare(CLONE_NEWUTS) != 0 || ::sethostname(e.host.c_str(), e.host.size()) != 0)
+  if (::unshare(CLONE_NEWUTS) != 0 || ::sethostname(e.host.c_str(), e.host.size()) != 0) {
+    const int err = errno;
     throw FabricError("cannot give " + a.positional[0] + " its host name " + e.host + ": " +
-                      std::strerror(errno));
+                      std::strerror(err));
+  }
   ::setenv("TOPOCOLL_FABRIC", f.name().c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ENDPOINT", e.id.c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ADDRESS", e.address.c_str(), 1);

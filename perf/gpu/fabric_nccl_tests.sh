@@ -152,12 +152,17 @@ paths_for() {
 placement_of() { [ "${1%%+*}" = nccl-order ] && echo topology-order || echo scheduler; }
 # variant_env PATH: the NCCL setting of PATH's variant (after '+'), none for a plain path.
 variant_env() {
-  case $1 in
-    *+p2p2) echo NCCL_NCHANNELS_PER_NET_PEER=2 ;;
-    *+*) echo "fabric_nccl_tests.sh: unknown variant '${1#*+}' in path '$1' (known: p2p2)" >&2; return 1 ;;
+  [[ "$1" == *+* ]] || return 0
+  if [ -z "${1%%+*}" ]; then
+    echo "fabric_nccl_tests.sh: path '$1' has a variant but no path before the '+'" >&2
+    return 1
+  fi
+  case ${1#*+} in
+    p2p2) echo NCCL_NCHANNELS_PER_NET_PEER=2 ;;
+    *) echo "fabric_nccl_tests.sh: unknown variant '${1#*+}' in path '$1' (known: p2p2)" >&2; return 1 ;;
   esac
 }
-for path in ${FABRIC_PATHS:-}; do variant_env "$path" > /dev/null || exit 1; done
+for path in ${FABRIC_PATHS:-} $check_paths; do variant_env "$path" > /dev/null || exit 1; done
 
 # fabric_for TOPOLOGY RATE: the fabric up at that rate (once per case).
 current=""
@@ -279,7 +284,7 @@ done
 if [ "$dry" = 1 ]; then
   say "dry run: $dry_runs runs, about $dry_total s of device time in all (BUDGET $budget s a call);" \
       "commands in $out/commands.txt, predictions and hostfiles under $out/*/"
-  exit 0
+  exit $failed
 fi
 if [ "$(grep -vc '^#' "$manifest")" -gt 0 ]; then
   python3 "$record" table "$out" || failed=1

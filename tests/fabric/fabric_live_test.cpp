@@ -401,11 +401,16 @@ TEST(FabricLive, ExecRunsInTheEndpointsNamespaceUnderItsHostsName) {
   REQUIRE_FABRIC();
   FabricUp f("tlexec", "bigraph-32.json", "10");
   ASSERT_TRUE(f.ok()) << f.output();
-  const auto who = shell_run(kCli + " fabric exec --name tlexec s9.g0 -- sh -c 'hostname; ip -o -4 addr show nic0'");
+  const auto who = shell_run(kCli + " fabric exec --name tlexec s9.g0 -- sh -c 'hostname; echo $TOPOCOLL_FABRIC_ADDRESS; ip -o -4 addr show nic0'");
   ASSERT_EQ(who.status, 0) << who.output;
-  EXPECT_EQ(who.output.rfind("s9\n", 0), 0u) << who.output;  // the host name, not the machine's
-  EXPECT_NE(who.output.find("nic0"), std::string::npos) << who.output;
-  EXPECT_EQ(shell_run("hostname").output.find("s9\n"), std::string::npos);  // the machine's own stays
+  std::istringstream lines(who.output);
+  std::string host, address;
+  std::getline(lines, host);
+  std::getline(lines, address);
+  EXPECT_EQ(host, "s9");  // the host name, not the machine's
+  ASSERT_FALSE(address.empty()) << who.output;
+  EXPECT_NE(who.output.find("inet " + address + "/"), std::string::npos) << who.output;  // its NIC
+  EXPECT_NE(shell_run("hostname").output, "s9\n");  // the machine's own name stays
 }
 
 }  // namespace

@@ -41,13 +41,29 @@ grep -q "preload-ring-topo+p2p2	.*	scheduler	planned" "$variant/planned.tsv" || 
 (head -n 1 "$variant/runs.tsv"; cat "$variant/planned.tsv") > "$variant/runs.new" && mv "$variant/runs.new" "$variant/runs.tsv"
 python3 "$src/perf/gpu/fabric_nccl_record.py" sample "$variant" > /dev/null
 python3 "$src/perf/gpu/fabric_nccl_record.py" table "$variant" > /dev/null
-grep -q "| preload-ring-topo+p2p2 | scheduler | yes | 1048576 | .* | ring-topo | " "$variant/table.md" ||
+grep -q "| preload-ring-topo+p2p2 | scheduler | yes | 1048576 | .* | ring-topo | [0-9]" "$variant/table.md" ||
   fail "the variant's row does not set ring-topo's prediction beside it"
 if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="preload-hd+fast" \
          bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
   fail "an unknown variant was accepted: $out"
 fi
 grep -q "unknown variant 'fast' in path 'preload-hd+fast'" <<< "$out" || fail "unknown variant not named: $out"
+for bad in "nccl+fast+p2p2" "+p2p2"; do
+  if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="$bad" \
+           bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+    fail "path '$bad' was accepted: $out"
+  fi
+done
+if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_CHECK_PATHS="preload-auto+fast" \
+         bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+  fail "an unknown variant among the check paths was accepted: $out"
+fi
+# A variant of NCCL's own path is budgeted as that path.
+estimate() {
+  python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$variant/bigraph-32-r1000/predict-scheduler-n16.json" \
+    --coll all_reduce_perf --path "$1" --nt-args "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1"
+}
+[ "$(estimate nccl+p2p2)" = "$(estimate nccl)" ] || fail "nccl+p2p2 estimated $(estimate nccl+p2p2) s, nccl $(estimate nccl) s"
 
 # The estimate the runner budgets by: NCCL's slower algorithm for plain NCCL.
 need=$(python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$work/bigraph-32-r1000/predict-scheduler-n16.json" \
