@@ -164,4 +164,19 @@ int run_in_netns(const std::string& name, const std::function<int()>& body) {
   return code;
 }
 
+void become_endpoint_host(const std::string& name, const std::string& hostname) {
+  const int fd = ::open(netns_path(name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw FabricError("cannot enter namespace " + name + " (" + std::strerror(err) + "; root is needed)");
+  }
+  ::close(fd);
+  if (::unshare(CLONE_NEWUTS) != 0 || ::sethostname(hostname.c_str(), hostname.size()) != 0) {
+    const int err = errno;
+    throw FabricError("cannot take host name " + hostname + " in a UTS namespace of its own: " +
+                      std::strerror(err));
+  }
+}
+
 }  // namespace topocoll::fabric

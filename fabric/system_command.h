@@ -41,4 +41,10 @@ std::string find_program(const std::string& name);
 // entered. `body` returns the exit code.
 int run_in_netns(const std::string& name, const std::function<int()>& body);
 
+// Moves the calling process into network namespace `name` and into a UTS namespace of its
+// own under `hostname`, as `ip netns exec` with `unshare --uts` would: what it runs next sees
+// the endpoint's network and host name (NCCL, nccl-tests and the acceptance inventory tell
+// hosts apart by it). Throws a FabricError naming the step that failed and why.
+void become_endpoint_host(const std::string& name, const std::string& hostname);
+
 }  // namespace topocoll::fabric

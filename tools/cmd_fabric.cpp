@@ -1,7 +1,5 @@
 // `topocoll fabric`: a topology file as a real network on this machine — namespaces,
 // routers and shaped veth cables (fabric/, docs/fabric.md) — and faults on its cables.
-#include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <climits>
@@ -265,18 +263,7 @@ int run_exec(const Args& a) {
   if (a.command.empty()) throw std::invalid_argument("fabric exec: give the command after --");
   const LiveFabric f = LiveFabric::open(a.name);
   const auto& e = f.plan().endpoints[f.endpoint(a.positional[0])];
-  const std::string ns = f.plan().ns_of(e).name;
-  const int fd = ::open(netns_path(ns).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0)
-    throw FabricError("cannot enter namespace " + ns + " (root is needed)");
-  ::close(fd);
-  // Its own hostname, as the host it stands for (the acceptance inventory reads it): a
-  // command that ran under the machine's own name would be counted as another host.
-  if (::unshare(CLONE_NEWUTS) != 0 || ::sethostname(e.host.c_str(), e.host.size()) != 0) {
-    const int err = errno;
-    throw FabricError("cannot give " + a.positional[0] + " its host name " + e.host + ": " +
-                      std::strerror(err));
-  }
+  become_endpoint_host(f.plan().ns_of(e).name, e.host);
   ::setenv("TOPOCOLL_FABRIC", f.name().c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ENDPOINT", e.id.c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ADDRESS", e.address.c_str(), 1);

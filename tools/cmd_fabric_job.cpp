@@ -6,8 +6,6 @@
 //   run        N ranks started here, each through rank-exec (programs that read RANK,
 //              WORLD_SIZE and MASTER_ADDR: torch's env://, interposer_gpu_check);
 //   place      which endpoint each rank gets, and the hostfile of that order.
-#include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,17 +257,9 @@ int fabric_rank_exec(std::span<const std::string> args) {
     return 0;
   }
 
-  const std::string netns = net::netns_path(s.netns);
-  start_loopback_relay(netns, relayed, ::getpid());
+  start_loopback_relay(net::netns_path(s.netns), relayed, ::getpid());
 
-  const int fd = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0)
-    throw FabricError("cannot enter namespace " + s.netns + " (" + std::strerror(errno) + "; root is needed)");
-  ::close(fd);
-  // Its own host name, as `unshare --uts` gives it: NCCL and nccl-tests tell hosts apart by it.
-  if (::unshare(CLONE_NEWUTS) != 0 || ::sethostname(s.hostname.c_str(), s.hostname.size()) != 0)
-    throw FabricError("cannot take host name " + s.hostname + " in a UTS namespace of its own: " +
-                      std::strerror(errno));
+  become_endpoint_host(s.netns, s.hostname);
   std::vector<std::string> environment = merged_environment(inherited, s);
   std::vector<char*> envp;
   for (auto& kv : environment) envp.push_back(kv.data());
