@@ -84,6 +84,8 @@ const std::vector<EnvVariable>& table() {
            "most memory one communicator's cached plans may hold (least recently used out first)"),
       choice("TOPOCOLL_RING_COMM", kRingCommModes, "init",
              "when the topology-ordered communicator is split: at init, at first use (lazy), or never"),
+      boolean("TOPOCOLL_STEP_TIMES", "0",
+              "1 logs each schedule collective's step times (CUDA events) at INFO, subsystem TUNING"),
       // Pipelining of large steps (exec/pipeline.h).
       size("TOPOCOLL_PIPELINE_CHUNK_BYTES", 64 << 10, 1 << 30, "", "4M on the NCCL backend, 0 (off) on the host backend",
            "large steps are cut into pieces of at least this size, each reduce overlapping the next transfer; same on every rank",
@@ -278,6 +280,7 @@ Env read_env_from(const EnvSource& source) {
   e.scratch_max_bytes = value_of<int64_t>(e, "TOPOCOLL_SCRATCH_MAX_BYTES");
   e.plan_cache_bytes = value_of<int64_t>(e, "TOPOCOLL_PLAN_CACHE_BYTES");
   e.ring_comm = value_of<std::string>(e, "TOPOCOLL_RING_COMM");
+  e.step_times = value_of<bool>(e, "TOPOCOLL_STEP_TIMES");
   e.nccl_comm_blocking = value_of<std::string>(e, "NCCL_COMM_BLOCKING");
   e.cuda_visible_devices = value_of<std::string>(e, "CUDA_VISIBLE_DEVICES");
   if (const EnvValue& chunk = e.setting("TOPOCOLL_PIPELINE_CHUNK_BYTES").value;

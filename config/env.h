@@ -87,6 +87,7 @@ struct Env {
   int64_t scratch_max_bytes = 0;    // TOPOCOLL_SCRATCH_MAX_BYTES
   int64_t plan_cache_bytes = 0;     // TOPOCOLL_PLAN_CACHE_BYTES
   std::string ring_comm;            // TOPOCOLL_RING_COMM: init | lazy | off
+  bool step_times = false;          // TOPOCOLL_STEP_TIMES
   std::string nccl_comm_blocking;   // NCCL_COMM_BLOCKING
   std::string cuda_visible_devices; // CUDA_VISIBLE_DEVICES
   // Pipelining (exec/pipeline.h).

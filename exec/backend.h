@@ -85,6 +85,13 @@ class Backend {
   virtual void begin_overlapped_local_ops() {}
   virtual void end_overlapped_local_ops() {}
   virtual void join_local_ops() {}
+
+  // --- step boundaries (timing) ------------------------------------------------------
+  // Boundary k comes before anything of step k (its avg pre-multiply, its transfers);
+  // boundary num_steps after the last step's local ops, overlapped ones joined. Step k is
+  // what lies between boundaries k and k + 1. The NCCL backend times steps there
+  // (exec/step_timeline.h); nothing by default.
+  virtual void step_boundary(int /*boundary*/) {}
 };
 
 }  // namespace topocoll::exec

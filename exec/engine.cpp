@@ -192,6 +192,7 @@ void Execution::post_piece(const Op& o, const OpPiece& piece) {
 void Execution::post_transfers() {
   if (done()) throw std::logic_error("post_transfers after the last step");
   if (posted_) throw std::logic_error("post_transfers twice for one step");
+  backend_->step_boundary(step_);
   stage_input_before_step0();
   backend_->begin_transfers();
   posted_ = true;
@@ -243,8 +244,13 @@ void Execution::run_local_ops() {
   if (!transferred_) throw std::logic_error("run_local_ops before the step's transfers");
   for (const Op& o : program_->step(step_))
     if (o.count > 0) run_local_op(o, 0, o.count);
+  finish_step();
+}
+
+void Execution::finish_step() {
   posted_ = transferred_ = false;
   ++step_;
+  if (done()) backend_->step_boundary(step_);
 }
 
 // Round j: one transfer batch of every message's piece j; then the local pieces it made
@@ -252,6 +258,7 @@ void Execution::run_local_ops() {
 void Execution::run_overlapped_step() {
   const StepCut& cut = cuts_[std::size_t(step_)];
   const auto ops = program_->step(step_);
+  backend_->step_boundary(step_);
   stage_input_before_step0();
   posted_ = true;
   try {
@@ -272,8 +279,7 @@ void Execution::run_overlapped_step() {
     throw;
   }
   backend_->join_local_ops();
-  posted_ = transferred_ = false;
-  ++step_;
+  finish_step();
 }
 
 bool Execution::next_step_overlaps() const {

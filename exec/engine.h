@@ -97,6 +97,7 @@ class Execution {
   void post_piece(const sched::Op& o, const OpPiece& piece);
   void run_local_op(const sched::Op& o, int64_t begin, int64_t end);
   void run_overlapped_step();
+  void finish_step();  // on to the next step; the last boundary after the last step
 
   const sched::Schedule* schedule_;
   const sched::RankProgram* program_;

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "exec/backend.h"
+#include "exec/step_timeline.h"
 
 namespace topocoll::exec {
 
@@ -87,6 +88,13 @@ class NcclBackend final : public Backend {
   void avg_premul(const CollectiveBinding& binding, void* dst, const void* src,
                   int64_t count) override;
 
+  // Marks every step boundary of the collective it runs in `recording` (null: untimed),
+  // on the user's stream (exec/step_timeline.h).
+  void time_steps(StepTimeline::Recording* recording) { steps_ = recording; }
+  void step_boundary(int boundary) override {
+    if (steps_) steps_->mark(boundary, stream_);
+  }
+
   bool overlaps_local_ops() const override { return lane_ != nullptr; }
   void begin_overlapped_local_ops() override;
   void end_overlapped_local_ops() override;
@@ -99,6 +107,7 @@ class NcclBackend final : public Backend {
   cudaStream_t stream_;
   int device_;
   OverlapLane* lane_;
+  StepTimeline::Recording* steps_ = nullptr;
   cudaStream_t work_stream_;  // where local ops go: stream_, or the lane's while overlapped
   bool lane_pending_ = false;  // overlapped work not yet joined into stream_
   int open_batches_ = 0;

@@ -23,7 +23,8 @@
 #   check-n8        the same with 8 processes
 #   check-nap       NAP (4 and 8 processes) with fc, fc-direct and hier
 #   check-variants  the topology-ordered split lazy and off, auto with no margin, a scratch
-#                   cap, pipelined steps at 64 KiB
+#                   cap, pipelined steps at 64 KiB, step times (TOPOCOLL_STEP_TIMES: CUDA's
+#                   timing events, every rank logs them, none dropped)
 #   net             the net plugin loaded by NCCL (NCCL_NET_PLUGIN, no LD_PRELOAD): 2 and 4
 #                   processes of the same check with NCCL's own collectives, then with the
 #                   interposer and the tuner loaded too
@@ -214,6 +215,7 @@ want check-variants && {
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n4-hd-pipelined ranks check-n4-hd-pipelined 4 check hd
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n8-ring-pipelined ranks check-n8-ring-pipelined 8 check ring
   TOPOCOLL_PIPELINE_CHUNK_BYTES=64K TOPOLOGY_ARGS="--kind nap" run check-nap8-fc-pipelined ranks check-nap8-fc-pipelined 8 check fc
+  TOPOCOLL_STEP_TIMES=1 TOPOCOLL_PIPELINE_CHUNK_BYTES=64K run check-n4-hd-step-times ranks check-n4-hd-step-times 4 check hd
 }
 # The net plugin as NCCL loads it: NCCL's own collectives over it, then the whole library.
 want net && for n in 2 4; do

@@ -20,6 +20,7 @@
 #include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/rank_identity.h"
 #include "plugin/interposer/ring_comm.h"
+#include "plugin/interposer/step_times_log.h"
 #include "plugin/log.h"
 #include "plugin/process_context.h"
 
@@ -77,6 +78,8 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   if (!st.overlap_lane)
     TC_WARN("communicator %p: no CUDA stream for overlapping reduces with transfers; "
             "pipelined steps run without overlap", static_cast<void*>(st.comm));
+  if (interposer_config().step_times)
+    st.step_timeline = make_logged_step_timeline(st.comm, st.rank, st.nranks);
   st.routes.set_capacity_bytes(std::size_t(std::max<int64_t>(0, interposer_config().plan_cache_bytes)));
   if (LocalServiceCheck check = local_service_check()) check(st);
 }
@@ -85,6 +88,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
 void unprepare_service(CommState& st) noexcept {
   st.scratch.reset();
   st.overlap_lane.reset();
+  st.step_timeline.reset();
   st.placement = sched::Placement{};
   st.topology.reset();
 }
@@ -397,6 +401,9 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
   if (st) {
     CurrentDeviceGuard device_guard;
     device_guard.use(st->device);
+    // The last step times are read now (a destroy: its collectives end); an abort's may
+    // never, and are dropped unread.
+    if (st->step_timeline && !abort) st->step_timeline->drain();
     // Drops the registry's reference: the scratch is freed (stream-ordered) now, or by a
     // call still running on another thread when it ends.
     st.reset();

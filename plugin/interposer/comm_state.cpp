@@ -11,11 +11,12 @@ namespace topocoll::plugin::interposer {
 CommState::CommState() = default;
 CommState::~CommState() = default;
 #else
-// Without CUDA there is no scratch and no lane; the pointers stay null.
+// Without CUDA there is no scratch, no lane and no timeline; the pointers stay null.
 class DeviceScratch {};
 }  // namespace topocoll::plugin::interposer
 namespace topocoll::exec {
 class OverlapLane {};
+class StepTimeline {};
 }  // namespace topocoll::exec
 namespace topocoll::plugin::interposer {
 CommState::CommState() = default;

@@ -28,6 +28,7 @@
 
 namespace topocoll::exec {
 class OverlapLane;
+class StepTimeline;
 }  // namespace topocoll::exec
 
 namespace topocoll::plugin::interposer {
@@ -53,6 +54,8 @@ struct CommState {
   // The second stream pipelined steps overlap their reduces on (exec/nccl_backend.h); null:
   // no overlap.
   std::unique_ptr<exec::OverlapLane> overlap_lane;
+  // TOPOCOLL_STEP_TIMES: the schedule collectives' step times (step_times_log.h); else null.
+  std::unique_ptr<exec::StepTimeline> step_timeline;
   // Lazily split copy of this communicator in topology ring order (nccl-topo-ring); created
   // and used by the thread that drives the communicator, as NCCL requires.
   // Atomic: an abort on another thread clears it while a call may read it.

@@ -23,6 +23,7 @@
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/ring_comm.h"
+#include "plugin/interposer/step_times_log.h"
 #include "plugin/interposer/thread_group.h"
 #include "plugin/log.h"
 #include "sched/nccl_tests_sizes.h"
@@ -111,6 +112,30 @@ kernels::ReduceOp reduce_op_of(const CollectiveCall& call) {
              : kernels::ReduceOp::Sum;
 }
 
+// The step timelines (TOPOCOLL_STEP_TIMES) of one batch's collectives: each begun as it is
+// queued, all ended with the batch.
+class TimedSteps {
+ public:
+  exec::StepTimeline::Recording* begin(CommState& st, const PendingCollective& c, kernels::DataType dtype) {
+    const std::size_t elem = kernels::datatype_size(dtype);
+    const sched::Schedule& schedule = *c.route->schedule;
+    const int64_t bytes = sched::size_of_count(c.call.collective, int64_t(c.call.count), elem, st.nranks);
+    exec::StepTimeline::Recording* r = st.step_timeline->begin(
+        std::string(collective_name(c.call.collective)) + " " + std::to_string(bytes) + " B " + c.route->algo,
+        step_bytes_sent(schedule, st.rank, elem));
+    if (r) begun_.push_back({st.step_timeline.get(), r});
+    return r;
+  }
+  void end(bool completed) noexcept {
+    for (auto& [timeline, recording] : begun_) timeline->end(recording, completed);
+    begun_.clear();
+  }
+  ~TimedSteps() { end(false); }
+
+ private:
+  std::vector<std::pair<exec::StepTimeline*, exec::StepTimeline::Recording*>> begun_;
+};
+
 // Runs schedule-routed collectives on the NCCL/CUDA backend, step by step across them.
 ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   if (calls.empty()) return ncclSuccess;
@@ -134,6 +159,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   }
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;
+  TimedSteps timed;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (outcomes[i] != ScratchOutcome::Served) {
       needs[i] = 0;  // no use of its scratch to record
@@ -151,8 +177,11 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     // A call being captured into a CUDA graph runs its pipelined steps without the lane:
     // overlap there would need the lane's fork and join captured with it, which the host
     // emulation cannot check (exec/nccl_backend.h). Same bytes either way.
-    exec::OverlapLane* lane = stream_capturing(c.call.stream) ? nullptr : st->overlap_lane.get();
+    const bool capturing = stream_capturing(c.call.stream);
+    exec::OverlapLane* lane = capturing ? nullptr : st->overlap_lane.get();
     backends.push_back(std::make_shared<exec::NcclBackend>(st->comm, c.call.stream, st->device, lane));
+    // Not inside a CUDA graph capture: its events would be the graph's, never read here.
+    if (st->step_timeline && !capturing) backends.back()->time_steps(timed.begin(*st, c, q.dtype));
     q.backend = backends.back();
     queue.push(std::move(q));
   }
@@ -161,8 +190,10 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   } catch (...) {
     // Innermost first, as NCCL groups close; then the error goes to the entry point.
     for (auto it = backends.rbegin(); it != backends.rend(); ++it) (*it)->close_open_batches();
+    timed.end(false);
     throw;
   }
+  timed.end(true);
   mark_batch_scratch_used(calls, needs, device_guard);
   return released;
 }

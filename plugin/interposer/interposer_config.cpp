@@ -48,6 +48,7 @@ InterposerConfig interposer_config_from(const config::Env& env) {
   c.ring_comm = env.ring_comm == "lazy" ? RingCommMode::Lazy
                 : env.ring_comm == "off" ? RingCommMode::Off
                                          : RingCommMode::Init;
+  c.step_times = env.step_times;
   return c;
 }
 

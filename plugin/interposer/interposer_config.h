@@ -56,6 +56,9 @@ struct InterposerConfig {
   // may take; beyond it the calls go to NCCL (on every rank alike).
   int64_t scratch_max_bytes = int64_t(2) << 30;
   RingCommMode ring_comm = RingCommMode::Init;  // TOPOCOLL_RING_COMM: init | lazy | off
+  // TOPOCOLL_STEP_TIMES: each schedule collective's step times are logged once read
+  // (exec/step_timeline.h).
+  bool step_times = false;
 };
 
 InterposerConfig interposer_config_from(const config::Env& env);

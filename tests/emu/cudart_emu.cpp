@@ -69,6 +69,8 @@ struct CUstream_st {
   topocoll::emu::Clock clock;     // guarded by the race detector's mutex
 };
 struct CUevent_st {
+  bool timing = true;    // not cudaEventDisableTiming
+  bool recorded = false; // a record has run (cudaEventElapsedTime needs it)
   std::chrono::steady_clock::time_point when{};
   topocoll::emu::Clock clock;  // of the stream at the last record; guarded like the streams'
 };
@@ -683,13 +685,16 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 // ---- events ---------------------------------------------------------------------------------
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
-  if (!event) return fail_with(cudaErrorInvalidValue);
-  *event = new CUevent_st;
-  return cudaSuccess;
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
-  return cudaEventCreate(event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (!event) return fail_with(cudaErrorInvalidValue);
+  if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaEventCreateWithFlags"); e != cudaSuccess)
+    return fail_with(e);
+  *event = new CUevent_st;
+  (*event)->timing = (flags & cudaEventDisableTiming) == 0;
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -699,8 +704,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return fail_with(cudaErrorInvalidValue);
+  if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaEventRecord"); e != cudaSuccess)
+    return fail_with(e);
   enqueue(stream, [event] {
     event->when = std::chrono::steady_clock::now();
+    event->recorded = true;
     auto& d = detector();
     std::lock_guard<std::mutex> lock(d.mu);
     event->clock = topocoll::emu::running_on->clock;
@@ -714,14 +722,21 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaSuccess;
 }
 
+// An injected cudaErrorNotReady stands for work still running: as in CUDA, it is no error
+// of the thread's (cudaGetLastError does not return it).
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event) return fail_with(cudaErrorInvalidValue);
+  if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaEventQuery"); e != cudaSuccess)
+    return e == cudaErrorNotReady ? e : fail_with(e);
   host_saw(event->clock);
   return cudaSuccess;
 }
 
+// As CUDA: both events recorded and made without cudaEventDisableTiming.
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (!ms || !start || !end) return fail_with(cudaErrorInvalidValue);
+  if (!start->timing || !end->timing || !start->recorded || !end->recorded)
+    return fail_with(cudaErrorInvalidResourceHandle);
   *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return cudaSuccess;
 }

@@ -64,7 +64,9 @@ TOPOCOLL_EMU_API void count_event(const char* what);
 TOPOCOLL_EMU_API long event_count(const char* what);
 
 // Makes the next call of `function` fail with `error` (once), so tests reach the paths a
-// real device takes only when CUDA fails. Functions that honour it: cudaStreamWaitEvent.
+// real device takes only when CUDA fails. Functions that honour it: cudaStreamWaitEvent,
+// cudaEventCreateWithFlags, cudaEventRecord and cudaEventQuery (cudaErrorNotReady there:
+// the event's work is still running).
 TOPOCOLL_EMU_API void fail_next_call(const char* function, cudaError_t error);
 
 // Device memory is host memory from cudaMalloc. Aborts (via fail) unless [p, p + bytes)

@@ -3,6 +3,7 @@
 // programs that do not fit their buffers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,19 @@ class RecordingBackend : public Backend {
                   int64_t count) override {
     calls.push_back("avg_premul @" + at(dst) + " @" + at(src) + " " + std::to_string(count) +
                     " n" + std::to_string(b.nranks));
+  }
+
+  // Off by default, so the other tests' call lists stay as they were.
+  bool record_boundaries = false;
+  bool overlaps = false;
+  void step_boundary(int boundary) override {
+    if (record_boundaries) calls.push_back("| " + std::to_string(boundary));
+  }
+  bool overlaps_local_ops() const override { return overlaps; }
+  void begin_overlapped_local_ops() override { calls.push_back("overlap"); }
+  void end_overlapped_local_ops() override { calls.push_back("overlap end"); }
+  void join_local_ops() override {
+    if (overlaps) calls.push_back("join");
   }
 };
 
@@ -186,6 +200,83 @@ TEST(Engine, InterleavedExecutionsShareOneNestedBatchPerRound) {
       "begin", "send 1 @100 8", "recv 1 @108 8", "end"};
   EXPECT_EQ(be.calls, want);
   EXPECT_TRUE(a.done() && c.done());
+}
+
+// Step k is what lies between boundaries k and k + 1 (exec/backend.h): the avg staging
+// belongs to step 0, the last step's local ops come before the last boundary.
+TEST(Engine, StepBoundariesEncloseEveryStepFromTheAvgStagingToTheLastLocalOp) {
+  const auto s = two_rank_allreduce();
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  be.base = arena.data();
+  be.record_boundaries = true;
+  Execution e(s, 1, kernels::DataType::Float32, kernels::ReduceOp::Avg,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, be);
+  e.run();
+  const std::vector<std::string> want = {
+      "| 0", "avg_premul @100 @0 4 n2", "begin", "send 0 @100 8", "recv 0 @200 8", "end",
+      "reduce @108 @108 @200 2 op4", "finalize @108 2 n2",
+      "| 1", "begin", "send 0 @108 8", "recv 0 @100 8", "end",
+      "| 2"};
+  EXPECT_EQ(be.calls, want);
+  // A restarted run marks its boundaries again, from 0.
+  be.calls.clear();
+  e.restart();
+  e.run();
+  EXPECT_EQ(be.calls, want);
+}
+
+TEST(Engine, InterleavedExecutionsEachMarkTheirOwnBoundaries) {
+  const auto two = two_rank_allreduce();
+  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, 1, 1, 1);
+  b.copy(0, 0, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  b.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  const auto one = b.finish();
+  std::vector<char> arena(600);
+  RecordingBackend first, second;
+  first.base = second.base = arena.data();
+  first.record_boundaries = second.record_boundaries = true;
+  Execution a(two, 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+              {arena.data(), arena.data() + 100, arena.data() + 200}, first);
+  Execution c(one, 0, kernels::DataType::Int8, kernels::ReduceOp::Sum,
+              {arena.data() + 300, arena.data() + 400, nullptr}, second);
+  Execution* both[] = {&a, &c};
+  run_interleaved(both);
+  EXPECT_EQ(first.calls, (std::vector<std::string>{
+                             "| 0", "begin", "send 1 @8 8", "recv 1 @200 8", "end",
+                             "reduce @100 @0 @200 2 op0", "finalize @100 2 n2", "| 1", "begin",
+                             "send 1 @100 8", "recv 1 @108 8", "end", "| 2"}));
+  EXPECT_EQ(second.calls,
+            (std::vector<std::string>{"| 0", "begin", "end", "copy @400 @300 1", "| 1"}));
+}
+
+// A step run in overlapped rounds ends at its join: the next boundary comes after it, so a
+// timer on the user's stream counts the lane's reduces in the step they belong to.
+TEST(Engine, AnOverlappedStepsBoundaryFollowsItsJoin) {
+  constexpr int64_t kCount = 64 << 10;  // int8: two 32 KiB pieces of a 32 KiB chunk
+  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, kCount, kCount, kCount);
+  for (int r = 0; r < 2; ++r) {
+    b.send(0, r, 1 - r, {Buf::Input, 0}, kCount);
+    b.recv(0, r, 1 - r, {Buf::Scratch, 0}, kCount);
+    b.reduce(0, r, {Buf::Output, 0}, {BufRef{Buf::Input, 0}, BufRef{Buf::Scratch, 0}}, kCount);
+    b.need_scratch(r, kCount);
+  }
+  const auto s = b.finish();
+  std::vector<char> arena(3 * kCount);
+  RecordingBackend be;
+  be.base = arena.data();
+  be.record_boundaries = be.overlaps = true;
+  PipelineOptions pipeline;
+  pipeline.shape = sched::PipelineShape{32 << 10, 2};
+  Execution e(s, 0, kernels::DataType::Int8, kernels::ReduceOp::Sum,
+              {arena.data(), arena.data() + kCount, arena.data() + 2 * kCount}, be, pipeline);
+  ASSERT_TRUE(e.next_step_overlaps());
+  e.run();
+  ASSERT_GE(be.calls.size(), 3u);
+  EXPECT_EQ(be.calls.front(), "| 0");
+  EXPECT_EQ(be.calls[be.calls.size() - 2], "join");
+  EXPECT_EQ(be.calls.back(), "| 1");
+  EXPECT_EQ(std::count(be.calls.begin(), be.calls.end(), "overlap"), 2) << "two rounds";
 }
 
 TEST(Engine, RejectsProgramsThatDoNotFitTheirBuffers) {

@@ -16,6 +16,8 @@
 # net plugin; NCCL_TUNER_PLUGIN=none unless tuner is named too, as NCCL would otherwise take
 # the tuner from the same library), tuner (NCCL_TUNER_PLUGIN). With net, rank 0 must log "Using network topocoll"
 # and no rank may log that its host is missing from the topology.
+# With TOPOCOLL_STEP_TIMES=1 every rank must log step times (exec/step_timeline.h) and none
+# may warn that it dropped some.
 set -uo pipefail
 if [ $# -lt 6 ]; then
   echo "usage: run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [options...]" >&2
@@ -74,6 +76,18 @@ if has_face net; then
   fi
   if grep -l "is not in topology" "$dir"/rank*.log >&2; then
     echo "the net plugin did not find its host in the topology (NCCL_HOSTID=<host>)" | tee -a "$dir/decisions.txt" >&2
+    rc=1
+  fi
+fi
+if [ "${TOPOCOLL_STEP_TIMES:-0}" = 1 ]; then
+  for ((r = 0; r < n; r++)); do
+    if ! grep -q "step times of" "$dir/rank$r.log"; then
+      echo "rank $r logged no step times with TOPOCOLL_STEP_TIMES=1 (see $dir/rank$r.log)" | tee -a "$dir/decisions.txt" >&2
+      rc=1
+    fi
+  done
+  if grep -l "step-timing problems" "$dir"/rank*.log >&2; then
+    echo "a rank dropped step times (see the logs above)" | tee -a "$dir/decisions.txt" >&2
     rc=1
   fi
 fi

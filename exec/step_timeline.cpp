@@ -1,0 +1,158 @@
+#include "exec/step_timeline.h"
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace topocoll::exec {
+namespace {
+
+std::string cuda_failure(const char* call, cudaError_t e) {
+  cudaGetLastError();  // not the application's error to find later
+  return std::string(call) + " failed: " + cudaGetErrorString(e);
+}
+
+}  // namespace
+
+void StepTimeline::Recording::mark(int boundary, cudaStream_t stream) noexcept {
+  if (!failure.empty()) return;
+  if (boundary < 0 || std::size_t(boundary) >= events.size()) {
+    failure = "step boundary " + std::to_string(boundary) + " of a collective of " +
+              std::to_string(times.step_bytes.size()) + " steps";
+    return;
+  }
+  if (const cudaError_t e = cudaEventRecord(events[std::size_t(boundary)], stream); e != cudaSuccess) {
+    failure = cuda_failure("cudaEventRecord", e);
+    return;
+  }
+  marked[std::size_t(boundary)] = true;
+}
+
+StepTimeline::~StepTimeline() {
+  for (auto& r : unread_)
+    for (cudaEvent_t e : r->events) cudaEventDestroy(e);
+  for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+}
+
+StepTimeline::Recording* StepTimeline::begin(std::string label, std::vector<uint64_t> step_bytes) {
+  if (step_bytes.empty()) return nullptr;
+  harvest();
+  std::lock_guard lock(mutex_);
+  // Bounded: the oldest is waited for, as long as it is whole (another thread's may not be).
+  while (unread_.size() >= kMaxUnread && unread_.front()->ended) {
+    Recording& oldest = *unread_.front();
+    if (oldest.failure.empty())
+      if (const cudaError_t e = cudaEventSynchronize(oldest.events.back()); e != cudaSuccess)
+        oldest.failure = cuda_failure("cudaEventSynchronize", e);
+    read_front_locked();
+  }
+  if (unread_.size() >= kMaxUnread) return nullptr;
+  auto r = std::make_unique<Recording>();
+  r->times.label = std::move(label);
+  r->times.step_bytes = std::move(step_bytes);
+  const std::size_t boundaries = r->times.step_bytes.size() + 1;
+  while (r->events.size() < boundaries) {
+    cudaEvent_t e = nullptr;
+    if (!free_events_.empty()) {
+      e = free_events_.back();
+      free_events_.pop_back();
+    } else if (const cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDefault); err != cudaSuccess) {
+      warn_locked(cuda_failure("cudaEventCreateWithFlags", err) + "; this collective is not timed");
+      recycle_locked(*r);
+      return nullptr;
+    }
+    r->events.push_back(e);
+  }
+  r->marked.assign(boundaries, false);
+  unread_.push_back(std::move(r));
+  return unread_.back().get();
+}
+
+void StepTimeline::end(Recording* recording, bool completed) noexcept {
+  if (!recording) return;
+  std::lock_guard lock(mutex_);
+  recording->ended = true;
+  if (!recording->failure.empty()) return;
+  if (!completed) {
+    recording->failure = "failed";  // the collective's own error is reported; no warning here
+    return;
+  }
+  for (std::size_t k = 0; k < recording->marked.size(); ++k)
+    if (!recording->marked[k]) {
+      recording->failure = "step boundary " + std::to_string(k) + " was never marked";
+      return;
+    }
+}
+
+void StepTimeline::read_front_locked() {
+  std::unique_ptr<Recording> r = std::move(unread_.front());
+  unread_.pop_front();
+  if (r->failure.empty()) {
+    const std::size_t steps = r->times.step_bytes.size();
+    r->times.step_us.resize(steps);
+    for (std::size_t k = 0; k < steps && r->failure.empty(); ++k) {
+      float ms = 0;
+      if (const cudaError_t e = cudaEventElapsedTime(&ms, r->events[k], r->events[k + 1]); e != cudaSuccess)
+        r->failure = cuda_failure("cudaEventElapsedTime", e);
+      r->times.step_us[k] = double(ms) * 1e3;
+    }
+  }
+  if (r->failure.empty()) {
+    ready_.push_back(std::move(r->times));
+  } else if (r->failure != "failed") {
+    warn_locked("step times of " + r->times.label + " dropped: " + r->failure);
+  }
+  recycle_locked(*r);
+}
+
+void StepTimeline::recycle_locked(Recording& r) {
+  free_events_.insert(free_events_.end(), r.events.begin(), r.events.end());
+  r.events.clear();
+}
+
+void StepTimeline::warn_locked(const std::string& what) {
+  if (warned_) return;
+  warned_ = true;
+  warnings_.push_back(what + " (further step-timing problems of this communicator are not reported)");
+}
+
+void StepTimeline::harvest() noexcept {
+  std::vector<StepTimes> ready;
+  std::vector<std::string> warnings;
+  {
+    std::lock_guard lock(mutex_);
+    while (!unread_.empty() && unread_.front()->ended) {
+      Recording& oldest = *unread_.front();
+      if (oldest.failure.empty()) {
+        const cudaError_t e = cudaEventQuery(oldest.events.back());
+        if (e == cudaErrorNotReady) break;  // not an error: CUDA keeps no error for it
+        if (e != cudaSuccess) oldest.failure = cuda_failure("cudaEventQuery", e);
+      }
+      read_front_locked();
+    }
+    ready.swap(ready_);
+    warnings.swap(warnings_);
+  }
+  for (const std::string& w : warnings)
+    if (warn_) warn_(w);
+  for (const StepTimes& t : ready)
+    if (sink_) sink_(t);
+}
+
+void StepTimeline::drain() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& r : unread_)
+      if (r->ended && r->failure.empty())
+        if (const cudaError_t e = cudaEventSynchronize(r->events.back()); e != cudaSuccess)
+          r->failure = cuda_failure("cudaEventSynchronize", e);
+  }
+  harvest();
+}
+
+std::size_t StepTimeline::unread() const {
+  std::lock_guard lock(mutex_);
+  return unread_.size();
+}
+
+}  // namespace topocoll::exec
