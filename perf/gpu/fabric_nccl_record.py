@@ -14,6 +14,10 @@ up to <bytes> B -> <route> (<why>)` lines, and whether the interposer served the
 communicator. Predictions come from `topocoll fabric predict` (DIR/<case>/predict-*.json).
 Writes DIR/table.md (tables, the goals of issue 21 as measured), DIR/record.json and one SVG
 plot of bus bandwidth per size per path for each (topology, ranks, rate, collective).
+Runs with TOPOCOLL_STEP_TIMES=1 (the `+steps` variant) also log every schedule step's time on
+rank 0 (`topocoll: comm ... step times of <coll> <bytes> B <algo> (...)`): the table sets the
+steps beside each size and fits t_step = fixed + bytes / rate over all of a run's steps, so a
+miss of the model is split into a per-step cost and a throughput.
 `estimate` prints how many seconds one run should take (init + every nccl-tests pass at the
 predicted time), so the runner can leave a run for the next call instead of cutting it off.
 """
@@ -36,6 +40,9 @@ NCCL_TUNING = re.compile(r"NCCL INFO (AllReduce|ReduceScatter|AllGather): (\d+) 
 ROUTE = re.compile(r"NCCL INFO topocoll: comm \S+ rank 0/(\d+) (allreduce|reducescatter|allgather) up to (\d+) B "
                    r"-> (\S+) \((.*)\)\s*$")
 SERVED = re.compile(r"NCCL INFO topocoll: communicator \S+ rank 0/(\d+) served on topology")
+STEP_TIMES = re.compile(r"NCCL INFO topocoll: comm \S+ rank 0/(\d+) step times of (allreduce|reducescatter|allgather) "
+                        r"(\d+) B (\S+) \((\d+) steps, [\d.]+ us in all\), steps (\d+)-(\d+) \(us@bytes sent\):"
+                        r"((?: [\d.]+@\d+)+)\s*$")
 ROUTE_COLL = {"allreduce": "allreduce", "reducescatter": "reduce_scatter", "allgather": "allgather"}
 NCCL_NAMES = {"TREE": "Tree", "RING": "Ring", "PAT": "PAT", "LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
 NCCL_PATHS = ("nccl", "nccl-order", "tuner")
@@ -137,6 +144,48 @@ def estimate(a):
     print(int(math.ceil(seconds + a.startup)))
 
 
+def parse_step_times(path):
+    """{(collective, bytes): [(algo, [(us, bytes sent), ...] per step), ...]}: rank 0's timed collectives,
+    each put together from its lines (16 steps a line, consecutive)."""
+    timed, partial = {}, {}
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = STEP_TIMES.search(line)
+                if not m:
+                    continue
+                coll, size, algo = ROUTE_COLL[m.group(2)], int(m.group(3)), m.group(4)
+                steps, first, last = int(m.group(5)), int(m.group(6)), int(m.group(7))
+                pairs = [(float(us), int(b)) for us, b in (p.split("@") for p in m.group(8).split())]
+                key = (coll, size, algo)
+                if first == 0:
+                    partial[key] = []
+                if key not in partial or len(partial[key]) != first or len(pairs) != last - first + 1:
+                    partial.pop(key, None)  # a line lost or cut: the collective is not used
+                    continue
+                partial[key] += pairs
+                if last == steps - 1:
+                    timed.setdefault((coll, size), []).append((algo, partial.pop(key)))
+    except OSError:
+        pass
+    return timed
+
+
+def fit_steps(steps):
+    """Least squares t = fixed + bytes / rate over (us, bytes) steps that send: (fixed us, rate in
+    Mbit/s), None where the bytes never vary (nothing to tell the two terms apart)."""
+    pts = [(b, us) for us, b in steps if b > 0]
+    if len({b for b, _ in pts}) < 2:
+        return None
+    n = len(pts)
+    mx, my = sum(b for b, _ in pts) / n, sum(us for _, us in pts) / n
+    sxx = sum((b - mx) ** 2 for b, _ in pts)
+    slope = sum((b - mx) * (us - my) for b, us in pts) / sxx  # us per byte
+    if slope <= 0:
+        return None
+    return my - slope * mx, 8.0 / slope  # bytes/us * 8 = Mbit/s
+
+
 def parse_log(path):
     tuning, routes, served = {}, {}, False
     try:
@@ -184,17 +233,32 @@ def analyse(directory, run):
     tuning, routes, served = parse_log(log)
     predict_file = os.path.join(case_dir(directory, run), f"predict-{run['placement']}-n{run['ranks']}.json")
     predictions = load_predictions(predict_file) if os.path.exists(predict_file) else {}
+    timed = parse_step_times(log)
     n = run["ranks"]
     sizes = []
+    all_steps = []
     for size in sorted(results):
         r = results[size]
         per_rank = size if coll == "allreduce" else size // n
         us, what = predicted_for(run["path"], predictions.get((coll, size)), tuning.get((nccl_name, per_rank)),
                                  routes.get((coll, size)))
-        sizes.append({"size": size, "time_us": r["time_us"], "busbw": r["busbw"],
-                      "wrong": max(r["wrong"] or 0, r["inplace_wrong"] or 0), "predicted_us": us, "ran": what,
-                      "ratio": r["time_us"] / us if us and r["time_us"] else None})
-    return {**run, "collective": coll, "served": served, "sizes": sizes}
+        entry = {"size": size, "time_us": r["time_us"], "busbw": r["busbw"],
+                 "wrong": max(r["wrong"] or 0, r["inplace_wrong"] or 0), "predicted_us": us, "ran": what,
+                 "ratio": r["time_us"] / us if us and r["time_us"] else None}
+        if (coll, size) in timed:
+            collectives = timed[(coll, size)]
+            steps = [s for _, one in collectives for s in one]
+            all_steps += steps
+            times = sorted(us for us, _ in steps)
+            entry["steps"] = {"algo": collectives[0][0], "collectives": len(collectives),
+                              "per_collective": len(collectives[0][1]),
+                              "sum_us": sum(times) / len(collectives), "median_us": times[len(times) // 2],
+                              "min_us": times[0], "max_us": times[-1],
+                              "bytes_median": sorted(b for _, b in steps)[len(steps) // 2]}
+        sizes.append(entry)
+    fit = fit_steps(all_steps)
+    step_fit = {"fixed_us": fit[0], "rate_mbit": fit[1], "steps": len(all_steps)} if fit else None
+    return {**run, "collective": coll, "served": served, "sizes": sizes, "step_fit": step_fit}
 
 
 def case_order(key):
@@ -354,6 +418,30 @@ def table(a):
             md += ["", f"![bus bandwidth per size]({plot})"]
             plots.append(plot)
         md.append("")
+    timed_runs = [r for r in analysed if any("steps" in s for s in r["sizes"])]
+    if timed_runs:
+        md += ["## Step times (TOPOCOLL_STEP_TIMES, rank 0)", "",
+               "Each timed size: how many collectives rank 0 logged, their steps, the steps' time summed "
+               "(mean over the collectives) beside nccl-tests' time, and the spread of one step. The fit over "
+               "all of a run's steps that send splits a step's time into a fixed part and bytes at a rate, "
+               "to set beside the model's per-step alpha and the cable rate.", "",
+               "| run | size (B) | algo | timed | steps | sum of steps (us) | nccl-tests (us) | step median (us) "
+               "| min | max | bytes sent a step (median) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in timed_runs:
+            for s in r["sizes"]:
+                st = s.get("steps")
+                if st:
+                    md.append(f"| {r['name']} | {s['size']} | {st['algo']} | {st['collectives']} | "
+                              f"{st['per_collective']} | {fmt(st['sum_us'])} | {fmt(s['time_us'])} | "
+                              f"{fmt(st['median_us'])} | {fmt(st['min_us'])} | {fmt(st['max_us'])} | "
+                              f"{st['bytes_median']} |")
+        md.append("")
+        for r in timed_runs:
+            f = r["step_fit"]
+            md.append(f"- {r['name']}: " + (f"a step costs {f['fixed_us']:.0f} us fixed, then its bytes at "
+                                            f"{f['rate_mbit']:.0f} Mbit/s (fit over {f['steps']} steps; cable rate "
+                                            f"{r['rate']:g} Mbit/s)" if f else "no fit (every step sends the same bytes)"))
+        md.append("")
     md += ["## Goals (issue 21), as measured", ""]
     for text, met in goals(analysed):
         md.append(f"- {'met' if met else 'not met' if met is not None else 'not measured'}: {text}")
@@ -363,6 +451,27 @@ def table(a):
         json.dump({"runs": analysed, "plots": plots}, f, indent=1)
     print(f"wrote {directory}/table.md, record.json and {len(plots)} plots")
     return 0
+
+
+# What the sample's timed steps cost: a fixed part and their bytes at this share of the cable
+# rate (the table's fit must find both again).
+SAMPLE_STEP_FIXED_US = 150.0
+SAMPLE_STEP_RATE_SHARE = 0.8
+
+
+def sample_step_lines(coll, size, algo, n, rate_mbit):
+    """The lines rank 0 logs for one timed collective: ring-shaped steps (2(n-1) for allreduce,
+    n-1 otherwise) of size/n bytes each, 16 a line, as plugin/interposer/step_times_log.cpp."""
+    steps = 2 * (n - 1) if coll == "allreduce" else n - 1
+    sent = size // n
+    us = SAMPLE_STEP_FIXED_US + sent / (SAMPLE_STEP_RATE_SHARE * rate_mbit / 8.0)
+    lines = []
+    for first in range(0, steps, 16):
+        last = min(steps, first + 16) - 1
+        body = "".join(f" {us:.1f}@{sent}" for _ in range(first, last + 1))
+        lines.append(f"s0:1:1 NCCL INFO topocoll: comm 0x1 rank 0/{n} step times of {coll.replace('_', '')} {size} B "
+                     f"{algo} ({steps} steps, {us * steps:.1f} us in all), steps {first}-{last} (us@bytes sent):{body}\n")
+    return "".join(lines)
 
 
 def sample(a):
@@ -398,6 +507,8 @@ def sample(a):
                       f"-> {route[0]} ({route[1]})\n") if route else ""
             tuned = (f"s0:1:1 [0] NCCL INFO {nccl_name}: {per_rank} Bytes -> Algo {tuning[0]} proto {tuning[1]} "
                      "channel{Lo..Hi}={0..1}\n")
+            if run["path"].endswith("+steps") and route and route[0] not in ("nccl", "nccl-topo-ring"):
+                tuned = sample_step_lines(coll, size, route[0], n, run["rate"]) + tuned
             us, _ = predicted_for(run["path"], row, tuning, route)
             t = (us or 1.0) * slow
             alg = size / t / 1e3

@@ -21,7 +21,10 @@
 #   PATH+VARIANT    PATH with one NCCL setting changed, a run of its own in the record:
 #                   p2p2 = NCCL_NCHANNELS_PER_NET_PEER=2 (two connections per peer for
 #                   ncclSend/ncclRecv, as NCCL's ring has two channels; at 16 ranks NCCL
-#                   gives point-to-point one, graph/paths.cc ncclTopoGetNchannels)
+#                   gives point-to-point one, graph/paths.cc ncclTopoGetNchannels);
+#                   steps = TOPOCOLL_STEP_TIMES=1 (preload paths only: rank 0 logs every
+#                   schedule step's time, and the record fits a fixed cost per step and a
+#                   rate to them)
 # then, at FABRIC_CHECK_RATE (default half the rate), all_reduce again for FABRIC_CHECK_PATHS
 # (default "nccl preload-auto", empty for none): at a rate where the network is the
 # bottleneck the time doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
@@ -159,7 +162,13 @@ variant_env() {
   fi
   case ${1#*+} in
     p2p2) echo NCCL_NCHANNELS_PER_NET_PEER=2 ;;
-    *) echo "fabric_nccl_tests.sh: unknown variant '${1#*+}' in path '$1' (known: p2p2)" >&2; return 1 ;;
+    steps)
+      if [[ "$1" != preload-* ]]; then
+        echo "fabric_nccl_tests.sh: variant 'steps' in path '$1': only topocoll's schedules (preload-*) have steps to time" >&2
+        return 1
+      fi
+      echo TOPOCOLL_STEP_TIMES=1 ;;
+    *) echo "fabric_nccl_tests.sh: unknown variant '${1#*+}' in path '$1' (known: p2p2, steps)" >&2; return 1 ;;
   esac
 }
 for path in ${FABRIC_PATHS:-} $check_paths; do variant_env "$path" > /dev/null || exit 1; done

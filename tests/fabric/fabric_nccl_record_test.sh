@@ -31,18 +31,35 @@ s2 slots=1" ] || fail "topology-order hostfile"
 # is refused before anything runs.
 variant=$work/variant
 out=$(DRY_RUN=1 RESULTS_DIR="$variant" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce" FABRIC_CHECK_PATHS="" \
-      FABRIC_PATHS="preload-ring-topo preload-ring-topo+p2p2" bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) ||
+      FABRIC_PATHS="preload-ring-topo preload-ring-topo+p2p2 preload-ring-topo+steps" \
+      bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) ||
   fail "dry run with a variant: $out"
-grep -q "dry run: 2 runs" <<< "$out" || fail "expected 2 planned runs: $out"
+grep -q "dry run: 3 runs" <<< "$out" || fail "expected 3 planned runs: $out"
 grep -q -- "-x NCCL_NCHANNELS_PER_NET_PEER=2 -x TOPOCOLL_ALGO=ring-topo .*--preload" "$variant/commands.txt" ||
   fail "the p2p2 variant does not set NCCL_NCHANNELS_PER_NET_PEER=2"
 [ "$(grep -c NCCL_NCHANNELS_PER_NET_PEER "$variant/commands.txt")" = 1 ] || fail "the plain path got the variant's setting"
+grep -q -- "-x TOPOCOLL_STEP_TIMES=1 -x TOPOCOLL_ALGO=ring-topo .*--preload" "$variant/commands.txt" ||
+  fail "the steps variant does not set TOPOCOLL_STEP_TIMES=1"
+[ "$(grep -c TOPOCOLL_STEP_TIMES "$variant/commands.txt")" = 1 ] || fail "another path got TOPOCOLL_STEP_TIMES"
 grep -q "preload-ring-topo+p2p2	.*	scheduler	planned" "$variant/planned.tsv" || fail "no planned variant run"
 (head -n 1 "$variant/runs.tsv"; cat "$variant/planned.tsv") > "$variant/runs.new" && mv "$variant/runs.new" "$variant/runs.tsv"
 python3 "$src/perf/gpu/fabric_nccl_record.py" sample "$variant" > /dev/null
 python3 "$src/perf/gpu/fabric_nccl_record.py" table "$variant" > /dev/null
 grep -q "| preload-ring-topo+p2p2 | scheduler | yes | 1048576 | .* | ring-topo | [0-9]" "$variant/table.md" ||
   fail "the variant's row does not set ring-topo's prediction beside it"
+# The steps variant's lines (made as plugin/interposer/step_times_log.cpp writes them: 30
+# steps, two lines each) come back as a table and a fit that finds the sample's step cost.
+grep -q "^## Step times" "$variant/table.md" || fail "no step times section"
+grep -Eq "^\| [^|]*preload-ring-topo\+steps[^|]* \| 1048576 \| ring-topo \| 2 \| 30 \| " "$variant/table.md" ||
+  fail "1 MiB's two timed collectives of 30 steps not in the table: $(grep -A4 '^## Step times' "$variant/table.md")"
+grep -q "a step costs 150 us fixed, then its bytes at 800 Mbit/s (fit over 300 steps; cable rate 1000 Mbit/s)" \
+  "$variant/table.md" || fail "the fit does not find the sample's 150 us and 800 Mbit/s: $(grep 'a step costs' "$variant/table.md")"
+[ "$(grep -c "a step costs" "$variant/table.md")" = 1 ] || fail "a run without step times got a fit"
+if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="nccl+steps" \
+         bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+  fail "steps on NCCL's own path was accepted: $out"
+fi
+grep -q "only topocoll's schedules (preload-\*) have steps to time" <<< "$out" || fail "nccl+steps not explained: $out"
 if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="preload-hd+fast" \
          bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
   fail "an unknown variant was accepted: $out"
