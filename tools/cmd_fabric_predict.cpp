@@ -34,7 +34,8 @@ const char* const kFabricPredictUsage =
     "Predicted microseconds per nccl-tests size for a job of R ranks placed as P (see `fabric run`)\n"
     "on the fabric's emulated rates: NCCL's Ring, Tree and PAT with each protocol over the ranks as\n"
     "placed (`nccl`) and over the topology-ordered split of the interposer's nccl-topo-ring\n"
-    "(`nccl_topology_order`), and topocoll's schedules (`topocoll`; `auto` is the planner's pick).\n"
+    "(`nccl_topology_order`), and topocoll's schedules (`topocoll`; `auto` is the planner's pick;\n"
+    "with --json each schedule's time step by step too, `topocoll_steps`).\n"
     "Sizes run from the first bound to the second, times --factor (as nccl-tests -b -e -f).\n";
 
 namespace {
@@ -103,9 +104,12 @@ nlohmann::json nccl_predictions(const topo::Topology& t, const std::vector<int>&
   return out;
 }
 
+// Each schedule's total, and into `steps` its time step by step (the cost model's StepCost,
+// what TOPOCOLL_STEP_TIMES measures per step).
 nlohmann::json topocoll_predictions(const topo::Topology& t, const std::vector<int>& endpoints, sched::Collective c,
-                                    int64_t bytes) {
+                                    int64_t bytes, nlohmann::json& steps) {
   nlohmann::json out = nlohmann::json::object();
+  steps = nlohmann::json::object();
   sched::PlanRequest req;
   req.collective = c;
   req.bytes = bytes;
@@ -115,7 +119,10 @@ nlohmann::json topocoll_predictions(const topo::Topology& t, const std::vector<i
   for (const sched::Algorithm& algorithm : sched::algorithms()) {
     req.algo = std::string(algorithm.name);
     try {
-      out[req.algo] = sched::make_plan(t, req).predicted_us;
+      const sched::Plan plan = sched::make_plan(t, req);
+      out[req.algo] = plan.predicted_us;
+      nlohmann::json& per_step = steps[req.algo] = nlohmann::json::array();
+      for (const sched::StepCost& s : plan.cost.steps) per_step.push_back(s.time_us);
     } catch (const std::invalid_argument&) {
       // Not applicable to this collective, topology or rank count.
     }
@@ -157,14 +164,18 @@ int fabric_predict(std::span<const std::string> args) {
     sched::Collective c;
     if (!sched::parse_collective(name, c) || c == sched::Collective::AllToAll)
       throw std::invalid_argument("--colls: '" + name + "': allreduce, reduce_scatter or allgather");
-    for (int64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= a.factor)
+    for (int64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= a.factor) {
+      nlohmann::json steps;
+      nlohmann::json mine = topocoll_predictions(t, endpoints, c, bytes, steps);
       rows.push_back({{"coll", name},
                       {"bytes", bytes},
                       {"ranks", int(endpoints.size())},
                       {"placement", sched::to_string(placement)},
                       {"nccl", nccl_predictions(t, endpoints, c, bytes)},
                       {"nccl_topology_order", nccl_predictions(t, ordered, c, bytes)},
-                      {"topocoll", topocoll_predictions(t, endpoints, c, bytes)}});
+                      {"topocoll", std::move(mine)},
+                      {"topocoll_steps", std::move(steps)}});
+    }
   }
   if (a.json) {
     std::cout << rows.dump(1) << "\n";

@@ -236,7 +236,7 @@ def analyse(directory, run):
     timed = parse_step_times(log)
     n = run["ranks"]
     sizes = []
-    all_steps = []
+    all_steps, model_steps = [], []
     for size in sorted(results):
         r = results[size]
         per_rank = size if coll == "allreduce" else size // n
@@ -250,14 +250,28 @@ def analyse(directory, run):
             steps = [s for _, one in collectives for s in one]
             all_steps += steps
             times = sorted(us for us, _ in steps)
-            entry["steps"] = {"algo": collectives[0][0], "collectives": len(collectives),
-                              "per_collective": len(collectives[0][1]),
+            algo, first = collectives[0]
+            entry["steps"] = {"algo": algo, "collectives": len(collectives), "per_collective": len(first),
                               "sum_us": sum(times) / len(collectives), "median_us": times[len(times) // 2],
                               "min_us": times[0], "max_us": times[-1],
                               "bytes_median": sorted(b for _, b in steps)[len(steps) // 2]}
+            # The model's steps of the same schedule (`fabric predict`'s topocoll_steps), step k
+            # beside step k measured (the mean of the collectives that ran it).
+            model = (predictions.get((coll, size)) or {}).get("topocoll_steps", {}).get(algo)
+            same = [one for a, one in collectives if a == algo and model and len(one) == len(model)]
+            if same:
+                mean = [sum(one[k][0] for one in same) / len(same) for k in range(len(model))]
+                ratios = [m / p if p > 0 else None for m, p in zip(mean, model)]
+                worst = max((r, k) for k, r in enumerate(ratios) if r is not None)
+                model_steps += [(p, b) for p, (_, b) in zip(model, first)]
+                entry["steps"].update({"model_median_us": sorted(model)[len(model) // 2],
+                                       "worst_ratio": worst[0], "worst_step": worst[1],
+                                       "best_ratio": min(r for r in ratios if r is not None)})
         sizes.append(entry)
-    fit = fit_steps(all_steps)
+    fit, model_fit = fit_steps(all_steps), fit_steps(model_steps)
     step_fit = {"fixed_us": fit[0], "rate_mbit": fit[1], "steps": len(all_steps)} if fit else None
+    if step_fit and model_fit:
+        step_fit.update({"model_fixed_us": model_fit[0], "model_rate_mbit": model_fit[1]})
     return {**run, "collective": coll, "served": served, "sizes": sizes, "step_fit": step_fit}
 
 
@@ -424,9 +438,11 @@ def table(a):
                "Each timed size: how many collectives rank 0 logged, their steps, the steps' time summed "
                "(mean over the collectives) beside nccl-tests' time, and the spread of one step. The fit over "
                "all of a run's steps that send splits a step's time into a fixed part and bytes at a rate, "
-               "to set beside the model's per-step alpha and the cable rate.", "",
+               "to set beside the same fit of the model's own steps (`fabric predict`'s topocoll_steps); "
+               "`step meas/model` sets each step beside the model's step of the same index.", "",
                "| run | size (B) | algo | timed | steps | sum of steps (us) | nccl-tests (us) | step median (us) "
-               "| min | max | bytes sent a step (median) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| min | max | bytes sent a step (median) | model step median (us) | step meas/model: least, most (step) |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in timed_runs:
             for s in r["sizes"]:
                 st = s.get("steps")
@@ -434,13 +450,18 @@ def table(a):
                     md.append(f"| {r['name']} | {s['size']} | {st['algo']} | {st['collectives']} | "
                               f"{st['per_collective']} | {fmt(st['sum_us'])} | {fmt(s['time_us'])} | "
                               f"{fmt(st['median_us'])} | {fmt(st['min_us'])} | {fmt(st['max_us'])} | "
-                              f"{st['bytes_median']} |")
+                              f"{st['bytes_median']} | {fmt(st.get('model_median_us'))} | " +
+                              (f"{st['best_ratio']:.2f}, {st['worst_ratio']:.2f} ({st['worst_step']}) |"
+                               if "worst_ratio" in st else "- |"))
         md.append("")
         for r in timed_runs:
             f = r["step_fit"]
+            model = (f"; the model's steps: {f['model_fixed_us']:.0f} us fixed, then {f['model_rate_mbit']:.0f} Mbit/s"
+                     if f and "model_fixed_us" in f else "")
             md.append(f"- {r['name']}: " + (f"a step costs {f['fixed_us']:.0f} us fixed, then its bytes at "
                                             f"{f['rate_mbit']:.0f} Mbit/s (fit over {f['steps']} steps; cable rate "
-                                            f"{r['rate']:g} Mbit/s)" if f else "no fit (every step sends the same bytes)"))
+                                            f"{r['rate']:g} Mbit/s){model}" if f
+                                            else "no fit (every step sends the same bytes)"))
         md.append("")
     md += ["## Goals (issue 21), as measured", ""]
     for text, met in goals(analysed):

@@ -54,6 +54,29 @@ grep -Eq "^\| [^|]*preload-ring-topo\+steps[^|]* \| 1048576 \| ring-topo \| 2 \|
   fail "1 MiB's two timed collectives of 30 steps not in the table: $(grep -A4 '^## Step times' "$variant/table.md")"
 grep -q "a step costs 150 us fixed, then its bytes at 800 Mbit/s (fit over 300 steps; cable rate 1000 Mbit/s)" \
   "$variant/table.md" || fail "the fit does not find the sample's 150 us and 800 Mbit/s: $(grep 'a step costs' "$variant/table.md")"
+# Beside it the model's own steps of ring-topo: each a few us of latency, then the cable's rate
+# (one flow per cable), and every measured step slower than the model's (the sample's 150 us).
+python3 - "$variant/record.json" <<'PY' || fail "the model's steps are not set beside the measured ones"
+import json, sys
+runs = [r for r in json.load(open(sys.argv[1]))["runs"] if r["path"].endswith("+steps")]
+fit = runs[0]["step_fit"]
+assert 0 < fit["model_fixed_us"] < 50 and 900 < fit["model_rate_mbit"] < 1100, fit
+for s in runs[0]["sizes"]:
+    st = s["steps"]
+    assert st["best_ratio"] > 1 and st["worst_ratio"] >= st["best_ratio"], st
+    assert 0 <= st["worst_step"] < 30, st
+PY
+# `fabric predict`'s steps are the schedules' totals step by step.
+python3 - "$variant/bigraph-32-r1000/predict-scheduler-n16.json" <<'PY' || fail "fabric predict's topocoll_steps"
+import json, sys
+for row in json.load(open(sys.argv[1])):
+    for algo, total in row["topocoll"].items():
+        if algo == "auto":
+            continue
+        steps = row["topocoll_steps"][algo]
+        assert abs(sum(steps) - total) <= 1e-6 * total, (row["coll"], row["bytes"], algo, sum(steps), total)
+    assert len(row["topocoll_steps"]["ring-topo"]) == (30 if row["coll"] == "allreduce" else 15), row["coll"]
+PY
 [ "$(grep -c "a step costs" "$variant/table.md")" = 1 ] || fail "a run without step times got a fit"
 if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_PATHS="nccl+steps" \
          bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
