@@ -31,6 +31,14 @@ class StreamFixture : public ::testing::Test {
     cudaStreamDestroy(stream);
     EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "timing left a CUDA error behind";
   }
+  // One collective of `step_bytes.size()` steps, every boundary marked, ended whole.
+  void time_one(StepTimeline& timeline, const char* label, std::vector<uint64_t> step_bytes) {
+    const std::size_t boundaries = step_bytes.size() + 1;
+    StepTimeline::Recording* r = timeline.begin(label, std::move(step_bytes));
+    ASSERT_NE(r, nullptr);
+    for (std::size_t k = 0; k < boundaries; ++k) r->mark(int(k), stream);
+    timeline.end(r, true);
+  }
   // Device work of at least `ms` on the stream.
   void work(int ms) {
     emu::enqueue(stream, [ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); });
@@ -68,20 +76,13 @@ TEST_F(StepTimelineEmu, EachStepIsTheIntervalBetweenItsTwoBoundaries) {
 // are read in the order they ran.
 TEST_F(StepTimelineEmu, ACollectiveStillRunningIsReadLaterInOrder) {
   Collected c;
-  auto run = [&](const char* label) {
-    StepTimeline::Recording* r = c.timeline.begin(label, {1});
-    ASSERT_NE(r, nullptr);
-    r->mark(0, stream);
-    r->mark(1, stream);
-    c.timeline.end(r, true);
-  };
-  run("first");
+  time_one(c.timeline, "first", {1});
   emu::fail_next_call("cudaEventQuery", cudaErrorNotReady);
   c.timeline.harvest();
   EXPECT_TRUE(c.read.empty()) << "read before its last event completed";
   EXPECT_EQ(c.timeline.unread(), 1u);
   emu::fail_next_call("cudaEventQuery", cudaErrorNotReady);  // at the harvest of begin()
-  run("second");
+  time_one(c.timeline, "second", {1});
   EXPECT_TRUE(c.read.empty());
   emu::fail_next_call("cudaEventQuery", cudaErrorNotReady);
   c.timeline.harvest();
@@ -122,10 +123,7 @@ TEST_F(StepTimelineEmu, FailedOrHalfMarkedCollectivesAreDroppedWithOneWarning) {
   EXPECT_EQ(c.warnings.size(), 1u) << "one warning per timeline";
 
   // The timeline goes on timing the next collective.
-  StepTimeline::Recording* fine = c.timeline.begin("fine", {1});
-  fine->mark(0, stream);
-  fine->mark(1, stream);
-  c.timeline.end(fine, true);
+  time_one(c.timeline, "fine", {1});
   c.timeline.drain();
   ASSERT_EQ(c.read.size(), 1u);
   EXPECT_EQ(c.read[0].label, "fine");
@@ -154,11 +152,7 @@ TEST_F(StepTimelineEmu, NoEventsMeansNoTimingNotAFailedCollective) {
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_NE(c.warnings[0].find("cudaEventCreateWithFlags failed"), std::string::npos) << c.warnings[0];
   c.timeline.end(nullptr, true);  // what a caller does with a null recording: nothing
-  StepTimeline::Recording* r = c.timeline.begin("after", {1});
-  ASSERT_NE(r, nullptr);
-  r->mark(0, stream);
-  r->mark(1, stream);
-  c.timeline.end(r, true);
+  time_one(c.timeline, "after", {1});
   c.timeline.drain();
   EXPECT_EQ(c.read.size(), 1u);
 }

@@ -83,6 +83,14 @@ sched::Schedule two_rank_allreduce() {
   return b.finish();
 }
 
+// One step and no transfer: each rank copies its one element of input to its output.
+sched::Schedule one_step_copy() {
+  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, 1, 1, 1);
+  b.copy(0, 0, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  b.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 1);
+  return b.finish();
+}
+
 TEST(Engine, WalksStepsTransfersFirstThenLocalOpsWithResolvedPointers) {
   const auto s = two_rank_allreduce();
   // One arena: input at 0, output at 100, scratch at 200 (float32: 4 bytes per element).
@@ -179,10 +187,7 @@ TEST(Engine, SkipsEmptyTransfersButKeepsTheStep) {
 
 TEST(Engine, InterleavedExecutionsShareOneNestedBatchPerRound) {
   const auto two = two_rank_allreduce();
-  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, 1, 1, 1);
-  b.copy(0, 0, {Buf::Output, 0}, {Buf::Input, 0}, 1);
-  b.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 1);
-  const auto one = b.finish();
+  const auto one = one_step_copy();
   std::vector<char> arena(600);
   RecordingBackend be;
   be.base = arena.data();
@@ -228,10 +233,7 @@ TEST(Engine, StepBoundariesEncloseEveryStepFromTheAvgStagingToTheLastLocalOp) {
 
 TEST(Engine, InterleavedExecutionsEachMarkTheirOwnBoundaries) {
   const auto two = two_rank_allreduce();
-  sched::ScheduleBuilder b(Collective::AllReduce, "one-step", 2, 1, 1, 1);
-  b.copy(0, 0, {Buf::Output, 0}, {Buf::Input, 0}, 1);
-  b.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 1);
-  const auto one = b.finish();
+  const auto one = one_step_copy();
   std::vector<char> arena(600);
   RecordingBackend first, second;
   first.base = second.base = arena.data();
