@@ -52,7 +52,8 @@ if [ "$which" = emu ] || [ "$which" = all ]; then
   # The emulation needs the CUDA headers (not a GPU): CUDA on, but only host targets built.
   # The interposer is LD_PRELOADed ahead of the sanitizer runtime the program links; both
   # are instrumented, so the runtime's link-order check is switched off for these runs.
-  emu_targets=(nccl-topocoll-emu interposer_emu_check nccl_emu_test cudart_emu_test net_spy_plugin net_proxy_threads_test)
+  emu_targets=(nccl-topocoll-emu interposer_emu_check nccl_emu_test cudart_emu_test net_spy_plugin net_proxy_threads_test
+                step_timeline_emu_test)
   for san in asan tsan; do
     dir=${emu_prefix}$san-emu
     flags=address,undefined scale=4
@@ -62,7 +63,7 @@ if [ "$which" = emu ] || [ "$which" = all ]; then
         -DTOPOCOLL_SANITIZE=$flags -DTOPOCOLL_EMU_TIME_SCALE=$scale >/dev/null
     cmake --build "$dir" -j"$jobs" --target "${emu_targets[@]}"
     ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 \
-        ctest --test-dir "$dir" -j"$jobs" --output-on-failure -R '^(InterposerEmulated|NcclEmu|CudartEmu|EmulatedNetProxyThreads)' || status=1
+        ctest --test-dir "$dir" -j"$jobs" --output-on-failure -R '^(InterposerEmulated|NcclEmu|CudartEmu|EmulatedNetProxyThreads|StepTimelineEmu)' || status=1
   done
 fi
 
