@@ -91,8 +91,12 @@ class NcclBackend final : public Backend {
   // Marks every step boundary of the collective it runs in `recording` (null: untimed),
   // on the user's stream (exec/step_timeline.h).
   void time_steps(StepTimeline::Recording* recording) { steps_ = recording; }
+  // The event goes to the communicator's device (a batch may span devices; stream 0 is
+  // each device's own).
   void step_boundary(int boundary) override {
-    if (steps_) steps_->mark(boundary, stream_);
+    if (!steps_) return;
+    make_device_current();
+    steps_->mark(boundary, stream_);
   }
 
   bool overlaps_local_ops() const override { return lane_ != nullptr; }

@@ -12,6 +12,21 @@ std::string cuda_failure(const char* call, cudaError_t e) {
   return std::string(call) + " failed: " + cudaGetErrorString(e);
 }
 
+// Querying, waiting for and destroying events are "potentially unsafe" calls under CUDA
+// graph capture: in the default (global) mode they would fail and invalidate a capture this
+// thread or another thread has in progress (PyTorch captures while other threads run). None
+// of these events is part of a capture, so the timeline makes them in relaxed mode.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 }  // namespace
 
 void StepTimeline::Recording::mark(int boundary, cudaStream_t stream) noexcept {
@@ -29,6 +44,7 @@ void StepTimeline::Recording::mark(int boundary, cudaStream_t stream) noexcept {
 }
 
 StepTimeline::~StepTimeline() {
+  RelaxedCaptureMode relaxed;
   for (auto& r : unread_)
     for (cudaEvent_t e : r->events) cudaEventDestroy(e);
   for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
@@ -37,16 +53,15 @@ StepTimeline::~StepTimeline() {
 StepTimeline::Recording* StepTimeline::begin(std::string label, std::vector<uint64_t> step_bytes) {
   if (step_bytes.empty()) return nullptr;
   harvest();
+  RelaxedCaptureMode relaxed;
   std::lock_guard lock(mutex_);
-  // Bounded: the oldest is waited for, as long as it is whole (another thread's may not be).
-  while (unread_.size() >= kMaxUnread && unread_.front()->ended) {
-    Recording& oldest = *unread_.front();
-    if (oldest.failure.empty())
-      if (const cudaError_t e = cudaEventSynchronize(oldest.events.back()); e != cudaSuccess)
-        oldest.failure = cuda_failure("cudaEventSynchronize", e);
-    read_front_locked();
+  // Bounded without waiting: an application that runs far ahead keeps its pace, and its
+  // later collectives are timed again once the oldest have been read.
+  if (unread_.size() >= kMaxUnread) {
+    warn_locked("more than " + std::to_string(kMaxUnread) +
+                " collectives not yet complete: later ones go untimed until these are read");
+    return nullptr;
   }
-  if (unread_.size() >= kMaxUnread) return nullptr;
   auto r = std::make_unique<Recording>();
   r->times.label = std::move(label);
   r->times.step_bytes = std::move(step_bytes);
@@ -120,6 +135,7 @@ void StepTimeline::harvest() noexcept {
   std::vector<StepTimes> ready;
   std::vector<std::string> warnings;
   {
+    RelaxedCaptureMode relaxed;
     std::lock_guard lock(mutex_);
     while (!unread_.empty() && unread_.front()->ended) {
       Recording& oldest = *unread_.front();
@@ -141,6 +157,7 @@ void StepTimeline::harvest() noexcept {
 
 void StepTimeline::drain() noexcept {
   {
+    RelaxedCaptureMode relaxed;
     std::lock_guard lock(mutex_);
     for (auto& r : unread_)
       if (r->ended && r->failure.empty())

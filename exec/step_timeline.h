@@ -10,9 +10,11 @@
 //
 // A collective's events are read only once its last one has completed (cudaEventQuery), at
 // the start of the communicator's next timed collective or by drain(), so timing adds no
-// host synchronisation to the hot path -- except when kMaxUnread collectives are still
-// unread, when the oldest is waited for (memory stays bounded). Timing never fails a
-// collective: a CUDA error while recording drops that collective's times, with a warning.
+// host synchronisation to the hot path; with kMaxUnread collectives unread, further ones go
+// untimed until those are read (memory stays bounded, nothing waits). Event queries run in
+// relaxed capture mode, so a CUDA graph this or another thread captures is never
+// invalidated. Timing never fails a collective: a CUDA error while recording drops that
+// collective's times, with a warning.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -64,7 +66,8 @@ class StepTimeline {
 
   // A collective of step_bytes.size() steps: reads what completed before it, then takes
   // steps + 1 events (created on the current device: call with the collective's device
-  // current). Null when there is nothing to time (no steps) or CUDA cannot make events.
+  // current). Null when there is nothing to time (no steps), kMaxUnread collectives are
+  // unread, or CUDA cannot make events.
   Recording* begin(std::string label, std::vector<uint64_t> step_bytes);
   // The collective was enqueued (completed = true) or failed part way (its times are
   // dropped). Every begin() gets one end().

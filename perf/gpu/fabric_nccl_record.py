@@ -262,6 +262,7 @@ def analyse(directory, run):
             if same:
                 mean = [sum(one[k][0] for one in same) / len(same) for k in range(len(model))]
                 ratios = [m / p if p > 0 else None for m, p in zip(mean, model)]
+            if same and any(r is not None for r in ratios):
                 worst = max((r, k) for k, r in enumerate(ratios) if r is not None)
                 model_steps += [(p, b) for p, (_, b) in zip(model, first)]
                 entry["steps"].update({"model_median_us": sorted(model)[len(model) // 2],

@@ -114,15 +114,20 @@ kernels::ReduceOp reduce_op_of(const CollectiveCall& call) {
 
 // The step timelines (TOPOCOLL_STEP_TIMES) of one batch's collectives: each begun as it is
 // queued, all ended with the batch.
+// Collectives of one batch advance step by step together (exec::run_interleaved), so each one's
+// step is the round's: the label says so ("..., one of a batch of 3"), and perf/gpu's record,
+// which reads single collectives only, leaves such lines out.
 class TimedSteps {
  public:
+  explicit TimedSteps(std::size_t batch) : batch_(batch) { begun_.reserve(batch); }
   exec::StepTimeline::Recording* begin(CommState& st, const PendingCollective& c, kernels::DataType dtype) {
     const std::size_t elem = kernels::datatype_size(dtype);
     const sched::Schedule& schedule = *c.route->schedule;
     const int64_t bytes = sched::size_of_count(c.call.collective, int64_t(c.call.count), elem, st.nranks);
-    exec::StepTimeline::Recording* r = st.step_timeline->begin(
-        std::string(collective_name(c.call.collective)) + " " + std::to_string(bytes) + " B " + c.route->algo,
-        step_bytes_sent(schedule, st.rank, elem));
+    std::string label =
+        std::string(collective_name(c.call.collective)) + " " + std::to_string(bytes) + " B " + c.route->algo;
+    if (batch_ > 1) label += ", one of a batch of " + std::to_string(batch_);
+    exec::StepTimeline::Recording* r = st.step_timeline->begin(std::move(label), step_bytes_sent(schedule, st.rank, elem));
     if (r) begun_.push_back({st.step_timeline.get(), r});
     return r;
   }
@@ -133,7 +138,8 @@ class TimedSteps {
   ~TimedSteps() { end(false); }
 
  private:
-  std::vector<std::pair<exec::StepTimeline*, exec::StepTimeline::Recording*>> begun_;
+  std::size_t batch_;
+  std::vector<std::pair<exec::StepTimeline*, exec::StepTimeline::Recording*>> begun_;  // reserved: push never throws
 };
 
 // Runs schedule-routed collectives on the NCCL/CUDA backend, step by step across them.
@@ -159,7 +165,7 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
   }
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;
-  TimedSteps timed;
+  TimedSteps timed(calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (outcomes[i] != ScratchOutcome::Served) {
       needs[i] = 0;  // no use of its scratch to record

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,11 @@ std::uint64_t component(const Clock& c, std::size_t i) { return i < c.size() ? c
 
 struct CUgraph_st {
   std::vector<std::function<void()>> work;
+  // While capturing: the mode it began in, the thread that began it, and whether an unsafe
+  // call made it invalid (cudaStreamEndCapture then fails).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::thread::id owner;
+  bool invalidated = false;
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> work;
@@ -85,6 +91,30 @@ std::atomic<int> global_captures{0};
 std::atomic<long> device_synchronizations{0};
 thread_local cudaError_t last_error = cudaSuccess;
 thread_local cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+// Every capture in progress, for the rule on potentially unsafe calls.
+std::mutex captures_mu;
+std::vector<CUgraph_st*> active_captures;
+
+// CUDA's rule for "potentially unsafe" calls (cudaThreadExchangeStreamCaptureMode): in
+// global mode a thread may not make them while it has a capture of its own not begun in
+// relaxed mode, nor while another thread has one begun in global mode; in thread-local mode
+// only its own count; relaxed mode is never prohibited. A prohibited call fails and
+// invalidates the captures that prohibited it. Checked by cudaEventQuery and
+// cudaEventSynchronize.
+bool unsafe_call_prohibited() {
+  if (capture_mode == cudaStreamCaptureModeRelaxed) return false;
+  std::lock_guard<std::mutex> lock(captures_mu);
+  bool prohibited = false;
+  for (CUgraph_st* g : active_captures) {
+    const bool own = g->owner == std::this_thread::get_id() && g->mode != cudaStreamCaptureModeRelaxed;
+    const bool others_global = capture_mode == cudaStreamCaptureModeGlobal && g->mode == cudaStreamCaptureModeGlobal;
+    if (own || others_global) {
+      g->invalidated = true;
+      prohibited = true;
+    }
+  }
+  return prohibited;
+}
 // The stream whose work is running on this thread now (inside enqueue), or null.
 thread_local CUstream_st* running_on = nullptr;
 
@@ -628,6 +658,12 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
   CUstream_st* s = resolve(stream);
   if (s->capture) return fail_with(cudaErrorIllegalState);
   s->capture = new CUgraph_st;
+  s->capture->mode = mode;
+  s->capture->owner = std::this_thread::get_id();
+  {
+    std::lock_guard<std::mutex> lock(topocoll::emu::captures_mu);
+    topocoll::emu::active_captures.push_back(s->capture);
+  }
   s->global_capture = mode == cudaStreamCaptureModeGlobal;
   if (s->global_capture) ++topocoll::emu::global_captures;
   return cudaSuccess;
@@ -636,10 +672,20 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   CUstream_st* s = resolve(stream);
   if (!graph || !s->capture) return fail_with(cudaErrorIllegalState);
+  {
+    std::lock_guard<std::mutex> lock(topocoll::emu::captures_mu);
+    auto& active = topocoll::emu::active_captures;
+    active.erase(std::find(active.begin(), active.end(), s->capture));
+  }
   *graph = s->capture;
   s->capture = nullptr;
   if (s->global_capture) --topocoll::emu::global_captures;
   s->global_capture = false;
+  if ((*graph)->invalidated) {
+    delete *graph;
+    *graph = nullptr;
+    return fail_with(cudaErrorStreamCaptureInvalidated);
+  }
   return cudaSuccess;
 }
 
@@ -718,6 +764,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!event) return fail_with(cudaErrorInvalidValue);
+  if (topocoll::emu::unsafe_call_prohibited()) return fail_with(cudaErrorStreamCaptureUnsupported);
   host_saw(event->clock);
   return cudaSuccess;
 }
@@ -728,6 +775,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event) return fail_with(cudaErrorInvalidValue);
   if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaEventQuery"); e != cudaSuccess)
     return e == cudaErrorNotReady ? e : fail_with(e);
+  if (topocoll::emu::unsafe_call_prohibited()) return fail_with(cudaErrorStreamCaptureUnsupported);
   host_saw(event->clock);
   return cudaSuccess;
 }

@@ -8,8 +8,10 @@
 //
 // What it checks: the interposer's logic and every byte it moves or reduces, and (with
 // vector clocks, below) that no two streams touch the same device bytes without an event or
-// a synchronisation ordering them. What it cannot: other CUDA rules (capture legality),
-// device kernels, and NCCL's real transports. Those need the GPU run (perf/gpu/run_all.sh).
+// a synchronisation ordering them; and, of capture legality, CUDA's rule on "potentially
+// unsafe" calls for event queries and waits (cudart_emu.cpp, unsafe_call_prohibited). What it
+// cannot: the other capture rules, device kernels, and NCCL's real transports. Those need the
+// GPU run (perf/gpu/run_all.sh).
 //
 // Stream-ordering races: streams run synchronously here, so a missing event never corrupts
 // a result; instead every stream (and the host) carries a vector clock that follows CUDA's

@@ -165,7 +165,7 @@ TEST_F(StepTimelineEmu, AtMostMaxUnreadCollectivesAreHeld) {
     open.push_back(c.timeline.begin("open", {1}));
     ASSERT_NE(open.back(), nullptr);
   }
-  EXPECT_EQ(c.timeline.begin("one too many", {1}), nullptr);
+  EXPECT_EQ(c.timeline.begin("one too many", {1}), nullptr) << "not timed, and nothing waited";
   for (StepTimeline::Recording* r : open) {
     r->mark(0, stream);
     r->mark(1, stream);
@@ -179,6 +179,39 @@ TEST_F(StepTimelineEmu, AtMostMaxUnreadCollectivesAreHeld) {
   EXPECT_EQ(c.timeline.unread(), 1u);
   c.timeline.harvest();
   EXPECT_EQ(c.timeline.unread(), 0u);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("go untimed"), std::string::npos) << c.warnings[0];
+}
+
+// Another stream of this thread being captured into a CUDA graph in the default (global)
+// mode: querying and waiting for the timeline's events must neither fail nor invalidate it.
+TEST_F(StepTimelineEmu, ReadingEventsLeavesAGraphCaptureValid) {
+  cudaStream_t capturing = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+  // The emulation enforces the rule: a plain query now would invalidate the capture.
+  {
+    cudaEvent_t e = nullptr;
+    ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal), cudaSuccess);
+    EXPECT_EQ(cudaEventQuery(e), cudaErrorStreamCaptureUnsupported);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(capturing, &graph), cudaErrorStreamCaptureInvalidated);
+    cudaGetLastError();
+    cudaEventDestroy(e);
+  }
+  Collected c;
+  time_one(c.timeline, "before", {1});
+  ASSERT_EQ(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal), cudaSuccess);
+  c.timeline.harvest();
+  time_one(c.timeline, "during", {1});
+  c.timeline.drain();
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(capturing, &graph), cudaSuccess) << "the timeline invalidated the capture";
+  EXPECT_NE(graph, nullptr);
+  EXPECT_EQ(c.read.size(), 2u);
+  EXPECT_TRUE(c.warnings.empty());
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(capturing);
 }
 
 }  // namespace
