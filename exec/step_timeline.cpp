@@ -31,16 +31,16 @@ class RelaxedCaptureMode {
 
 void StepTimeline::Recording::mark(int boundary, cudaStream_t stream) noexcept {
   if (!failure.empty()) return;
-  if (boundary < 0 || std::size_t(boundary) >= events.size()) {
-    failure = "step boundary " + std::to_string(boundary) + " of a collective of " +
-              std::to_string(times.step_bytes.size()) + " steps";
+  if (boundary < 0 || std::size_t(boundary) != marked || marked >= events.size()) {
+    failure = "step boundary " + std::to_string(boundary) + " marked after " + std::to_string(marked) +
+              " of a collective of " + std::to_string(times.step_bytes.size()) + " steps";
     return;
   }
-  if (const cudaError_t e = cudaEventRecord(events[std::size_t(boundary)], stream); e != cudaSuccess) {
+  if (const cudaError_t e = cudaEventRecord(events[marked], stream); e != cudaSuccess) {
     failure = cuda_failure("cudaEventRecord", e);
     return;
   }
-  marked[std::size_t(boundary)] = true;
+  ++marked;
 }
 
 StepTimeline::~StepTimeline() {
@@ -78,7 +78,6 @@ StepTimeline::Recording* StepTimeline::begin(std::string label, std::vector<uint
     }
     r->events.push_back(e);
   }
-  r->marked.assign(boundaries, false);
   unread_.push_back(std::move(r));
   return unread_.back().get();
 }
@@ -87,22 +86,16 @@ void StepTimeline::end(Recording* recording, bool completed) noexcept {
   if (!recording) return;
   std::lock_guard lock(mutex_);
   recording->ended = true;
-  if (!recording->failure.empty()) return;
-  if (!completed) {
-    recording->failure = "failed";  // the collective's own error is reported; no warning here
-    return;
-  }
-  for (std::size_t k = 0; k < recording->marked.size(); ++k)
-    if (!recording->marked[k]) {
-      recording->failure = "step boundary " + std::to_string(k) + " was never marked";
-      return;
-    }
+  if (recording->dropped()) return;
+  if (!completed) recording->collective_failed = true;
+  else if (recording->marked < recording->events.size())
+    recording->failure = "step boundary " + std::to_string(recording->marked) + " was never marked";
 }
 
 void StepTimeline::read_front_locked() {
   std::unique_ptr<Recording> r = std::move(unread_.front());
   unread_.pop_front();
-  if (r->failure.empty()) {
+  if (!r->dropped()) {
     const std::size_t steps = r->times.step_bytes.size();
     r->times.step_us.resize(steps);
     for (std::size_t k = 0; k < steps && r->failure.empty(); ++k) {
@@ -112,11 +105,8 @@ void StepTimeline::read_front_locked() {
       r->times.step_us[k] = double(ms) * 1e3;
     }
   }
-  if (r->failure.empty()) {
-    ready_.push_back(std::move(r->times));
-  } else if (r->failure != "failed") {
-    warn_locked("step times of " + r->times.label + " dropped: " + r->failure);
-  }
+  if (!r->failure.empty()) warn_locked("step times of " + r->times.label + " dropped: " + r->failure);
+  else if (!r->collective_failed) ready_.push_back(std::move(r->times));
   recycle_locked(*r);
 }
 
@@ -139,7 +129,7 @@ void StepTimeline::harvest() noexcept {
     std::lock_guard lock(mutex_);
     while (!unread_.empty() && unread_.front()->ended) {
       Recording& oldest = *unread_.front();
-      if (oldest.failure.empty()) {
+      if (!oldest.dropped()) {
         const cudaError_t e = cudaEventQuery(oldest.events.back());
         if (e == cudaErrorNotReady) break;  // not an error: CUDA keeps no error for it
         if (e != cudaSuccess) oldest.failure = cuda_failure("cudaEventQuery", e);
@@ -160,7 +150,7 @@ void StepTimeline::drain() noexcept {
     RelaxedCaptureMode relaxed;
     std::lock_guard lock(mutex_);
     for (auto& r : unread_)
-      if (r->ended && r->failure.empty())
+      if (r->ended && !r->dropped())
         if (const cudaError_t e = cudaEventSynchronize(r->events.back()); e != cudaSuccess)
           r->failure = cuda_failure("cudaEventSynchronize", e);
   }

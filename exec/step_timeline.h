@@ -47,16 +47,19 @@ class StepTimeline {
   class Recording {
    public:
     // Records boundary `boundary`'s event on `stream` (the same stream for all of one
-    // collective's boundaries). Out of range or a CUDA failure: the recording is dropped.
+    // collective's boundaries, marked in order). Out of order or a CUDA failure: the
+    // recording is dropped.
     void mark(int boundary, cudaStream_t stream) noexcept;
 
    private:
     friend class StepTimeline;
     StepTimes times;
     std::vector<cudaEvent_t> events;  // boundaries 0 .. steps
-    std::vector<bool> marked;
+    std::size_t marked = 0;           // boundaries 0 .. marked - 1 are recorded
     bool ended = false;
-    std::string failure;  // why it is dropped; "" while it is good
+    bool collective_failed = false;   // dropped quietly: the collective's own error is reported
+    std::string failure;              // why it is dropped with a warning; "" while it is good
+    bool dropped() const { return collective_failed || !failure.empty(); }
   };
 
   StepTimeline(Sink sink, Warn warn) : sink_(std::move(sink)), warn_(std::move(warn)) {}

@@ -113,10 +113,10 @@ kernels::ReduceOp reduce_op_of(const CollectiveCall& call) {
 }
 
 // The step timelines (TOPOCOLL_STEP_TIMES) of one batch's collectives: each begun as it is
-// queued, all ended with the batch.
-// Collectives of one batch advance step by step together (exec::run_interleaved), so each one's
-// step is the round's: the label says so ("..., one of a batch of 3"), and perf/gpu's record,
-// which reads single collectives only, leaves such lines out.
+// queued, all ended with the batch. They advance step by step together
+// (exec::run_interleaved), so each one's step is the round's: the label says so ("..., one
+// of a batch of 3"), and perf/gpu's record, which reads single collectives only, leaves such
+// lines out.
 class TimedSteps {
  public:
   explicit TimedSteps(std::size_t batch) : batch_(batch) { begun_.reserve(batch); }

@@ -129,6 +129,19 @@ TEST_F(StepTimelineEmu, FailedOrHalfMarkedCollectivesAreDroppedWithOneWarning) {
   EXPECT_EQ(c.read[0].label, "fine");
 }
 
+TEST_F(StepTimelineEmu, BoundariesOutOfOrderDropTheCollective) {
+  Collected c;
+  StepTimeline::Recording* r = c.timeline.begin("allreduce 8 B skipped", {4, 4});
+  r->mark(0, stream);
+  r->mark(2, stream);
+  r->mark(1, stream);
+  c.timeline.end(r, true);
+  c.timeline.harvest();
+  EXPECT_TRUE(c.read.empty());
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("step boundary 2 marked after 1"), std::string::npos) << c.warnings[0];
+}
+
 TEST_F(StepTimelineEmu, ACudaFailureIsNamedInTheWarning) {
   Collected c;
   StepTimeline::Recording* r = c.timeline.begin("allgather 4 B x", {4});
