@@ -194,7 +194,7 @@ want ctest && {
   run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
   # The multi-process GPU tests' per-rank logs (ctest only names them) leave with the record.
   for d in "$build"/interposer_gpu_*; do [ -d "$d" ] && cp -r "$d" "$out/ctest-gpu-$(basename "$d")"; done
-  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(Forwarding|ServedForwarding|Config|Agreement|Identity|RouteDecision|NcclTestsSizes|GroupQueue|CallRouteCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
+  run ctest-interposer-cpu ctest --test-dir "$build" -R '^(StubProcess|Forwarding|ServedForwarding|Config|Agreement|Identity|RouteDecision|NcclTestsSizes|GroupQueue|CallRouteCache|InterposerSymbols|InitExchange|InitReadyVote|NcclBackend|KernelsReduceCpuCases|SplitAlignment|PluginRuntime|NetPlugin)' -LE gpu --output-on-failure
   run forwarding-bench "$build/perf/interposer/interposer_forwarding_bench" --json "$out/forwarding-bench.json"
 }
 

@@ -1,6 +1,7 @@
 // The interposer's entry points against the stub libnccl: every call topocoll does not take
 // reaches NCCL's pnccl* symbol exactly once with the user's arguments; communicators are
 // registered and released; groups are forwarded with their nesting intact.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -229,6 +230,13 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
 
 // A served communicator (state inserted by hand): calls topocoll does not take still reach
 // NCCL exactly once with the user's buffers.
+// What every test here assumes: the process sees no CUDA device (the stub hides any, as its
+// bytes are host memory). Fails on a GPU machine if the stub stops hiding it.
+TEST(StubProcess, SeesNoCudaDevice) {
+  int devices = -1;
+  EXPECT_NE(cudaGetDeviceCount(&devices), cudaSuccess) << devices << " device(s) visible";
+}
+
 class ServedForwarding : public Forwarding {
  protected:
   void SetUp() override {

@@ -4,12 +4,22 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 namespace stub_nccl {
 namespace {
+
+// The stub moves its bytes as host memory (votes, gathered records) and its communicators
+// own no device, so a process that loads it sees no GPU either: CUDA's runtime then fails
+// every device call as on a machine without one, which is what these tests describe. With a
+// device visible, topocoll's scratch and votes were real device memory that the stub then
+// read as host memory (segfaults, and "could allocate" where a test means "cannot", on the
+// GPU machine). Before main and before any CUDA call; "-1" names no device (CUDA lists the
+// devices before the first invalid index).
+__attribute__((constructor)) void hide_cuda_devices() { ::setenv("CUDA_VISIBLE_DEVICES", "-1", 1); }
 
 std::mutex g_mutex;
 std::vector<Call> g_calls;
