@@ -390,7 +390,9 @@ if want fabric-nccl; then
 fi
 
 {
-  for f in "$out"/nccl-tests-n*.md "$out"/net-vs-socket-n*.md; do [ -f "$f" ] && { echo; cat "$f"; }; done
+  # This call's tables only (a later call with the same RESULTS_DIR appends its own).
+  want nccl-tests && for f in "$out"/nccl-tests-n*.md; do [ -f "$f" ] && { echo; cat "$f"; }; done
+  want net-vs-socket && for f in "$out"/net-vs-socket-n*.md; do [ -f "$f" ] && { echo; cat "$f"; }; done
   if want bench; then
     echo
     echo "Benchmarks run under MPS (nvidia-cuda-mps-control) unless device.txt says otherwise."
