@@ -94,7 +94,7 @@ size_t Connection::stripe_unit(size_t size) const {
 
 // Queues the chunks of one message on every lane. Lane 0's chunks go to the front of its
 // queue on the receive side (they follow the header just read, before the next header).
-void Connection::layout_message(Request* r, size_t size, char* data, bool receive_side) {
+size_t Connection::layout_message(Request* r, size_t size, char* data, bool receive_side) {
   const size_t lanes = lanes_.size();
   const size_t unit = stripe_unit(size);
   const size_t chunks = (size + unit - 1) / unit;
@@ -105,6 +105,7 @@ void Connection::layout_message(Request* r, size_t size, char* data, bool receiv
     item.request = r;
     item.data = data + c * unit;
     item.length = std::min(unit, size - c * unit);
+    item.caller_may_move = chunks == 1;
     const size_t lane = c % lanes;
     if (lane == 0 && receive_side) {
       lane0.push_back(item);
@@ -114,7 +115,7 @@ void Connection::layout_message(Request* r, size_t size, char* data, bool receiv
   }
   for (auto it = lane0.rbegin(); it != lane0.rend(); ++it) lanes_[0].queue.push_front(*it);
   r->pending_items += int(chunks);
-  for (size_t l = 0; l < std::min(lanes, chunks); ++l) wake_lane(int(l), receive_side ? lanes_[0].worker : -1);
+  return std::min(lanes, chunks);
 }
 
 NetStatus Connection::post_send(const void* data, size_t size, int tag, Request** request) {
@@ -139,11 +140,16 @@ NetStatus Connection::post_send(const void* data, size_t size, int tag, Request*
   header.request = r;
   header.data = reinterpret_cast<char*>(&r->send_header);
   header.length = sizeof(MessageHeader);
+  header.caller_may_move = one_piece(size);
   lanes_[0].queue.push_back(header);
   r->pending_items = 1;
-  layout_message(r, size, r->buffers[0].data, false);
+  const size_t lanes = layout_message(r, size, r->buffers[0].data, false);
   inflight_.push_back(r);
-  wake_lane(0, -1);
+  move_on_caller();
+  // The progress threads of the lanes left with work (a one-piece message the socket took
+  // whole leaves none: no wake-up at all).
+  for (size_t l = 0; l < std::max<size_t>(lanes, 1); ++l)
+    if (!lanes_[l].queue.empty()) wake_lane(int(l), kCaller);
   *request = r;
   return {};
 }
@@ -178,11 +184,13 @@ NetStatus Connection::post_recv(int n, void* const* data, const size_t* sizes, c
     header.request = r;
     header.length = sizeof(MessageHeader);
     header.data = nullptr;  // reads into item.header
+    header.caller_may_move = true;
     lanes_[0].queue.push_back(header);
   }
   r->pending_items = n;
   inflight_.push_back(r);
-  wake_lane(0, -1);
+  move_on_caller();  // the message may be here already
+  if (!lanes_[0].queue.empty()) wake_lane(0, kCaller);
   *request = r;
   return {};
 }
@@ -194,6 +202,7 @@ NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
   auto it = std::find(inflight_.begin(), inflight_.end(), request);
   if (it == inflight_.end() || request->owner != this)
     return NetStatus::error(NetCode::InvalidArgument, "test: request does not belong to this " + describe_peer());
+  if (!request->finished) move_on_caller();
   // Requests complete in posting order: every earlier one must be finished too.
   bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
   if (request->finished && all_before_finished) {
@@ -215,7 +224,24 @@ void Connection::finish_item(Request* r) {
   }
 }
 
-void Connection::complete_front(int lane_index) {
+void Connection::move_on_caller() {
+  Lane& lane = lanes_[0];
+  while (error_.ok() && !stop_ && !lane.claimed && !lane.queue.empty() && lane.queue.front().caller_may_move) {
+    Item& item = lane.queue.front();
+    int err = 0;
+    const IoResult result = move_bytes(lane, item, &err);
+    if (result == IoResult::WouldBlock) return;
+    lane.stalled_since = {};
+    if (result == IoResult::Progress) return;
+    if (result != IoResult::Complete) {
+      fail_move(0, item, result, err);
+      return;
+    }
+    complete_front(0, kCaller);
+  }
+}
+
+void Connection::complete_front(int lane_index, int mover) {
   Lane& lane = lanes_[lane_index];
   Item item = lane.queue.front();
   lane.queue.pop_front();
@@ -254,8 +280,14 @@ void Connection::complete_front(int lane_index) {
   }
   target->matched = true;
   target->size = size_t(h.size);
-  layout_message(r, size_t(h.size), target->data, true);
+  const size_t lanes = layout_message(r, size_t(h.size), target->data, true);
   finish_item(r);  // the header itself
+  // The lanes that now hold the message's pieces. The mover itself goes on with lane 0; a
+  // caller does so for a one-piece message (lane 0's thread polls lane 0 already: it had
+  // this header queued).
+  const bool caller_goes_on = mover == kCaller && one_piece(size_t(h.size));
+  for (size_t l = 0; l < lanes; ++l)
+    if (!(l == 0 && caller_goes_on)) wake_lane(int(l), mover);
 }
 
 Connection::IoResult Connection::move_bytes(Lane& lane, Item& item, int* error_number) {
@@ -294,7 +326,6 @@ void Connection::check_stall(int lane_index, const Item& item) {
     return;
   }
   if (now - lane.stalled_since <= stall_timeout_) return;
-  std::lock_guard lock(mutex_);
   fail(NetStatus::error(
       NetCode::Timeout,
       "no byte moved on socket " + std::to_string(lane_index) + " of the " + describe_peer() + " for " +
@@ -303,6 +334,23 @@ void Connection::check_stall(int lane_index, const Item& item) {
           (item.kind == Item::Kind::RecvHeader ? "header" : "chunk") +
           "): the peer stopped " + (item.kind == Item::Kind::SendBytes ? "reading" : "sending") +
           " (stopped, hung, or it never posts the matching receive)"));
+}
+
+void Connection::fail_move(int lane_index, const Item& item, IoResult result, int error_number) {
+  if (result == IoResult::Closed) {
+    std::string what = item.kind == Item::Kind::RecvHeader && item.done == 0
+                           ? "before sending the next message"
+                           : "mid-message (" + std::to_string(item.done) + " of " +
+                                 std::to_string(item.length) + " bytes of a " +
+                                 (item.kind == Item::Kind::RecvHeader ? "header" : "chunk") + ")";
+    fail(NetStatus::error(NetCode::PeerClosed, "peer closed the " + describe_peer() + " (EOF on socket " +
+                                                   std::to_string(lane_index) + ") " + what));
+    return;
+  }
+  NetCode code = (error_number == EPIPE || error_number == ECONNRESET) ? NetCode::PeerClosed : NetCode::SystemError;
+  const char* op = item.kind == Item::Kind::SendBytes ? "send" : "recv";
+  fail(NetStatus::error(code, op + (" failed on socket " + std::to_string(lane_index)) + " of the " +
+                                  describe_peer() + ": " + errno_text(error_number)));
 }
 
 void Connection::run_worker(int w) {
@@ -323,11 +371,16 @@ void Connection::run_worker(int w) {
         {
           std::lock_guard lock(mutex_);
           if (!error_.ok()) break;
-          if (!lane.queue.empty()) item = &lane.queue.front();
+          if (!lane.queue.empty() && !lane.claimed) {
+            item = &lane.queue.front();
+            lane.claimed = true;  // the caller leaves it alone (move_on_caller)
+          }
         }
         if (!item) continue;
         int err = 0;
-        IoResult res = move_bytes(lane, *item, &err);
+        const IoResult res = move_bytes(lane, *item, &err);
+        std::lock_guard lock(mutex_);
+        lane.claimed = false;
         if (res == IoResult::WouldBlock) {
           check_stall(l, *item);
           continue;
@@ -335,23 +388,10 @@ void Connection::run_worker(int w) {
         lane.stalled_since = {};
         progressed = true;
         if (res == IoResult::Progress) continue;
-        std::lock_guard lock(mutex_);
         if (res == IoResult::Complete) {
-          complete_front(l);
-        } else if (res == IoResult::Closed) {
-          std::string what = item->kind == Item::Kind::RecvHeader && item->done == 0
-                                 ? "before sending the next message"
-                                 : "mid-message (" + std::to_string(item->done) + " of " +
-                                       std::to_string(item->length) + " bytes of a " +
-                                       (item->kind == Item::Kind::RecvHeader ? "header" : "chunk") + ")";
-          fail(NetStatus::error(NetCode::PeerClosed, "peer closed the " + describe_peer() +
-                                                         " (EOF on socket " + std::to_string(l) +
-                                                         ") " + what));
+          complete_front(l, w);
         } else {
-          NetCode code = (err == EPIPE || err == ECONNRESET) ? NetCode::PeerClosed : NetCode::SystemError;
-          const char* op = item->kind == Item::Kind::SendBytes ? "send" : "recv";
-          fail(NetStatus::error(code, op + (" failed on socket " + std::to_string(l)) + " of the " +
-                                          describe_peer() + ": " + errno_text(err)));
+          fail_move(l, *item, res, err);
         }
       }
     }

@@ -4,8 +4,18 @@
 // Each lane has a FIFO of work items (header or chunk of a message). Lane 0 carries the
 // message headers; a receive learns the message size from its header and only then queues
 // the chunks on every lane, in the same order the sender queued them (chunk i on lane
-// i % lanes). Each lane is served by exactly one progress thread, so per-lane order is
-// the socket's byte order.
+// i % lanes). Each lane is served by one progress thread, and one mover at a time moves its
+// front item, so per-lane order is the socket's byte order.
+//
+// The caller's share: a message of one piece (at most min_stripe_bytes, so it travels on
+// lane 0 alone) is moved by the thread that posts or tests it, without blocking, as NCCL's
+// own Socket transport moves every message on its proxy thread. Through a progress thread a
+// message crosses two more threads (the poster wakes the sender's thread; the receiver's
+// thread reads, then the polling caller sees it done): two scheduler wake-ups per message,
+// which the H100 run measured as 1.3-3.7x NCCL Socket's time for all_reduce_perf up to
+// 64 KiB (perf/results/gpu-H100-20261127). Headers are read by whichever comes first. A
+// progress thread claims the front item before it moves it (Lane::claimed), so the caller
+// moves only what no thread holds.
 #pragma once
 
 #include <array>
@@ -80,12 +90,14 @@ class Connection {
     size_t length = 0;
     size_t done = 0;
     MessageHeader header{};  // RecvHeader: read into here
+    bool caller_may_move = false;  // a header, or the only piece of a one-piece message
   };
   struct Lane {
     FileDescriptor socket;
-    std::deque<Item> queue;  // guarded by mutex_; front owned by the lane's thread
+    std::deque<Item> queue;  // guarded by mutex_; the front is moved by its claimer only
+    bool claimed = false;    // guarded by mutex_: the lane's thread is moving the front item
     int worker = 0;
-    std::chrono::steady_clock::time_point stalled_since{};  // the lane's thread only; {} = moving
+    std::chrono::steady_clock::time_point stalled_since{};  // guarded by mutex_; {} = moving
   };
   struct Worker {
     FileDescriptor wake;  // eventfd: new work or stop
@@ -94,17 +106,28 @@ class Connection {
   };
   enum class IoResult { Complete, WouldBlock, Progress, Closed, Failed };
 
+  // Who completes an item: a progress thread's index, or kCaller (a posting or testing thread).
+  static constexpr int kCaller = -1;
+
   void run_worker(int w);
   IoResult move_bytes(Lane& lane, Item& item, int* error_number);
-  // After a move that found the socket not ready: fails the connection once the lane's
-  // message has not moved for stall_timeout_. Waiting for the next header is not a stall.
+  // Under mutex_: the caller's share (top of file): lane 0's front items that may move on the
+  // caller, as far as the socket takes them without blocking.
+  void move_on_caller();
+  // Under mutex_, after a move that found the socket not ready: fails the connection once
+  // the lane's message has not moved for stall_timeout_. Waiting for the next header is not
+  // a stall.
   void check_stall(int lane_index, const Item& item);
-  // Under mutex_: the front item of `lane` is done.
-  void complete_front(int lane_index);
-  void layout_message(Request* r, size_t size, char* data, bool with_header_item);
+  // Under mutex_: a move of the front item of `lane_index` ended the connection (EOF, error).
+  void fail_move(int lane_index, const Item& item, IoResult result, int error_number);
+  // Under mutex_: the front item of `lane_index` is done; `mover` is kCaller or a worker.
+  void complete_front(int lane_index, int mover);
+  // Queues a message's pieces; returns how many lanes got one.
+  size_t layout_message(Request* r, size_t size, char* data, bool receive_side);
   // Bytes per piece of a message: whole chunks when it fills every lane with them; else the
   // message spreads evenly over the lanes, in pieces of at least min_stripe_bytes.
   size_t stripe_unit(size_t size) const;
+  bool one_piece(size_t size) const { return size <= stripe_unit(size); }
   void finish_item(Request* r);
   void fail(NetStatus status);  // under mutex_: first error wins, every thread is woken
   void wake_lane(int lane_index, int current_worker);

@@ -226,6 +226,83 @@ TEST(Transport, WithoutAStallTimeoutALateReceiverStillGetsTheMessage) {
   EXPECT_TRUE(got == data);
 }
 
+// The caller's share (net/connection.h): a one-piece message is written by the isend call
+// itself when the socket takes it, so it is done at the first test(), with no progress
+// thread woken; through a progress thread it would still be waiting for that thread then.
+TEST(Transport, AOnePieceMessageLeavesWithTheSendCall) {
+  auto p = make_pair(fast_options(4, 2));
+  ASSERT_TRUE(p.recv);
+  for (size_t size : {size_t(0), size_t(8), size_t(4096), size_t(64 * 1024)}) {
+    const auto in = pattern(size, 5);
+    Request* rs = nullptr;
+    ASSERT_TRUE(p.send->isend(in.data(), in.size(), 1, &rs).ok());
+    bool done = false;
+    size_t sent = 0;
+    ASSERT_TRUE(p.send->test(rs, &done, &sent).ok());
+    EXPECT_TRUE(done) << size << " bytes were not sent by isend";
+    if (!done) {
+      ASSERT_TRUE(wait_request(*p.send, rs, &sent).ok());
+    }
+    EXPECT_EQ(sent, size);
+    std::vector<uint8_t> out(size + 1);
+    Request* rr = nullptr;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 1, &rr).ok());
+    size_t got = 0;
+    ASSERT_TRUE(wait_request(*p.recv, rr, &got).ok());
+    ASSERT_EQ(got, size);
+    EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
+  }
+}
+
+// ... and one already in the receiver's socket is read by the irecv call that posts for it.
+TEST(Transport, AOnePieceMessageAlreadyThereArrivesWithTheReceiveCall) {
+  auto p = make_pair(fast_options(4, 2));
+  ASSERT_TRUE(p.recv);
+  const auto in = pattern(1000, 9);
+  Request* rs = nullptr;
+  ASSERT_TRUE(p.send->isend(in.data(), in.size(), 4, &rs).ok());
+  ASSERT_TRUE(wait_request(*p.send, rs, nullptr).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // loopback delivers meanwhile
+  std::vector<uint8_t> out(in.size());
+  Request* rr = nullptr;
+  ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 4, &rr).ok());
+  bool done = false;
+  size_t got = 0;
+  ASSERT_TRUE(p.recv->test(rr, &done, &got).ok());
+  EXPECT_TRUE(done) << "the message was in the socket, the receive call did not read it";
+  if (!done) {
+    ASSERT_TRUE(wait_request(*p.recv, rr, &got).ok());
+  }
+  EXPECT_EQ(got, in.size());
+  EXPECT_TRUE(in == out);
+}
+
+// A caller that never tests (the host backend sleeps on the completion signal): what the
+// send calls could not write because the peer's socket was full is finished by the progress
+// threads, and every message arrives whole and in order, one-piece ones between larger ones.
+TEST(Transport, WhatTheSendCallsCouldNotWriteTheProgressThreadsFinish) {
+  auto p = make_pair(fast_options(3, 2));
+  ASSERT_TRUE(p.recv);
+  constexpr int kCount = 96;  // ~5 MiB unread: more than the loopback socket buffers hold
+  std::vector<std::vector<uint8_t>> in;
+  std::vector<Request*> sends(kCount, nullptr);
+  for (int i = 0; i < kCount; ++i) {
+    in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
+    ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
+  }
+  for (int i = 0; i < kCount; ++i) {
+    std::vector<uint8_t> out(in[i].size());
+    Request* rr = nullptr;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), i, &rr).ok());
+    size_t got = 0;
+    const NetStatus s = wait_request(*p.recv, rr, &got);
+    ASSERT_TRUE(s.ok()) << "message " << i << ": " << s.message;
+    ASSERT_EQ(got, in[i].size()) << "message " << i;
+    ASSERT_TRUE(in[i] == out) << "message " << i;
+  }
+  for (int i = 0; i < kCount; ++i) ASSERT_TRUE(wait_request(*p.send, sends[i], nullptr).ok()) << i;
+}
+
 TEST(Transport, LocalBindChoosesTheSourceAddress) {
   auto bind = SocketAddress::parse("127.0.0.2");
   ASSERT_TRUE(bind);
