@@ -50,9 +50,13 @@
 #   NCCL:    NCCL_HOME if set, else the nvidia-nccl wheel of python3 (the NCCL PyTorch
 #            loads), else what CMake finds; that library is first on LD_LIBRARY_PATH for
 #            every process, so all stages run one NCCL (device.txt names it);
-#   MPS:     benchmark stages start nvidia-cuda-mps-control (MPS=0 to skip) and stop it:
-#            without it every process on the one GPU waits for its time slice (4 KiB
-#            allreduce, 4 ranks: 27 ms without MPS, 0.22 ms with it).
+#   MPS:     every stage after the kernel stages (several processes on the one GPU) runs
+#            under nvidia-cuda-mps-control, stopped at exit (MPS=0: time-sliced): without it
+#            every process waits for its time slice (4 KiB allreduce, 4 ranks: 27 ms
+#            without MPS, 0.22 ms with it), and the checks take 3-4x as long.
+#   STOP_AFTER_S: a check that would start later than this many seconds into the script is
+#            listed in summary.md as not run, not started (a call bounded by the device's
+#            10 minutes always ends with its record; a later call runs what it owes).
 #
 # Everything lands in RESULTS_DIR (default perf/results/gpu-<device>-<date>/): commands.txt,
 # device.txt, one log per check, bench-*.json/txt, nccl-tests tables and summary.md (one
