@@ -7,7 +7,8 @@
 // carries a tag and its size (a small header precedes the data, so the receiver learns the
 // size first). A connection is several TCP sockets; messages larger than one chunk are
 // striped over them and moved by per-connection progress threads, so one connection can
-// fill a fast link. Requests complete in posting order per comm.
+// fill a fast link; a message of one piece is moved by the thread that posts or tests it
+// (net/connection.h, "the caller's share"). Requests complete in posting order per comm.
 //
 // Errors are a NetStatus (code + message naming what went wrong); nothing here throws and
 // nothing blocks longer than TransportOptions::timeout_ms.

@@ -4,8 +4,11 @@
 //   latency:   ping-pong, one message in flight; one-way time = round trip / 2
 //   bandwidth: rank 0 streams messages to rank 1 with up to 8 requests in flight (NCCL's
 //              NCCL_STEPS), rank 1 acknowledges the last one; GB/s = bytes / time
+// --baseline measures the same loops over perf/plugin/caller_socket_link.h instead (the
+// design of NCCL's own Socket transport: one socket, every byte moved by the poller), for a
+// side-by-side run (perf/plugin/pingpong_ab.sh).
 // Prints a table and writes JSON (--json FILE). Timing is a record, never a test.
-//   net_plugin_pingpong [--json FILE] [--seconds S]
+//   net_plugin_pingpong [--json FILE] [--seconds S] [--baseline]
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/plugin/caller_socket_link.h"
 #include "tests/plugin/net_plugin_harness.h"
 
 using namespace topocoll::testing;
@@ -31,34 +35,35 @@ struct Row {
   double value = 0;  // latency: one-way us; bandwidth: GB/s
 };
 
-// Spins on test() as NCCL's proxy does.
-bool wait(const ncclNet_v11_t* net, void* request) {
-  return wait_request(net, request, nullptr, 60000) == ncclSuccess;
-}
+// The plugin's send and receive comm to the peer, through its C ABI.
+struct PluginLink {
+  using Op = void;
+  const ncclNet_v11_t* net = nullptr;
+  void* send = nullptr;
+  void* recv = nullptr;
 
-bool post_send(const ncclNet_v11_t* net, void* comm, void* data, size_t size, void** r) {
-  *r = nullptr;
-  return net->isend(comm, data, size, 0, nullptr, nullptr, r) == ncclSuccess && *r;
-}
-bool post_recv(const ncclNet_v11_t* net, void* comm, void* data, size_t size, void** r) {
-  int tag = 0;
-  *r = nullptr;
-  return net->irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, r) == ncclSuccess && *r;
-}
+  bool post_send(void* data, size_t size, void** r) {
+    *r = nullptr;
+    return net->isend(send, data, size, 0, nullptr, nullptr, r) == ncclSuccess && *r;
+  }
+  bool post_recv(void* data, size_t size, void** r) {
+    int tag = 0;
+    *r = nullptr;
+    return net->irecv(recv, 1, &data, &size, &tag, nullptr, nullptr, r) == ncclSuccess && *r;
+  }
+  // Spins on test() as NCCL's proxy does.
+  bool wait(void* request) { return wait_request(net, request, nullptr, 60000) == ncclSuccess; }
+};
 
 int iterations_for(size_t bytes, double seconds, double guess_gbs) {
   const double per = 20e-6 + double(bytes) / (guess_gbs * 1e9);
   return std::max(5, std::min(20000, int(seconds / per)));
 }
 
-int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_out, int result_fd) {
-  const ncclNet_v11_t* net = net_v11();
-  RANK_REQUIRE(net, "ncclNetPlugin_v11 not found");
-  PeerComms comms;
-  RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms), "connections not established");
-  const int peer = 1 - rank;
-  void* send = comms.send[peer];
-  void* recv = comms.recv[peer];
+// The ping-pong and the stream over `link`, rank 0's rows to `result_fd`.
+template <typename Link>
+int measure(Link& link, int rank, double seconds, int result_fd) {
+  using Op = typename Link::Op;
   std::vector<char> out(64 << 20, 1), in(64 << 20, 0);
   std::vector<Row> rows;
   // Latency: ping-pong.
@@ -67,13 +72,13 @@ int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_ou
     auto t0 = Clock::now();
     for (int i = -5; i < iters; ++i) {
       if (i == 0) t0 = Clock::now();
-      void *rs, *rr;
+      Op *rs, *rr;
       if (rank == 0) {
-        RANK_REQUIRE(post_send(net, send, out.data(), bytes, &rs) && wait(net, rs));
-        RANK_REQUIRE(post_recv(net, recv, in.data(), bytes, &rr) && wait(net, rr));
+        RANK_REQUIRE(link.post_send(out.data(), bytes, &rs) && link.wait(rs));
+        RANK_REQUIRE(link.post_recv(in.data(), bytes, &rr) && link.wait(rr));
       } else {
-        RANK_REQUIRE(post_recv(net, recv, in.data(), bytes, &rr) && wait(net, rr));
-        RANK_REQUIRE(post_send(net, send, out.data(), bytes, &rs) && wait(net, rs));
+        RANK_REQUIRE(link.post_recv(in.data(), bytes, &rr) && link.wait(rr));
+        RANK_REQUIRE(link.post_send(out.data(), bytes, &rs) && link.wait(rs));
       }
     }
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -84,26 +89,25 @@ int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_ou
     const int iters = iterations_for(bytes, seconds, 0.5);
     const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
     auto t0 = Clock::now();
-    std::vector<void*> reqs(slots, nullptr);
+    std::vector<Op*> reqs(slots, nullptr);
     for (int i = 0; i < iters; ++i) {
-      void*& r = reqs[size_t(i) % slots];
-      if (r) RANK_REQUIRE(wait(net, r));
+      Op*& r = reqs[size_t(i) % slots];
+      if (r) RANK_REQUIRE(link.wait(r));
       char* buf = (rank == 0 ? out.data() : in.data()) + (size_t(i) % slots) * bytes;
-      RANK_REQUIRE(rank == 0 ? post_send(net, send, buf, bytes, &r) : post_recv(net, recv, buf, bytes, &r));
+      RANK_REQUIRE(rank == 0 ? link.post_send(buf, bytes, &r) : link.post_recv(buf, bytes, &r));
     }
-    for (void* r : reqs)
-      if (r) RANK_REQUIRE(wait(net, r));
+    for (Op* r : reqs)
+      if (r) RANK_REQUIRE(link.wait(r));
     char ack = 0;
-    void* ra;
+    Op* ra;
     if (rank == 1) {
-      RANK_REQUIRE(post_send(net, send, &ack, 1, &ra) && wait(net, ra));
+      RANK_REQUIRE(link.post_send(&ack, 1, &ra) && link.wait(ra));
     } else {
-      RANK_REQUIRE(post_recv(net, recv, &ack, 1, &ra) && wait(net, ra));
+      RANK_REQUIRE(link.post_recv(&ack, 1, &ra) && link.wait(ra));
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     rows.push_back({"bandwidth", bytes, iters, double(bytes) * iters / s / 1e9});
   }
-  close_all(net, &comms);
   if (rank == 0) {
     for (const Row& r : rows) {
       char line[160];
@@ -112,8 +116,31 @@ int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_ou
       if (::write(result_fd, line, size_t(n)) != n) return 1;
     }
   }
-  (void)rows_out;
   return 0;
+}
+
+int run_plugin_rank(int rank, RankMesh& mesh, double seconds, int result_fd) {
+  const ncclNet_v11_t* net = net_v11();
+  RANK_REQUIRE(net, "ncclNetPlugin_v11 not found");
+  PeerComms comms;
+  RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms), "connections not established");
+  const int peer = 1 - rank;
+  PluginLink link{net, comms.send[peer], comms.recv[peer]};
+  const int rc = measure(link, rank, seconds, result_fd);
+  close_all(net, &comms);
+  return rc;
+}
+
+// Each rank listens, tells the peer its port over the mesh, connects to the peer's, accepts.
+int run_baseline_rank(int rank, RankMesh& mesh, double seconds, int result_fd) {
+  const int peer = 1 - rank;
+  topocoll::perf::CallerSocketLink link;
+  const uint16_t port = link.listen();
+  RANK_REQUIRE(port != 0, "listen failed: %s", std::strerror(errno));
+  uint16_t peer_port = 0;
+  RANK_REQUIRE(mesh.send(rank, peer, &port, sizeof port) && mesh.recv(peer, rank, &peer_port, sizeof peer_port));
+  RANK_REQUIRE(link.connect(peer_port) && link.accept(), "baseline connection failed: %s", std::strerror(errno));
+  return measure(link, rank, seconds, result_fd);
 }
 
 }  // namespace
@@ -121,12 +148,14 @@ int run_rank(int rank, RankMesh& mesh, double seconds, std::vector<Row>* rows_ou
 int main(int argc, char** argv) {
   std::string json;
   double seconds = 0.5;
+  bool baseline = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
+    else if (a == "--baseline") baseline = true;
     else {
-      std::fprintf(stderr, "usage: net_plugin_pingpong [--json FILE] [--seconds S]\n");
+      std::fprintf(stderr, "usage: net_plugin_pingpong [--json FILE] [--seconds S] [--baseline]\n");
       return 2;
     }
   }
@@ -134,7 +163,7 @@ int main(int argc, char** argv) {
   if (::pipe(fds) != 0) return 1;
   const auto results = run_ranks(2, [&](int rank, RankMesh& mesh) {
     ::close(fds[0]);
-    return run_rank(rank, mesh, seconds, nullptr, fds[1]);
+    return baseline ? run_baseline_rank(rank, mesh, seconds, fds[1]) : run_plugin_rank(rank, mesh, seconds, fds[1]);
   });
   ::close(fds[1]);
   std::string text;

@@ -262,7 +262,7 @@ TEST(Transport, AOnePieceMessageAlreadyThereArrivesWithTheReceiveCall) {
   Request* rs = nullptr;
   ASSERT_TRUE(p.send->isend(in.data(), in.size(), 4, &rs).ok());
   ASSERT_TRUE(wait_request(*p.send, rs, nullptr).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // loopback delivers meanwhile
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // loopback delivers meanwhile
   std::vector<uint8_t> out(in.size());
   Request* rr = nullptr;
   ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 4, &rr).ok());
@@ -290,6 +290,9 @@ TEST(Transport, WhatTheSendCallsCouldNotWriteTheProgressThreadsFinish) {
     in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
     ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
   }
+  bool done = true;
+  ASSERT_TRUE(p.send->test(sends[kCount - 1], &done, nullptr).ok());
+  ASSERT_FALSE(done) << "the unread connection took every message: nothing was left to the threads";
   for (int i = 0; i < kCount; ++i) {
     std::vector<uint8_t> out(in[i].size());
     Request* rr = nullptr;
