@@ -143,7 +143,8 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
     auto connection = std::make_unique<Connection>(Connection::Direction::Send, std::move(sockets),
                                                    options_.chunk_bytes, hello_.min_stripe_bytes,
                                                    options_.threads_per_conn, local, peer_,
-                                                   std::chrono::milliseconds(options_.stall_timeout_ms));
+                                                   std::chrono::milliseconds(options_.stall_timeout_ms),
+                                                   options_.caller_polls);
     if (auto s = connection->start(); !s.ok()) return s;
     out->reset(new SendComm(std::move(connection)));
     return {};

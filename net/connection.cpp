@@ -17,12 +17,14 @@ namespace topocoll::net {
 
 Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
                        size_t chunk_bytes, size_t min_stripe_bytes, int threads,
-                       SocketAddress local, SocketAddress peer, std::chrono::milliseconds stall_timeout)
+                       SocketAddress local, SocketAddress peer, std::chrono::milliseconds stall_timeout,
+                       bool caller_polls)
     : direction_(direction),
       chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
       min_stripe_bytes_(std::clamp<size_t>(min_stripe_bytes, 1, chunk_bytes_)),
       thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
       stall_timeout_(stall_timeout),
+      caller_polls_(caller_polls),
       local_(local),
       peer_(peer) {
   lanes_.resize(lanes.size());
@@ -149,7 +151,7 @@ NetStatus Connection::post_send(const void* data, size_t size, int tag, Request*
   // The progress threads of the lanes left with work (a one-piece message the socket took
   // whole leaves none: no wake-up at all).
   for (size_t l = 0; l < std::max<size_t>(lanes, 1); ++l)
-    if (!lanes_[l].queue.empty()) wake_lane(int(l), kCaller);
+    if (thread_has_work(int(l))) wake_lane(int(l), kCaller);
   *request = r;
   return {};
 }
@@ -190,7 +192,7 @@ NetStatus Connection::post_recv(int n, void* const* data, const size_t* sizes, c
   r->pending_items = n;
   inflight_.push_back(r);
   move_on_caller();  // the message may be here already
-  if (!lanes_[0].queue.empty()) wake_lane(0, kCaller);
+  if (thread_has_work(0)) wake_lane(0, kCaller);
   *request = r;
   return {};
 }
@@ -202,9 +204,12 @@ NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
   auto it = std::find(inflight_.begin(), inflight_.end(), request);
   if (it == inflight_.end() || request->owner != this)
     return NetStatus::error(NetCode::InvalidArgument, "test: request does not belong to this " + describe_peer());
-  if (!request->finished) move_on_caller();
   // Requests complete in posting order: every earlier one must be finished too.
-  bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
+  const auto all_finished_up_to = [&] {
+    return std::all_of(inflight_.begin(), std::next(it), [](Request* r) { return r->finished; });
+  };
+  if (!all_finished_up_to()) move_on_caller();
+  const bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
   if (request->finished && all_before_finished) {
     if (sizes)
       for (int i = 0; i < request->count; ++i) sizes[i] = request->buffers[i].size;
@@ -230,7 +235,10 @@ void Connection::move_on_caller() {
     Item& item = lane.queue.front();
     int err = 0;
     const IoResult result = move_bytes(lane, item, &err);
-    if (result == IoResult::WouldBlock) return;
+    if (result == IoResult::WouldBlock) {
+      check_stall(0, item);  // the only watcher of this item when the caller polls
+      return;
+    }
     lane.stalled_since = {};
     if (result == IoResult::Progress) return;
     if (result != IoResult::Complete) {
@@ -371,7 +379,7 @@ void Connection::run_worker(int w) {
         {
           std::lock_guard lock(mutex_);
           if (!error_.ok()) break;
-          if (!lane.queue.empty() && !lane.claimed) {
+          if (thread_has_work(l) && !lane.claimed) {
             item = &lane.queue.front();
             lane.claimed = true;  // the caller leaves it alone (move_on_caller)
           }
@@ -405,7 +413,7 @@ void Connection::run_worker(int w) {
       if (error_.ok()) {
         for (int l : me.lanes) {
           Lane& lane = lanes_[l];
-          if (lane.queue.empty()) continue;
+          if (!thread_has_work(l)) continue;
           short ev = lane.queue.front().kind == Item::Kind::SendBytes ? POLLOUT : POLLIN;
           fds.push_back({lane.socket.get(), ev, 0});
         }

@@ -15,7 +15,9 @@
 // which the H100 run measured as 1.3-3.7x NCCL Socket's time for all_reduce_perf up to
 // 64 KiB (perf/results/gpu-H100-20261127). Headers are read by whichever comes first. A
 // progress thread claims the front item before it moves it (Lane::claimed), so the caller
-// moves only what no thread holds.
+// moves only what no thread holds. When the caller polls (TransportOptions::caller_polls,
+// NCCL's proxy), lane 0's caller-movable items are left to it alone: its threads neither
+// watch nor take them, so an arriving small message wakes no thread at all.
 #pragma once
 
 #include <array>
@@ -64,9 +66,10 @@ class Connection {
 
   // stall_timeout (0 = none): a message in flight that moves no byte for this long fails
   // the connection with Timeout (a peer that accepts but never reads, or stopped mid-message).
+  // caller_polls: TransportOptions::caller_polls.
   Connection(Direction direction, std::vector<FileDescriptor> lanes, size_t chunk_bytes,
              size_t min_stripe_bytes, int threads, SocketAddress local, SocketAddress peer,
-             std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0));
+             std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0), bool caller_polls = false);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -128,6 +131,12 @@ class Connection {
   // message spreads evenly over the lanes, in pieces of at least min_stripe_bytes.
   size_t stripe_unit(size_t size) const;
   bool one_piece(size_t size) const { return size <= stripe_unit(size); }
+  // Under mutex_: the front of lane `index` is the polling caller's alone (caller_polls_).
+  bool left_to_caller(int index) const {
+    return caller_polls_ && index == 0 && !lanes_[0].queue.empty() && lanes_[0].queue.front().caller_may_move;
+  }
+  // Under mutex_: lane `index` holds work its progress thread must watch.
+  bool thread_has_work(int index) const { return !lanes_[index].queue.empty() && !left_to_caller(index); }
   void finish_item(Request* r);
   void fail(NetStatus status);  // under mutex_: first error wins, every thread is woken
   void wake_lane(int lane_index, int current_worker);
@@ -138,6 +147,7 @@ class Connection {
   const size_t min_stripe_bytes_;
   const int thread_count_;
   const std::chrono::milliseconds stall_timeout_;
+  const bool caller_polls_;
   const SocketAddress local_, peer_;
   std::vector<Lane> lanes_;
   std::vector<Worker> workers_;

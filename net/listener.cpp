@@ -206,7 +206,8 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
                                                          size_t(c.chunk_bytes), c.min_stripe_bytes,
                                                          st.options.threads_per_conn,
                                                          local, c.peer,
-                                                         std::chrono::milliseconds(st.options.stall_timeout_ms));
+                                                         std::chrono::milliseconds(st.options.stall_timeout_ms),
+                                                         st.options.caller_polls);
           if (auto r = connection->start(); !r.ok()) return r;
           out->reset(new RecvComm(std::move(connection), c.cookie));
           st.idle_since.reset();

@@ -146,7 +146,8 @@ NetStatus connect(const Handle& handle, const SocketAddress* local_bind,
     auto connection = std::make_unique<Connection>(Connection::Direction::Send, std::move(sockets),
                                                    options.chunk_bytes, hello.min_stripe_bytes,
                                                    options.threads_per_conn,
-                                                   local, peer, std::chrono::milliseconds(options.stall_timeout_ms));
+                                                   local, peer, std::chrono::milliseconds(options.stall_timeout_ms),
+                                                   options.caller_polls);
     if (auto s = connection->start(); !s.ok()) return s;
     out->reset(new SendComm(std::move(connection)));
     return {};

@@ -33,6 +33,7 @@ TransportOptions TransportOptions::from_env(const config::Env& env) {
 TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   TransportOptions o = from_env(env);
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(0);
+  o.caller_polls = true;  // NCCL's proxy tests every request until it is done
   return o.normalized();
 }
 
@@ -44,7 +45,7 @@ std::string TransportOptions::describe() const {
          " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) + (rendezvous ? " rendezvous" : "") +
          " timeout_ms=" + std::to_string(timeout_ms) +
          " stall_ms=" + (stall_timeout_ms > 0 ? std::to_string(stall_timeout_ms) : std::string("never")) +
-         (marks.empty() ? "" : " marks=" + marks);
+         (marks.empty() ? "" : " marks=" + marks) + (caller_polls ? " caller_polls" : "");
 }
 
 }  // namespace topocoll::net

@@ -33,6 +33,11 @@ struct TransportOptions {
   // marks[i % n], so policy routing can send each lane on its own path (multi-rail hosts,
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.
   std::vector<uint32_t> lane_marks;
+  // The caller tests every request until it is done, as NCCL's proxy thread does (the net
+  // plugin): the progress threads then leave lane 0's one-piece messages and headers to it
+  // (net/connection.h) and are neither woken for them nor woken by their arrival. Off for
+  // callers that sleep until a request completes (the host backend).
+  bool caller_polls = false;
 
   // Clamps threads to [1, sockets] and everything to its valid range.
   TransportOptions normalized() const;
@@ -45,7 +50,7 @@ struct TransportOptions {
   // while the others wait in the next allreduce), and the framework's watchdog (PyTorch's
   // process-group timeout) is what ends a job whose peer hung.
   static TransportOptions for_nccl_net_plugin(const config::Env& env);
-  std::string describe() const;  // "sockets=4 threads=2 ... timeout_ms=60000 stall_ms=never"
+  std::string describe() const;  // "sockets=4 threads=2 ... timeout_ms=60000 stall_ms=never caller_polls"
 };
 
 }  // namespace topocoll::net

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "net/socket_transport.h"
@@ -62,6 +63,30 @@ NetStatus wait_request(Comm& comm, Request* r, size_t* sizes, int seconds = 60) 
     if (!s.ok() || done) return s;
     if (std::chrono::steady_clock::now() > deadline)
       return NetStatus::error(NetCode::Timeout, "test harness: request did not complete");
+    std::this_thread::yield();
+  }
+}
+
+// Tests two requests in turn until both are done or one fails (each status set when it ends).
+template <typename A, typename B>
+void wait_both(A& a, Request* ra, size_t* sizes_a, NetStatus* status_a, B& b, Request* rb, size_t* sizes_b,
+               NetStatus* status_b, int seconds = 60) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  bool done_a = false, done_b = false;
+  while (!done_a || !done_b) {
+    if (!done_a) {
+      *status_a = a.test(ra, &done_a, sizes_a);
+      if (!status_a->ok()) done_a = true;
+    }
+    if (!done_b) {
+      *status_b = b.test(rb, &done_b, sizes_b);
+      if (!status_b->ok()) done_b = true;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (!done_a) *status_a = NetStatus::error(NetCode::Timeout, "test harness: request did not complete");
+      if (!done_b) *status_b = NetStatus::error(NetCode::Timeout, "test harness: request did not complete");
+      return;
+    }
     std::this_thread::yield();
   }
 }

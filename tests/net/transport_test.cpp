@@ -13,11 +13,14 @@
 namespace topocoll::net::testing {
 namespace {
 
-class TransportSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// sockets, threads, and whether the caller polls (TransportOptions::caller_polls).
+class TransportSizes : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
-  auto [sockets, threads] = GetParam();
-  auto p = make_pair(fast_options(sockets, threads));
+  auto [sockets, threads, caller_polls] = GetParam();
+  TransportOptions options = fast_options(sockets, threads);
+  options.caller_polls = caller_polls;
+  auto p = make_pair(options);
   ASSERT_TRUE(p.recv);
   const size_t chunk = 64 * 1024;
   const std::vector<size_t> sizes = {0, 1, 7, 4095, chunk - 1, chunk, chunk + 1,
@@ -29,8 +32,10 @@ TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
     ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), int(i), &rr).ok());
     ASSERT_TRUE(p.send->isend(in.data(), in.size(), int(i), &rs).ok());
     size_t sent = 99, got = 99;
-    auto s1 = wait_request(*p.send, rs, &sent);
-    auto s2 = wait_request(*p.recv, rr, &got);
+    // Both tested in turn, as NCCL's proxy tests every request it has in flight (a caller
+    // that polls moves its one-piece messages only while it tests them).
+    NetStatus s1, s2;
+    wait_both(*p.send, rs, &sent, &s1, *p.recv, rr, &got, &s2);
     ASSERT_TRUE(s1.ok()) << s1.message;
     ASSERT_TRUE(s2.ok()) << s2.message;
     EXPECT_EQ(sent, sizes[i]);
@@ -41,8 +46,9 @@ TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SocketsAndThreads, TransportSizes,
-                         ::testing::Values(std::tuple{1, 1}, std::tuple{2, 1}, std::tuple{3, 2},
-                                           std::tuple{4, 4}));
+                         ::testing::Values(std::tuple{1, 1, false}, std::tuple{2, 1, false},
+                                           std::tuple{3, 2, false}, std::tuple{4, 4, false},
+                                           std::tuple{1, 1, true}, std::tuple{3, 2, true}));
 
 TEST(Transport, SixtyFourMegabytesWithDefaultOptions) {
   TransportOptions o;
@@ -304,6 +310,58 @@ TEST(Transport, WhatTheSendCallsCouldNotWriteTheProgressThreadsFinish) {
     ASSERT_TRUE(in[i] == out) << "message " << i;
   }
   for (int i = 0; i < kCount; ++i) ASSERT_TRUE(wait_request(*p.send, sends[i], nullptr).ok()) << i;
+}
+
+// When the caller polls (the net plugin: NCCL's proxy tests every request until done), the
+// one-piece messages the socket did not take are moved by the polling caller alone, and
+// every message still arrives whole and in order.
+TEST(Transport, WhenTheCallerPollsItFinishesWhatTheSocketDidNotTake) {
+  TransportOptions o = fast_options(3, 2);
+  o.caller_polls = true;
+  auto p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  constexpr int kCount = 96;
+  std::vector<std::vector<uint8_t>> in;
+  std::vector<Request*> sends(kCount, nullptr);
+  for (int i = 0; i < kCount; ++i) {
+    in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
+    ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
+  }
+  bool receiver_ok = true;
+  std::thread receiver([&] {
+    for (int i = 0; i < kCount && receiver_ok; ++i) {
+      std::vector<uint8_t> out(in[i].size());
+      Request* rr = nullptr;
+      size_t got = 0;
+      receiver_ok = p.recv->irecv(out.data(), out.size(), i, &rr).ok() && wait_request(*p.recv, rr, &got).ok() &&
+                    got == in[i].size() && in[i] == out;
+    }
+  });
+  for (int i = 0; i < kCount; ++i) {
+    const NetStatus s = wait_request(*p.send, sends[i], nullptr);
+    EXPECT_TRUE(s.ok()) << "message " << i << ": " << s.message;
+  }
+  receiver.join();
+  EXPECT_TRUE(receiver_ok);
+}
+
+// ... and the stall timeout still ends a send to a peer that never reads, the polling caller
+// being the only one that watches a one-piece message.
+TEST(Transport, WhenTheCallerPollsASmallSendToAPeerThatNeverReadsFailsAtTheTimeout) {
+  TransportOptions o = fast_options(2, 1);
+  o.caller_polls = true;
+  o.stall_timeout_ms = 1000;
+  TransportPair p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  std::vector<uint8_t> data(32 * 1024, 0x3c);
+  Request* last = nullptr;
+  for (int i = 0; i < 1024; ++i)  // 32 MiB: far more than the socket buffers hold
+    ASSERT_TRUE(p.send->isend(data.data(), data.size(), 1, &last).ok());
+  const auto started = std::chrono::steady_clock::now();
+  const NetStatus s = wait_request(*p.send, last, nullptr, 15);
+  EXPECT_EQ(s.code, NetCode::Timeout) << s.message;
+  EXPECT_NE(s.message.find("no byte moved on socket 0"), std::string::npos) << s.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
 TEST(Transport, LocalBindChoosesTheSourceAddress) {

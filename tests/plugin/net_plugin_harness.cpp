@@ -254,6 +254,31 @@ void close_all(const ncclNet_v11_t* net, PeerComms* comms) {
   if (comms->ctx) net->finalize(comms->ctx), comms->ctx = nullptr;
 }
 
+ncclResult_t wait_requests(const ncclNet_v11_t* net, const std::vector<void*>& requests, std::vector<int>* sizes,
+                           int timeout_ms, size_t* failed) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<bool> done(requests.size(), false);
+  if (sizes) sizes->assign(requests.size(), -1);
+  for (size_t left = requests.size(); left > 0;) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (done[i]) continue;
+      int finished = 0;
+      const ncclResult_t r = net->test(requests[i], &finished, sizes ? &(*sizes)[i] : nullptr);
+      if (r != ncclSuccess) {
+        if (failed) *failed = i;
+        return r;
+      }
+      if (finished) done[i] = true, --left;
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      if (failed) *failed = size_t(std::find(done.begin(), done.end(), false) - done.begin());
+      return ncclInProgress;
+    }
+    sched_yield();
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t wait_request(const ncclNet_v11_t* net, void* request, int* sizes, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {

@@ -84,5 +84,12 @@ void close_all(const ncclNet_v11_t* net, PeerComms* comms);
 // Polls test() until done; returns its last result (ncclSuccess when done), ncclInProgress
 // when the request neither finished nor failed within timeout_ms.
 ncclResult_t wait_request(const ncclNet_v11_t* net, void* request, int* sizes, int timeout_ms = 60000);
+// Tests every request in turn until all are done, as NCCL's proxy tests every request it has
+// in flight (the plugin, like NCCL's Socket transport, moves a small message while its
+// request is tested: waiting on one request while never testing the others can stall them).
+// sizes (may be null): one per request. Returns ncclSuccess, the first failure's result, or
+// ncclInProgress at timeout_ms; *failed (may be null) = the index of the one that did not end.
+ncclResult_t wait_requests(const ncclNet_v11_t* net, const std::vector<void*>& requests, std::vector<int>* sizes,
+                           int timeout_ms = 60000, size_t* failed = nullptr);
 
 }  // namespace topocoll::testing

@@ -51,17 +51,18 @@ int exchange_all(int rank, RankMesh& mesh, const std::vector<size_t>& sizes) {
       sends.push_back(r);
     }
   }
+  // Every request tested in turn until all are done, as NCCL's proxy does.
+  std::vector<void*> all = recvs;
+  all.insert(all.end(), sends.begin(), sends.end());
+  std::vector<int> got;
+  size_t failed = 0;
+  const ncclResult_t res = wait_requests(net, all, &got, 60000, &failed);
+  RANK_REQUIRE(res == ncclSuccess, "%s %zu: result %d", failed < recvs.size() ? "receive" : "send",
+               failed < recvs.size() ? failed : failed - recvs.size(), int(res));
   for (size_t i = 0; i < recvs.size(); ++i) {
     auto [q, k] = recv_ids[i];
-    int got = -1;
-    ncclResult_t res = wait_request(net, recvs[i], &got);
-    RANK_REQUIRE(res == ncclSuccess, "receive %d from %d: result %d", k, q, int(res));
-    RANK_REQUIRE(size_t(got) == sizes[k], "receive %d from %d: %d bytes, expected %zu", k, q, got, sizes[k]);
+    RANK_REQUIRE(size_t(got[i]) == sizes[k], "receive %d from %d: %d bytes, expected %zu", k, q, got[i], sizes[k]);
     RANK_REQUIRE(check_pattern(in[q][k], sizes[k], q, rank, k), "receive %d from %d: wrong bytes", k, q);
-  }
-  for (void* r : sends) {
-    int sent = -1;
-    RANK_REQUIRE(wait_request(net, r, &sent) == ncclSuccess);
   }
   // Keep every connection open until all ranks have all their data.
   for (int q = 0; q < n; ++q)
