@@ -379,7 +379,10 @@ void Connection::run_worker(int w) {
         {
           std::lock_guard lock(mutex_);
           if (!error_.ok()) break;
-          if (thread_has_work(l) && !lane.claimed) {
+          // Also an item left to a polling caller, while this thread is awake anyway (the
+          // next header behind the piece it just moved): it is neither watched nor woken
+          // for such an item (poll set below), but taking it saves the caller's round trip.
+          if (!lane.queue.empty() && !lane.claimed) {
             item = &lane.queue.front();
             lane.claimed = true;  // the caller leaves it alone (move_on_caller)
           }
