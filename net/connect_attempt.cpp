@@ -144,7 +144,8 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
                                                    options_.chunk_bytes, hello_.min_stripe_bytes,
                                                    options_.threads_per_conn, local, peer_,
                                                    std::chrono::milliseconds(options_.stall_timeout_ms),
-                                                   options_.caller_polls);
+                                                   options_.caller_polls,
+                                                   std::chrono::milliseconds(options_.idle_poll_ms));
     if (auto s = connection->start(); !s.ok()) return s;
     out->reset(new SendComm(std::move(connection)));
     return {};

@@ -18,13 +18,14 @@ namespace topocoll::net {
 Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
                        size_t chunk_bytes, size_t min_stripe_bytes, int threads,
                        SocketAddress local, SocketAddress peer, std::chrono::milliseconds stall_timeout,
-                       bool caller_polls)
+                       bool caller_polls, std::chrono::milliseconds idle_poll)
     : direction_(direction),
       chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
       min_stripe_bytes_(std::clamp<size_t>(min_stripe_bytes, 1, chunk_bytes_)),
       thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
       stall_timeout_(stall_timeout),
       caller_polls_(caller_polls),
+      idle_poll_(std::max(idle_poll, std::chrono::milliseconds(1))),
       local_(local),
       peer_(peer) {
   lanes_.resize(lanes.size());
@@ -231,6 +232,7 @@ void Connection::finish_item(Request* r) {
 
 void Connection::move_on_caller() {
   Lane& lane = lanes_[0];
+  bool completed = false;
   while (error_.ok() && !stop_ && !lane.claimed && !lane.queue.empty() && lane.queue.front().caller_may_move) {
     Item& item = lane.queue.front();
     int err = 0;
@@ -246,7 +248,12 @@ void Connection::move_on_caller() {
       return;
     }
     complete_front(0, kCaller);
+    completed = true;
   }
+  // What the caller stopped at is lane 0's thread's (a several-piece message queued behind
+  // the one-piece ones it finished). When the caller polls, that thread was not watching
+  // lane 0 while its front was the caller's: wake it.
+  if (completed && error_.ok() && !lane.claimed && thread_has_work(0)) wake_lane(0, kCaller);
 }
 
 void Connection::complete_front(int lane_index, int mover) {
@@ -422,7 +429,7 @@ void Connection::run_worker(int w) {
         }
       }
     }
-    int rc = ::poll(fds.data(), fds.size(), 1000);
+    int rc = ::poll(fds.data(), fds.size(), int(std::min<int64_t>(idle_poll_.count(), INT32_MAX)));
     if (rc > 0 && (fds[0].revents & POLLIN)) {
       uint64_t counter;
       [[maybe_unused]] ssize_t n = ::read(me.wake.get(), &counter, sizeof(counter));

@@ -16,8 +16,10 @@
 // 64 KiB (perf/results/gpu-H100-20261127). Headers are read by whichever comes first. A
 // progress thread claims the front item before it moves it (Lane::claimed), so the caller
 // moves only what no thread holds. When the caller polls (TransportOptions::caller_polls,
-// NCCL's proxy), lane 0's caller-movable items are left to it alone: its threads neither
-// watch nor take them, so an arriving small message wakes no thread at all.
+// NCCL's proxy), lane 0's caller-movable items are left to it: the threads neither watch
+// them nor are woken for them, so an arriving small message wakes no thread at all (a
+// thread awake anyway may still take one), and the caller wakes lane 0's thread when what
+// it stops at is not its own to move.
 #pragma once
 
 #include <array>
@@ -66,10 +68,11 @@ class Connection {
 
   // stall_timeout (0 = none): a message in flight that moves no byte for this long fails
   // the connection with Timeout (a peer that accepts but never reads, or stopped mid-message).
-  // caller_polls: TransportOptions::caller_polls.
+  // caller_polls, idle_poll: TransportOptions::caller_polls, idle_poll_ms.
   Connection(Direction direction, std::vector<FileDescriptor> lanes, size_t chunk_bytes,
              size_t min_stripe_bytes, int threads, SocketAddress local, SocketAddress peer,
-             std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0), bool caller_polls = false);
+             std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0), bool caller_polls = false,
+             std::chrono::milliseconds idle_poll = std::chrono::milliseconds(1000));
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -148,6 +151,7 @@ class Connection {
   const int thread_count_;
   const std::chrono::milliseconds stall_timeout_;
   const bool caller_polls_;
+  const std::chrono::milliseconds idle_poll_;
   const SocketAddress local_, peer_;
   std::vector<Lane> lanes_;
   std::vector<Worker> workers_;

@@ -207,7 +207,8 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
                                                          st.options.threads_per_conn,
                                                          local, c.peer,
                                                          std::chrono::milliseconds(st.options.stall_timeout_ms),
-                                                         st.options.caller_polls);
+                                                         st.options.caller_polls,
+                                                         std::chrono::milliseconds(st.options.idle_poll_ms));
           if (auto r = connection->start(); !r.ok()) return r;
           out->reset(new RecvComm(std::move(connection), c.cookie));
           st.idle_since.reset();

@@ -147,7 +147,8 @@ NetStatus connect(const Handle& handle, const SocketAddress* local_bind,
                                                    options.chunk_bytes, hello.min_stripe_bytes,
                                                    options.threads_per_conn,
                                                    local, peer, std::chrono::milliseconds(options.stall_timeout_ms),
-                                                   options.caller_polls);
+                                                   options.caller_polls,
+                                                   std::chrono::milliseconds(options.idle_poll_ms));
     if (auto s = connection->start(); !s.ok()) return s;
     out->reset(new SendComm(std::move(connection)));
     return {};

@@ -10,6 +10,7 @@ TransportOptions TransportOptions::normalized() const {
   o.threads_per_conn = std::clamp(o.threads_per_conn, 1, o.sockets_per_conn);
   o.timeout_ms = std::max(o.timeout_ms, 1);
   o.stall_timeout_ms = std::max(o.stall_timeout_ms, 0);
+  o.idle_poll_ms = std::max(o.idle_poll_ms, 1);
   o.chunk_bytes = std::clamp<size_t>(o.chunk_bytes, 4096, size_t(64) << 20);
   o.min_stripe_bytes = std::clamp<size_t>(o.min_stripe_bytes, 1, o.chunk_bytes);
   o.eager_bytes = std::min<size_t>(o.eager_bytes, size_t(1) << 20);

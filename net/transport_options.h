@@ -33,11 +33,15 @@ struct TransportOptions {
   // marks[i % n], so policy routing can send each lane on its own path (multi-rail hosts,
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.
   std::vector<uint32_t> lane_marks;
-  // The caller tests every request until it is done, as NCCL's proxy thread does (the net
-  // plugin): the progress threads then leave lane 0's one-piece messages and headers to it
-  // (net/connection.h) and are neither woken for them nor woken by their arrival. Off for
-  // callers that sleep until a request completes (the host backend).
+  // The caller keeps testing the oldest unfinished request of each connection until it is
+  // done, as NCCL's proxy thread does for every sub-operation (the net plugin): the progress
+  // threads then leave lane 0's one-piece messages and headers to it (net/connection.h) and
+  // are neither woken for them nor woken by their arrival. Off for callers that sleep until
+  // a request completes (the host backend).
   bool caller_polls = false;
+  // A progress thread with nothing to do re-checks its sockets at least this often, a
+  // safety net behind the explicit wake-ups (tests make it long, so a missing wake-up hangs).
+  int idle_poll_ms = 1000;
 
   // Clamps threads to [1, sockets] and everything to its valid range.
   TransportOptions normalized() const;
