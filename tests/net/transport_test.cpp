@@ -283,6 +283,23 @@ TEST(Transport, AOnePieceMessageAlreadyThereArrivesWithTheReceiveCall) {
   EXPECT_TRUE(in == out);
 }
 
+// `count` sends posted at once: 48 KiB (one piece) with every eighth 200 KiB (several
+// pieces), each a little longer than the last, with its own pattern and tag.
+struct MixedSends {
+  std::vector<std::vector<uint8_t>> in;
+  std::vector<Request*> sends;
+};
+MixedSends post_mixed_sends(SendComm& send, int count) {
+  MixedSends m;
+  for (int i = 0; i < count; ++i) {
+    m.in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
+    Request* r = nullptr;
+    if (!send.isend(m.in.back().data(), m.in.back().size(), i, &r).ok()) break;
+    m.sends.push_back(r);
+  }
+  return m;
+}
+
 // A caller that never tests (the host backend sleeps on the completion signal): what the
 // send calls could not write because the peer's socket was full is finished by the progress
 // threads, and every message arrives whole and in order, one-piece ones between larger ones.
@@ -290,12 +307,8 @@ TEST(Transport, WhatTheSendCallsCouldNotWriteTheProgressThreadsFinish) {
   auto p = make_pair(fast_options(3, 2));
   ASSERT_TRUE(p.recv);
   constexpr int kCount = 96;  // ~5 MiB unread: more than the loopback socket buffers hold
-  std::vector<std::vector<uint8_t>> in;
-  std::vector<Request*> sends(kCount, nullptr);
-  for (int i = 0; i < kCount; ++i) {
-    in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
-    ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
-  }
+  auto [in, sends] = post_mixed_sends(*p.send, kCount);
+  ASSERT_EQ(sends.size(), size_t(kCount)) << "an isend failed";
   bool done = true;
   ASSERT_TRUE(p.send->test(sends[kCount - 1], &done, nullptr).ok());
   ASSERT_FALSE(done) << "the unread connection took every message: nothing was left to the threads";
@@ -320,13 +333,9 @@ TEST(Transport, WhenTheCallerPollsItFinishesWhatTheSocketDidNotTake) {
   o.caller_polls = true;
   auto p = make_pair(o);
   ASSERT_TRUE(p.recv);
-  constexpr int kCount = 96;
-  std::vector<std::vector<uint8_t>> in;
-  std::vector<Request*> sends(kCount, nullptr);
-  for (int i = 0; i < kCount; ++i) {
-    in.push_back(pattern(i % 8 == 7 ? 200 * 1024 + size_t(i) : 48 * 1024 + size_t(i), uint32_t(i)));
-    ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &sends[i]).ok());
-  }
+  constexpr int kCount = 96;  // ~5 MiB unread: more than the loopback socket buffers hold
+  auto [in, sends] = post_mixed_sends(*p.send, kCount);
+  ASSERT_EQ(sends.size(), size_t(kCount)) << "an isend failed";
   bool receiver_ok = true;
   std::thread receiver([&] {
     for (int i = 0; i < kCount && receiver_ok; ++i) {
