@@ -1,0 +1,44 @@
+// Which callers get which transport: the host backend's options (from_env) leave the
+// progress threads watching every socket, since its waiter sleeps until they report; only the
+// net plugin's (for_nccl_net_plugin) leave small messages to a polling caller.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "config/env.h"
+#include "net/transport_options.h"
+
+namespace topocoll::net {
+namespace {
+
+TEST(TransportOptions, OnlyTheNetPluginLeavesSmallMessagesToAPollingCaller) {
+  const config::Env env = config::read_env({});
+  const TransportOptions host = TransportOptions::from_env(env);
+  const TransportOptions plugin = TransportOptions::for_nccl_net_plugin(env);
+  EXPECT_FALSE(host.caller_polls) << "the host backend sleeps until a progress thread reports";
+  EXPECT_TRUE(plugin.caller_polls) << "NCCL's proxy keeps testing its requests";
+  EXPECT_EQ(host.describe().find("caller_polls"), std::string::npos) << host.describe();
+  EXPECT_NE(plugin.describe().find("caller_polls"), std::string::npos) << plugin.describe();
+  // The rest is the same environment read the same way.
+  EXPECT_EQ(host.sockets_per_conn, plugin.sockets_per_conn);
+  EXPECT_EQ(host.min_stripe_bytes, plugin.min_stripe_bytes);
+}
+
+TEST(TransportOptions, UnsetStallTimeoutIsTheConnectTimeoutForTheHostBackendAndNeverForThePlugin) {
+  const config::Env env = config::read_env({{"TOPOCOLL_NET_TIMEOUT_MS", "5000"}});
+  EXPECT_EQ(TransportOptions::from_env(env).stall_timeout_ms, 5000);
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(env).stall_timeout_ms, 0);
+  const config::Env set = config::read_env({{"TOPOCOLL_NET_STALL_TIMEOUT_MS", "700"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(set).stall_timeout_ms, 700);
+}
+
+TEST(TransportOptions, NormalizedKeepsTheThreadsIdleRecheckPositive) {
+  TransportOptions o;
+  EXPECT_EQ(o.idle_poll_ms, 1000);
+  o.idle_poll_ms = 0;
+  EXPECT_EQ(o.normalized().idle_poll_ms, 1);
+}
+
+}  // namespace
+}  // namespace topocoll::net
