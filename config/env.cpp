@@ -107,7 +107,8 @@ const std::vector<EnvVariable>& table() {
             "a message in flight that moves no byte for this many milliseconds fails its request (0 = never)"),
       size("TOPOCOLL_NET_CHUNK_BYTES", 4 << 10, 64 << 20, "512K", "", "striping unit of a message over the sockets"),
       size("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64 << 20, "64K", "",
-           "a message below chunk x sockets spreads evenly in pieces of at least this (1 = every socket)"),
+           "a message below chunk x sockets spreads evenly in pieces of at least this (1 = every socket); "
+           "one of at most this size is one piece, moved by the calling thread"),
       size("TOPOCOLL_NET_EAGER_BYTES", 0, 1 << 20, "1M", "",
            "host backend: messages up to this size take the eager channel (0 = never)"),
       boolean("TOPOCOLL_NET_RENDEZVOUS", "1",
