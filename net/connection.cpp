@@ -206,11 +206,12 @@ NetStatus Connection::test(Request* request, bool* done, size_t* sizes) {
   if (it == inflight_.end() || request->owner != this)
     return NetStatus::error(NetCode::InvalidArgument, "test: request does not belong to this " + describe_peer());
   // Requests complete in posting order: every earlier one must be finished too.
-  const auto all_finished_up_to = [&] {
-    return std::all_of(inflight_.begin(), std::next(it), [](Request* r) { return r->finished; });
-  };
-  if (!all_finished_up_to()) move_on_caller();
-  const bool all_before_finished = std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; });
+  const auto finished_before = [&] { return std::all_of(inflight_.begin(), it, [](Request* r) { return r->finished; }); };
+  bool all_before_finished = finished_before();
+  if (!request->finished || !all_before_finished) {
+    move_on_caller();
+    all_before_finished = finished_before();
+  }
   if (request->finished && all_before_finished) {
     if (sizes)
       for (int i = 0; i < request->count; ++i) sizes[i] = request->buffers[i].size;

@@ -17,9 +17,7 @@ def load(paths):
         with open(path) as f:
             for row in json.load(f):
                 key = (row["test"], row["bytes"])
-                value = row.get("one_way_us", row.get("gbs"))
-                if value is None:  # whatever the one number besides test, bytes, iters is called
-                    value = next(v for k, v in row.items() if k not in ("test", "bytes", "iters"))
+                value = row["one_way_us"] if row["test"] == "latency" else row["gbs"]
                 values.setdefault(key, []).append(float(value))
     return values
 
