@@ -99,7 +99,8 @@ const std::vector<EnvVariable>& table() {
       text("TOPOCOLL_NET_PLANE_ADDRS", "", "each NIC by the interface or RDMA device of its name",
            "nic=ip list: the address each topology NIC of this host binds"),
       count("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, "4", "", "TCP sockets per connection"),
-      count("TOPOCOLL_NET_THREADS", 1, 16, "2", "", "progress threads per connection (at most the sockets)"),
+      count("TOPOCOLL_NET_THREADS", 0, 16, "", "0 in the net plugin (NCCL's proxy moves every byte); 2 in bench and accept",
+            "progress threads per connection (at most the sockets; 0 = none, the net plugin only)"),
       count("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, "60000", "",
             "connect, handshake and accept timeout in milliseconds"),
       count("TOPOCOLL_NET_STALL_TIMEOUT_MS", 0, 24LL * 3600 * 1000, "",
@@ -297,7 +298,8 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_topo_file = value_of<std::string>(e, "NCCL_TOPO_FILE");
   e.net_plane_addrs = value_of<std::string>(e, "TOPOCOLL_NET_PLANE_ADDRS");
   e.net_sockets_per_conn = int(value_of<int64_t>(e, "TOPOCOLL_NET_SOCKETS_PER_CONN"));
-  e.net_threads = int(value_of<int64_t>(e, "TOPOCOLL_NET_THREADS"));
+  if (const EnvValue& threads = e.setting("TOPOCOLL_NET_THREADS").value; std::holds_alternative<int64_t>(threads))
+    e.net_threads = int(std::get<int64_t>(threads));
   e.net_timeout_ms = int(value_of<int64_t>(e, "TOPOCOLL_NET_TIMEOUT_MS"));
   if (const EnvValue& stall = e.setting("TOPOCOLL_NET_STALL_TIMEOUT_MS").value;
       std::holds_alternative<int64_t>(stall))

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace topocoll::net {
 
@@ -22,7 +23,8 @@ Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
     : direction_(direction),
       chunk_bytes_(std::max<size_t>(chunk_bytes, 4096)),
       min_stripe_bytes_(std::clamp<size_t>(min_stripe_bytes, 1, chunk_bytes_)),
-      thread_count_(std::clamp<int>(threads, 1, int(lanes.size()))),
+      // No thread only where the caller polls: a caller that sleeps would wait forever.
+      thread_count_(std::clamp<int>(threads, caller_polls ? 0 : 1, int(lanes.size()))),
       stall_timeout_(stall_timeout),
       caller_polls_(caller_polls),
       idle_poll_(std::max(idle_poll, std::chrono::milliseconds(1))),
@@ -31,13 +33,14 @@ Connection::Connection(Direction direction, std::vector<FileDescriptor> lanes,
   lanes_.resize(lanes.size());
   for (size_t i = 0; i < lanes.size(); ++i) {
     lanes_[i].socket = std::move(lanes[i]);
-    lanes_[i].worker = int(i) % thread_count_;
+    lanes_[i].worker = thread_count_ > 0 ? int(i) % thread_count_ : kCaller;
   }
 }
 
 NetStatus Connection::start() {
   workers_.resize(thread_count_);
-  for (size_t i = 0; i < lanes_.size(); ++i) workers_[lanes_[i].worker].lanes.push_back(int(i));
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i].worker != kCaller) workers_[lanes_[i].worker].lanes.push_back(int(i));
   for (auto& w : workers_) {
     w.wake = FileDescriptor(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!w.wake.valid())
@@ -50,8 +53,8 @@ NetStatus Connection::start() {
       return NetStatus::error(NetCode::SystemError,
                               std::string("cannot start a progress thread: ") + e.what() +
                                   " (each connection runs TOPOCOLL_NET_THREADS progress threads, "
-                                  "default 2: lower it, or raise the process's or container's thread "
-                                  "limit, ulimit -u / pids.max)");
+                                  "default 2 in bench and accept, 0 in the net plugin: lower it, or raise the "
+                                  "process's or container's thread limit, ulimit -u / pids.max)");
     }
   }
   return {};
@@ -77,7 +80,7 @@ std::string Connection::describe_peer() const {
 void Connection::wake_lane(int lane_index, int current_worker) {
   if (lane_index < 0 || lane_index >= int(lanes_.size())) return;
   int w = lanes_[lane_index].worker;
-  if (w == current_worker || !workers_[w].wake.valid()) return;
+  if (w == kCaller || w == current_worker || !workers_[w].wake.valid()) return;
   uint64_t one = 1;
   // A full counter still wakes the thread; nothing to handle.
   [[maybe_unused]] ssize_t n = ::write(workers_[w].wake.get(), &one, sizeof(one));
@@ -232,29 +235,43 @@ void Connection::finish_item(Request* r) {
 }
 
 void Connection::move_on_caller() {
-  Lane& lane = lanes_[0];
-  bool completed = false;
-  while (error_.ok() && !stop_ && !lane.claimed && !lane.queue.empty() && lane.queue.front().caller_may_move) {
-    Item& item = lane.queue.front();
-    int err = 0;
-    const IoResult result = move_bytes(lane, item, &err);
-    if (result == IoResult::WouldBlock) {
-      check_stall(0, item);  // the only watcher of this item when the caller polls
-      return;
+  // A pass over the lanes in order (lane 0 first: a header read there queues the pieces that
+  // follow on every lane), each as far as its socket takes without blocking, at most
+  // caller_pass_bytes() in all, so one test() never holds the proxy thread for long.
+  const size_t budget = caller_pass_bytes();
+  size_t moved = 0;
+  for (int l = 0; l < int(lanes_.size()) && moved < budget; ++l) {
+    Lane& lane = lanes_[l];
+    while (error_.ok() && !stop_ && !lane.claimed && !lane.queue.empty() && caller_may_take(l, lane.queue.front())) {
+      Item& item = lane.queue.front();
+      const size_t before = item.done;
+      int err = 0;
+      const IoResult result = move_bytes(lane, item, &err);
+      moved += item.done - before;
+      if (result == IoResult::WouldBlock) {
+        check_stall(l, item);  // the only watcher of this item when the caller polls
+        break;
+      }
+      lane.stalled_since = {};
+      if (result == IoResult::Progress) break;
+      if (result != IoResult::Complete) {
+        fail_move(l, item, result, err);
+        return;
+      }
+      complete_front(l, kCaller);
+      wake_after_pass_ |= 1u << l;  // what follows on this lane may be its thread's
+      if (moved >= budget) break;
     }
-    lane.stalled_since = {};
-    if (result == IoResult::Progress) return;
-    if (result != IoResult::Complete) {
-      fail_move(0, item, result, err);
-      return;
-    }
-    complete_front(0, kCaller);
-    completed = true;
   }
-  // What the caller stopped at is lane 0's thread's (a several-piece message queued behind
-  // the one-piece ones it finished). When the caller polls, that thread was not watching
-  // lane 0 while its front was the caller's: wake it.
-  if (completed && error_.ok() && !lane.claimed && thread_has_work(0)) wake_lane(0, kCaller);
+  // The lanes whose work changed during the pass and that still hold work their thread must
+  // watch: the pieces of a message whose header the caller read, what is left of a message
+  // the socket did not take whole, a several-piece message behind the one-piece ones the
+  // caller finished (when the caller polls, lane 0's thread was not watching lane 0 while
+  // its front was the caller's).
+  const uint32_t lanes_to_wake = std::exchange(wake_after_pass_, 0);
+  if (!error_.ok()) return;
+  for (int l = 0; l < int(lanes_.size()); ++l)
+    if ((lanes_to_wake >> l & 1u) && !lanes_[l].claimed && thread_has_work(l)) wake_lane(l, kCaller);
 }
 
 void Connection::complete_front(int lane_index, int mover) {
@@ -298,12 +315,14 @@ void Connection::complete_front(int lane_index, int mover) {
   target->size = size_t(h.size);
   const size_t lanes = layout_message(r, size_t(h.size), target->data, true);
   finish_item(r);  // the header itself
-  // The lanes that now hold the message's pieces. The mover itself goes on with lane 0; a
-  // caller does so for a one-piece message (lane 0's thread polls lane 0 already: it had
-  // this header queued).
-  const bool caller_goes_on = mover == kCaller && one_piece(size_t(h.size));
-  for (size_t l = 0; l < lanes; ++l)
-    if (!(l == 0 && caller_goes_on)) wake_lane(int(l), mover);
+  // The lanes that now hold the message's pieces. A thread mover goes on with lane 0 and
+  // wakes the others; a caller first tries them itself and wakes, at the end of its pass,
+  // those it could not finish (move_on_caller).
+  if (mover == kCaller) {
+    wake_after_pass_ |= (lanes >= 32 ? ~0u : (1u << lanes) - 1);
+    return;
+  }
+  for (size_t l = 0; l < lanes; ++l) wake_lane(int(l), mover);
 }
 
 Connection::IoResult Connection::move_bytes(Lane& lane, Item& item, int* error_number) {

@@ -16,10 +16,17 @@
 // 64 KiB (perf/results/gpu-H100-20261127). Headers are read by whichever comes first. A
 // progress thread claims the front item before it moves it (Lane::claimed), so the caller
 // moves only what no thread holds. When the caller polls (TransportOptions::caller_polls,
-// NCCL's proxy), lane 0's caller-movable items are left to it: the threads neither watch
-// them nor are woken for them, so an arriving small message wakes no thread at all (a
-// thread awake anyway may still take one), and the caller wakes lane 0's thread when what
-// it stops at is not its own to move.
+// NCCL's proxy), it moves the front of every lane, several-piece messages included (their
+// pieces crossed the same two wake-ups: 1.2-1.7x the Socket design's latency), and lane 0's
+// one-piece items are left to it: the threads neither watch them nor are woken for them, so
+// an arriving small message wakes no thread at all (a thread awake anyway may still take
+// one). The threads are woken, at the end of the caller's pass, for what it could not finish
+// (a full socket, pieces not yet arrived) and race it for that, so a caller busy elsewhere
+// or a peer reading slowly does not hold a large message back. A polling caller may also
+// run with no progress threads at all (TOPOCOLL_NET_THREADS=0, the net plugin's default):
+// it then moves every byte, the design of NCCL's Socket transport outside cloud NICs, which
+// on the 2-core build machine beat the racing threads at every size but a 64 KiB stream
+// (perf/results/net-plugin-caller-moves-every-piece-20261127).
 #pragma once
 
 #include <array>
@@ -102,7 +109,7 @@ class Connection {
     FileDescriptor socket;
     std::deque<Item> queue;  // guarded by mutex_; the front is moved by its claimer only
     bool claimed = false;    // guarded by mutex_: the lane's thread is moving the front item
-    int worker = 0;
+    int worker = 0;          // the progress thread serving it; kCaller when there is none
     std::chrono::steady_clock::time_point stalled_since{};  // guarded by mutex_; {} = moving
   };
   struct Worker {
@@ -117,9 +124,17 @@ class Connection {
 
   void run_worker(int w);
   IoResult move_bytes(Lane& lane, Item& item, int* error_number);
-  // Under mutex_: the caller's share (top of file): lane 0's front items that may move on the
-  // caller, as far as the socket takes them without blocking.
+  // Under mutex_: the caller's share (top of file): the front items the caller may move, as
+  // far as the sockets take them without blocking, then wakes the threads of the lanes left
+  // with their work.
   void move_on_caller();
+  // What the caller may move: when it polls, any lane's front (NCCL's proxy moves every byte
+  // of NCCL's own Socket transport); otherwise lane 0's headers and one-piece messages only.
+  bool caller_may_take(int lane_index, const Item& item) const {
+    return caller_polls_ || (lane_index == 0 && item.caller_may_move);
+  }
+  // The most bytes one pass of the caller moves: a message's worth of full chunks.
+  size_t caller_pass_bytes() const { return chunk_bytes_ * lanes_.size(); }
   // Under mutex_, after a move that found the socket not ready: fails the connection once
   // the lane's message has not moved for stall_timeout_. Waiting for the next header is not
   // a stall.
@@ -136,7 +151,8 @@ class Connection {
   bool one_piece(size_t size) const { return size <= stripe_unit(size); }
   // Under mutex_: the front of lane `index` is the polling caller's alone (caller_polls_).
   bool left_to_caller(int index) const {
-    return caller_polls_ && index == 0 && !lanes_[0].queue.empty() && lanes_[0].queue.front().caller_may_move;
+    if (!caller_polls_ || lanes_[index].queue.empty()) return false;
+    return thread_count_ == 0 || (index == 0 && lanes_[0].queue.front().caller_may_move);
   }
   // Under mutex_: lane `index` holds work its progress thread must watch.
   bool thread_has_work(int index) const { return !lanes_[index].queue.empty() && !left_to_caller(index); }
@@ -160,6 +176,7 @@ class Connection {
   bool stop_ = false;
   NetStatus error_;  // sticky
   uint64_t next_seq_ = 0;
+  uint32_t wake_after_pass_ = 0;  // lanes (bit i = lane i) move_on_caller wakes at its end
   std::deque<Request*> inflight_;  // posting order
 };
 

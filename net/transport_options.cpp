@@ -7,7 +7,7 @@ namespace topocoll::net {
 TransportOptions TransportOptions::normalized() const {
   TransportOptions o = *this;
   o.sockets_per_conn = std::clamp(o.sockets_per_conn, 1, 16);
-  o.threads_per_conn = std::clamp(o.threads_per_conn, 1, o.sockets_per_conn);
+  o.threads_per_conn = std::clamp(o.threads_per_conn, o.caller_polls ? 0 : 1, o.sockets_per_conn);
   o.timeout_ms = std::max(o.timeout_ms, 1);
   o.stall_timeout_ms = std::max(o.stall_timeout_ms, 0);
   o.idle_poll_ms = std::max(o.idle_poll_ms, 1);
@@ -20,7 +20,7 @@ TransportOptions TransportOptions::normalized() const {
 TransportOptions TransportOptions::from_env(const config::Env& env) {
   TransportOptions o;
   o.sockets_per_conn = env.net_sockets_per_conn;
-  o.threads_per_conn = env.net_threads;
+  o.threads_per_conn = env.net_threads.value_or(2);
   o.timeout_ms = env.net_timeout_ms;
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(env.net_timeout_ms);
   o.chunk_bytes = size_t(env.net_chunk_bytes);
@@ -35,6 +35,9 @@ TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   TransportOptions o = from_env(env);
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(0);
   o.caller_polls = true;  // NCCL's proxy tests every request until it is done
+  // Unset: no progress threads, NCCL's proxy moves every byte (net/connection.h, "the
+  // caller's share"; perf/results/net-plugin-caller-moves-every-piece-20261127).
+  o.threads_per_conn = env.net_threads.value_or(0);
   return o.normalized();
 }
 

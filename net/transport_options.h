@@ -13,7 +13,11 @@ namespace topocoll::net {
 
 struct TransportOptions {
   int sockets_per_conn = 4;         // TOPOCOLL_NET_SOCKETS_PER_CONN (1..16)
-  int threads_per_conn = 2;         // TOPOCOLL_NET_THREADS (1..sockets_per_conn)
+  // TOPOCOLL_NET_THREADS (0..sockets_per_conn): progress threads per connection. 0 (only
+  // where the caller polls, the net plugin's default): none, the caller moves every byte, as
+  // NCCL's own Socket transport does outside cloud NICs; threads help where one core cannot
+  // fill the link, and a caller that sleeps (the host backend) needs at least one.
+  int threads_per_conn = 2;
   int timeout_ms = 60000;           // TOPOCOLL_NET_TIMEOUT_MS: connect/accept/handshake
   // TOPOCOLL_NET_STALL_TIMEOUT_MS: a message in flight that moves no byte for this long fails
   // its request (a peer that accepts but never reads, one stopped mid-message); 0 = never.
@@ -34,16 +38,18 @@ struct TransportOptions {
   // the emulated fabric's NAP striping). Needs CAP_NET_ADMIN. Empty: no marks.
   std::vector<uint32_t> lane_marks;
   // The caller keeps testing the oldest unfinished request of each connection until it is
-  // done, as NCCL's proxy thread does for every sub-operation (the net plugin): the progress
-  // threads then leave lane 0's one-piece messages and headers to it (net/connection.h) and
-  // are neither woken for them nor woken by their arrival. Off for callers that sleep until
-  // a request completes (the host backend).
+  // done, as NCCL's proxy thread does for every sub-operation (the net plugin): each test
+  // then moves every socket's front as far as the socket takes it, and the progress threads
+  // leave lane 0's one-piece messages and headers to it (net/connection.h), neither woken
+  // for them nor woken by their arrival; they finish what the caller could not. Off for
+  // callers that sleep until a request completes (the host backend).
   bool caller_polls = false;
   // A progress thread with nothing to do re-checks its sockets at least this often, a
   // safety net behind the explicit wake-ups (tests make it long, so a missing wake-up hangs).
   int idle_poll_ms = 1000;
 
-  // Clamps threads to [1, sockets] and everything to its valid range.
+  // Clamps threads to [1, sockets] ([0, sockets] when the caller polls) and everything to
+  // its valid range.
   TransportOptions normalized() const;
   // The TOPOCOLL_NET_* values of `env`, normalized, for topocoll's own engine (bench,
   // accept): an unset stall timeout is timeout_ms, since its bootstrap bounds rank skew

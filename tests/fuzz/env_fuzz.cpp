@@ -85,6 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         o.threads_per_conn <= o.sockets_per_conn && o.timeout_ms >= 1 && o.chunk_bytes >= 4096 &&
         o.chunk_bytes <= (size_t(64) << 20) && o.min_stripe_bytes >= 1 && o.min_stripe_bytes <= o.chunk_bytes &&
         o.lane_marks.size() <= 16);
+  // The plugin's may have no thread (its caller polls); the host backend's never.
+  const net::TransportOptions plugin = net::TransportOptions::for_nccl_net_plugin(env);
+  check(plugin.caller_polls && plugin.threads_per_conn >= 0 && plugin.threads_per_conn <= plugin.sockets_per_conn);
   const exec::PipelineOptions p = exec::PipelineOptions::from_env(env);
   check((p.shape.chunk_bytes == 0 ||
          (p.shape.chunk_bytes >= (size_t(64) << 10) && p.shape.chunk_bytes <= (size_t(1) << 30))) &&

@@ -33,6 +33,24 @@ TEST(TransportOptions, UnsetStallTimeoutIsTheConnectTimeoutForTheHostBackendAndN
   EXPECT_EQ(TransportOptions::for_nccl_net_plugin(set).stall_timeout_ms, 700);
 }
 
+// The net plugin runs no progress thread unless told (NCCL's proxy moves every byte, as in
+// NCCL's own Socket transport); the host backend, whose waiter sleeps, keeps at least one.
+TEST(TransportOptions, ThePluginRunsNoProgressThreadUnlessToldAndTheHostBackendAlwaysOne) {
+  const config::Env unset = config::read_env({});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(unset).threads_per_conn, 0);
+  EXPECT_EQ(TransportOptions::from_env(unset).threads_per_conn, 2);
+  const config::Env zero = config::read_env({{"TOPOCOLL_NET_THREADS", "0"}});
+  EXPECT_TRUE(zero.warnings.empty());
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(zero).threads_per_conn, 0);
+  EXPECT_EQ(TransportOptions::from_env(zero).threads_per_conn, 1) << "a sleeping waiter needs a thread";
+  const config::Env two = config::read_env({{"TOPOCOLL_NET_THREADS", "2"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(two).threads_per_conn, 2);
+  TransportOptions sleeping;
+  sleeping.threads_per_conn = 0;
+  EXPECT_EQ(sleeping.normalized().threads_per_conn, 1);
+  EXPECT_NE(TransportOptions::for_nccl_net_plugin(unset).describe().find("threads=0"), std::string::npos);
+}
+
 TEST(TransportOptions, NormalizedKeepsTheThreadsIdleRecheckPositive) {
   TransportOptions o;
   EXPECT_EQ(o.idle_poll_ms, 1000);

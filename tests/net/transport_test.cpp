@@ -48,7 +48,8 @@ TEST_P(TransportSizes, EverySizeArrivesIntactWithItsSize) {
 INSTANTIATE_TEST_SUITE_P(SocketsAndThreads, TransportSizes,
                          ::testing::Values(std::tuple{1, 1, false}, std::tuple{2, 1, false},
                                            std::tuple{3, 2, false}, std::tuple{4, 4, false},
-                                           std::tuple{1, 1, true}, std::tuple{3, 2, true}));
+                                           std::tuple{1, 1, true}, std::tuple{3, 2, true},
+                                           std::tuple{1, 0, true}, std::tuple{4, 0, true}));
 
 TEST(Transport, SixtyFourMegabytesWithDefaultOptions) {
   TransportOptions o;
@@ -373,41 +374,120 @@ TEST(Transport, WhenTheCallerPollsASmallSendToAPeerThatNeverReadsFailsAtTheTimeo
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(12));
 }
 
-// When the caller polls, a several-piece message queued behind one-piece messages the socket
-// could not take is its progress thread's again once the caller has moved them: the caller
-// wakes that thread, which was not watching socket 0 meanwhile. The threads' idle re-check
-// is made longer than the test, so a missing wake-up hangs instead of costing a second.
-TEST(Transport, WhenTheCallerPollsASeveralPieceMessageBehindSmallOnesIsWokenFor) {
-  TransportOptions o = fast_options(3, 1);
+// When the caller polls (NCCL's proxy), it moves every piece of every message as far as the
+// sockets take them, as NCCL's own Socket transport moves every byte on its proxy thread: a
+// several-piece message the sockets take whole is done at the first test(), no progress
+// thread having been woken for it (their idle re-check is longer than the test); through the
+// threads it would still be waiting for their wake-ups then.
+TEST(Transport, WhenTheCallerPollsASeveralPieceMessageLeavesWithTheSendCall) {
+  TransportOptions o = fast_options(4, 2);
+  o.caller_polls = true;
+  o.min_stripe_bytes = 16 * 1024;
+  o.idle_poll_ms = 120000;
+  auto p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  for (size_t size : {size_t(40 * 1024), size_t(100 * 1024), size_t(160 * 1024)}) {  // 3, 4, 4 pieces
+    const auto in = pattern(size, 6);
+    Request* rs = nullptr;
+    ASSERT_TRUE(p.send->isend(in.data(), in.size(), 2, &rs).ok());
+    bool done = false;
+    size_t sent = 0;
+    ASSERT_TRUE(p.send->test(rs, &done, &sent).ok());
+    EXPECT_TRUE(done) << size << " bytes were not sent by isend";
+    if (!done) {
+      ASSERT_TRUE(wait_request(*p.send, rs, &sent, 20).ok());
+    }
+    EXPECT_EQ(sent, size);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // loopback delivers meanwhile
+    std::vector<uint8_t> out(size);
+    Request* rr = nullptr;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 2, &rr).ok());
+    size_t got = 0;
+    done = false;
+    ASSERT_TRUE(p.recv->test(rr, &done, &got).ok());
+    EXPECT_TRUE(done) << size << " bytes were in the sockets, the receive call did not read them";
+    if (!done) {
+      ASSERT_TRUE(wait_request(*p.recv, rr, &got, 20).ok());
+    }
+    ASSERT_EQ(got, size);
+    EXPECT_TRUE(in == out) << size;
+  }
+}
+
+// ... and what the sockets did not take is finished by the progress threads, woken for it by
+// the send call: here the sending caller never tests until the receiver has every message,
+// so the threads moved every byte the isend calls left. Their idle re-check is longer than
+// the test, so a missing wake-up hangs instead of costing a second.
+TEST(Transport, WhenTheCallerPollsTheThreadsFinishTheSendsTheSocketsDidNotTake) {
+  TransportOptions o = fast_options(3, 2);
   o.caller_polls = true;
   o.idle_poll_ms = 120000;
   auto p = make_pair(o);
   ASSERT_TRUE(p.recv);
-  constexpr int kSmall = 256;  // 8 MiB of one-piece messages: more than the socket buffers hold
+  constexpr int kCount = 96;  // ~58 MiB unread: more than the loopback socket buffers hold
   std::vector<std::vector<uint8_t>> in;
   std::vector<Request*> sends;
-  for (int i = 0; i <= kSmall; ++i) {
-    in.push_back(pattern(i < kSmall ? 32 * 1024 : 300 * 1024, uint32_t(i)));  // the last: 5 pieces
+  for (int i = 0; i < kCount; ++i) {
+    in.push_back(pattern(600 * 1024 + size_t(i), uint32_t(i)));  // 10 pieces of 64 KiB at most
     Request* r = nullptr;
     ASSERT_TRUE(p.send->isend(in[i].data(), in[i].size(), i, &r).ok());
     sends.push_back(r);
   }
-  bool receiver_ok = true;
-  std::thread receiver([&] {
-    for (size_t i = 0; i < in.size() && receiver_ok; ++i) {
-      std::vector<uint8_t> out(in[i].size());
-      Request* rr = nullptr;
-      size_t got = 0;
-      receiver_ok = p.recv->irecv(out.data(), out.size(), int(i), &rr).ok() &&
-                    wait_request(*p.recv, rr, &got, 20).ok() && got == in[i].size() && in[i] == out;
-    }
-  });
-  for (size_t i = 0; i < sends.size(); ++i) {  // the oldest first, as NCCL's proxy tests
-    const NetStatus s = wait_request(*p.send, sends[i], nullptr, 20);
-    EXPECT_TRUE(s.ok()) << "message " << i << ": " << s.message;
+  bool done = true;
+  ASSERT_TRUE(p.send->test(sends[kCount - 1], &done, nullptr).ok());
+  ASSERT_FALSE(done) << "the unread connection took every message: nothing was left to the threads";
+  for (int i = 0; i < kCount; ++i) {
+    std::vector<uint8_t> out(in[i].size());
+    Request* rr = nullptr;
+    size_t got = 0;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), i, &rr).ok());
+    const NetStatus s = wait_request(*p.recv, rr, &got, 20);
+    ASSERT_TRUE(s.ok()) << "message " << i << ": " << s.message;
+    ASSERT_EQ(got, in[i].size()) << "message " << i;
+    ASSERT_TRUE(in[i] == out) << "message " << i;
   }
-  receiver.join();
-  EXPECT_TRUE(receiver_ok);
+  for (int i = 0; i < kCount; ++i) ASSERT_TRUE(wait_request(*p.send, sends[i], nullptr, 20).ok()) << i;
+}
+
+int running_threads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// With no progress threads (TOPOCOLL_NET_THREADS=0, the net plugin's default: its caller
+// polls) a connection starts none, and the polling caller alone moves every message, a
+// one-piece one and one cut over every socket.
+TEST(Transport, WithNoProgressThreadsThePollingCallerMovesEverything) {
+  const int before = running_threads();
+  TransportOptions o = fast_options(4, 0);
+  o.caller_polls = true;
+  auto p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  const int without = running_threads() - before;
+  {
+    TransportOptions two = fast_options(4, 2);
+    two.caller_polls = true;
+    auto q = make_pair(two);
+    ASSERT_TRUE(q.recv);
+    EXPECT_EQ(running_threads() - before - without, without + 4)
+        << "a connection with 2 threads (send and receive side) runs 4 more than one with none";
+  }
+  EXPECT_EQ(o.normalized().threads_per_conn, 0);
+  for (size_t size : {size_t(1000), size_t(3 << 20) + 7}) {
+    const auto in = pattern(size, 11);
+    std::vector<uint8_t> out(size);
+    Request *rs = nullptr, *rr = nullptr;
+    ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 5, &rr).ok());
+    ASSERT_TRUE(p.send->isend(in.data(), in.size(), 5, &rs).ok());
+    size_t sent = 0, got = 0;
+    NetStatus s1, s2;
+    wait_both(*p.send, rs, &sent, &s1, *p.recv, rr, &got, &s2);
+    ASSERT_TRUE(s1.ok()) << s1.message;
+    ASSERT_TRUE(s2.ok()) << s2.message;
+    EXPECT_EQ(got, size);
+    EXPECT_TRUE(in == out) << size;
+  }
 }
 
 TEST(Transport, LocalBindChoosesTheSourceAddress) {
