@@ -33,8 +33,9 @@
 #   torch           perf/gpu/torch_check.py under torchrun with LD_PRELOAD (if PyTorch is there)
 #   nccl-tests      all_reduce_perf -c 1 under mpirun, 2 and 4 ranks, NCCL alone, through
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
-#   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin beside NCCL's own
-#                   Socket transport, interleaved rounds, time ratio per size, under MPS
+#   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
+#                   with TOPOCOLL_NET_THREADS=2) beside NCCL's own Socket transport,
+#                   interleaved rounds, time ratio per size, under MPS
 #   fabric-nccl     nccl-tests over an emulated BiGraph and NAP fabric (`topocoll fabric`), one
 #                   namespace and NCCL host per rank, plain NCCL against NCCL with topocoll,
 #                   beside the cost model's predictions (perf/gpu/fabric_nccl_tests.sh; its
@@ -363,10 +364,13 @@ if want nccl-tests || want net-vs-socket; then
         # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
         # and the two arms would differ in more than the transport.
         nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
+        # The plugin with progress threads (by default NCCL's proxy moves every byte).
+        nt "nvs-n$n-threads-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
+            TOPOCOLL_NET_THREADS=2 -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
       args=()
       for round in 1 2 3; do
-        for arm in socket topocoll; do
+        for arm in socket topocoll threads; do
           [ -f "$out/nvs-n$n-$arm-r$round.log" ] && args+=("$arm-r$round=$out/nvs-n$n-$arm-r$round.log")
         done
       done
