@@ -151,11 +151,10 @@ NetStatus Connection::post_send(const void* data, size_t size, int tag, Request*
   r->pending_items = 1;
   const size_t lanes = layout_message(r, size, r->buffers[0].data, false);
   inflight_.push_back(r);
+  // The caller moves what the sockets take; the threads of the lanes left with work are
+  // woken at the end of its pass (a message the sockets took whole wakes none).
+  wake_after_pass_ |= lane_bits(std::max<size_t>(lanes, 1));
   move_on_caller();
-  // The progress threads of the lanes left with work (a one-piece message the socket took
-  // whole leaves none: no wake-up at all).
-  for (size_t l = 0; l < std::max<size_t>(lanes, 1); ++l)
-    if (thread_has_work(int(l))) wake_lane(int(l), kCaller);
   *request = r;
   return {};
 }
@@ -195,8 +194,8 @@ NetStatus Connection::post_recv(int n, void* const* data, const size_t* sizes, c
   }
   r->pending_items = n;
   inflight_.push_back(r);
-  move_on_caller();  // the message may be here already
-  if (thread_has_work(0)) wake_lane(0, kCaller);
+  wake_after_pass_ |= lane_bits(1);  // lane 0's thread, if the header is its to read
+  move_on_caller();                  // the message may be here already
   *request = r;
   return {};
 }
@@ -236,12 +235,12 @@ void Connection::finish_item(Request* r) {
 
 void Connection::move_on_caller() {
   // A pass over the lanes in order (lane 0 first: a header read there queues the pieces that
-  // follow on every lane), each as far as its socket takes without blocking, at most
-  // caller_pass_bytes() in all, so one test() never holds the proxy thread for long.
-  const size_t budget = caller_pass_bytes();
-  size_t moved = 0;
-  for (int l = 0; l < int(lanes_.size()) && moved < budget; ++l) {
+  // follow on every lane), each as far as its socket takes without blocking and about one
+  // chunk at most, so every socket gets its share (each lane's front is the oldest
+  // request's) and one call never holds the proxy thread for long.
+  for (int l = 0; l < int(lanes_.size()); ++l) {
     Lane& lane = lanes_[l];
+    size_t moved = 0;
     while (error_.ok() && !stop_ && !lane.claimed && !lane.queue.empty() && caller_may_take(l, lane.queue.front())) {
       Item& item = lane.queue.front();
       const size_t before = item.done;
@@ -249,18 +248,19 @@ void Connection::move_on_caller() {
       const IoResult result = move_bytes(lane, item, &err);
       moved += item.done - before;
       if (result == IoResult::WouldBlock) {
-        check_stall(l, item);  // the only watcher of this item when the caller polls
+        check_stall(l, item);  // with no thread on this lane, the caller is its only watcher
         break;
       }
       lane.stalled_since = {};
       if (result == IoResult::Progress) break;
       if (result != IoResult::Complete) {
         fail_move(l, item, result, err);
+        wake_after_pass_ = 0;  // fail() woke every thread
         return;
       }
       complete_front(l, kCaller);
-      wake_after_pass_ |= 1u << l;  // what follows on this lane may be its thread's
-      if (moved >= budget) break;
+      wake_after_pass_ |= lane_bits(l + 1) & ~lane_bits(l);  // what follows may be its thread's
+      if (moved >= chunk_bytes_) break;
     }
   }
   // The lanes whose work changed during the pass and that still hold work their thread must
@@ -269,7 +269,7 @@ void Connection::move_on_caller() {
   // caller finished (when the caller polls, lane 0's thread was not watching lane 0 while
   // its front was the caller's).
   const uint32_t lanes_to_wake = std::exchange(wake_after_pass_, 0);
-  if (!error_.ok()) return;
+  if (!error_.ok()) return;  // fail() woke every thread
   for (int l = 0; l < int(lanes_.size()); ++l)
     if ((lanes_to_wake >> l & 1u) && !lanes_[l].claimed && thread_has_work(l)) wake_lane(l, kCaller);
 }
@@ -319,7 +319,7 @@ void Connection::complete_front(int lane_index, int mover) {
   // wakes the others; a caller first tries them itself and wakes, at the end of its pass,
   // those it could not finish (move_on_caller).
   if (mover == kCaller) {
-    wake_after_pass_ |= (lanes >= 32 ? ~0u : (1u << lanes) - 1);
+    wake_after_pass_ |= lane_bits(lanes);
     return;
   }
   for (size_t l = 0; l < lanes; ++l) wake_lane(int(l), mover);

@@ -4,8 +4,9 @@
 // Each lane has a FIFO of work items (header or chunk of a message). Lane 0 carries the
 // message headers; a receive learns the message size from its header and only then queues
 // the chunks on every lane, in the same order the sender queued them (chunk i on lane
-// i % lanes). Each lane is served by one progress thread, and one mover at a time moves its
-// front item, so per-lane order is the socket's byte order.
+// i % lanes). Each lane is served by one progress thread (none when the caller polls and
+// runs without threads, below), and one mover at a time moves its front item, so per-lane
+// order is the socket's byte order.
 //
 // The caller's share: a message of one piece (at most min_stripe_bytes, so it travels on
 // lane 0 alone) is moved by the thread that posts or tests it, without blocking, as NCCL's
@@ -21,8 +22,8 @@
 // one-piece items are left to it: the threads neither watch them nor are woken for them, so
 // an arriving small message wakes no thread at all (a thread awake anyway may still take
 // one). The threads are woken, at the end of the caller's pass, for what it could not finish
-// (a full socket, pieces not yet arrived) and race it for that, so a caller busy elsewhere
-// or a peer reading slowly does not hold a large message back. A polling caller may also
+// (a full socket, pieces not yet arrived) and race it for that, so such a message need not
+// wait for the caller's next call (one behind a small message on lane 0 still does). A polling caller may also
 // run with no progress threads at all (TOPOCOLL_NET_THREADS=0, the net plugin's default):
 // it then moves every byte, the design of NCCL's Socket transport outside cloud NICs, which
 // on the 2-core build machine beat the racing threads at every size but a 64 KiB stream
@@ -133,8 +134,8 @@ class Connection {
   bool caller_may_take(int lane_index, const Item& item) const {
     return caller_polls_ || (lane_index == 0 && item.caller_may_move);
   }
-  // The most bytes one pass of the caller moves: a message's worth of full chunks.
-  size_t caller_pass_bytes() const { return chunk_bytes_ * lanes_.size(); }
+  // The bits of lanes 0..n-1 in wake_after_pass_ (at most 16 lanes).
+  static uint32_t lane_bits(size_t n) { return n >= 32 ? ~0u : (1u << n) - 1; }
   // Under mutex_, after a move that found the socket not ready: fails the connection once
   // the lane's message has not moved for stall_timeout_. Waiting for the next header is not
   // a stall.

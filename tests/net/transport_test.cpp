@@ -449,6 +449,30 @@ TEST(Transport, WhenTheCallerPollsTheThreadsFinishTheSendsTheSocketsDidNotTake) 
   for (int i = 0; i < kCount; ++i) ASSERT_TRUE(wait_request(*p.send, sends[i], nullptr, 20).ok()) << i;
 }
 
+// The host backend (its waiter sleeps: no caller_polls): the receive call reads the header
+// of a several-piece message already in the sockets and wakes the threads of the lanes
+// that hold its pieces at the end of its pass. Their idle re-check is longer than the
+// test, so a missing wake-up hangs instead of costing a second.
+TEST(Transport, AHeaderTheReceiveCallReadsWakesTheThreadsOfItsPieces) {
+  TransportOptions o = fast_options(3, 2);
+  o.idle_poll_ms = 120000;
+  auto p = make_pair(o);
+  ASSERT_TRUE(p.recv);
+  const auto in = pattern(200 * 1024 + 3, 12);  // 4 pieces over 3 sockets
+  Request* rs = nullptr;
+  ASSERT_TRUE(p.send->isend(in.data(), in.size(), 6, &rs).ok());
+  ASSERT_TRUE(wait_request(*p.send, rs, nullptr, 20).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // loopback delivers meanwhile
+  std::vector<uint8_t> out(in.size());
+  Request* rr = nullptr;
+  ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 6, &rr).ok());
+  size_t got = 0;
+  const NetStatus s = wait_request(*p.recv, rr, &got, 20);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(got, in.size());
+  EXPECT_TRUE(in == out);
+}
+
 int running_threads() {
   int n = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;

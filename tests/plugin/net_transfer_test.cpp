@@ -82,20 +82,23 @@ TEST(NetPluginV11, TwoRanksZeroBytesTo64MegabytesAllInFlight) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
-class NetPluginRanks : public ::testing::TestWithParam<int> {};
+// Ranks, and progress threads per connection ("" = the plugin's default, none).
+class NetPluginRanks : public ::testing::TestWithParam<std::tuple<int, const char*>> {};
 
 TEST_P(NetPluginRanks, AllPairsManyRequestsInFlight) {
   const std::vector<size_t> sizes = {0, 1, 1000, 70001, 300000, 0, (1 << 20) + 7, 12};
-  auto results = run_ranks(GetParam(), [&](int rank, RankMesh& mesh) {
+  const auto [ranks, threads] = GetParam();
+  auto results = run_ranks(ranks, [&, threads = threads](int rank, RankMesh& mesh) {
     ::setenv("TOPOCOLL_NET_SOCKETS_PER_CONN", "2", 1);  // keeps 8 ranks light on 2 cores
-    ::setenv("TOPOCOLL_NET_THREADS", "1", 1);
+    if (*threads) ::setenv("TOPOCOLL_NET_THREADS", threads, 1);
     ::setenv("TOPOCOLL_NET_CHUNK_BYTES", "64K", 1);
     return exchange_all(rank, mesh, sizes);
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
-INSTANTIATE_TEST_SUITE_P(Processes, NetPluginRanks, ::testing::Values(3, 5, 8));
+INSTANTIATE_TEST_SUITE_P(Processes, NetPluginRanks,
+                         ::testing::Values(std::tuple{3, "1"}, std::tuple{5, ""}, std::tuple{8, ""}));
 
 TEST(NetPluginV11, GroupedReceiveMatchesTagsAndReportsEachSize) {
   auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
