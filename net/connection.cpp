@@ -259,7 +259,7 @@ void Connection::move_on_caller() {
         return;
       }
       complete_front(l, kCaller);
-      wake_after_pass_ |= lane_bits(l + 1) & ~lane_bits(l);  // what follows may be its thread's
+      wake_after_pass_ |= 1u << l;  // what follows on this lane may be its thread's
       if (moved >= chunk_bytes_) break;
     }
   }
