@@ -473,9 +473,22 @@ TEST(Transport, AHeaderTheReceiveCallReadsWakesTheThreadsOfItsPieces) {
   EXPECT_TRUE(in == out);
 }
 
-int running_threads() {
+int entries_in(const char* directory) {
   int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(directory)) ++n;
+  return n;
+}
+
+// The process's threads, once two reads 5 ms apart agree (a thread just joined by an earlier
+// test may still be listed for a moment).
+int running_threads() {
+  int n = entries_in("/proc/self/task");
+  for (int tries = 0; tries < 200; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int again = entries_in("/proc/self/task");
+    if (again == n) break;
+    n = again;
+  }
   return n;
 }
 
@@ -524,11 +537,7 @@ TEST(Transport, LocalBindChoosesTheSourceAddress) {
   EXPECT_EQ(p.recv->peer_cookie(), 1234u);
 }
 
-int open_descriptors() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
+int open_descriptors() { return entries_in("/proc/self/fd"); }
 
 TEST(Transport, ClosingReleasesEverySocketAndThread) {
   const int before = open_descriptors();
