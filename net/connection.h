@@ -23,9 +23,9 @@
 // an arriving small message wakes no thread at all (a thread awake anyway may still take
 // one). The threads are woken, at the end of the caller's pass, for what it could not finish
 // (a full socket, pieces not yet arrived) and race it for that, so such a message need not
-// wait for the caller's next call (one behind a small message on lane 0 still does). A polling caller may also
-// run with no progress threads at all (TOPOCOLL_NET_THREADS=0, the net plugin's default):
-// it then moves every byte, the design of NCCL's Socket transport outside cloud NICs, which
+// wait for the caller's next call (one behind a small message on lane 0 still does). A
+// polling caller may also run with no progress threads at all (TOPOCOLL_NET_THREADS=0, the
+// net plugin's default): it then moves every byte, the design of NCCL's Socket transport outside cloud NICs, which
 // on the 2-core build machine beat the racing threads from 128 KiB and matched them below
 // (perf/results/net-plugin-caller-moves-every-piece-20261127).
 #pragma once
@@ -152,8 +152,7 @@ class Connection {
   bool one_piece(size_t size) const { return size <= stripe_unit(size); }
   // Under mutex_: the front of lane `index` is the polling caller's alone (caller_polls_).
   bool left_to_caller(int index) const {
-    if (!caller_polls_ || lanes_[index].queue.empty()) return false;
-    return thread_count_ == 0 || (index == 0 && lanes_[0].queue.front().caller_may_move);
+    return caller_polls_ && index == 0 && !lanes_[0].queue.empty() && lanes_[0].queue.front().caller_may_move;
   }
   // Under mutex_: lane `index` holds work its progress thread must watch.
   bool thread_has_work(int index) const { return !lanes_[index].queue.empty() && !left_to_caller(index); }
