@@ -105,6 +105,9 @@ void check_fabric_options(const FabricOptions& o) {
     throw std::invalid_argument("--rate-mbit and --scale both given: choose one");
   if (o.mtu < 1280 || o.mtu > 65000)
     throw std::invalid_argument("--mtu " + std::to_string(o.mtu) + ": expected 1280 to 65000");
+  if (!(o.peak_slack_us >= 0 && o.peak_slack_us <= 10000))
+    throw std::invalid_argument("--peak-slack-us " + std::to_string(o.peak_slack_us) +
+                                ": expected 0 to 10000 microseconds");
 }
 
 FabricSize estimate_fabric_size(const Topology& t) {
@@ -136,6 +139,7 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
   FabricPlan plan;
   plan.name = options.name;
   plan.mtu = options.mtu;
+  plan.peak_slack_us = options.peak_slack_us;
   const double fastest = max_cable_gbps(t);
   if (fastest <= 0) throw std::invalid_argument("topology " + t.name() + " has no network cable");
   if (options.scale > 0) {

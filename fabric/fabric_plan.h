@@ -23,6 +23,8 @@
 
 namespace topocoll::fabric {
 
+inline constexpr double kDefaultPeakSlackUs = 100;
+
 struct FabricOptions {
   std::string name = "tf";  // [a-z0-9_], 1..12 characters: namespaces are "tf-<name>-<node>"
   // Emulated rates: either the fastest cable class runs at rate_mbit (the others keep their
@@ -30,6 +32,10 @@ struct FabricOptions {
   double rate_mbit = 0;
   double scale = 0;
   int mtu = 9000;  // jumbo frames: fewer packets per byte, so the CPU is not the bottleneck
+  // How late the kernel's timer may release a waiting packet before the cable loses rate:
+  // the peak bucket holds one frame plus what the cable sends in this time
+  // (fabric_script.cpp, shaper_arguments). 0 = one frame, the shaper before 2026-11-27.
+  double peak_slack_us = kDefaultPeakSlackUs;
 };
 
 // One route of a table: destination "default" or "a.b.c.d/32", one or more next hops
@@ -111,6 +117,7 @@ struct FabricPlan {
   std::string name;
   double rate_scale = 0;  // emulated Gb/s = topology Gb/s x rate_scale
   int mtu = 9000;
+  double peak_slack_us = kDefaultPeakSlackUs;
   std::vector<Namespace> namespaces;  // management first, then hosts, then switches
   std::vector<Cable> cables;
   std::vector<FabricEndpoint> endpoints;  // indexed like the topology's endpoints
@@ -135,7 +142,7 @@ FabricSize estimate_fabric_size(const topo::Topology& topology);
 // emulated (bad name, rates, a topology too large for routes to be compiled per pair).
 FabricPlan plan_fabric(const topo::Topology& topology, const FabricOptions& options);
 
-// The checks of plan_fabric's options alone (name, rates, MTU).
+// The checks of plan_fabric's options alone (name, rates, MTU, peak slack).
 void check_fabric_options(const FabricOptions& options);
 
 // The topology as the fabric runs it: every rate times the plan's rate_scale. Predictions

@@ -76,6 +76,8 @@ std::optional<FabricRecord> load_record(const std::string& name) {
     r.options.rate_mbit = o.value("rate_mbit", 0.0);
     r.options.scale = o.value("scale", 0.0);
     r.options.mtu = o.value("mtu", 9000);
+    // A record without it was written before the slack existed: its cables had one frame.
+    r.options.peak_slack_us = o.value("peak_slack_us", 0.0);
     r.namespaces = j.at("namespaces").get<std::vector<std::string>>();
     for (const auto& f : j.value("faults", nlohmann::json::array())) {
       Fault fault;
@@ -102,7 +104,8 @@ void save_record(const FabricRecord& r) {
       {"status", r.status},
       {"topology_file", r.topology_file},
       {"topology", r.topology},
-      {"options", {{"rate_mbit", r.options.rate_mbit}, {"scale", r.options.scale}, {"mtu", r.options.mtu}}},
+      {"options", {{"rate_mbit", r.options.rate_mbit}, {"scale", r.options.scale}, {"mtu", r.options.mtu},
+                   {"peak_slack_us", r.options.peak_slack_us}}},
       {"namespaces", r.namespaces},
       {"faults", faults},
       {"created_unix", r.created_unix},

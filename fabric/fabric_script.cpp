@@ -44,19 +44,26 @@ std::string root_batch(const FabricPlan& plan) {
   return out;
 }
 
-std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu) {
+std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu,
+                                          double peak_slack_us) {
   const double bytes_per_second = mbit * 1e6 / 8;
-  const long burst = std::max<long>(2L * (mtu + 64), std::lround(bytes_per_second * 0.002));
-  const long limit = std::max<long>(16L << 20, std::lround(bytes_per_second * 2.0));
-  // The peak bucket (one frame, refilled 1 % faster than the rate) keeps a full token
-  // bucket from sending a small message at line speed: a cable never runs faster than its
-  // rate, also for the first bytes after it was idle.
+  const double peak_mbit = mbit * 1.01;
+  // The peak bucket, refilled 1 % faster than the rate, keeps a full token bucket from
+  // sending a small message at line speed: after an idle spell a cable sends at most this
+  // much faster than its rate. One frame alone is too small: the kernel's timer releases a
+  // waiting packet some microseconds late, and a bucket that cannot hold the tokens of that
+  // delay loses it on every packet (a 1000 Mbit/s cable of 9000-byte frames carried 875 Mbit/s
+  // of TCP, 991 with a second frame of room: perf/results/fabric-peak-bucket-20261127).
   const long frame = mtu + 64;
+  const long peak_bucket = frame + std::lround(peak_mbit * 1e6 / 8 * peak_slack_us * 1e-6);
+  const long burst =
+      std::max({2L * frame, std::lround(bytes_per_second * 0.002), peak_bucket});
+  const long limit = std::max<long>(16L << 20, std::lround(bytes_per_second * 2.0));
   return {"qdisc", "replace", "dev", device, "root", "tbf",
           "rate", std::to_string(std::llround(mbit * 1e6)) + "bit",
           "burst", std::to_string(burst), "limit", std::to_string(limit),
-          "peakrate", std::to_string(std::llround(mbit * 1.01e6)) + "bit",
-          "mtu", std::to_string(frame)};
+          "peakrate", std::to_string(std::llround(peak_mbit * 1e6)) + "bit",
+          "mtu", std::to_string(peak_bucket)};
 }
 
 NamespaceScript namespace_script(const FabricPlan& plan, int index) {
@@ -107,7 +114,8 @@ NamespaceScript namespace_script(const FabricPlan& plan, int index) {
 
   auto shape = [&](const std::string& dev, double mbit) {
     std::string line;
-    for (const auto& a : shaper_arguments(dev, mbit, plan.mtu)) line += (line.empty() ? "" : " ") + a;
+    for (const auto& a : shaper_arguments(dev, mbit, plan.mtu, plan.peak_slack_us))
+      line += (line.empty() ? "" : " ") + a;
     s.shapers += line + "\n";
   };
   for (const auto& c : plan.cables) {

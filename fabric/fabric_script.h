@@ -33,10 +33,12 @@ std::string root_batch(const FabricPlan& plan);
 NamespaceScript namespace_script(const FabricPlan& plan, int ns);
 
 // tc arguments (after "tc -n NS") that shape one cable end to `mbit`: "qdisc replace dev X
-// root tbf rate ... burst ... limit ...". The bucket holds two frames or 2 ms of data; the
-// queue 16 MiB (or 2 s of data): a flow arriving from a faster link, or several sharing one,
-// queue instead of losing packets — the lossless fabric the model assumes, which real
-// switches get from PFC or ECN. The senders' socket buffers bound what is ever queued.
-std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu);
+// root tbf rate ... burst ... limit ... peakrate ... mtu ...". The bucket holds two frames or
+// 2 ms of data; the queue 16 MiB (or 2 s of data): a flow arriving from a faster link, or
+// several sharing one, queue instead of losing packets — the lossless fabric the model
+// assumes, which real switches get from PFC or ECN. The senders' socket buffers bound what is
+// ever queued. The peak bucket holds one frame plus `peak_slack_us` of the cable's data.
+std::vector<std::string> shaper_arguments(const std::string& device, double mbit, int mtu,
+                                          double peak_slack_us);
 
 }  // namespace topocoll::fabric

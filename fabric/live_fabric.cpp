@@ -372,7 +372,7 @@ void LiveFabric::set_rate(int link, double mbit) const {
   const Cable& c = cable_of(link);
   const VethEnd& end = link == c.link ? c.a : c.b;
   std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
-  for (auto& a : shaper_arguments(end.interface, mbit, plan_.mtu)) argv.push_back(a);
+  for (auto& a : shaper_arguments(end.interface, mbit, plan_.mtu, plan_.peak_slack_us)) argv.push_back(a);
   run_tc(argv, "shaping " + topo::link_name(topology_, link), "shaping a cable to a rate", "tbf");
 }
 
@@ -395,7 +395,8 @@ void LiveFabric::set_link_state(const Cable& c, bool up) const {
     const VethEnd& end = link == c.link ? c.a : c.b;
     std::vector<std::string> argv = {"tc", "-n", plan_.namespaces[end.ns].name};
     if (up) {
-      for (auto& a : shaper_arguments(end.interface, current_mbit(link), plan_.mtu)) argv.push_back(a);
+      for (auto& a : shaper_arguments(end.interface, current_mbit(link), plan_.mtu, plan_.peak_slack_us))
+        argv.push_back(a);
     } else {
       for (const char* a : {"qdisc", "replace", "dev", end.interface.c_str(), "root", "pfifo", "limit", "0"})
         argv.push_back(a);

@@ -29,6 +29,7 @@ using namespace topocoll::fabric;
 
 constexpr const char* kUsage =
     "usage: topocoll fabric up TOPO.json [--rate-mbit R | --scale F] [--name N] [--mtu M]\n"
+    "                                    [--peak-slack-us US]\n"
     "       topocoll fabric down [--name N] [--force]\n"
     "       topocoll fabric status [--name N] [--json]\n"
     "       topocoll fabric exec [--name N] ENDPOINT -- COMMAND [ARGS...]\n"
@@ -46,6 +47,10 @@ constexpr const char* kUsage =
     "  --rate-mbit R  the fastest cable runs at R Mbit/s, the others keep their ratio (default 20)\n"
     "  --scale F      every rate is the topology's times F instead\n"
     "  --name N       fabric name, a-z 0-9 _ (default tf); namespaces are tf-<N>-<node>\n"
+    "  --mtu M        frame size on every cable (default 9000: fewer packets per byte)\n"
+    "  --peak-slack-us US  a cable's peak bucket holds one frame plus US microseconds of its\n"
+    "                 data (default 100), so a packet the kernel's timer releases late costs\n"
+    "                 the cable no rate; 0 = one frame, as fabrics before 2026-11-27\n"
     "  --force        down: also remove namespaces named tf-<N>-* that no record lists (made\n"
     "                 by a fabric whose record was lost, or by someone else), ending their\n"
     "                 processes; without it `down` removes only what `up` recorded\n"
@@ -83,6 +88,7 @@ Args parse(std::span<const std::string> args) {
     else if (f == "--rate-mbit") a.rate_mbit = number(f, flag_value(args, i));
     else if (f == "--scale") a.options.scale = number(f, flag_value(args, i));
     else if (f == "--mtu") a.options.mtu = int(config::count_argument(f, flag_value(args, i), 0, INT_MAX));
+    else if (f == "--peak-slack-us") a.options.peak_slack_us = number(f, flag_value(args, i));
     else if (f == "--json") a.json = true;
     else if (f == "--force") a.force = true;
     else if (f.size() > 1 && f[0] == '-' && f.find("->") == std::string::npos)
@@ -187,6 +193,7 @@ nlohmann::json status_json(const LiveFabric& f) {
           {"topology_file", f.record().topology_file},
           {"rate_scale", p.rate_scale},
           {"mtu", p.mtu},
+          {"peak_slack_us", p.peak_slack_us},
           {"created_unix", f.record().created_unix},
           {"namespaces", f.record().namespaces.size()},
           {"namespaces_missing", missing},
@@ -229,9 +236,10 @@ int run_status(const Args& a) {
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&created));
     std::printf("fabric %s: up since %s, topology %s (%s)\n", n.c_str(), when,
                 f->topology().name().c_str(), f->record().topology_file.c_str());
-    std::printf("  %zu namespaces (%d missing), %zu cables, rates x %.3g of the topology's, MTU %d\n",
+    std::printf("  %zu namespaces (%d missing), %zu cables, rates x %.3g of the topology's, MTU %d, "
+                "peak slack %g us\n",
                 f->record().namespaces.size(), j["namespaces_missing"].get<int>(),
-                f->plan().cables.size(), f->plan().rate_scale, f->plan().mtu);
+                f->plan().cables.size(), f->plan().rate_scale, f->plan().mtu, f->plan().peak_slack_us);
     std::printf("  management network in %s, bootstrap address %s\n",
                 j["management_namespace"].get<std::string>().c_str(),
                 f->plan().management_address.c_str());

@@ -37,10 +37,12 @@ inline const std::string& fabric_unavailable() {
 
 class FabricUp {
  public:
-  FabricUp(const std::string& name, const std::string& topology, const std::string& rate) : name_(name) {
+  FabricUp(const std::string& name, const std::string& topology, const std::string& rate,
+           const std::string& more_options = "")
+      : name_(name) {
     shell_run(kCli + " fabric down --force --name " + name);  // a crashed run's leftovers: the test's own name
     const auto r = shell_run(kCli + " fabric up " + kExamples + topology + " --name " + name +
-                             " --rate-mbit " + rate);
+                             " --rate-mbit " + rate + (more_options.empty() ? "" : " " + more_options));
     ok_ = r.status == 0;
     output_ = r.output;
   }

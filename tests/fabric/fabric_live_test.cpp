@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -21,6 +22,7 @@
 
 #include "fabric/fabric_lock.h"
 #include "fabric/fabric_plan.h"
+#include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "net/network_namespace.h"
 #include "tests/common/fabric_fixture.h"
@@ -378,6 +380,38 @@ TEST(FabricLive, FaultsReachTheKernelAndACutCableFailsARunWithoutHanging) {
   EXPECT_NE(qdisc("tf-tlfault-s9", "nic0").find("rate 10Mbit"), std::string::npos);
   const auto healed = bench("--fabric tlfault --endpoints s0.g0,s9.g0 --algos ring --sizes 64K --iters 1 --warmup 0", &out);
   EXPECT_FALSE(healed.is_null()) << out;
+}
+
+// The peak bucket's slack (fabric_script.h) reaches every shaper, survives a degrade and a
+// restore, and a record written before the slack existed reads as what it built: one frame.
+TEST(FabricLive, ThePeakSlackReachesTheShapersAndOutlivesFaults) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlpeak", "bigraph-32.json", "10", "--peak-slack-us 1000");
+  ASSERT_TRUE(f.ok()) << f.output();
+  auto qdisc = [] { return shell_run("tc -n tf-tlpeak-U0 qdisc show dev L1").output; };
+  auto minburst = [](const std::string& line) {  // tc prints it rounded to its cell size
+    const auto at = line.find("minburst ");
+    return at == std::string::npos ? 0L : std::atol(line.c_str() + at + 9);
+  };
+  const std::string shaped = qdisc();
+  // One frame (9064) and 1 ms of 10.1 Mbit/s (1263 bytes).
+  EXPECT_NEAR(minburst(shaped), 9064 + 1263, 150) << shaped;
+  auto status = [] { return nlohmann::json::parse(shell_run(kCli + " fabric status --name tlpeak --json").output); };
+  EXPECT_EQ(status()[0]["peak_slack_us"], 1000.0);
+  ASSERT_EQ(shell_run(kCli + " fabric degrade --name tlpeak 'U0->L1' --rate-mbit 5").status, 0);
+  EXPECT_NEAR(minburst(qdisc()), 9064 + 631, 150) << qdisc();
+  ASSERT_EQ(shell_run(kCli + " fabric restore --name tlpeak").status, 0);
+  EXPECT_EQ(qdisc(), shaped);
+
+  const std::string record = fabric_record_path("tlpeak");
+  std::ifstream in(record);
+  nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["options"]["peak_slack_us"], 1000.0);
+  j["options"].erase("peak_slack_us");
+  std::ofstream(record) << j.dump();
+  EXPECT_EQ(status()[0]["peak_slack_us"], 0.0);
+  ASSERT_EQ(shell_run(kCli + " fabric degrade --name tlpeak 'U0->L1' --rate-mbit 10").status, 0);
+  EXPECT_NEAR(minburst(qdisc()), 9064, 150) << qdisc();
 }
 
 TEST(FabricLive, SwappedCablesStillCarryTrafficTheWrongWay) {

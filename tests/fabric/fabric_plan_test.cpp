@@ -3,6 +3,7 @@
 // kernel's policy routing would) crosses exactly the cables of the model's path.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "fabric/fabric_plan.h"
@@ -150,7 +151,9 @@ TEST(FabricPlan, NamesAndOptionsAreChecked) {
   for (auto bad : {FabricOptions{.name = "a-b"}, FabricOptions{.name = ""},
                    FabricOptions{.name = "waytoolongname"}, FabricOptions{.rate_mbit = -1},
                    FabricOptions{.rate_mbit = 10, .scale = 0.1}, FabricOptions{.scale = 2},
-                   FabricOptions{.mtu = 100}})
+                   FabricOptions{.mtu = 100}, FabricOptions{.peak_slack_us = -1},
+                   FabricOptions{.peak_slack_us = 20000},
+                   FabricOptions{.peak_slack_us = std::numeric_limits<double>::quiet_NaN()}})
     EXPECT_THROW(plan_fabric(t, bad), std::invalid_argument);
 }
 

@@ -37,7 +37,8 @@ TEST(FabricScript, EachEndShapesItsOwnDirection) {
   const NamespaceScript s = namespace_script(plan, host);
   EXPECT_NE(s.shapers.find("dev nic0.p0.s0 root tbf rate 40000000bit"), std::string::npos) << s.shapers;
   EXPECT_NE(s.shapers.find("dev nic0.p1.n0 root tbf rate 20000000bit"), std::string::npos) << s.shapers;
-  EXPECT_NE(s.shapers.find("peakrate 40400000bit mtu 9064"), std::string::npos);
+  // The peak bucket: one frame (9000 + 64) and 100 us of 40.4 Mbit/s (505 bytes).
+  EXPECT_NE(s.shapers.find("peakrate 40400000bit mtu 9569"), std::string::npos) << s.shapers;
   // On lo, under a label of its own: programs that choose an interface by name
   // (NCCL_SOCKET_IFNAME==lo-nic0) find this address, not 127.0.0.1.
   EXPECT_NE(s.links.find("addr replace 10.1.0.1/32 dev lo label lo-nic0\n"), std::string::npos) << s.links;
@@ -48,12 +49,31 @@ TEST(FabricScript, EachEndShapesItsOwnDirection) {
   EXPECT_TRUE(forwards) << "a NAP node forwards torus traffic";
 }
 
-TEST(FabricScript, ShaperQueuesInsteadOfDropping) {
-  const auto args = shaper_arguments("nic0", 10, 9000);
+std::string joined(const std::vector<std::string>& args) {
   std::string line;
   for (const auto& a : args) line += a + " ";
-  EXPECT_EQ(line, "qdisc replace dev nic0 root tbf rate 10000000bit burst 18128 limit 16777216 "
-                  "peakrate 10100000bit mtu 9064 ");
+  return line;
+}
+
+TEST(FabricScript, ShaperQueuesInsteadOfDropping) {
+  EXPECT_EQ(joined(shaper_arguments("nic0", 10, 9000, 0)),
+            "qdisc replace dev nic0 root tbf rate 10000000bit burst 18128 limit 16777216 "
+            "peakrate 10100000bit mtu 9064 ");
+}
+
+// One frame of peak bucket lost the kernel timer's lateness on every packet: a 1000 Mbit/s
+// cable carried 875 Mbit/s of TCP (perf/results/fabric-peak-bucket-20261127).
+TEST(FabricScript, ThePeakBucketHoldsTheTimersSlackOnTopOfAFrame) {
+  // 100 us at 1010 Mbit/s = 12625 bytes; the bucket of 2 ms (250000 bytes) stays.
+  EXPECT_EQ(joined(shaper_arguments("L1", 1000, 9000, 100)),
+            "qdisc replace dev L1 root tbf rate 1000000000bit burst 250000 limit 250000000 "
+            "peakrate 1010000000bit mtu 21689 ");
+  // At 20 Mbit/s the slack is 253 bytes: a cable sends hardly faster after an idle spell.
+  EXPECT_NE(joined(shaper_arguments("L1", 20, 9000, 100)).find("mtu 9317 "), std::string::npos);
+  // tbf refuses a peak bucket larger than the token bucket: the token bucket grows with it.
+  EXPECT_EQ(joined(shaper_arguments("L1", 10, 9000, 10000)),
+            "qdisc replace dev L1 root tbf rate 10000000bit burst 21689 limit 16777216 "
+            "peakrate 10100000bit mtu 21689 ");
 }
 
 // Issue 24, finding 5: NICs named `alias`, `help`, `name`, `netns`, `dev`, `up` reached
