@@ -30,6 +30,11 @@
 # bottleneck the time doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
 # checks every result.
 #
+# The cables' shaper: FABRIC_PEAK_SLACK_US goes to every `fabric up` as --peak-slack-us
+# (unset: the fabric's default). The record keeps the value it ran with (peak-slack-us) and a
+# resumed call uses it; one that asks for another is refused, as its times would not compare.
+# Records made before that setting existed ran with one-frame peak buckets (0).
+#
 # Every run's full output is its own log, rank 0 at NCCL_DEBUG=INFO with
 # NCCL_DEBUG_SUBSYS=INIT,TUNING (the others at WARN), so each figure, the rank count and
 # whether topocoll served the communicator can be read from the log alone. Beside every run
@@ -98,6 +103,19 @@ left() { echo $((budget - (SECONDS - t0))); }
 copy_out() { [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"; }
 
 [ -x "$cli" ] || { echo "fabric_nccl_tests.sh: no topocoll CLI at $cli (build first)" >&2; exit 1; }
+# The shaper the record ran with: every call of one record uses the same.
+slack_file=$out/peak-slack-us
+recorded_slack=$(cat "$slack_file" 2>/dev/null || true)
+slack=${FABRIC_PEAK_SLACK_US:-$recorded_slack}
+if [ -n "$slack" ] && ! [[ "$slack" =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+  echo "fabric_nccl_tests.sh: FABRIC_PEAK_SLACK_US='$slack': expected microseconds (a number >= 0)" >&2
+  exit 1
+fi
+if [ -n "$recorded_slack" ] && [ "$slack" != "$recorded_slack" ]; then
+  echo "fabric_nccl_tests.sh: the record in $out ran with --peak-slack-us $recorded_slack ($slack_file);" \
+       "FABRIC_PEAK_SLACK_US=$slack would make its times incomparable: use $recorded_slack or a new RESULTS_DIR" >&2
+  exit 1
+fi
 if [ "$dry" != 1 ]; then
   [ "$(id -u)" = 0 ] || { echo "fabric_nccl_tests.sh: root is needed (network namespaces)" >&2; exit 1; }
   for binary in $colls; do
@@ -185,11 +203,18 @@ fabric_for() {
   fi
   current=""
   local up=("$cli" fabric up "$root/examples/$1.json" --name "$fabric" --rate-mbit "$2")
+  [ -n "$slack" ] && up+=(--peak-slack-us "$slack")
   log_cmd "$(quoted "${up[@]}")"
   if [ "$dry" != 1 ]; then
     "$cli" fabric down --force --name "$fabric" > /dev/null 2>&1  # a crashed call's leftovers
     "${up[@]}" > "$out/fabric-up-$1-r$2.log" 2>&1 || { cat "$out/fabric-up-$1-r$2.log" >&2; return 1; }
     fabric_is_up=1
+    if [ -z "$recorded_slack" ]; then
+      recorded_slack=$("$cli" fabric status --name "$fabric" --json |
+                       python3 -c 'import json, sys; print("%g" % json.load(sys.stdin)[0]["peak_slack_us"])')
+      slack=$recorded_slack
+      echo "$recorded_slack" > "$slack_file"
+    fi
   fi
   current=$want
 }

@@ -98,6 +98,26 @@ if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-variant" FABRIC_CHECK_PATHS="preload-a
          bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
   fail "an unknown variant among the check paths was accepted: $out"
 fi
+# The cables' shaper: FABRIC_PEAK_SLACK_US reaches every `fabric up`; a record keeps the
+# value it ran with, a resumed call takes it, and one asking for another is refused.
+slack=$work/slack
+mkdir -p "$slack"
+echo 0 > "$slack/peak-slack-us"
+out=$(DRY_RUN=1 RESULTS_DIR="$slack" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce" FABRIC_CHECK_PATHS="" \
+      FABRIC_PATHS="nccl" bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1) || fail "resumed record: $out"
+grep -q -- "fabric up .*bigraph-32.json --name gpunt --rate-mbit 1000 --peak-slack-us 0$" "$slack/commands.txt" ||
+  fail "the record's slack 0 did not reach fabric up: $(grep 'fabric up' "$slack/commands.txt")"
+if out=$(DRY_RUN=1 RESULTS_DIR="$slack" FABRIC_PEAK_SLACK_US=100 FABRIC_PATHS="nccl" \
+         bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+  fail "a resumed record took another shaper: $out"
+fi
+grep -q "ran with --peak-slack-us 0" <<< "$out" || fail "the refused slack is not explained: $out"
+if out=$(DRY_RUN=1 RESULTS_DIR="$work/bad-slack" FABRIC_PEAK_SLACK_US="1;reboot" FABRIC_PATHS="nccl" \
+         bash "$src/perf/gpu/fabric_nccl_tests.sh" "$build" 2>&1); then
+  fail "FABRIC_PEAK_SLACK_US='1;reboot' was accepted: $out"
+fi
+grep -q "expected microseconds" <<< "$out" || fail "a bad slack is not named: $out"
+! grep -q -- "--peak-slack-us" "$work/commands.txt" || fail "a new record without the setting passed a slack"
 # A variant of NCCL's own path is budgeted as that path.
 estimate() {
   python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$variant/bigraph-32-r1000/predict-scheduler-n16.json" \
