@@ -7,10 +7,18 @@ Each LOG is one nccl-tests output. Per size: the out-of-place time (us) and bus 
 (GB/s) of every run, each run's time as a ratio of the first run's (below 1 = faster than
 the first), and the largest #wrong of any run. Prints a Markdown table; --json writes the
 same numbers. Exit status 1 if a log has no result lines or any result is wrong.
+
+Rounds: when every LABEL ends in -r<N> (socket-r1 topocoll-r1 socket-r2 ...), the runs are
+rounds of the arms before the suffix, interleaved. A first table then gives per arm and size
+the median time over its rounds (out-of-place and in-place times pooled, min-max beside it)
+and each arm's median as a ratio of the first arm's, with one line per arm saying at how many
+sizes it was at or better than the first arm; the table of every round follows, without ratios
+(one round against another arm's first round says nothing).
 """
 import argparse
 import json
 import re
+import statistics
 import sys
 
 # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
@@ -63,6 +71,64 @@ def parse(path):
     return rows
 
 
+ROUND = re.compile(r"^(.+)-r(\d+)$")
+
+
+def arms_of(runs):
+    """{arm: [rows of each round]} in the order arms first appear, or None when the labels
+    are not all rounds (LABEL-rN) or no arm has two rounds."""
+    arms = {}
+    for label, _, rows in runs:
+        m = ROUND.match(label)
+        if not m:
+            return None
+        arms.setdefault(m.group(1), []).append(rows)
+    return arms if any(len(r) > 1 for r in arms.values()) else None
+
+
+def arm_table(arms, sizes):
+    """Markdown lines and JSON entries of the median-over-rounds table."""
+    names = list(arms)
+    first = names[0]
+    stats = {}
+    for name, rounds in arms.items():
+        for s in sizes:
+            times = [r[s][k] for r in rounds if s in r for k in ("time_us", "inplace_time_us")
+                     if r[s][k] is not None]
+            stats[name, s] = (statistics.median(times), min(times), max(times)) if times else None
+    lines = ["| size (B) | " + " | ".join(f"{n} median us (min-max)" for n in names) +
+             "".join(f" | {n} / {first}" for n in names[1:]) + " |",
+             "|" + "---|" * (1 + 2 * len(names) - 1)]
+    entries = {n: {"arm": n, "rounds": len(arms[n]), "sizes": []} for n in names}
+    for s in sizes:
+        cells = [str(s)]
+        for n in names:
+            st = stats[n, s]
+            cells.append(f"{st[0]:.1f} ({st[1]:.1f}-{st[2]:.1f})" if st else "-")
+        for n in names[1:]:
+            a, b = stats[n, s], stats[first, s]
+            ratio = a[0] / b[0] if a and b and b[0] else None
+            cells.append(f"{ratio:.2f}" if ratio is not None else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+        for n in names:
+            st = stats[n, s]
+            b = stats[first, s]
+            entries[n]["sizes"].append({
+                "size": s, "median_us": st[0] if st else None, "min_us": st[1] if st else None,
+                "max_us": st[2] if st else None,
+                "ratio": st[0] / b[0] if st and b and b[0] else None})
+    lines.append("")
+    for n in names[1:]:
+        ratios = [(e["ratio"], e["size"]) for e in entries[n]["sizes"] if e["ratio"] is not None]
+        if not ratios:
+            continue
+        at_or_better = sum(r <= 1 for r, _ in ratios)
+        worst, at = max(ratios)
+        lines.append(f"- {n}: at or better than {first} at {at_or_better} of {len(ratios)} sizes; "
+                     f"slowest against it {worst:.2f}x at {at} B")
+    return lines, [entries[n] for n in names]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", help="LABEL=LOG")
@@ -81,12 +147,20 @@ def main():
         runs.append((label, path, rows))
     sizes = sorted(set().union(*(r[2].keys() for r in runs)))
     base = runs[0][2]
+    arms = arms_of(runs)
+    ratio_runs = [] if arms else runs[1:]
     if a.title:
         print(f"### {a.title}\n")
+    arm_entries = None
+    if arms:
+        lines, arm_entries = arm_table(arms, sizes)
+        print(f"Median over rounds (out-of-place and in-place times), each arm against {next(iter(arms))}:\n")
+        print("\n".join(lines))
+        print("\nEvery round:\n")
     head = "| size (B) | " + " | ".join(f"{l} time (us) | {l} busbw (GB/s)" for l, _, _ in runs)
-    head += "".join(f" | {l} / {runs[0][0]} time" for l, _, _ in runs[1:]) + " | #wrong |"
+    head += "".join(f" | {l} / {runs[0][0]} time" for l, _, _ in ratio_runs) + " | #wrong |"
     print(head)
-    print("|" + "---|" * (1 + 2 * len(runs) + len(runs) - 1 + 1))
+    print("|" + "---|" * (1 + 2 * len(runs) + len(ratio_runs) + 1))
     bad = False
     table = []
     for s in sizes:
@@ -100,7 +174,7 @@ def main():
             for k in ("wrong", "inplace_wrong"):
                 if r and r[k]:
                     wrong = max(wrong, r[k])
-        for label, _, rows in runs[1:]:
+        for label, _, rows in ratio_runs:
             r, b = rows.get(s), base.get(s)
             ratio = r["time_us"] / b["time_us"] if r and b and r["time_us"] and b["time_us"] else None
             entry.setdefault("time_ratio", {})[label] = ratio
@@ -111,8 +185,10 @@ def main():
         print("| " + " | ".join(cells) + " |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"title": a.title, "runs": [{"label": l, "log": p} for l, p, _ in runs], "sizes": table},
-                      f, indent=1)
+            out = {"title": a.title, "runs": [{"label": l, "log": p} for l, p, _ in runs], "sizes": table}
+            if arm_entries is not None:
+                out["arms"] = arm_entries
+            json.dump(out, f, indent=1)
     return 1 if bad else 0
 
 

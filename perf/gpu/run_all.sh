@@ -35,7 +35,8 @@
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
 #                   with TOPOCOLL_NET_THREADS=2) beside NCCL's own Socket transport,
-#                   interleaved rounds, time ratio per size, under MPS
+#                   interleaved rounds, under MPS; net-vs-socket-n*.md gives each arm's
+#                   median over the rounds and its ratio to Socket's per size
 #   fabric-nccl     nccl-tests over an emulated BiGraph and NAP fabric (`topocoll fabric`), one
 #                   namespace and NCCL host per rank, plain NCCL against NCCL with topocoll,
 #                   beside the cost model's predictions (perf/gpu/fabric_nccl_tests.sh; its
