@@ -52,8 +52,8 @@ std::vector<std::string> shaper_arguments(const std::string& device, double mbit
   // sending a small message at line speed: after an idle spell a cable sends at most this
   // much faster than its rate. One frame alone is too small: the kernel's timer releases a
   // waiting packet some microseconds late, and a bucket that cannot hold the tokens of that
-  // delay loses it on every packet (a 1000 Mbit/s cable of 9000-byte frames carried 875 Mbit/s
-  // of TCP, 991 with a second frame of room: perf/results/fabric-peak-bucket-20261127).
+  // delay loses it on every packet (a 1000 Mbit/s cable of 9000-byte frames carried 0.89 of
+  // its rate over TCP, 0.99 with 100 us of slack: perf/results/fabric-peak-bucket-20261127).
   const long frame = mtu + 64;
   const long peak_bucket = frame + std::lround(peak_mbit * 1e6 / 8 * peak_slack_us * 1e-6);
   const long burst =

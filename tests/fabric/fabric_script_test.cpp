@@ -62,7 +62,7 @@ TEST(FabricScript, ShaperQueuesInsteadOfDropping) {
 }
 
 // One frame of peak bucket lost the kernel timer's lateness on every packet: a 1000 Mbit/s
-// cable carried 875 Mbit/s of TCP (perf/results/fabric-peak-bucket-20261127).
+// cable carried 0.89 of its rate over TCP (perf/results/fabric-peak-bucket-20261127).
 TEST(FabricScript, ThePeakBucketHoldsTheTimersSlackOnTopOfAFrame) {
   // 100 us at 1010 Mbit/s = 12625 bytes; the bucket of 2 ms (250000 bytes) stays.
   EXPECT_EQ(joined(shaper_arguments("L1", 1000, 9000, 100)),
