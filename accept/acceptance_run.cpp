@@ -103,10 +103,23 @@ class Run {
     say("[" + phase + "] skipped: " + why);
   }
   // The least the collectives phase runs in; the optional re-runs before it (slow flows run
-  // again, interference checks) leave it that much when it is asked for, so on a loaded
-  // machine they, not the collectives, are what the budget cuts.
+  // again, interference checks) leave it that much when it will run, so on a loaded machine
+  // they, not the collectives, are what the budget cuts. When the phase will not run (a dead
+  // cable, an unreachable endpoint) nothing is kept for it: the re-runs that confirm a slow
+  // cable get the time, or a one-off slow flow beside a dead one is reported as certain.
   static constexpr double kCollectivesMinSeconds = 10;
-  double collectives_reserve_s() const { return wants("collectives") ? kCollectivesMinSeconds : 0; }
+  double collectives_reserve_s() const {
+    return wants("collectives") && collectives_blocked().empty() ? kCollectivesMinSeconds : 0;
+  }
+  // Why the collectives phase will not run whatever the budget ("" = it runs if time is left).
+  // The same on every rank: inventory and localization are computed from gathered results.
+  std::string collectives_blocked() const {
+    if (r_.inventory.present.size() < 2) return "fewer than two measurable endpoints";
+    for (const auto& f : r_.localization.findings)
+      if (f.kind == "dead cable" || f.kind == "unreachable endpoint") return "dead cables or endpoints";
+    if (!r_.inventory.problems.empty()) return "the inventory found problems";
+    return "";
+  }
   double budget_left() const { return std::chrono::duration<double>(deadline_ - Clock::now()).count(); }
   // The budget left to the rank with the least. Each rank's clock started when it did, and
   // busy ranks run late: a decision that changes which group steps come next (one more
@@ -382,12 +395,8 @@ class Run {
   // --- 4. collectives --------------------------------------------------------------------
   void collectives(std::string* local_failure) {
     const double left = agreed_budget_left();
-    std::string why_not;
-    if (!r_.inventory.problems.empty()) why_not = "the inventory found problems";
-    for (const auto& f : r_.localization.findings)
-      if (f.kind == "dead cable" || f.kind == "unreachable endpoint") why_not = "dead cables or endpoints";
-    if (r_.inventory.present.size() < 2) why_not = "fewer than two measurable endpoints";
-    if (left < kCollectivesMinSeconds) why_not = "the budget is spent";
+    std::string why_not = collectives_blocked();  // what no budget would change comes first
+    if (why_not.empty() && left < kCollectivesMinSeconds) why_not = "the budget is spent";
     if (!why_not.empty()) {
       skip("collectives", why_not);
       return;

@@ -106,6 +106,26 @@ TEST(AcceptLive, ACutAccessCableNamesItsEndpointWithoutHanging) {
   EXPECT_NE(a.output.find("[collectives] skipped"), std::string::npos);
 }
 
+// With an endpoint cut off the collectives phase is skipped, so no time is kept for it: the
+// slow flows across a degraded cable are run again (before, the time kept for collectives
+// that never ran starved the recheck, and a one-off slow flow stayed "certain").
+TEST(AcceptLive, ACutEndpointLeavesTheRecheckOfASlowCableItsTime) {
+  REQUIRE_FABRIC();
+  FabricUp f("tacutslow", "bigraph-32.json", "20");
+  ASSERT_TRUE(f.ok()) << f.output();
+  fault("cut --name tacutslow s9.g0-L1");
+  fault("degrade --name tacutslow U1-L2 --rate-mbit 5");
+  const auto a = accept("--fabric tacutslow" + budget(20));
+  EXPECT_EQ(a.status, 1) << a.output;
+  ASSERT_TRUE(a.report.is_object()) << a.output;
+  EXPECT_EQ(findings(a.report), (std::set<std::string>{"cables/unreachable endpoint: s9.g0->L1 L1->s9.g0",
+                                                       "cables/slow cable: U1->L2 L2->U1"}))
+      << a.report["findings"].dump(1);
+  EXPECT_FALSE(a.report["rechecks"].empty()) << a.output;
+  EXPECT_NE(a.output.find("recheck: "), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("[collectives] skipped: dead cables or endpoints"), std::string::npos) << a.output;
+}
+
 TEST(AcceptLive, TwoSwappedCablesAreFlaggedAsWiring) {
   REQUIRE_FABRIC();
   FabricUp f("taswap", "bigraph-32.json", "20");
