@@ -24,11 +24,11 @@ import subprocess
 import sys
 import time
 
+from tcp_flows import measure
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FLOWS = os.path.join(ROOT, "perf", "fabric", "tcp_flows.py")
 FABRIC = "gp"
 SRC, DST = "s0.g0", "s16.g0"
-PORT = 5201
 
 
 def run(cmd, check=True):
@@ -36,20 +36,6 @@ def run(cmd, check=True):
     if check and p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}")
     return p.stdout
-
-
-def measure(cli, address, flows, seconds):
-    recv = subprocess.Popen([cli, "fabric", "exec", "--name", FABRIC, DST, "--",
-                             sys.executable, FLOWS, "recv", str(PORT), str(flows)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)  # the listener is up
-    run([cli, "fabric", "exec", "--name", FABRIC, SRC, "--",
-         sys.executable, FLOWS, "send", address, str(PORT), str(flows), str(seconds)])
-    out, err = recv.communicate(timeout=seconds + 60)
-    if recv.returncode != 0:
-        raise RuntimeError(f"receiver failed: {err}")
-    r = json.loads(out.strip().splitlines()[-1])
-    return r["total_bytes"] * 8 / r["total_seconds"] / 1e6
 
 
 def main():
@@ -85,7 +71,7 @@ def main():
                         address = next(e["address"] for e in status["endpoints"] if e["id"] == DST)
                         route = run([cli, "fabric", "route", "--name", FABRIC, SRC, DST]).strip()
                         for flows in flow_counts:
-                            mbit = measure(cli, address, flows, a.seconds)
+                            mbit = measure(cli, FABRIC, SRC, DST, address, flows, a.seconds)
                             samples.setdefault((rate, slack, flows), []).append(mbit)
                             print(f"round {rnd + 1}: {rate:g} Mbit/s, slack {slack:g} us, {flows} flows: "
                                   f"{mbit:.1f} Mbit/s", flush=True)

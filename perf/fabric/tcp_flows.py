@@ -5,13 +5,18 @@
                                         prints one JSON line: bytes and seconds per flow
   tcp_flows.py send ADDR PORT FLOWS SECONDS
                                         opens FLOWS connections and writes on each for SECONDS
-Run each side inside its endpoint's namespace (`topocoll fabric exec`).
+Run each side inside its endpoint's namespace (`topocoll fabric exec`); measure() does both
+from outside (perf/fabric/cable_goodput.py, perf/fabric/cable_check.py).
 """
 import json
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
+
+PORT = 5201
 
 
 def receive(port, flows):
@@ -63,6 +68,31 @@ def send(address, port, flows, seconds):
         t.start()
     for t in writers:
         t.join()
+
+
+def measure(cli, fabric, src, dst, address, flows, seconds, port=PORT):
+    """Mbit/s of TCP from endpoint src to endpoint dst (its address) of the fabric, over `flows`
+    connections for `seconds`, timed by the receiver from the first byte to the last."""
+    me = os.path.abspath(__file__)
+    recv = subprocess.Popen([cli, "fabric", "exec", "--name", fabric, dst, "--",
+                             sys.executable, me, "recv", str(port), str(flows)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)  # the listener is up
+        sent = subprocess.run([cli, "fabric", "exec", "--name", fabric, src, "--",
+                               sys.executable, me, "send", address, str(port), str(flows), str(seconds)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if sent.returncode != 0:
+            raise RuntimeError(f"sender in {src} failed ({sent.returncode}): {sent.stdout}")
+        out, err = recv.communicate(timeout=seconds + 60)
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+            recv.wait()
+    if recv.returncode != 0:
+        raise RuntimeError(f"receiver in {dst} failed: {err}")
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["total_bytes"] * 8 / r["total_seconds"] / 1e6
 
 
 if __name__ == "__main__":

@@ -400,6 +400,16 @@ def goals(analysed):
     return lines
 
 
+def cable_checks(directory):
+    """[(topology-rN, cable_check.py's JSON)] of every fabric the record brought up."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if name.startswith("cable-check-") and name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                out.append((name[len("cable-check-"):-len(".json")], json.load(f)))
+    return out
+
+
 def table(a):
     directory = a.dir
     runs = read_runs(directory)
@@ -464,13 +474,26 @@ def table(a):
                                             f"{r['rate']:g} Mbit/s){model}" if f
                                             else "no fit (every step sends the same bytes)"))
         md.append("")
+    checks = cable_checks(directory)
+    if checks:
+        md += ["## The cables", "",
+               "Whether the fabric's cables carry their rate on this machine (perf/fabric/cable_check.py after "
+               "each `fabric up`: one TCP flow for its seconds; TCP's ceiling is payload per frame).", "",
+               "| fabric | from | to | cables | slowest cable (Mbit/s) | TCP (Mbit/s) | of the rate | of TCP's ceiling "
+               "| peak slack (us) |",
+               "|---|---|---|---|---|---|---|---|---|"]
+        for name, c in checks:
+            md.append(f"| {name} | {c['from']} | {c['to']} | {c['cables']} | {c['cable_mbit']:g} | "
+                      f"{c['goodput_mbit']:.1f} | {c['of_rate']:.3f} | {c['of_tcp_ceiling']:.3f} | "
+                      f"{c.get('peak_slack_us')} |")
+        md.append("")
     md += ["## Goals (issue 21), as measured", ""]
     for text, met in goals(analysed):
         md.append(f"- {'met' if met else 'not met' if met is not None else 'not measured'}: {text}")
     with open(os.path.join(directory, "table.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(directory, "record.json"), "w") as f:
-        json.dump({"runs": analysed, "plots": plots}, f, indent=1)
+        json.dump({"runs": analysed, "plots": plots, "cable_checks": dict(checks)}, f, indent=1)
     print(f"wrote {directory}/table.md, record.json and {len(plots)} plots")
     return 0
 

@@ -205,10 +205,15 @@ fabric_for() {
   local up=("$cli" fabric up "$root/examples/$1.json" --name "$fabric" --rate-mbit "$2")
   [ -n "$slack" ] && up+=(--peak-slack-us "$slack")
   log_cmd "$(quoted "${up[@]}")"
+  log_cmd "$(quoted python3 "$root/perf/fabric/cable_check.py" --cli "$cli" --name "$fabric" --json "$out/cable-check-$1-r$2.json")"
   if [ "$dry" != 1 ]; then
     "$cli" fabric down --force --name "$fabric" > /dev/null 2>&1  # a crashed call's leftovers
     "${up[@]}" > "$out/fabric-up-$1-r$2.log" 2>&1 || { cat "$out/fabric-up-$1-r$2.log" >&2; return 1; }
     fabric_is_up=1
+    # Whether a cable carries its rate on this machine's kernel (one TCP flow, ~3 s): the
+    # record sets it beside the runs (table.md, "The cables").
+    python3 "$root/perf/fabric/cable_check.py" --cli "$cli" --name "$fabric" --json "$out/cable-check-$1-r$2.json" \
+        >> "$out/fabric-up-$1-r$2.log" 2>&1 || say "the cable check failed (fabric-up-$1-r$2.log)"
     if [ -z "$recorded_slack" ]; then
       recorded_slack=$("$cli" fabric status --name "$fabric" --json |
                        python3 -c 'import json, sys; print("%g" % json.load(sys.stdin)[0]["peak_slack_us"])')

@@ -414,6 +414,34 @@ TEST(FabricLive, ThePeakSlackReachesTheShapersAndOutlivesFaults) {
   EXPECT_NEAR(minburst(qdisc()), 9064, 150) << qdisc();
 }
 
+// perf/fabric/cable_check.py, which the GPU record runs after every `fabric up`, measures a
+// flow across its route's cables and names what it cannot measure (its figure is a
+// measurement, never checked here).
+TEST(FabricLive, TheCableCheckMeasuresAFlowAndNamesABadEndpoint) {
+  REQUIRE_FABRIC();
+  FabricUp f("tlcheck", "bigraph-32.json", "20");
+  ASSERT_TRUE(f.ok()) << f.output();
+  const ScratchDir scratch("fabric_cable_check");
+  const std::string script = "python3 " + std::string(TOPOCOLL_SOURCE_DIR) + "/perf/fabric/cable_check.py --cli " +
+                             kCli + " --name tlcheck --seconds 0.5";
+  const auto r = shell_run(script + " --to s16.g0 --json " + scratch.file("check.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(scratch.file("check.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["from"], "s0.g0");
+  EXPECT_EQ(j["route"], "s0.g0->U0  U0->L2  L2->U2  U2->s16.g0");
+  EXPECT_EQ(j["cables"], 4);
+  EXPECT_EQ(j["cable_mbit"], 20.0);
+  EXPECT_GT(j["goodput_mbit"].get<double>(), 0);
+  const auto bad = shell_run(script + " --to s99.g0");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("no endpoint 's99.g0' in fabric tlcheck"), std::string::npos) << bad.output;
+  const auto down = shell_run("python3 " + std::string(TOPOCOLL_SOURCE_DIR) + "/perf/fabric/cable_check.py --cli " +
+                              kCli + " --name tlnone");
+  EXPECT_NE(down.status, 0);
+  EXPECT_NE(down.output.find("fabric tlnone is not up"), std::string::npos) << down.output;
+}
+
 TEST(FabricLive, SwappedCablesStillCarryTrafficTheWrongWay) {
   REQUIRE_FABRIC();
   FabricUp f("tlswap", "bigraph-32.json", "10");

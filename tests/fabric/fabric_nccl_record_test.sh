@@ -130,6 +130,14 @@ need=$(python3 "$src/perf/gpu/fabric_nccl_record.py" estimate --predict "$work/b
        --coll all_reduce_perf --path nccl --nt-args "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1")
 [ "$need" -gt 30 ] && [ "$need" -lt 120 ] || fail "estimate $need s for plain NCCL allreduce at 1000 Mbit/s"
 
+grep -q -- "perf/fabric/cable_check.py --cli .* --name gpunt --json .*/cable-check-bigraph-32-r1000.json" \
+  "$work/commands.txt" || fail "no cable check after fabric up"
+# What cable_check.py writes, as the table shows it.
+cat > "$work/cable-check-bigraph-32-r1000.json" <<'JSON'
+{"fabric": "gpunt", "topology": "bigraph-32", "from": "s0.g0", "to": "s1.g0", "route": "s0.g0->U0  U0->s1.g0",
+ "cables": 2, "cable_mbit": 1000.0, "peak_slack_us": 100.0, "mtu": 9000, "seconds": 2.0,
+ "goodput_mbit": 991.5, "of_rate": 0.9915, "of_tcp_ceiling": 0.998}
+JSON
 (head -n 1 "$work/runs.tsv"; cat "$work/planned.tsv") > "$work/runs.new" && mv "$work/runs.new" "$work/runs.tsv"
 python3 "$src/perf/gpu/fabric_nccl_record.py" sample "$work" > /dev/null
 python3 "$src/perf/gpu/fabric_nccl_record.py" table "$work" > /dev/null
@@ -141,4 +149,6 @@ grep -q "| nccl | scheduler | no | 1048576 | .* | Ring/Simple |" "$work/table.md
 grep -q "auto vs NCCL's default from 1 MiB" "$work/table.md" || fail "no auto goal"
 grep -q "time at 500 / at 1000 Mbit/s" "$work/table.md" || fail "no rate check"
 grep -q "NCCL with the \`topocoll order\` hostfile" "$work/table.md" || fail "no order goal"
+grep -q "| bigraph-32-r1000 | s0.g0 | s1.g0 | 2 | 1000 | 991.5 | 0.992 | 0.998 | 100.0 |" "$work/table.md" ||
+  fail "the cable check is not in the table: $(grep -A4 '^## The cables' "$work/table.md")"
 echo "fabric nccl record: dry run, estimate, sample logs, tables, goals and plots as expected"
