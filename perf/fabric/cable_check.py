@@ -14,19 +14,12 @@ Usage: perf/fabric/cable_check.py --name FABRIC [--cli build/tools/topocoll] [--
 import argparse
 import json
 import os
-import subprocess
 import sys
 
+from command import run
 from tcp_flows import measure
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}")
-    return p.stdout
 
 
 def slowest_hop(status, route_line):

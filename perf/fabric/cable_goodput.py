@@ -24,18 +24,12 @@ import subprocess
 import sys
 import time
 
+from command import run
 from tcp_flows import measure
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FABRIC = "gp"
 SRC, DST = "s0.g0", "s16.g0"
-
-
-def run(cmd, check=True):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}")
-    return p.stdout
 
 
 def main():

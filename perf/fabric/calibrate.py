@@ -32,15 +32,10 @@ import sys
 import tempfile
 import time
 
+from command import run
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FABRIC = "cal"
-
-
-def run(cmd, check=True):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}")
-    return p.stdout
 
 
 def cpu_times():
