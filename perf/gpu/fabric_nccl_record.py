@@ -254,7 +254,8 @@ def analyse(directory, run):
             entry["steps"] = {"algo": algo, "collectives": len(collectives), "per_collective": len(first),
                               "sum_us": sum(times) / len(collectives), "median_us": times[len(times) // 2],
                               "min_us": times[0], "max_us": times[-1],
-                              "bytes_median": sorted(b for _, b in steps)[len(steps) // 2]}
+                              "bytes_median": sorted(b for _, b in steps)[len(steps) // 2],
+                              "sending": sum(1 for _, b in first if b > 0)}
             # The model's steps of the same schedule (`fabric predict`'s topocoll_steps), step k
             # beside step k measured (the mean of the collectives that ran it).
             model = (predictions.get((coll, size)) or {}).get("topocoll_steps", {}).get(algo)
@@ -400,6 +401,18 @@ def goals(analysed):
     return lines
 
 
+def with_fixed_part(run, size):
+    """The model's time with the fixed part of a step it assumes replaced by the one the run's
+    steps were fitted with (each step that sends pays the difference), and the measured time
+    against it: how much of a miss the per-step cost explains. Table cells."""
+    f, st, pred = run["step_fit"], size.get("steps"), size.get("predicted_us")
+    if not (f and "model_fixed_us" in f and st and pred):
+        return " - | - |"
+    adjusted = pred + st["sending"] * (f["fixed_us"] - f["model_fixed_us"])
+    size["predicted_with_fit_us"] = adjusted
+    return f" {adjusted:.1f} | {size['time_us'] / adjusted:.2f} |" if adjusted > 0 else " - | - |"
+
+
 def cable_checks(directory):
     """[(topology-rN, cable_check.py's JSON)] of every fabric the record brought up."""
     out = []
@@ -450,10 +463,13 @@ def table(a):
                "(mean over the collectives) beside nccl-tests' time, and the spread of one step. The fit over "
                "all of a run's steps that send splits a step's time into a fixed part and bytes at a rate, "
                "to set beside the same fit of the model's own steps (`fabric predict`'s topocoll_steps); "
-               "`step meas/model` sets each step beside the model's step of the same index.", "",
+               "`step meas/model` sets each step beside the model's step of the same index; `model with the "
+               "fit's fixed part` is the model's time with the fixed part of every step that sends replaced by "
+               "the measured fit's, so `meas/that` shows how much of a miss the cost per step explains.", "",
                "| run | size (B) | algo | timed | steps | sum of steps (us) | nccl-tests (us) | step median (us) "
-               "| min | max | bytes sent a step (median) | model step median (us) | step meas/model: least, most (step) |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| min | max | bytes sent a step (median) | model step median (us) | step meas/model: least, most (step) "
+               "| model with the fit's fixed part (us) | meas/that |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in timed_runs:
             for s in r["sizes"]:
                 st = s.get("steps")
@@ -463,7 +479,7 @@ def table(a):
                               f"{fmt(st['median_us'])} | {fmt(st['min_us'])} | {fmt(st['max_us'])} | "
                               f"{st['bytes_median']} | {fmt(st.get('model_median_us'))} | " +
                               (f"{st['best_ratio']:.2f}, {st['worst_ratio']:.2f} ({st['worst_step']}) |"
-                               if "worst_ratio" in st else "- |"))
+                               if "worst_ratio" in st else "- |") + with_fixed_part(r, s))
         md.append("")
         for r in timed_runs:
             f = r["step_fit"]

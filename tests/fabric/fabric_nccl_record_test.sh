@@ -65,6 +65,10 @@ for s in runs[0]["sizes"]:
     st = s["steps"]
     assert st["best_ratio"] > 1 and st["worst_ratio"] >= st["best_ratio"], st
     assert 0 <= st["worst_step"] < 30, st
+    # The model with the fitted fixed part: every sending step pays the fit's fixed cost instead.
+    want = s["predicted_us"] + st["sending"] * (fit["fixed_us"] - fit["model_fixed_us"])
+    assert st["sending"] == 30 and abs(s["predicted_with_fit_us"] - want) < 1e-6 * want, (s, fit)
+    assert s["predicted_with_fit_us"] > s["predicted_us"], s
 PY
 # `fabric predict`'s steps are the schedules' totals step by step.
 python3 - "$variant/bigraph-32-r1000/predict-scheduler-n16.json" <<'PY' || fail "fabric predict's topocoll_steps"
