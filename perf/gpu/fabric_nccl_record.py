@@ -274,6 +274,12 @@ def analyse(directory, run):
     step_fit = {"fixed_us": fit[0], "rate_mbit": fit[1], "steps": len(all_steps)} if fit else None
     if step_fit and model_fit:
         step_fit.update({"model_fixed_us": model_fit[0], "model_rate_mbit": model_fit[1]})
+        # The model with its fixed part of a step replaced by the measured fit's (every step
+        # that sends pays the difference): how much of a miss the per-step cost explains.
+        for entry in sizes:
+            if "steps" in entry and entry["predicted_us"]:
+                entry["predicted_with_fit_us"] = entry["predicted_us"] + entry["steps"]["sending"] * (
+                    step_fit["fixed_us"] - step_fit["model_fixed_us"])
     return {**run, "collective": coll, "served": served, "sizes": sizes, "step_fit": step_fit}
 
 
@@ -401,16 +407,11 @@ def goals(analysed):
     return lines
 
 
-def with_fixed_part(run, size):
-    """The model's time with the fixed part of a step it assumes replaced by the one the run's
-    steps were fitted with (each step that sends pays the difference), and the measured time
-    against it: how much of a miss the per-step cost explains. Table cells."""
-    f, st, pred = run["step_fit"], size.get("steps"), size.get("predicted_us")
-    if not (f and "model_fixed_us" in f and st and pred):
-        return " - | - |"
-    adjusted = pred + st["sending"] * (f["fixed_us"] - f["model_fixed_us"])
-    size["predicted_with_fit_us"] = adjusted
-    return f" {adjusted:.1f} | {size['time_us'] / adjusted:.2f} |" if adjusted > 0 else " - | - |"
+def with_fixed_part(size):
+    """Table cells: the model with the fit's fixed part per step (analyse) and the measured time
+    against it."""
+    adjusted = size.get("predicted_with_fit_us")
+    return f" {adjusted:.1f} | {size['time_us'] / adjusted:.2f} |" if adjusted and adjusted > 0 else " - | - |"
 
 
 def cable_checks(directory):
@@ -479,7 +480,7 @@ def table(a):
                               f"{fmt(st['median_us'])} | {fmt(st['min_us'])} | {fmt(st['max_us'])} | "
                               f"{st['bytes_median']} | {fmt(st.get('model_median_us'))} | " +
                               (f"{st['best_ratio']:.2f}, {st['worst_ratio']:.2f} ({st['worst_step']}) |"
-                               if "worst_ratio" in st else "- |") + with_fixed_part(r, s))
+                               if "worst_ratio" in st else "- |") + with_fixed_part(s))
         md.append("")
         for r in timed_runs:
             f = r["step_fit"]

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,23 @@ NetStatus wait_request(Comm& comm, Request* r, size_t* sizes, int seconds = 60) 
       return NetStatus::error(NetCode::Timeout, "test harness: request did not complete");
     std::this_thread::yield();
   }
+}
+
+// The bytes of a request expected done at its very first test() (`what` names the call that
+// should have moved them); if it is not, the failure is recorded and the request waited for,
+// so the test goes on to check the data.
+template <typename Comm>
+size_t bytes_done_at_first_test(Comm& comm, Request* r, const std::string& what, int seconds = 60) {
+  bool done = false;
+  size_t bytes = 0;
+  const NetStatus s = comm.test(r, &done, &bytes);
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_TRUE(done) << what;
+  if (s.ok() && !done) {
+    const NetStatus w = wait_request(comm, r, &bytes, seconds);
+    EXPECT_TRUE(w.ok()) << w.message;
+  }
+  return bytes;
 }
 
 // Tests two requests in turn until both are done or one fails (each status set when it ends).

@@ -243,14 +243,7 @@ TEST(Transport, AOnePieceMessageLeavesWithTheSendCall) {
     const auto in = pattern(size, 5);
     Request* rs = nullptr;
     ASSERT_TRUE(p.send->isend(in.data(), in.size(), 1, &rs).ok());
-    bool done = false;
-    size_t sent = 0;
-    ASSERT_TRUE(p.send->test(rs, &done, &sent).ok());
-    EXPECT_TRUE(done) << size << " bytes were not sent by isend";
-    if (!done) {
-      ASSERT_TRUE(wait_request(*p.send, rs, &sent).ok());
-    }
-    EXPECT_EQ(sent, size);
+    EXPECT_EQ(bytes_done_at_first_test(*p.send, rs, std::to_string(size) + " bytes were not sent by isend"), size);
     std::vector<uint8_t> out(size + 1);
     Request* rr = nullptr;
     ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 1, &rr).ok());
@@ -273,14 +266,8 @@ TEST(Transport, AOnePieceMessageAlreadyThereArrivesWithTheReceiveCall) {
   std::vector<uint8_t> out(in.size());
   Request* rr = nullptr;
   ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 4, &rr).ok());
-  bool done = false;
-  size_t got = 0;
-  ASSERT_TRUE(p.recv->test(rr, &done, &got).ok());
-  EXPECT_TRUE(done) << "the message was in the socket, the receive call did not read it";
-  if (!done) {
-    ASSERT_TRUE(wait_request(*p.recv, rr, &got).ok());
-  }
-  EXPECT_EQ(got, in.size());
+  EXPECT_EQ(bytes_done_at_first_test(*p.recv, rr, "the message was in the socket, the receive call did not read it"),
+            in.size());
   EXPECT_TRUE(in == out);
 }
 
@@ -390,26 +377,15 @@ TEST(Transport, WhenTheCallerPollsASeveralPieceMessageLeavesWithTheSendCall) {
     const auto in = pattern(size, 6);
     Request* rs = nullptr;
     ASSERT_TRUE(p.send->isend(in.data(), in.size(), 2, &rs).ok());
-    bool done = false;
-    size_t sent = 0;
-    ASSERT_TRUE(p.send->test(rs, &done, &sent).ok());
-    EXPECT_TRUE(done) << size << " bytes were not sent by isend";
-    if (!done) {
-      ASSERT_TRUE(wait_request(*p.send, rs, &sent, 20).ok());
-    }
-    EXPECT_EQ(sent, size);
+    EXPECT_EQ(bytes_done_at_first_test(*p.send, rs, std::to_string(size) + " bytes were not sent by isend", 20),
+              size);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // loopback delivers meanwhile
     std::vector<uint8_t> out(size);
     Request* rr = nullptr;
     ASSERT_TRUE(p.recv->irecv(out.data(), out.size(), 2, &rr).ok());
-    size_t got = 0;
-    done = false;
-    ASSERT_TRUE(p.recv->test(rr, &done, &got).ok());
-    EXPECT_TRUE(done) << size << " bytes were in the sockets, the receive call did not read them";
-    if (!done) {
-      ASSERT_TRUE(wait_request(*p.recv, rr, &got, 20).ok());
-    }
-    ASSERT_EQ(got, size);
+    ASSERT_EQ(bytes_done_at_first_test(
+                  *p.recv, rr, std::to_string(size) + " bytes were in the sockets, the receive call did not read them", 20),
+              size);
     EXPECT_TRUE(in == out) << size;
   }
 }
