@@ -17,7 +17,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
         -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || exit 1
 fi
-cmake --build "$build" -j"$jobs" --target kernels_reduce_cuda_test kernels_cuda_conversion_test \
+cmake --build "$build" -j"$jobs" --target kernels_reduce_cuda_test kernels_cuda_conversion_test kernels_table_test \
       kernels_reduce_cpu_test kernels_narrow_float_test kernel_bench || exit 1
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
