@@ -56,7 +56,7 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build-gpu}
+build=$(realpath -m "${1:-$root/build-gpu}")  # absolute: make -C and the ranks run elsewhere
 dry=${DRY_RUN:-0}
 t0=$SECONDS
 budget=${BUDGET:-540}

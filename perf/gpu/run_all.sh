@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU check of topocoll, on a machine with (at least) one GPU, in stages that
 # each fit in one 10-minute call of a fresh machine (the build, ~90 s on 16 cores, comes
-# first whenever BUILD_DIR holds none):
+# first whenever BUILD_DIR holds none; it is for the GPU's own architecture only, and
+# nccl-tests, when a stage wants it, is built beside it):
 #
 #   perf/gpu/run_all.sh [BUILD_DIR]          (default BUILD_DIR: build-gpu in the repository)
 #   STAGES="kernels ctest" RESULTS_DIR=$OUT/gpu perf/gpu/run_all.sh
@@ -67,13 +68,16 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build-gpu}
+build=$(realpath -m "${1:-$root/build-gpu}")  # absolute: make -C and the ranks run elsewhere
 jobs=$(nproc 2>/dev/null || echo 4)
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 export PATH="$cuda_home/bin:$PATH"
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ -n "$gpu" ] || gpu="unknown-gpu"
+# The GPU's architecture (9.0 -> 90): topocoll and nccl-tests are built for it alone.
+gpu_cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.[:space:]')
+[[ "$gpu_cc" =~ ^[0-9]+$ ]] || gpu_cc=""
 device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
 stamp=$(date -u +%Y%m%d-%H%M)
 out=${RESULTS_DIR:-$root/perf/results/gpu-$device-$stamp}
@@ -140,7 +144,13 @@ stop_mps() {
   done
   mps_started=0
 }
-trap stop_mps EXIT
+nt_background=""  # nccl-tests' build, when it runs beside topocoll's (below)
+# A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off.
+on_exit() {
+  stop_mps
+  [ -z "$nt_background" ] || wait "$nt_background" 2> /dev/null
+}
+trap on_exit EXIT
 
 {
   echo "# topocoll GPU check on $gpu, $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -162,16 +172,63 @@ if [ ! -f "$summary" ]; then
   } > "$summary"
 fi
 
+# --- nccl-tests' build ------------------------------------------------------------------------
+# Built once per BUILD_DIR, only the binaries run, for this GPU's architecture only. A call
+# that will run them builds them beside topocoll's own build, which leaves cores idle while
+# it waits on its longest units and links; no stage starts before both are done, so no
+# compiler shares the machine with a measurement.
+nt_build="$build/nccl-tests"
+nt_failed=0
+nccl_tests_build() {
+  if [ -n "$nt_background" ]; then
+    local rc=0
+    wait "$nt_background" || rc=$?
+    nt_background=""
+    [ $rc -eq 0 ] || { failed=1; nt_failed=1; }
+  fi
+  [ $nt_failed = 0 ] || return 1
+  [ -x "$nt_build/all_reduce_perf" ] && return 0
+  local inc nccl_home=${NCCL_HOME:-$cuda_home}
+  # nccl-tests links -L$NCCL_HOME/lib -lnccl: the wheel has only libnccl.so.2, so -lnccl would
+  # find another NCCL (or none); link against the wheel's through a directory that names it.
+  if [ ! -e "$nccl_home/lib/libnccl.so" ] && [ -e "$nccl_home/lib/libnccl.so.2" ]; then
+    mkdir -p "$build/nccl-home/lib"
+    ln -sfn "$nccl_home/include" "$build/nccl-home/include"
+    ln -sf "$nccl_home/lib/libnccl.so.2" "$build/nccl-home/lib/libnccl.so"
+    nccl_home=$build/nccl-home
+  fi
+  inc=$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)
+  run nccl-tests-build make -C "$NCCL_TESTS_SRC/src" -j"$jobs" MPI=1 MPI_HOME="$(dirname "${inc:-/usr/include}")" \
+      CUDA_HOME="$cuda_home" NCCL_HOME="$nccl_home" BUILDDIR="$nt_build" \
+      NVCC_GENCODE="-gencode=arch=compute_${gpu_cc:-90},code=sm_${gpu_cc:-90}" \
+      "$nt_build/all_reduce_perf" "$nt_build/reduce_scatter_perf" "$nt_build/all_gather_perf" ||
+      { nt_failed=1; return 1; }
+}
+nccl_tests_wanted() {
+  { want nccl-tests || want net-vs-socket || want fabric-nccl; } && [ -d "${NCCL_TESTS_SRC:-}/src" ] &&
+      command -v mpirun > /dev/null
+}
+
 # --- build ------------------------------------------------------------------------------------
 if [ ! -f "$build/CMakeCache.txt" ]; then
+  # This GPU's architecture alone: the same machine code as the default sm_80 + sm_90 build
+  # has for it, in a fraction of the device passes.
+  archs=()
+  [ -n "$gpu_cc" ] && archs=(-DCMAKE_CUDA_ARCHITECTURES="$gpu_cc-real")
   run configure cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
-      -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || { echo "configure failed: $out"; exit 1; }
+      -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON "${archs[@]}" || { echo "configure failed: $out"; exit 1; }
   grep "topocoll:" "$out/configure.log" >> "$out/device.txt"
+fi
+if nccl_tests_wanted && [ ! -x "$nt_build/all_reduce_perf" ]; then
+  mkdir -p "$build"
+  nccl_tests_build &
+  nt_background=$!
 fi
 if want build || [ ! -f "$build/.built" ]; then
   run build cmake --build "$build" -j"$jobs" || { echo "build failed: $out"; exit 1; }
   touch "$build/.built"
 fi
+[ -z "$nt_background" ] || nccl_tests_build  # its stages say when it failed
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
 [ -n "$plugin" ] && [ -n "$check" ] || { echo "no plugin or check program in $build"; exit 1; }
@@ -277,27 +334,6 @@ else
   skip torch "PyTorch with CUDA not installed"
 fi
 
-# --- nccl-tests -------------------------------------------------------------------------------
-# Built once per BUILD_DIR, only the binaries run, for this GPU's architecture only.
-nccl_tests_build() {
-  nt_build="$build/nccl-tests"
-  [ -x "$nt_build/all_reduce_perf" ] && return 0
-  local cc inc nccl_home=${NCCL_HOME:-$cuda_home}
-  # nccl-tests links -L$NCCL_HOME/lib -lnccl: the wheel has only libnccl.so.2, so -lnccl would
-  # find another NCCL (or none); link against the wheel's through a directory that names it.
-  if [ ! -e "$nccl_home/lib/libnccl.so" ] && [ -e "$nccl_home/lib/libnccl.so.2" ]; then
-    mkdir -p "$build/nccl-home/lib"
-    ln -sfn "$nccl_home/include" "$build/nccl-home/include"
-    ln -sf "$nccl_home/lib/libnccl.so.2" "$build/nccl-home/lib/libnccl.so"
-    nccl_home=$build/nccl-home
-  fi
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.')
-  inc=$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)
-  run nccl-tests-build make -C "$NCCL_TESTS_SRC/src" -j"$jobs" MPI=1 MPI_HOME="$(dirname "${inc:-/usr/include}")" \
-      CUDA_HOME="$cuda_home" NCCL_HOME="$nccl_home" BUILDDIR="$nt_build" \
-      NVCC_GENCODE="-gencode=arch=compute_${cc:-90},code=sm_${cc:-90}" \
-      "$nt_build/all_reduce_perf" "$nt_build/reduce_scatter_perf" "$nt_build/all_gather_perf"
-}
 # nccl-tests picks its GPU from the local rank it derives from host names: each MPI rank
 # gets its own UTS namespace and host name s<rank> (and NCCL_HOSTID), so one GPU serves all.
 rank_wrapper=$out/nccl-tests-rank.sh
