@@ -83,7 +83,7 @@ def chains(phases):
     """Per virtual architecture: cicc (compute_XX) and the ptxas runs it feeds (sm_XX)."""
     out = {}
     for key, ms in phases.items():
-        arch, _, phase = key.partition(" ")
+        arch = key.partition(" ")[0]
         if arch == "host":
             continue
         number = re.sub(r"\D", "", arch)
@@ -152,9 +152,9 @@ def main():
         ch = ", ".join(f"compute_{a} {s:.1f}" for a, s in sorted(row["device_chains_s"].items()))
         print(f"| {row['unit']} | {row['cpu_s']:.1f} | {ch} | {'yes' if row['archs_in_parallel'] else 'no'} "
               f"| {row['critical_path_s']:.1f} |")
-    new = [r for r in rows if not r["unit"].endswith("(one unit)")]
-    old = [r for r in rows if r["unit"].endswith("(one unit)")]
-    kernels = [r for r in new if "kernels_" in r["unit"] or r["unit"].endswith("reduce_cuda.cu")]
+    old = rows[:1] if args.old_rev else []
+    # The reduce kernels' units (copy_ranges_cuda.cu was never part of the one unit).
+    kernels = [r for r in rows[len(old):] if not r["unit"].endswith("copy_ranges_cuda.cu")]
     summary = {"rounds": args.rounds, "units": rows,
                "split_critical_path_s": max(r["critical_path_s"] for r in kernels),
                "split_cpu_s": sum(r["cpu_s"] for r in kernels)}
