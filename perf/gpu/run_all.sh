@@ -2,13 +2,16 @@
 # The whole GPU check of topocoll, on a machine with (at least) one GPU, in stages that
 # each fit in one 10-minute call of a fresh machine (the build, ~90 s on 16 cores, comes
 # first whenever BUILD_DIR holds none; it is for the GPU's own architecture only, and
-# nccl-tests, when a stage wants it, is built beside it):
+# nccl-tests, when a stage wants it, is built beside it; a build made without a GPU from the
+# same sources, perf/gpu/prebuild.sh's perf/gpu/prebuilt/build-gpu.tar.xz (PREBUILT), is
+# unpacked instead when it matches, in ~2 s):
 #
 #   perf/gpu/run_all.sh [BUILD_DIR]          (default BUILD_DIR: build-gpu in the repository)
 #   STAGES="kernels ctest" RESULTS_DIR=$OUT/gpu perf/gpu/run_all.sh
 #
 # Stages (STAGES, default: all of them, in this order):
-#   build           configure and build (implied by every other stage when nothing is built)
+#   build           configure and build (implied by every other stage when nothing is built;
+#                   nothing to do in a prebuilt build)
 #   kernels         the kernels' GPU tests and kernel_bench (perf/kernels/run_gpu.sh)
 #   kernels-repeat  the kernel GPU tests again: REPEAT (3) times in one process, and the
 #                   ctest cases 8 at a time, twice (GPU streams of several processes at
@@ -114,6 +117,8 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 # --- what this machine lacks: packages as .debs, NCCL from the wheel -------------------------
 # shellcheck source=perf/gpu/gpu_env.sh
 . "$root/perf/gpu/gpu_env.sh"
+# shellcheck source=perf/gpu/gpu_build.sh
+. "$root/perf/gpu/gpu_build.sh"
 
 # --- MPS for the benchmark stages ------------------------------------------------------------
 mps_started=0
@@ -188,35 +193,35 @@ nccl_tests_build() {
   fi
   [ $nt_failed = 0 ] || return 1
   [ -x "$nt_build/all_reduce_perf" ] && return 0
-  local inc nccl_home=${NCCL_HOME:-$cuda_home}
-  # nccl-tests links -L$NCCL_HOME/lib -lnccl: the wheel has only libnccl.so.2, so -lnccl would
-  # find another NCCL (or none); link against the wheel's through a directory that names it.
-  if [ ! -e "$nccl_home/lib/libnccl.so" ] && [ -e "$nccl_home/lib/libnccl.so.2" ]; then
-    mkdir -p "$build/nccl-home/lib"
-    ln -sfn "$nccl_home/include" "$build/nccl-home/include"
-    ln -sf "$nccl_home/lib/libnccl.so.2" "$build/nccl-home/lib/libnccl.so"
-    nccl_home=$build/nccl-home
-  fi
-  inc=$(mpicc --showme:incdirs 2>/dev/null | cut -d' ' -f1)
-  run nccl-tests-build make -C "$NCCL_TESTS_SRC/src" -j"$jobs" MPI=1 MPI_HOME="$(dirname "${inc:-/usr/include}")" \
-      CUDA_HOME="$cuda_home" NCCL_HOME="$nccl_home" BUILDDIR="$nt_build" \
-      NVCC_GENCODE="-gencode=arch=compute_${gpu_cc:-90},code=sm_${gpu_cc:-90}" \
-      "$nt_build/all_reduce_perf" "$nt_build/reduce_scatter_perf" "$nt_build/all_gather_perf" ||
-      { nt_failed=1; return 1; }
+  run nccl-tests-build nccl_tests_make "$NCCL_TESTS_SRC" "$build" "${gpu_cc:-90}" "${NCCL_HOME:-$cuda_home}" \
+      "$cuda_home" "$jobs" || { nt_failed=1; return 1; }
+}
+# nccl-tests can run: its binaries are there (built by an earlier call, or prebuilt), or its
+# source tree is (NCCL_TESTS_SRC), with mpirun.
+nccl_tests_present() {
+  { [ -x "$nt_build/all_reduce_perf" ] || [ -d "${NCCL_TESTS_SRC:-}/src" ]; } && command -v mpirun > /dev/null
 }
 nccl_tests_wanted() {
-  { want nccl-tests || want net-vs-socket || want fabric-nccl; } && [ -d "${NCCL_TESTS_SRC:-}/src" ] &&
-      command -v mpirun > /dev/null
+  { want nccl-tests || want net-vs-socket || want fabric-nccl; } && nccl_tests_present
 }
 
 # --- build ------------------------------------------------------------------------------------
+# A build made on another machine from the same sources (perf/gpu/prebuild.sh, carried as
+# perf/gpu/prebuilt) saves the GPU machine its build; anything else is built here.
+prebuilt=${PREBUILT:-$root/perf/gpu/prebuilt/build-gpu.tar.xz}
+if [ ! -f "$build/CMakeCache.txt" ] && [ -f "$prebuilt" ]; then
+  t0=$SECONDS
+  if used=$(prebuilt_use "$prebuilt" "$root" "$build" "$gpu_cc"); then
+    echo "| build | $used, unpacked in $((SECONDS - t0)) s | |" >> "$summary"
+  else
+    echo "| build | the prebuilt build was not used: $used | |" >> "$summary"
+  fi
+  echo "build: $used" >> "$out/device.txt"
+fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # This GPU's architecture alone: the same machine code as the default sm_80 + sm_90 build
   # has for it, in a fraction of the device passes.
-  archs=()
-  [ -n "$gpu_cc" ] && archs=(-DCMAKE_CUDA_ARCHITECTURES="$gpu_cc-real")
-  run configure cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
-      -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON "${archs[@]}" || { echo "configure failed: $out"; exit 1; }
+  run configure gpu_configure "$root" "$build" "$gpu_cc" || { echo "configure failed: $out"; exit 1; }
   grep "topocoll:" "$out/configure.log" >> "$out/device.txt"
 fi
 if nccl_tests_wanted && [ ! -x "$nt_build/all_reduce_perf" ]; then
@@ -224,7 +229,8 @@ if nccl_tests_wanted && [ ! -x "$nt_build/all_reduce_perf" ]; then
   nccl_tests_build &
   nt_background=$!
 fi
-if want build || [ ! -f "$build/.built" ]; then
+if [ -f "$build/prebuilt.txt" ]; then :  # programs without their objects: nothing to rebuild
+elif want build || [ ! -f "$build/.built" ]; then
   run build cmake --build "$build" -j"$jobs" || { echo "build failed: $out"; exit 1; }
   touch "$build/.built"
 fi
@@ -232,7 +238,10 @@ fi
 plugin=$(find "$build" -name libnccl-topocoll.so -type f | head -n1)
 check=$(find "$build" -name interposer_gpu_check -type f -perm -u+x | head -n1)
 [ -n "$plugin" ] && [ -n "$check" ] || { echo "no plugin or check program in $build"; exit 1; }
-echo "plugin: $plugin" >> "$out/device.txt"
+{
+  echo "plugin: $plugin"
+  echo "the NCCL the programs load: $(ldd "$check" | grep -m1 libnccl)"
+} >> "$out/device.txt"
 
 # --- kernels ----------------------------------------------------------------------------------
 want kernels && run kernels env KERNELS_RESULTS="$out" bash "$root/perf/kernels/run_gpu.sh" "$build"
@@ -378,10 +387,10 @@ nt() {
   done
 }
 if want nccl-tests || want net-vs-socket; then
-  if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "${NCCL_TESTS_SRC:-}/src" ]; then
-    skip nccl-tests "NCCL_TESTS_SRC does not name a nccl-tests source tree"
-  elif ! command -v mpirun > /dev/null || ! command -v unshare > /dev/null; then
-    skip nccl-tests "needs mpirun and unshare"
+  if ! nccl_tests_present; then
+    skip nccl-tests "needs mpirun, and nccl-tests' binaries in $nt_build or NCCL_TESTS_SRC naming its source tree"
+  elif ! command -v unshare > /dev/null; then
+    skip nccl-tests "needs unshare"
   elif nccl_tests_build; then
     want nccl-tests && for n in 2 4; do
       nt "nccl-tests-n$n-nccl" "$n" all_reduce_perf -- -b 1K -e 64M -f 4
@@ -422,10 +431,8 @@ fi
 # Its own MPS, budget and record (perf/gpu/fabric_nccl_tests.sh); what this call started with
 # (the build) comes off its 10 minutes.
 if want fabric-nccl; then
-  if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "${NCCL_TESTS_SRC:-}/src" ]; then
-    skip fabric-nccl "NCCL_TESTS_SRC does not name a nccl-tests source tree"
-  elif ! command -v mpirun > /dev/null; then
-    skip fabric-nccl "needs mpirun"
+  if ! nccl_tests_present; then
+    skip fabric-nccl "needs mpirun, and nccl-tests' binaries in $nt_build or NCCL_TESTS_SRC naming its source tree"
   elif nccl_tests_build; then
     stop_mps
     run fabric-nccl env BUDGET=$((${CALL_SECONDS:-570} - SECONDS)) NT_BUILD="$nt_build" PLUGIN="$plugin" \

@@ -5,7 +5,8 @@
 #   perf/kernels/run_gpu.sh [BUILD_DIR]
 #
 # BUILD_DIR (default: build-gpu in the repository) is configured if it has no CMakeCache.txt,
-# then the kernel test and benchmark targets are built in it. Exit status: non-zero if the GPU
+# then the kernel test and benchmark targets are built in it (not in a build made elsewhere,
+# perf/gpu/prebuild.sh, which holds the programs without what builds them). Exit status: non-zero if the GPU
 # tests failed or the benchmark failed; the record is written either way.
 set -uo pipefail
 
@@ -13,12 +14,15 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
 
+# shellcheck source=perf/gpu/gpu_build.sh
+. "$root/perf/gpu/gpu_build.sh"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTOPOCOLL_ENABLE_CUDA=ON \
-        -DTOPOCOLL_BUILD_TESTS=ON -DTOPOCOLL_BUILD_PERF=ON || exit 1
+  gpu_configure "$root" "$build" "" || exit 1
 fi
-cmake --build "$build" -j"$jobs" --target kernels_reduce_cuda_test kernels_cuda_conversion_test kernels_table_test \
-      kernels_reduce_cpu_test kernels_narrow_float_test kernel_bench || exit 1
+if [ ! -f "$build/prebuilt.txt" ]; then
+  cmake --build "$build" -j"$jobs" --target kernels_reduce_cuda_test kernels_cuda_conversion_test kernels_table_test \
+        kernels_reduce_cpu_test kernels_narrow_float_test kernel_bench || exit 1
+fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
 [ -n "$gpu" ] || gpu="unknown-gpu"
