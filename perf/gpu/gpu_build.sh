@@ -34,56 +34,134 @@ nccl_tests_make() {
 
 # --- a build made elsewhere ---------------------------------------------------------------------
 # The archive holds BUILD (relative to the source root) without objects, static libraries and
-# CMake's own files: the programs, libraries, ctest's lists and BUILD/prebuilt.txt. ctest's lists
-# name absolute paths, so the archive serves only the same source root and build directory; its
-# stamp says which sources it was built from.
+# CMake's own files: the programs, libraries, ctest's lists and BUILD/prebuilt.txt, whose copy
+# beside the archive (the stamp, ARCHIVE without .tar.xz plus .txt) says what it was built from.
+# ctest's lists name absolute paths, so it serves only the same source root and build directory.
 
-# prebuilt_stamp ROOT: the sources the working tree holds, as one line: HEAD, then a hash of the
-# tracked files' changes against it and of the untracked files git does not ignore (both travel
-# to the device machine). File modes are left out: a copy may not keep them.
-prebuilt_stamp() {
-  local root=$1 head
-  head=$(git -C "$root" rev-parse HEAD 2>/dev/null) || { echo "no-git"; return 1; }
-  {
-    git -C "$root" -c core.fileMode=false diff HEAD --binary
-    (cd "$root" && git ls-files --others --exclude-standard -z | sort -z | xargs -0 -r sha256sum)
-  } | sha256sum | { read -r hash _; echo "$head $hash"; }
-}
+# prebuilt_stamp ROOT: one hash of the sources in the work tree (perf/gpu/source_stamp.py).
+prebuilt_stamp() { python3 "$(dirname "${BASH_SOURCE[0]}")/source_stamp.py" "$1"; }
 
 # prebuilt_field FILE KEY: the value of "KEY: value" in a stamp file.
 prebuilt_field() { sed -n "s/^$2: //p" "$1" | head -n 1; }
 
-# prebuilt_use ARCHIVE ROOT BUILD ARCH: unpacks the archive into BUILD when its stamp file
-# (ARCHIVE without .tar.xz, plus .txt) says it was built from these sources, for this source root,
-# build directory and architecture; prints what it used, or why not (status 1), in one line.
+# nccl_header_version HEADER: NCCL_VERSION_CODE of an nccl.h (22809 for 2.28.9), or nothing.
+nccl_header_version() { sed -n 's/^#define NCCL_VERSION_CODE \([0-9][0-9]*\).*/\1/p' "$1" 2> /dev/null | head -n 1; }
+
+# cuda_major: the major version of the nvcc on PATH, or nothing.
+cuda_major() { nvcc --version 2> /dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -n 1; }
+
+# prebuilt_describe ROOT BUILD ARCH SOURCES NCCL_TESTS: the stamp of BUILD, built for ARCH from
+# SOURCES (prebuilt_stamp's hash); the fields prebuilt_use compares come first.
+prebuilt_describe() {
+  local root=$1 build=$2 arch=$3 sources=$4 nccl_tests=$5 cxx nccl_inc changed=""
+  cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt" | head -n 1; }
+  cxx=$(cache CMAKE_CXX_COMPILER)
+  nccl_inc=$(cache NCCL_INCLUDE_DIR)
+  [ -z "$(git -C "$root" status --porcelain --untracked-files=all -- . ':(exclude)perf/results' 2> /dev/null)" ] ||
+    changed=" with uncommitted changes or untracked files"
+  echo "sources: $sources"
+  echo "source-root: $root"
+  echo "build-dir: $build"
+  echo "cuda-arch: $arch"
+  echo "cuda-major: $(cuda_major)"
+  echo "nccl-version: $(nccl_header_version "$nccl_inc/nccl.h")"
+  echo "commit: $(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)$changed"
+  echo "made: $(date -u '+%Y-%m-%d %H:%M UTC'), $( (. /etc/os-release && echo "$PRETTY_NAME") 2> /dev/null), $(uname -n)"
+  echo "compilers: $cxx ($("$cxx" -dumpfullversion 2> /dev/null || echo "version unknown")), nvcc $(nvcc --version 2> /dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  echo "nccl: $(cache NCCL_LIBRARY) (headers $nccl_inc)"
+  echo "nccl-tests: $nccl_tests"
+  echo "cmake: $(cache CMAKE_COMMAND)"
+  echo "readelf: $(cache CMAKE_READELF)"
+}
+
+# prebuilt_pack BUILD DEST JOBS: BUILD (with its prebuilt.txt written) into DEST/build-gpu.tar.xz,
+# then its stamp beside it, each written under another name and renamed: an interrupted pack
+# leaves no stamp, so no older archive passes for the new one.
+prebuilt_pack() {
+  local build=$1 dest=$2 jobs=$3 name
+  name=$(basename "$build")
+  mkdir -p "$dest"
+  rm -f "$dest/build-gpu.txt"
+  # Objects, static libraries, CMake's own files, the precompiled headers and the GPU machine's
+  # unpacked .debs stay out.
+  tar -C "$(dirname "$build")" -cf - --exclude=CMakeFiles --exclude='*.o' --exclude='*.a' --exclude='*.gch' \
+      --exclude="$name/deps" "$name" | xz -6 -T"$jobs" > "$dest/build-gpu.tar.xz.tmp" || return 1
+  mv "$dest/build-gpu.tar.xz.tmp" "$dest/build-gpu.tar.xz"
+  cp "$build/prebuilt.txt" "$dest/build-gpu.txt.tmp" && mv "$dest/build-gpu.txt.tmp" "$dest/build-gpu.txt"
+}
+
+# prebuilt_mismatch STAMP ROOT BUILD ARCH NCCL_HEADER: why a build with this stamp does not fit
+# these sources, root, build directory, GPU architecture (empty: not known), NCCL (the header
+# of the NCCL the checks will load; empty: not known) and CUDA; nothing if it fits.
+prebuilt_mismatch() {
+  local stamp=$1 root=$2 build=$3 arch=$4 header=$5 want field have
+  want=$(prebuilt_stamp "$root" 2>&1) || { echo "the sources here cannot be stamped: $want"; return; }
+  [ "$(prebuilt_field "$stamp" sources)" = "$want" ] ||
+    { echo "built from other sources (commit $(prebuilt_field "$stamp" commit); the work tree here differs)"; return; }
+  for field in source-root build-dir; do
+    have=$root
+    [ $field = build-dir ] && have=$build
+    [ "$(prebuilt_field "$stamp" $field)" = "$have" ] ||
+      { echo "built for the $field $(prebuilt_field "$stamp" $field), here $have"; return; }
+  done
+  [ -z "$arch" ] || [ "$(prebuilt_field "$stamp" cuda-arch)" = "$arch" ] ||
+    { echo "built for sm_$(prebuilt_field "$stamp" cuda-arch), this GPU is sm_$arch"; return; }
+  have=$(nccl_header_version "$header")
+  [ -z "$have" ] || [ "$(prebuilt_field "$stamp" nccl-version)" = "$have" ] ||
+    { echo "built against NCCL $(prebuilt_field "$stamp" nccl-version)'s header, the checks here load $have ($header)"; return; }
+  have=$(cuda_major)
+  [ -z "$have" ] || [ "$(prebuilt_field "$stamp" cuda-major)" = "$have" ] ||
+    { echo "built with CUDA $(prebuilt_field "$stamp" cuda-major), here CUDA $have"; return; }
+}
+
+# prebuilt_use ARCHIVE ROOT BUILD ARCH NCCL_HEADER: unpacks the archive into BUILD when its stamp
+# fits (prebuilt_mismatch) and the archive holds the build its stamp describes; prints what it
+# used, or why not (status 1), in one line. BUILD's deps/ (the unpacked .debs) is kept; a
+# refused or failed unpack leaves nothing behind.
 prebuilt_use() {
-  local archive=$1 root=$2 build=$3 arch=$4 stamp_file=${1%.tar.xz}.txt want got tool path
-  [ -f "$stamp_file" ] || { echo "no stamp file $stamp_file beside the archive"; return 1; }
-  got=$(prebuilt_field "$stamp_file" sources)
-  want=$(prebuilt_stamp "$root") || { echo "the sources here are not a git checkout, so cannot be matched"; return 1; }
-  [ "$got" = "$want" ] || { echo "built from other sources (its stamp: $got; here: $want)"; return 1; }
-  [ "$(prebuilt_field "$stamp_file" source-root)" = "$root" ] ||
-    { echo "built for the source root $(prebuilt_field "$stamp_file" source-root), here $root"; return 1; }
-  [ "$(prebuilt_field "$stamp_file" build-dir)" = "$build" ] ||
-    { echo "built in $(prebuilt_field "$stamp_file" build-dir), not $build"; return 1; }
-  [ -z "$arch" ] || [ "$(prebuilt_field "$stamp_file" cuda-arch)" = "$arch" ] ||
-    { echo "built for sm_$(prebuilt_field "$stamp_file" cuda-arch), this GPU is sm_$arch"; return 1; }
-  mkdir -p "$(dirname "$build")"
-  if ! tar -C "$(dirname "$build")" -xJf "$archive" 2> /dev/null; then
+  local archive=$1 root=$2 build=$3 arch=$4 header=${5:-} stamp=${1%.tar.xz}.txt why tmp name err field tool path
+  [ -f "$stamp" ] || { echo "no stamp $stamp beside the archive (an interrupted prebuild.sh?)"; return 1; }
+  why=$(prebuilt_mismatch "$stamp" "$root" "$build" "$arch" "$header")
+  [ -z "$why" ] || { echo "$why"; return 1; }
+  name=$(basename "$build")
+  tmp=$(dirname "$build")/.$name.unpack.$$
+  rm -rf "$tmp"
+  mkdir -p "$tmp" || { echo "cannot make $tmp"; return 1; }
+  if ! err=$(tar -C "$tmp" -xJf "$archive" 2>&1); then
     # No xz program: Python's tarfile reads the archive itself.
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
-        "$archive" "$(dirname "$build")" || { echo "cannot unpack $archive"; return 1; }
+    err=$(python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
+          "$archive" "$tmp" 2>&1) || { rm -rf "$tmp"; echo "cannot unpack $archive: ${err##*$'\n'}"; return 1; }
   fi
-  if [ ! -f "$build/prebuilt.txt" ] || [ ! -f "$build/CMakeCache.txt" ]; then
-    echo "$archive did not hold $(basename "$build")/prebuilt.txt and CMakeCache.txt"
-    return 1
-  fi
+  for field in sources build-dir cuda-arch; do
+    if [ ! -f "$tmp/$name/CMakeCache.txt" ] ||
+       [ "$(prebuilt_field "$tmp/$name/prebuilt.txt" $field 2> /dev/null)" != "$(prebuilt_field "$stamp" $field)" ]; then
+      rm -rf "$tmp"
+      echo "$archive does not hold the build its stamp describes ($field differs; an interrupted prebuild.sh?)"
+      return 1
+    fi
+  done
+  [ ! -d "$build/deps" ] || mv "$build/deps" "$tmp/$name/deps"
+  rm -rf "$build" && mv "$tmp/$name" "$build" && rm -rf "$tmp"
   # ctest's lists name the programs the configure found (cmake, readelf); where this machine has
   # them elsewhere, point the lists there.
   for tool in cmake readelf; do
-    path=$(prebuilt_field "$stamp_file" "$tool")
+    path=$(prebuilt_field "$stamp" "$tool")
     if [ -z "$path" ] || [ -x "$path" ] || ! command -v "$tool" > /dev/null; then continue; fi
     find "$build" -name CTestTestfile.cmake -exec sed -i "s|$path|$(command -v "$tool")|g" {} +
   done
-  echo "prebuilt on $(prebuilt_field "$stamp_file" made) from $(prebuilt_field "$stamp_file" commit)"
+  echo "prebuilt on $(prebuilt_field "$stamp" made) from $(prebuilt_field "$stamp" commit)"
+}
+
+# prebuilt_drop_stale ROOT BUILD: when BUILD is a prebuilt build (an earlier call unpacked it)
+# for other sources than the work tree's, removes it (keeping deps/) and says so; it cannot be
+# rebuilt in place, having no objects.
+prebuilt_drop_stale() {
+  local root=$1 build=$2 want
+  [ -f "$build/prebuilt.txt" ] || return 0
+  want=$(prebuilt_stamp "$root" 2> /dev/null)
+  [ "$(prebuilt_field "$build/prebuilt.txt" sources)" != "$want" ] || return 0
+  echo "the prebuilt build in $build was for other sources ($(prebuilt_field "$build/prebuilt.txt" commit)): removed"
+  [ ! -d "$build/deps" ] || mv "$build/deps" "$build.deps.$$"
+  rm -rf "$build"
+  [ ! -d "$build.deps.$$" ] || { mkdir -p "$build" && mv "$build.deps.$$" "$build/deps"; }
 }

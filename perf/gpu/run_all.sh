@@ -209,14 +209,24 @@ nccl_tests_wanted() {
 # A build made on another machine from the same sources (perf/gpu/prebuild.sh, carried as
 # perf/gpu/prebuilt) saves the GPU machine its build; anything else is built here.
 prebuilt=${PREBUILT:-$root/perf/gpu/prebuilt/build-gpu.tar.xz}
-if [ ! -f "$build/CMakeCache.txt" ] && [ -f "$prebuilt" ]; then
+dropped=$(prebuilt_drop_stale "$root" "$build")
+[ -z "$dropped" ] || echo "| build | $dropped | |" >> "$summary"
+if [ -f "$build/prebuilt.txt" ]; then
+  echo "| build | $(prebuilt_field "$build/prebuilt.txt" made), from $(prebuilt_field "$build/prebuilt.txt" commit): unpacked by an earlier call | |" >> "$summary"
+elif [ ! -f "$build/CMakeCache.txt" ] && [ -f "$prebuilt" ]; then
   t0=$SECONDS
-  if used=$(prebuilt_use "$prebuilt" "$root" "$build" "$gpu_cc"); then
+  # The header of the NCCL every process loads (gpu_env.sh), when it is known.
+  if used=$(prebuilt_use "$prebuilt" "$root" "$build" "$gpu_cc" "${NCCL_HOME:+$NCCL_HOME/include/nccl.h}"); then
     echo "| build | $used, unpacked in $((SECONDS - t0)) s | |" >> "$summary"
+    {
+      echo "build: prebuilt, unpacked from $prebuilt; its stamp:"
+      sed 's/^/  /' "$build/prebuilt.txt"
+      grep "topocoll:" "$build/configure.log" 2> /dev/null
+    } >> "$out/device.txt"
   else
     echo "| build | the prebuilt build was not used: $used | |" >> "$summary"
+    echo "build: the prebuilt build was not used: $used" >> "$out/device.txt"
   fi
-  echo "build: $used" >> "$out/device.txt"
 fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # This GPU's architecture alone: the same machine code as the default sm_80 + sm_90 build
