@@ -72,7 +72,9 @@ const std::vector<EnvVariable>& table() {
       choice("TOPOCOLL_ALGO", algorithm_names(), "auto",
              "auto (the cost model decides per call), nccl, nccl-topo-ring, or an algorithm of `topocoll "
              "algorithms` forced for every call (ring: rank order; ring-topo: topology order)"),
-      size("TOPOCOLL_MIN_BYTES", 0, kUnbounded, "0", "", "calls smaller than this (bytes per rank) go to NCCL"),
+      size("TOPOCOLL_MIN_BYTES", 0, kUnbounded, "0", "",
+           "calls smaller than this go to NCCL (nccl-tests' size: an allreduce's vector, the whole "
+           "buffer of all ranks for reduce-scatter and allgather)"),
       size("TOPOCOLL_MAX_BYTES", 0, kUnbounded, "", "unlimited", "calls larger than this go to NCCL"),
       count("TOPOCOLL_STEP_OVERHEAD_US", 0, 1000000, "8", "",
             "microseconds charged per schedule step when auto compares routes"),

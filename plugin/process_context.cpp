@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "config/value_grammar.h"
+#include "config/version.h"
 #include "plugin/log.h"
 #include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
@@ -23,6 +24,8 @@ void log_settings(const config::Env& env) {
 }  // namespace
 
 ProcessContext make_process_context(config::Env env) {
+  // Which build a job loaded, once per process (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT).
+  TC_INFO(NCCL_INIT, "topocoll %s", config::version());
   ProcessContext c;
   c.host = config::local_host(env);
   if (!env.topo_file.empty()) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "config/version.h"
 #include "tools/command.h"
 
 namespace topocoll::cli {
@@ -31,7 +32,8 @@ static void print_usage(std::FILE* out) {
   for (const auto& c : commands())
     std::fprintf(out, "  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()),
                  c.summary.data());
-  std::fprintf(out, "\n`topocoll <command> --help` describes one command.\n");
+  std::fprintf(out, "\n`topocoll <command> --help` describes one command; `topocoll --version` says which\n"
+                    "topocoll this is.\n");
 }
 
 }  // namespace topocoll::cli
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {
     print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::printf("topocoll %s\n", topocoll::config::version());
     return 0;
   }
   std::vector<std::string> args(argv + 2, argv + argc);
