@@ -1,4 +1,4 @@
-// ncclNetPlugin_v7 (NCCL 2.14+) over socket_net: int sizes everywhere, regMr included.
+// ncclNetPlugin_v7 (NCCL 2.19+) over socket_net: int sizes everywhere, regMr included.
 #include <climits>
 
 #include "plugin/nccl_api/net_v7.h"
