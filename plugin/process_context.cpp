@@ -24,8 +24,6 @@ void log_settings(const config::Env& env) {
 }  // namespace
 
 ProcessContext make_process_context(config::Env env) {
-  // Which build a job loaded, once per process (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT).
-  TC_INFO(NCCL_INIT, "topocoll %s", config::version());
   ProcessContext c;
   c.host = config::local_host(env);
   if (!env.topo_file.empty()) {
@@ -47,6 +45,8 @@ const ProcessContext& process_context() {
   if (const ProcessContext* replacement = g_replacement.load()) return *replacement;
   static const ProcessContext context = [] {
     const config::Env& env = config::env();  // its warnings go to NCCL's log (plugin/log.h)
+    // Which build a job loaded (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT).
+    TC_INFO(NCCL_INIT, "topocoll %s", config::version());
     log_settings(env);
     return make_process_context(env);
   }();

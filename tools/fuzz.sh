@@ -31,6 +31,8 @@ if [ -z "$CXX_FUZZ" ]; then
 fi
 
 OUT=build-fuzz
+# config/version.cpp's version, from project() as CMake would pass it.
+VERSION=$(sed -n 's/^project(topocoll VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 NET_SOURCES=(net/*.cpp config/warnings.cpp)
 
 # The sources each target is built from, and the directories whose changes rebuild it.
@@ -65,8 +67,8 @@ build_target() {
     echo "fuzz: building $binary with $CXX_FUZZ"
     if ! "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-      -I. "${sources[@]}" -pthread -o "$binary"; then
-      echo "fuzz: build of $name failed; libFuzzer needs clang's runtime (Debian: libclang-rt-14-dev)" >&2
+      -DTOPOCOLL_VERSION="\"${VERSION:-unknown}\"" -I. "${sources[@]}" -pthread -o "$binary"; then
+      echo "fuzz: build of $name failed (the compiler's message is above; if it says nothing of the code, libFuzzer lacks clang's runtime: Debian libclang-rt-14-dev)" >&2
       return 1
     fi
   fi
