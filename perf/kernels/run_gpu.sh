@@ -6,8 +6,8 @@
 #
 # BUILD_DIR (default: build-gpu in the repository) is configured if it has no CMakeCache.txt,
 # then the kernel test and benchmark targets are built in it (not in a build made elsewhere,
-# perf/gpu/prebuild.sh, which holds the programs without what builds them). Exit status: non-zero if the GPU
-# tests failed or the benchmark failed; the record is written either way.
+# perf/gpu/prebuild.sh, which holds the programs without what builds them). Exit status:
+# non-zero if the GPU tests failed or the benchmark failed; the record is written either way.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
