@@ -9,6 +9,7 @@
 #include <fstream>
 #include <algorithm>
 #include <initializer_list>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -65,6 +66,30 @@ std::string as_string(const json& v, const std::string& ptr) {
   const auto& s = v.get_ref<const std::string&>();
   if (s.empty()) throw TopologyError(ptr, "must not be empty");
   if (s.size() > 256) throw TopologyError(ptr, "longer than 256 characters");
+  // Every string reaches a log line or a report: no line breaks or other control characters.
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw TopologyError(ptr, "has a control character (line break, tab, ...)");
+  return s;
+}
+
+// A host name, NIC name, switch or endpoint id: it becomes a hostname (sethostname: at most
+// 64), a namespace name, a line of an mpirun hostfile and an item of comma- and '='-separated
+// environment variables (TOPOCOLL_NET_PLANE_ADDRS), so only characters that mean nothing
+// there: letters, digits, '_', '.', '-'.
+std::string as_identifier(const json& v, const std::string& ptr) {
+  std::string s = as_string(v, ptr);
+  if (s.size() > 64) throw TopologyError(ptr, "longer than 64 characters");
+  const size_t bad = s.find_first_not_of(
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+  if (bad != std::string::npos) {
+    const unsigned char c = static_cast<unsigned char>(s[bad]);
+    char shown[16];
+    if (c >= 0x21 && c < 0x7f) std::snprintf(shown, sizeof shown, "'%c'", c);
+    else std::snprintf(shown, sizeof shown, "byte 0x%02x", unsigned(c));
+    throw TopologyError(ptr, std::string("has ") + shown + " at position " + std::to_string(bad + 1) +
+                                 ": names and ids take letters, digits, '_', '.' and '-' only");
+  }
   return s;
 }
 
@@ -213,7 +238,7 @@ Topology bigraph_explicit(const json& doc) {
     for (size_t i = 0; i < ids.size(); ++i) {
       const std::string ip = gp + "/" + std::to_string(i);
       Switch sw;
-      sw.id = as_string(ids[i], ip);
+      sw.id = as_identifier(ids[i], ip);
       sw.role = g == 0 ? SwitchRole::Upper : SwitchRole::Lower;
       sw.index_in_role = int(i);
       sw.ports = ports;
@@ -241,7 +266,7 @@ Topology bigraph_explicit(const json& doc) {
         throw TopologyError(lp, "a link names two switches, got " + std::to_string(pair.size()));
       int ends[2];
       for (int k = 0; k < 2; ++k) {
-        std::string id = as_string(pair[k], lp + "/" + std::to_string(k));
+        std::string id = as_identifier(pair[k], lp + "/" + std::to_string(k));
         auto sw = switch_by_id.find(id);
         if (sw == switch_by_id.end())
           throw TopologyError(lp + "/" + std::to_string(k), "unknown switch " + in_quotes(id));
@@ -286,7 +311,7 @@ Topology bigraph_explicit(const json& doc) {
     const json& server = servers[i];
     expect_object(server, sp);
     check_fields(server, sp, {"name", "nics", "fabric"});
-    const std::string host = as_string(require(server, sp, "name"), sp + "/name");
+    const std::string host = as_identifier(require(server, sp, "name"), sp + "/name");
     if (b.find_host(host)) throw TopologyError(sp + "/name", "duplicate server " + in_quotes(host));
     Fabric f = fabric;
     if (server.contains("fabric")) f = read_fabric(server["fabric"], sp + "/fabric", fabric);
@@ -305,9 +330,9 @@ Topology bigraph_explicit(const json& doc) {
         throw TopologyError(np, "more than " + std::to_string(kMaxEndpoints) + " endpoints");
       Endpoint e;
       e.host = host;
-      e.nic = as_string(require(nic, np, "name"), np + "/name");
+      e.nic = as_identifier(require(nic, np, "name"), np + "/name");
       e.gpu = int(as_int(require(nic, np, "gpu"), np + "/gpu", 0, 1023));
-      const std::string sw_id = as_string(require(nic, np, "switch"), np + "/switch");
+      const std::string sw_id = as_identifier(require(nic, np, "switch"), np + "/switch");
       auto sw = switch_by_id.find(sw_id);
       if (sw == switch_by_id.end()) throw TopologyError(np + "/switch", "unknown switch " + in_quotes(sw_id));
       if (auto prior = nic_switch.find(e.nic); prior != nic_switch.end())
@@ -318,7 +343,7 @@ Topology bigraph_explicit(const json& doc) {
       std::string id_ptr = np;
       if (nic.contains("id")) {
         id_ptr = np + "/id";
-        e.id = as_string(nic["id"], id_ptr);
+        e.id = as_identifier(nic["id"], id_ptr);
       } else {
         e.id = host + ".g" + std::to_string(e.gpu);
       }
@@ -482,13 +507,13 @@ Topology nap_explicit(const json& doc) {
     Endpoint e;
     e.package = int(as_int(require(node, np, "package"), np + "/package", 0, s.packages - 1));
     e.node = int(as_int(require(node, np, "node"), np + "/node", 0, s.nodes_per_package - 1));
-    e.host = as_string(require(node, np, "host"), np + "/host");
+    e.host = as_identifier(require(node, np, "host"), np + "/host");
     e.gpu = int(as_int(require(node, np, "gpu"), np + "/gpu", 0, 1023));
-    e.nic = as_string(require(node, np, "nic"), np + "/nic");
+    e.nic = as_identifier(require(node, np, "nic"), np + "/nic");
     std::string id_ptr = np;
     if (node.contains("id")) {
       id_ptr = np + "/id";
-      e.id = as_string(node["id"], id_ptr);
+      e.id = as_identifier(node["id"], id_ptr);
     } else {
       e.id = "p" + std::to_string(e.package) + ".n" + std::to_string(e.node);
     }

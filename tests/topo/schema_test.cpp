@@ -29,7 +29,9 @@ TEST(TopoSchema, MatchesExamplesAndRejectsSchemaLevelErrors) {
       "for name in [\"bigraph_gpu_not_integer\", \"bigraph_missing_servers\", \"bigraph_misspelt_field\",\n"
       "             \"bigraph_zero_rate\", \"bigraph_absurd_rate\", \"bigraph_negative_latency\",\n"
       "             \"kind_not_string\", \"missing_kind\", \"unknown_kind\", \"nap_torus_not_array\",\n"
-      "             \"nap_zero_inter_rate\", \"top_level_array\"]:\n"
+      "             \"nap_zero_inter_rate\", \"top_level_array\", \"bigraph_host_name_line_break\",\n"
+      "             \"bigraph_endpoint_id_comma\", \"bigraph_host_name_too_long\", \"bigraph_switch_id_space\",\n"
+      "             \"bigraph_name_tab\", \"nap_nic_comma\"]:\n"
       "    assert not v.is_valid(json.load(open(\"" + src + "/tests/data/topo/\" + name + \".json\"))), name\n";
   EXPECT_EQ(python(script), 0);
 }

@@ -61,6 +61,13 @@ const Case kCases[] = {
     {"nap_duplicate_host_gpu.json", "/nodes/1/gpu", "GPU 0 of host \"p0.h0\" is already endpoint \"p0.n0\""},
     {"nap_zero_inter_rate.json", "/inter_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got 0"},
     {"nap_negative_latency.json", "/intra_latency_us", "latency must be >= 0 us, got -0.5"},
+    // Names reach hostfiles, namespace names, hostnames and comma-separated variables.
+    {"bigraph_host_name_line_break.json", "/servers/1/name", "has a control character (line break, tab, ...)"},
+    {"bigraph_endpoint_id_comma.json", "/servers/0/nics/1/id", "has ',' at position 6: names and ids take letters, digits, '_', '.' and '-' only"},
+    {"bigraph_host_name_too_long.json", "/servers/2/name", "longer than 64 characters"},
+    {"bigraph_switch_id_space.json", "/switches/lower/0", "has byte 0x20 at position 2: names and ids take letters, digits, '_', '.' and '-' only"},
+    {"bigraph_name_tab.json", "/name", "has a control character (line break, tab, ...)"},
+    {"nap_nic_comma.json", "/nodes/1/nic", "has ',' at position 3: names and ids take letters, digits, '_', '.' and '-' only"},
 };
 
 class Malformed : public ::testing::TestWithParam<Case> {};
