@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -19,6 +21,37 @@
 extern char** environ;
 
 namespace topocoll::exec {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+void note_stop_signal(int sig) { g_stop_signal = sig; }
+
+// While the ranks run, SIGINT, SIGTERM and SIGHUP sent to the launcher alone (`kill`, a
+// scheduler ending the job) reach them too, instead of ending the launcher and leaving them
+// running inside their namespaces; the earlier handlers come back afterwards.
+class StopSignalForwarding {
+ public:
+  StopSignalForwarding() {
+    g_stop_signal = 0;
+    struct sigaction forward {};
+    forward.sa_handler = note_stop_signal;
+    sigemptyset(&forward.sa_mask);
+    for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &forward, &previous_[i]);
+  }
+  ~StopSignalForwarding() {
+    for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignalForwarding(const StopSignalForwarding&) = delete;
+  StopSignalForwarding& operator=(const StopSignalForwarding&) = delete;
+
+ private:
+  static constexpr int kCount = 3;
+  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous_[kCount] {};
+};
+
+}  // namespace
 
 std::string current_executable() {
   char buf[4096];
@@ -103,6 +136,8 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       hostnames[r] = options.placements[r].hostname.c_str();
   }
 
+  const StopSignalForwarding forwarding;
+  const pid_t launcher = ::getpid();
   std::vector<pid_t> pids(nranks, 0);
   for (int r = 0; r < nranks; ++r) {
     const pid_t pid = ::fork();
@@ -113,7 +148,9 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       throw std::runtime_error("launch: fork failed: " + std::string(std::strerror(errno)));
     }
     if (pid == 0) {
-      // Only system calls between fork and exec.
+      // Only system calls between fork and exec. A launcher killed outright (SIGKILL) takes
+      // its ranks with it; one that died before this line already has.
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher) _exit(125);
       if (netns_fds[r] >= 0 && ::setns(netns_fds[r], CLONE_NEWNET) != 0) _exit(126);
       if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
                            ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))
@@ -145,6 +182,13 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       continue;
     }
     if (pid < 0 && errno == ECHILD) break;
+    if (const int sig = g_stop_signal; sig != 0) {
+      g_stop_signal = 0;
+      for (pid_t p : pids)
+        if (p > 0) ::kill(p, sig);
+      if (result == 0) result = 128 + sig;
+      kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
+    }
     if (std::chrono::steady_clock::now() > kill_at) {
       for (pid_t p : pids)
         if (p > 0) ::kill(p, SIGKILL);

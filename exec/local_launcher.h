@@ -42,7 +42,10 @@ struct LaunchOptions {
 // Runs `program` with `args` (argv[1..]) as nranks processes and waits for all of them.
 // Returns 0 when every rank exited 0, else the first failing rank's exit code (128 + signal
 // for a killed one). Throws std::runtime_error when the processes cannot be started or
-// placed (a namespace that cannot be entered).
+// placed (a namespace that cannot be entered). While it waits, SIGINT, SIGTERM and SIGHUP
+// sent to the launcher are passed to every rank (then 128 + that signal, the ranks killed
+// after `grace`), and a launcher killed outright takes its ranks with it (PR_SET_PDEATHSIG):
+// no rank outlives it inside a namespace. Call it from a thread that lives until it returns.
 int launch_local_group(const std::string& program, const std::vector<std::string>& args,
                        int nranks, const LaunchOptions& options = {});
 

@@ -1,0 +1,108 @@
+// launch_local_group leaves no rank behind: a stop signal sent to the launcher alone reaches
+// every rank, and a launcher killed outright takes its ranks with it. The launcher runs in a
+// forked child, so its signals and death are the test's to cause.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "exec/local_launcher.h"
+#include "tests/common/scratch_dir.h"
+
+namespace topocoll::exec {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::ScratchDir;
+
+// Forks a launcher of `nranks` copies of `sh -c script`; returns its pid.
+pid_t fork_launcher(const std::string& script, int nranks) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    LaunchOptions options;
+    options.serve_bootstrap = false;
+    options.grace = std::chrono::seconds(5);
+    int code = 99;
+    try {
+      code = launch_local_group("/bin/sh", {"-c", script}, nranks, options);
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  return pid;
+}
+
+bool wait_for(const std::function<bool()>& done, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+long pid_in(const std::string& file) {
+  std::ifstream in(file);
+  long pid = 0;
+  in >> pid;
+  return pid;
+}
+
+// Gone, or a zombie nobody has reaped yet: either way no longer running.
+bool process_ended(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'Z' || line[close + 2] == 'X');
+}
+
+TEST(LocalLauncher, AStopSignalToTheLauncherReachesEveryRank) {
+  const ScratchDir scratch("launcher_forward");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher(
+      "exec >/dev/null 2>&1; trap 'echo stopped > " + dir + "/stopped.$TOPOCOLL_RANK; exit 3' TERM; echo $$ > " + dir +
+          "/pid.$TOPOCOLL_RANK; while :; do sleep 0.05; done",
+      3);
+  ASSERT_GT(launcher, 0);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir + "/pid.0") && fs::exists(dir + "/pid.1") && fs::exists(dir + "/pid.2"); }, 20));
+  ::kill(launcher, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(fs::exists(dir + "/stopped." + std::to_string(r))) << "rank " << r << " never saw the SIGTERM";
+    const long pid = pid_in(dir + "/pid." + std::to_string(r));
+    EXPECT_TRUE(wait_for([&] { return process_ended(pid); }, 10)) << "rank " << r;
+    if (!process_ended(pid)) ::kill(pid_t(pid), SIGKILL);
+  }
+}
+
+TEST(LocalLauncher, ALauncherKilledOutrightTakesItsRanksWithIt) {
+  const ScratchDir scratch("launcher_killed");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher("exec >/dev/null 2>&1; echo $$ > " + dir + "/pid.$TOPOCOLL_RANK; exec sleep 60", 2);
+  ASSERT_GT(launcher, 0);
+  ASSERT_TRUE(wait_for([&] { return pid_in(dir + "/pid.0") > 0 && pid_in(dir + "/pid.1") > 0; }, 20));
+  ::kill(launcher, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  for (int r = 0; r < 2; ++r) {
+    const long pid = pid_in(dir + "/pid." + std::to_string(r));
+    EXPECT_TRUE(wait_for([&] { return process_ended(pid); }, 10)) << "rank " << r << " (pid " << pid << ") outlived its launcher";
+    if (!process_ended(pid)) ::kill(pid_t(pid), SIGKILL);
+  }
+}
+
+}  // namespace
+}  // namespace topocoll::exec
