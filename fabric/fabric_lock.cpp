@@ -14,9 +14,10 @@
 namespace topocoll::fabric {
 
 FabricLock::FabricLock(const std::string& name, const std::string& command) {
+  const std::string path = fabric_file_path(name, ".lock");
   make_state_dir();
-  const std::string path = fabric_state_dir() + "/" + name + ".lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a link planted under the lock's name is refused, never written through.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw FabricError("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;

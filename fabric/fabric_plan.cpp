@@ -1,6 +1,7 @@
 #include "fabric/fabric_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -90,23 +91,34 @@ double max_cable_gbps(const Topology& t) {
 
 }  // namespace
 
+std::string fabric_name_problem(const std::string& name) {
+  if (name.empty() || name.size() > 12 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    return "--name '" + name + "': 1 to 12 characters of a-z, 0-9 and '_' (namespaces are named tf-<name>-<node>)";
+  return "";
+}
+
+namespace {
+std::string shown(double x) {  // 1e+308, not 309 digits
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+}  // namespace
+
 void check_fabric_options(const FabricOptions& o) {
-  if (o.name.empty() || o.name.size() > 12 ||
-      o.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-    throw std::invalid_argument("--name '" + o.name +
-                                "': 1 to 12 characters of a-z, 0-9 and '_' (namespaces are "
-                                "named tf-<name>-<node>)");
+  if (std::string problem = fabric_name_problem(o.name); !problem.empty()) throw std::invalid_argument(problem);
   if (o.rate_mbit != 0 && !(o.rate_mbit >= 0.1 && o.rate_mbit <= 10000))
-    throw std::invalid_argument("--rate-mbit " + std::to_string(o.rate_mbit) +
+    throw std::invalid_argument("--rate-mbit " + shown(o.rate_mbit) +
                                 ": expected 0.1 to 10000 Mbit/s");
   if (o.scale != 0 && !(o.scale > 0 && o.scale <= 1 && std::isfinite(o.scale)))
-    throw std::invalid_argument("--scale " + std::to_string(o.scale) + ": expected 0 < F <= 1");
+    throw std::invalid_argument("--scale " + shown(o.scale) + ": expected 0 < F <= 1");
   if (o.rate_mbit != 0 && o.scale != 0)
     throw std::invalid_argument("--rate-mbit and --scale both given: choose one");
   if (o.mtu < 1280 || o.mtu > 65000)
     throw std::invalid_argument("--mtu " + std::to_string(o.mtu) + ": expected 1280 to 65000");
   if (!(o.peak_slack_us >= 0 && o.peak_slack_us <= 10000))
-    throw std::invalid_argument("--peak-slack-us " + std::to_string(o.peak_slack_us) +
+    throw std::invalid_argument("--peak-slack-us " + shown(o.peak_slack_us) +
                                 ": expected 0 to 10000 microseconds");
 }
 

@@ -144,6 +144,10 @@ FabricPlan plan_fabric(const topo::Topology& topology, const FabricOptions& opti
 
 // The checks of plan_fabric's options alone (name, rates, MTU, peak slack).
 void check_fabric_options(const FabricOptions& options);
+// "" when `name` may name a fabric: 1 to 12 of a-z, 0-9 and '_', so its namespaces
+// tf-<name>-<node> belong to it alone ('-' ends the name) and its files <state dir>/<name>.*
+// stay in that directory; else what is wrong with it.
+std::string fabric_name_problem(const std::string& name);
 
 // The topology as the fabric runs it: every rate times the plan's rate_scale. Predictions
 // for a run on the fabric come from this one.

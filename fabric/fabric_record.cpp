@@ -1,11 +1,13 @@
 #include "fabric/fabric_record.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +29,69 @@ void make_dirs(const std::string& path) {
     partial += "/" + piece;
     if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
       throw FabricError("cannot create " + partial + ": " + std::strerror(errno));
+  }
+}
+
+// Why root must not keep its records in `dir` ("" = it may): some component of the directory's
+// real path belongs to another user or is writable by one (a sticky directory such as /tmp
+// excepted above the last), so that user could swap a record, whose namespaces `down`
+// removes with their processes, or plant a link where root writes. Components that do not
+// exist yet are made by `make_dirs`, 0755.
+std::string unsafe_state_dir(const std::string& dir) {
+  if (dir.empty() || dir[0] != '/')
+    return "TOPOCOLL_FABRIC_STATE_DIR '" + dir + "' is not an absolute path";
+  std::string existing = dir;
+  while (existing.size() > 1 && ::access(existing.c_str(), F_OK) != 0)
+    existing = existing.substr(0, std::max<size_t>(1, existing.rfind('/')));
+  char* real = ::realpath(existing.c_str(), nullptr);
+  if (!real) return "cannot resolve " + existing + ": " + std::strerror(errno);
+  const std::string resolved = real;
+  std::free(real);
+  const bool whole = existing == dir;
+  std::string partial;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = resolved.find('/', start + 1);
+    partial = resolved.substr(0, slash == std::string::npos ? std::string::npos : slash);
+    if (partial.empty()) partial = "/";
+    struct stat st {};
+    if (::lstat(partial.c_str(), &st) != 0) return "cannot inspect " + partial + ": " + std::strerror(errno);
+    const bool last = slash == std::string::npos;
+    if (!S_ISDIR(st.st_mode)) return partial + " is not a directory";
+    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+      return partial + " belongs to user " + std::to_string(st.st_uid) + ", who could change the fabric records";
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (others_write && (last && whole ? true : (st.st_mode & S_ISVTX) == 0))
+      return partial + " is writable by others (mode " + [&] {
+        char m[8];
+        std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+        return std::string(m);
+      }() + "), who could change the fabric records";
+    if (last) break;
+    start = slash;
+  }
+  return "";
+}
+
+// `text` as `path`, whole or not at all, never through a link someone planted: a fresh file
+// of a unique name (O_EXCL), renamed over `path` (rename replaces a link, never follows it).
+void write_atomically(const std::string& path, const std::string& text) {
+  std::string temporary = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+  if (fd < 0) throw FabricError("cannot create a file beside " + path + ": " + std::strerror(errno));
+  bool ok = ::fchmod(fd, 0644) == 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += size_t(n);
+  }
+  const int error = errno;
+  ::close(fd);
+  if (!ok || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int why = ok ? errno : error;
+    ::unlink(temporary.c_str());
+    throw FabricError("cannot write " + path + ": " + std::strerror(why));
   }
 }
 
@@ -54,11 +119,27 @@ nlohmann::json fault_json(const Fault& f) {
   return j;
 }
 
-std::string fabric_state_dir() { return config::env().fabric_state_dir; }
+void check_fabric_name(const std::string& name) {
+  if (std::string problem = fabric_name_problem(name); !problem.empty()) throw FabricError(problem);
+}
+
+
+std::string fabric_state_dir() {
+  const std::string dir = config::env().fabric_state_dir;
+  if (std::string why = unsafe_state_dir(dir); !why.empty())
+    throw FabricError("the fabric records' directory " + dir + " is not safe to use: " + why +
+                      " (TOPOCOLL_FABRIC_STATE_DIR chooses another)");
+  return dir;
+}
 
 void make_state_dir() { make_dirs(fabric_state_dir()); }
 
-std::string fabric_record_path(const std::string& name) { return fabric_state_dir() + "/" + name + ".json"; }
+std::string fabric_file_path(const std::string& name, const std::string& suffix) {
+  check_fabric_name(name);
+  return fabric_state_dir() + "/" + name + suffix;
+}
+
+std::string fabric_record_path(const std::string& name) { return fabric_file_path(name, ".json"); }
 
 std::optional<FabricRecord> load_record(const std::string& name) {
   std::ifstream in(fabric_record_path(name));
@@ -68,6 +149,8 @@ std::optional<FabricRecord> load_record(const std::string& name) {
     in >> j;
     FabricRecord r;
     r.name = j.at("name").get<std::string>();
+    // A record copied or linked under another name would act on that fabric's namespaces.
+    if (r.name != name) throw std::runtime_error("it names fabric '" + r.name + "'");
     r.status = j.at("status").get<std::string>();
     r.topology_file = j.value("topology_file", "");
     r.topology = j.at("topology");
@@ -110,18 +193,12 @@ void save_record(const FabricRecord& r) {
       {"faults", faults},
       {"created_unix", r.created_unix},
       {"creator_pid", r.creator_pid}};
-  const std::string path = fabric_record_path(r.name);
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary);
-    out << j.dump(1) << "\n";
-    if (!out) throw FabricError("cannot write " + temporary);
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0)
-    throw FabricError("cannot write " + path + ": " + std::strerror(errno));
+  write_atomically(fabric_record_path(r.name), j.dump(1) + "\n");
 }
 
-std::string fabric_files_dir(const std::string& name) { return fabric_state_dir() + "/" + name + ".d"; }
+std::string fabric_files_dir(const std::string& name) { return fabric_file_path(name, ".d"); }
+
+void write_fabric_file(const std::string& path, const std::string& text) { write_atomically(path, text); }
 
 void remove_record(const std::string& name) {
   ::unlink(fabric_record_path(name).c_str());
@@ -135,7 +212,9 @@ std::vector<std::string> recorded_fabrics() {
   if (!d) return out;
   while (const dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) out.push_back(n.substr(0, n.size() - 5));
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 &&
+        fabric_name_problem(n.substr(0, n.size() - 5)).empty())
+      out.push_back(n.substr(0, n.size() - 5));
   }
   ::closedir(d);
   std::sort(out.begin(), out.end());

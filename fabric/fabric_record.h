@@ -34,14 +34,22 @@ struct FabricRecord {
   int creator_pid = 0;
 };
 
+void check_fabric_name(const std::string& name);  // fabric_name_problem as a FabricError
+// $TOPOCOLL_FABRIC_STATE_DIR; throws FabricError when it is relative, or when a user other
+// than root and this one owns or may write into it or a directory above it (a sticky one
+// such as /tmp excepted above the last): root writes and trusts the records there.
 std::string fabric_state_dir();
 void make_state_dir();  // with every missing parent; throws FabricError
+// <state dir>/<name><suffix>, the name checked first (a name like "../x" never becomes a path).
+std::string fabric_file_path(const std::string& name, const std::string& suffix);
 std::string fabric_record_path(const std::string& name);
 std::optional<FabricRecord> load_record(const std::string& name);  // throws on a corrupt file
 void save_record(const FabricRecord& record);  // atomically (temporary file, then rename)
 // Files made for the fabric's jobs (its topology at the emulated rates): removed with the record.
 std::string fabric_files_dir(const std::string& name);
 void remove_record(const std::string& name);  // and fabric_files_dir
+// Writes a file of the fabric's atomically, through no link: a fresh file renamed into place.
+void write_fabric_file(const std::string& path, const std::string& text);
 std::vector<std::string> recorded_fabrics();  // names, sorted
 
 std::string to_string(Fault::Kind kind);

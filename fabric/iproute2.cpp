@@ -90,6 +90,15 @@ std::optional<ToolLocation> find_in_prefix(const std::string& name, const std::s
   return std::nullopt;
 }
 
+// Whether a PATH directory may supply the tools a root process runs: absolute (a relative
+// entry means whatever the current directory holds), owned by root or this user, and
+// writable by nobody else, so no other user's `ip` runs as root.
+bool trusted_path_dir(const std::string& dir) {
+  struct stat st {};
+  if (dir.empty() || dir[0] != '/' || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  return (st.st_uid == 0 || st.st_uid == ::geteuid()) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 std::string joined(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
@@ -117,7 +126,9 @@ ToolSearch iproute2_search() {
 
 std::optional<ToolLocation> find_tool(const std::string& name, const ToolSearch& s) {
   if (!s.setting.empty()) return find_in_prefix(name, s.setting, s.library_triplet);
-  std::vector<std::string> dirs = s.path;
+  std::vector<std::string> dirs;
+  for (const auto& d : s.path)
+    if (trusted_path_dir(d)) dirs.push_back(d);
   dirs.insert(dirs.end(), s.system_dirs.begin(), s.system_dirs.end());
   for (const auto& d : dirs) {
     const std::string dir = without_trailing_slash(d);
@@ -141,7 +152,14 @@ std::string tool_missing(const std::string& name, const ToolSearch& s) {
                   ", ") +
            "): point it at a directory holding `" + name + "` or at a prefix an iproute2 .deb was unpacked into";
   std::vector<std::string> places;
-  places.push_back(s.path.empty() ? "PATH (empty)" : "PATH (" + joined(s.path, ":") + ")");
+  std::vector<std::string> skipped;
+  for (const auto& d : s.path)
+    if (!trusted_path_dir(d)) skipped.push_back(d);
+  places.push_back(s.path.empty() ? "PATH (empty)"
+                                  : "PATH (" + joined(s.path, ":") + ")" +
+                                        (skipped.empty() ? ""
+                                                         : " but not its relative, missing or writable-by-others "
+                                                           "entries " + joined(skipped, ", ")));
   places.push_back(joined(s.system_dirs, ", "));
   if (!s.bundled_prefix.empty()) places.push_back(s.bundled_prefix + " (.debs unpacked beside this build)");
   return "`" + name + "` (iproute2) is not installed: looked in " + joined(places, ", ") +

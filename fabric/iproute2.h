@@ -1,7 +1,9 @@
 // Where the fabric's `ip` and `tc` (iproute2) come from. In order:
 //   1. TOPOCOLL_FABRIC_IPROUTE2=DIR: a directory holding them, or a prefix an iproute2 .deb
 //      and its libraries were unpacked into (`dpkg -x`; perf/gpu/fetch_debs.sh): only there;
-//   2. PATH, then the system's /usr/sbin, /sbin, /usr/bin, /bin;
+//   2. PATH, then the system's /usr/sbin, /sbin, /usr/bin, /bin; a PATH entry that is
+//      relative, or a directory another user owns or may write into, is skipped (the tools
+//      run as root);
 //   3. BUILD_DIR/deps beside this executable, where perf/gpu/run_all.sh unpacks the .debs.
 // A tool found under a prefix other than the system's runs with that prefix's library
 // directories on its own LD_LIBRARY_PATH (nobody else's), so an unpacked iproute2 works

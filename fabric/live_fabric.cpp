@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,8 +99,10 @@ void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
 }
 
 // Removes namespaces, first ending the processes inside them (a crashed run's ranks).
-void remove_namespaces(const std::vector<std::string>& names) {
+// Returns "" when none of them is left, else which are and what `ip` said.
+std::string remove_namespaces(const std::vector<std::string>& names) {
   std::string batch;
+  std::vector<std::string> removing;
   for (const auto& n : names) {
     if (!netns_exists(n)) continue;
     const CommandResult pids = run_command({"ip", "netns", "pids", n});
@@ -108,8 +111,16 @@ void remove_namespaces(const std::vector<std::string>& names) {
     while (in >> pid)
       if (pid > 1 && pid != ::getpid()) ::kill(pid_t(pid), SIGKILL);
     batch += "netns del " + n + "\n";
+    removing.push_back(n);
   }
-  if (!batch.empty()) run_command({"ip", "-force", "-batch", "-"}, batch);
+  if (batch.empty()) return "";
+  const CommandResult r = run_command({"ip", "-force", "-batch", "-"}, batch);
+  std::string left;
+  for (const auto& n : removing)
+    if (netns_exists(n)) left += (left.empty() ? "" : ", ") + n;
+  if (left.empty()) return "";
+  return "could not remove " + left + " (`ip netns del` exit " + std::to_string(r.status) +
+         (r.output.empty() ? "" : ": " + r.output.substr(0, r.output.find('\n'))) + ")";
 }
 
 // Which end of a cable named `text` the user named second (the end that moves in a swap).
@@ -171,7 +182,7 @@ std::string probe_cannot_run(const std::string& probe) {
     reason = "the kernel cannot shape links with tbf (sch_tbf: " +
              q.output.substr(0, q.output.find('\n')) + ")";
   }
-  remove_namespaces({probe});
+  if (std::string left = remove_namespaces({probe}); !left.empty() && reason.empty()) reason = left;
   return reason;
 }
 
@@ -222,7 +233,7 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
   record.namespaces = {probe};
   save_record(record);
   if (const std::string reason = probe_cannot_run(probe); !reason.empty()) {
-    remove_record(record.name);
+    if (!netns_exists(probe)) remove_record(record.name);  // else the record lets `down` retry
     throw FabricError(reason);
   }
   record.namespaces.clear();
@@ -235,8 +246,8 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
     say("configuring addresses, routes and shapers");
     for (int i = 0; i < int(plan.namespaces.size()); ++i) configure_namespace(plan, i, true);
   } catch (...) {
-    remove_namespaces(record.namespaces);
-    remove_record(record.name);
+    // Kept while any namespace is left, so that `down` removes the rest.
+    if (remove_namespaces(record.namespaces).empty()) remove_record(record.name);
     throw;
   }
   record.status = "up";
@@ -267,12 +278,15 @@ FabricDown fabric_down(const std::string& name, bool force) {
                       ": they only carry its prefix and may be someone else's; `topocoll fabric down --name " +
                       name + " --force` removes them and ends the processes inside");
   }
-  remove_namespaces(down.removed);
+  if (std::string left = remove_namespaces(down.removed); !left.empty())
+    throw FabricError("fabric " + name + ": " + left + "; its record stays, so `topocoll fabric down --name " + name +
+                      "` can try again");
   remove_record(name);
   return down;
 }
 
 std::vector<std::string> unrecorded_namespaces(const std::string& name) {
+  if (!name.empty()) check_fabric_name(name);  // "a-b" would list fabric a's namespaces of nodes b-*
   std::set<std::string> recorded;
   for (const auto& fabric : name.empty() ? recorded_fabrics() : std::vector<std::string>{name}) {
     try {
@@ -334,19 +348,10 @@ std::string LiveFabric::emulated_topology_file() const {
     existing << in.rdbuf();
     if (in && existing.str() == text) return path;
   }
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw FabricError("cannot create " + dir + ": " + std::strerror(errno));
   // Ranks starting together each make sure of it: a whole file appears at once, or none.
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary);
-    out << text;
-    if (!out) throw FabricError("cannot write " + temporary);
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    ::unlink(temporary.c_str());
-    throw FabricError("cannot write " + path + ": " + std::strerror(errno));
-  }
+  write_fabric_file(path, text);
   return path;
 }
 
@@ -408,10 +413,22 @@ void LiveFabric::set_link_state(const Cable& c, bool up) const {
 
 void LiveFabric::save() const { save_record(record_); }
 
+// The cut on the cable `link` belongs to, if any (its canonical name).
+std::optional<std::string> LiveFabric::cut_of(int link) const {
+  for (const auto& f : record_.faults)
+    if (f.kind == Fault::Kind::Cut && cable_of(topo::find_cable(topology_, f.cables.at(0)).link).link ==
+                                          cable_of(link).link)
+      return f.cables.at(0);
+  return std::nullopt;
+}
+
 void LiveFabric::degrade(const std::string& cable, double mbit) {
   if (!(mbit >= 0.01 && mbit <= 10000))
     throw std::invalid_argument("--rate-mbit " + std::to_string(mbit) + ": expected 0.01 to 10000");
   const auto sel = topo::find_cable(topology_, cable);
+  // A shaper in place of the cut's drop-everything queue would let traffic through again.
+  if (const auto cut = cut_of(sel.link))
+    throw FabricError("cable " + *cut + " is cut: `topocoll fabric restore " + *cut + "` first");
   set_rate(sel.link, mbit);
   if (sel.both_directions) set_rate(topology_.links()[sel.link].reverse, mbit);
   record_.faults.push_back({Fault::Kind::Degrade,
@@ -425,6 +442,7 @@ void LiveFabric::cut(const std::string& cable) {
   const auto sel = topo::find_cable(topology_, cable);
   if (!sel.both_directions)
     throw std::invalid_argument("cut takes a cable ('A-B'), not one direction ('" + cable + "')");
+  if (const auto cut = cut_of(sel.link)) throw FabricError("cable " + *cut + " is cut already");
   set_link_state(cable_of(sel.link), false);
   record_.faults.push_back({Fault::Kind::Cut, {topo::cable_name(topology_, sel.link)}, 0});
   save();

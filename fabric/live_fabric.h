@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,11 @@ class LiveFabric {
   int endpoint(const std::string& name) const;
 
   // Faults, named as `describe --cables` names cables ("A-B" both ways, "A->B" one way).
+  // The caller holds the fabric's FabricLock and opened the record under it. A cut cable
+  // is restored before it is degraded (its shaper would let traffic through again).
   void degrade(const std::string& cable, double rate_mbit);
-  // Drops everything at both ends of the cable; the links stay up and routes stay put.
+  // Drops everything at both ends of the cable (one not cut yet); the links stay up and
+  // routes stay put.
   void cut(const std::string& cable);
   // The far ends of two cables exchanged (a miswired cluster): A-B and C-D become A-D and
   // C-B; routes stay as the file says.
@@ -75,6 +79,7 @@ class LiveFabric {
  private:
   LiveFabric() = default;
   const Cable& cable_of(int link) const;
+  std::optional<std::string> cut_of(int link) const;  // the cut on link's cable, if any
   void set_rate(int link, double mbit) const;
   double current_mbit(int link) const;  // the plan's rate, or a degrade fault's
   void set_link_state(const Cable& cable, bool up) const;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/value_grammar.h"
+#include "fabric/fabric_lock.h"
 #include "fabric/live_fabric.h"
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
@@ -65,6 +66,7 @@ struct Args {
   std::string name;
   FabricOptions options;
   double rate_mbit = 0;
+  bool rate_given = false;
   bool json = false;
   bool force = false;
 };
@@ -72,6 +74,13 @@ struct Args {
 // The fabric's own checks (fabric/fabric_plan.cpp) give each its range.
 double number(const std::string& flag, const std::string& text) {
   return config::number_argument(flag, text, 0, kAny);
+}
+
+// A rate or scale: 0 inside means "not given" (the default), so 0 given is refused here.
+double positive(const std::string& flag, const std::string& text) {
+  const double v = number(flag, text);
+  if (!(v > 0)) throw std::invalid_argument(flag + " " + text + ": expected a number above 0");
+  return v;
 }
 
 Args parse(std::span<const std::string> args) {
@@ -84,9 +93,13 @@ Args parse(std::span<const std::string> args) {
       a.command.assign(args.begin() + long(i) + 1, args.end());
       break;
     }
-    if (f == "--name") a.name = flag_value(args, i);
-    else if (f == "--rate-mbit") a.rate_mbit = number(f, flag_value(args, i));
-    else if (f == "--scale") a.options.scale = number(f, flag_value(args, i));
+    if (f == "--name") {
+      a.name = flag_value(args, i);
+      if (std::string problem = fabric_name_problem(a.name); !problem.empty()) throw std::invalid_argument(problem);
+    } else if (f == "--rate-mbit") {
+      a.rate_mbit = positive(f, flag_value(args, i));
+      a.rate_given = true;
+    } else if (f == "--scale") a.options.scale = positive(f, flag_value(args, i));
     else if (f == "--mtu") a.options.mtu = int(config::count_argument(f, flag_value(args, i), 0, INT_MAX));
     else if (f == "--peak-slack-us") a.options.peak_slack_us = number(f, flag_value(args, i));
     else if (f == "--json") a.json = true;
@@ -299,10 +312,14 @@ int run_route(const Args& a) {
 }
 
 int run_fault(const Args& a) {
-  LiveFabric f = LiveFabric::open(a.name);
+  // Under the fabric's lock, and read again under it: two faults at once would each save
+  // the record without the other's, and one after `down` would bring its record back.
+  const std::string name = LiveFabric::open(a.name).name();
+  const FabricLock lock(name, a.verb);
+  LiveFabric f = LiveFabric::open(name);
   if (a.verb == "degrade") {
     expect_positional(a, 1, 1, "one cable and --rate-mbit R");
-    if (a.rate_mbit <= 0) throw std::invalid_argument("fabric degrade needs --rate-mbit R");
+    if (!a.rate_given) throw std::invalid_argument("fabric degrade needs --rate-mbit R");
     f.degrade(a.positional[0], a.rate_mbit);
   } else if (a.verb == "cut") {
     expect_positional(a, 1, 1, "one cable");

@@ -47,9 +47,9 @@ DemoFabricAccess DemoFabricAccess::check(const topo::Topology& topology, const s
   a.reason_ = fabric::machine_cannot_run(fabric::estimate_fabric_size(topology), probe);
   if (!a.reason_.empty()) return a;
   try {
+    const std::string path = fabric::fabric_file_path(name, ".demo-lock");
     fabric::make_state_dir();
-    const std::string path = fabric::fabric_state_dir() + "/" + name + ".demo-lock";
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
       a.reason_ = "cannot open " + path + ": " + std::strerror(errno);
       return a;

@@ -365,6 +365,23 @@ TEST(FabricLive, FaultsReachTheKernelAndACutCableFailsARunWithoutHanging) {
   EXPECT_NE(qdisc("tf-tlfault-s9", "nic0").find("limit 0p"), std::string::npos)
       << qdisc("tf-tlfault-s9", "nic0");
   EXPECT_NE(qdisc("tf-tlfault-L1", "s9.g0").find("limit 0p"), std::string::npos);
+  // A shaper in place of the cut would carry traffic again: refused, as is a second cut.
+  const auto degrade_cut = shell_run(kCli + " fabric degrade --name tlfault L1-s9.g0 --rate-mbit 5");
+  EXPECT_NE(degrade_cut.status, 0);
+  EXPECT_NE(degrade_cut.output.find("cable s9.g0-L1 is cut: `topocoll fabric restore s9.g0-L1` first"),
+            std::string::npos) << degrade_cut.output;
+  EXPECT_NE(shell_run(kCli + " fabric degrade --name tlfault 's9.g0->L1' --rate-mbit 5").status, 0);
+  const auto cut_again = shell_run(kCli + " fabric cut --name tlfault s9.g0-L1");
+  EXPECT_NE(cut_again.output.find("cable s9.g0-L1 is cut already"), std::string::npos) << cut_again.output;
+  EXPECT_NE(qdisc("tf-tlfault-s9", "nic0").find("limit 0p"), std::string::npos);
+  {
+    // Faults take the fabric's lock: none while another command changes it.
+    const FabricLock held("tlfault", "test");
+    const auto locked = shell_run(kCli + " fabric restore --name tlfault s9.g0-L1");
+    EXPECT_NE(locked.status, 0);
+    EXPECT_NE(locked.output.find("another `fabric test` of this name is running"), std::string::npos)
+        << locked.output;
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto cut = shell_run("TOPOCOLL_NET_TIMEOUT_MS=3000 " + kCli +
                              " bench --fabric tlfault --endpoints s0.g0,s9.g0 --algos ring --sizes 64K --iters 1 --warmup 0");

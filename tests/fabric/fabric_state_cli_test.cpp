@@ -1,0 +1,118 @@
+// The fabric's records as hostile input (no root, no namespace made): a --name is checked
+// before it becomes a path or a namespace prefix on every verb, a records' directory that
+// another user may write into is refused, and a link planted where root writes a lock or a
+// record is never written through, nor a record filed under another fabric's name trusted.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/common/scratch_dir.h"
+#include "tests/common/shell_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using topocoll::testing_support::ScratchDir;
+using topocoll::testing_support::shell_run;
+
+const std::string kCli = TOPOCOLL_CLI;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A record as `up` writes it, of fabric `name`, listing namespaces nobody has.
+std::string record_of(const std::string& name) {
+  return "{\"name\": \"" + name + "\", \"status\": \"up\", \"topology\": {}, \"options\": {}, "
+         "\"namespaces\": [\"tf-" + name + "-nowhere\"]}\n";
+}
+
+std::string in_state(const std::string& dir, const std::string& command) {
+  return "TOPOCOLL_FABRIC_STATE_DIR=" + dir + " " + kCli + " " + command;
+}
+
+TEST(FabricState, ANameThatIsNoFabricNameNeverBecomesAPath) {
+  const ScratchDir scratch("fabric_state_names");
+  const std::string state = scratch.file("state");
+  fs::create_directories(state);
+  // What `--name ../victim` would reach from the records' directory.
+  write_file(scratch.file("victim.json"), record_of("victim"));
+  fs::create_directories(scratch.file("victim.d"));
+  write_file(scratch.file("victim.d/topology.json"), "{}\n");
+  for (const std::string verb :
+       {"down --name ../victim", "down --force --name ../victim", "status --name ../victim",
+        "degrade --name ../victim a-b --rate-mbit 1", "cut --name ../victim a-b", "restore --name ../victim",
+        "route --name ../victim 0 1", "exec --name ../victim 0 -- true", "down --force --name a-b",
+        "place --name ../victim --ranks 2", "run --name ../victim --ranks 2 -- true",
+        "predict --name ../victim --ranks 2"}) {
+    const auto r = shell_run(in_state(state, "fabric " + verb));
+    EXPECT_NE(r.status, 0) << verb << ": " << r.output;
+    EXPECT_NE(r.output.find("1 to 12 characters of a-z, 0-9 and '_'"), std::string::npos) << verb << ": " << r.output;
+  }
+  EXPECT_EQ(read_file(scratch.file("victim.json")), record_of("victim"));
+  EXPECT_TRUE(fs::exists(scratch.file("victim.d/topology.json")));
+  EXPECT_FALSE(fs::exists(scratch.file("victim.lock")));
+}
+
+TEST(FabricState, ARecordsDirectoryAnotherUserMayWriteIsRefused) {
+  const ScratchDir scratch("fabric_state_modes");
+  const std::string open_dir = scratch.file("open");
+  fs::create_directories(open_dir);
+  ASSERT_EQ(::chmod(open_dir.c_str(), 01777), 0);  // even sticky: anyone may plant a name in it
+  auto r = shell_run(in_state(open_dir, "fabric status"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(open_dir + " is writable by others (mode 1777)"), std::string::npos) << r.output;
+  // Below an open directory without the sticky bit: the directory itself could be swapped.
+  const std::string parent = scratch.file("parent");
+  fs::create_directories(parent + "/state");
+  ASSERT_EQ(::chmod(parent.c_str(), 0777), 0);
+  r = shell_run(in_state(parent + "/state", "fabric down --name tf"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(parent + " is writable by others (mode 0777)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(parent + "/state/tf.lock"));
+  r = shell_run(in_state("relative/state", "fabric status"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("'relative/state' is not an absolute path"), std::string::npos) << r.output;
+  // A directory still to be made under a sticky one such as /tmp is fine.
+  const std::string sticky = scratch.file("sticky");
+  fs::create_directories(sticky);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  r = shell_run(in_state(sticky + "/new/state", "fabric status"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("no fabric is up"), std::string::npos) << r.output;
+}
+
+TEST(FabricState, ALinkPlantedAsALockOrRecordIsNeverWrittenThroughNorTrusted) {
+  const ScratchDir scratch("fabric_state_links");
+  const std::string state = scratch.file("state");
+  fs::create_directories(state);
+  const std::string precious = scratch.file("precious");
+  write_file(precious, "precious\n");
+  fs::create_symlink(precious, state + "/tf.lock");
+  auto r = shell_run(in_state(state, "fabric down --name tf"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cannot open " + state + "/tf.lock"), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(precious), "precious\n");
+  // Another fabric's record under this name would make `down` end that fabric.
+  write_file(scratch.file("victim.json"), record_of("victim"));
+  fs::create_symlink(scratch.file("victim.json"), state + "/tg.json");
+  r = shell_run(in_state(state, "fabric down --name tg"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("is corrupt (it names fabric 'victim')"), std::string::npos) << r.output;
+  r = shell_run(in_state(state, "fabric status --name tg"));
+  EXPECT_NE(r.output.find("it names fabric 'victim'"), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(scratch.file("victim.json")), record_of("victim"));
+}
+
+}  // namespace
