@@ -215,7 +215,19 @@ NcclAlgorithmModel::NcclAlgorithmModel(const topo::Topology& topology,
 }
 
 std::optional<double> NcclAlgorithmModel::predict_us(NcclCollective coll, int algo, int proto,
-                                                     double nbytes) const {
+                                                     double nbytes, int num_pipe_ops) const {
+  const std::optional<Terms> t = terms(coll, algo, proto, nbytes);
+  if (!t) return std::nullopt;
+  // NCCL 2.28 ncclTopoGetAlgoTime: `numPipeOps` collectives of a group share one launch; a
+  // ring pays its latency once per op, the other algorithms once per batch of
+  // NCCL_MAX_DEV_WORK_BATCH_COLLS (1024-byte batches of 96-byte ncclDevWorkColl: 10).
+  const int ops = std::max(1, num_pipe_ops);
+  const int latency_count = algo == kRing ? ops : (ops + kNcclMaxWorkBatchColls - 1) / kNcclMaxWorkBatchColls;
+  return t->latency_us * latency_count + t->transfer_us;
+}
+
+std::optional<NcclAlgorithmModel::Terms> NcclAlgorithmModel::terms(NcclCollective coll, int algo, int proto,
+                                                                   double nbytes) const {
   if (proto < 0 || proto >= kNumProtocols || nranks_ < 2 || !(nbytes >= 0)) return std::nullopt;
   const double eff = efficiency(algo, proto);
   if (eff <= 0) return std::nullopt;
@@ -223,8 +235,14 @@ std::optional<double> NcclAlgorithmModel::predict_us(NcclCollective coll, int al
   const bool multi_node = nnodes_ > 1;
 
   if (algo == kRing) {
-    const double step_lat_inter = lat_.inter_host[kRing][proto] + ring_.latency_us;
-    const double step_lat_intra = lat_.intra_host[kRing][proto] + (multi_node ? 0 : ring_.latency_us);
+    // NCCL 2.28 src/graph/tuning.cc: with one GPU per node "latencies are fully exposed" and
+    // a ring's network step costs the Tree's NET latency; on several nodes a step inside one
+    // takes at least the network overhead (1 us, 3x for Simple; x86 Intel and NCCL's default).
+    const double net_lat = lat_.inter_host[ranks_per_node_ == 1 ? kTree : kRing][proto];
+    const double net_overhead = multi_node ? (proto == kSimple ? 3.0 : 1.0) * kNcclNetOverheadUs : 0.0;
+    const double step_lat_inter = net_lat + ring_.latency_us;
+    const double step_lat_intra =
+        std::max(lat_.intra_host[kRing][proto], net_overhead) + (multi_node ? 0 : ring_.latency_us);
     double steps, inter_steps;
     switch (coll) {
       case NcclCollective::AllReduce:
@@ -239,22 +257,23 @@ std::optional<double> NcclAlgorithmModel::predict_us(NcclCollective coll, int al
       case NcclCollective::Broadcast:
       case NcclCollective::Reduce:
         // A pipeline along the chain: fill once, then stream the buffer at the chain's rate.
-        return lat_.base[kRing][proto] +
-               (multi_node ? lat_.inter_host[kRing][proto] : lat_.intra_host[kRing][proto]) +
-               (n - 1) * chain_.latency_us + nbytes * chain_.us_per_byte / eff;
+        return Terms{lat_.base[kRing][proto] +
+                         (multi_node ? lat_.inter_host[kRing][proto] : lat_.intra_host[kRing][proto]) +
+                         (n - 1) * chain_.latency_us,
+                     nbytes * chain_.us_per_byte / eff};
       default:
         return std::nullopt;
     }
     const double per_step_bytes = nbytes / n;
-    return lat_.base[kRing][proto] + inter_steps * step_lat_inter +
-           (steps - inter_steps) * step_lat_intra + steps * per_step_bytes * ring_.us_per_byte / eff;
+    return Terms{lat_.base[kRing][proto] + inter_steps * step_lat_inter + (steps - inter_steps) * step_lat_intra,
+                 steps * per_step_bytes * ring_.us_per_byte / eff};
   }
 
   if (algo == kTree) {
     if (coll != NcclCollective::AllReduce) return std::nullopt;
     const double levels = 2.0 * ((ranks_per_node_ - 1) * lat_.intra_host[kTree][proto] +
                                  tree_depth_ * (lat_.inter_host[kTree][proto] + tree_.latency_us));
-    return lat_.base[kTree][proto] + levels + nbytes * tree_.us_per_byte / eff;
+    return Terms{lat_.base[kTree][proto] + levels, nbytes * tree_.us_per_byte / eff};
   }
 
   if (algo == kPat) {
@@ -262,11 +281,13 @@ std::optional<double> NcclAlgorithmModel::predict_us(NcclCollective coll, int al
         pat_steps_.empty())
       return std::nullopt;
     const double chunk = nbytes / n;
-    double t = lat_.base[kPat][proto] + n * kPatPerRankUs;
+    Terms t{lat_.base[kPat][proto] + n * kPatPerRankUs, 0};
     // NCCL charges a third of the network latency per log step; the fabric's own latency is
     // paid in full.
-    for (const PatternCost& s : pat_steps_)
-      t += lat_.inter_host[kTree][proto] / 3.5 + s.latency_us + chunk * s.us_per_byte / eff;
+    for (const PatternCost& s : pat_steps_) {
+      t.latency_us += lat_.inter_host[kTree][proto] / 3.5 + s.latency_us;
+      t.transfer_us += chunk * s.us_per_byte / eff;
+    }
     return t;
   }
   return std::nullopt;

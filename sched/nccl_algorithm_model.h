@@ -14,7 +14,10 @@
 //                          PAT   Simple 0.75
 //   latencies (us)         base + per step "hw" latency (NET between hosts, NVLink inside
 //                          one), NCCL's defaults or the constants NCCL hands to a v5 tuner;
-//                          PAT also NCCL's linear term 2.8 us per rank.
+//                          a ring's NET step at one GPU per node the Tree's NET latency, a
+//                          step inside a node at least the network overhead on several nodes;
+//                          PAT also NCCL's linear term 2.8 us per rank; times numPipeOps (ring)
+//                          or its batches of 10 (the others) for grouped collectives.
 // Which (collective, algorithm, protocol) NCCL can run follows NCCL 2.28: Tree only for
 // allreduce; PAT only for allgather/reduce-scatter, Simple only, one GPU per node;
 // broadcast/reduce only Ring. Everything else (CollNet, NVLS) is not modelled.
@@ -46,6 +49,11 @@ inline constexpr int kNumNcclAlgorithms = 7;
 // NCCL 2.28's protocol indices.
 enum NcclProtocol : int { kNcclLL = 0, kNcclLL128 = 1, kNcclSimple = 2 };
 inline constexpr int kNumNcclProtocols = 3;
+// NCCL 2.28's NCCL_MAX_DEV_WORK_BATCH_COLLS (src/include/device.h): 1024 / sizeof(ncclDevWorkColl).
+inline constexpr int kNcclMaxWorkBatchColls = 10;
+// NCCL 2.28's network overhead per ring step inside a node on several nodes (getNetOverhead:
+// x86 Intel and the default; AMD 2 us, NCCL_NET_OVERHEAD sets it).
+inline constexpr double kNcclNetOverheadUs = 1.0;
 
 // The collectives the model has something to say about.
 enum class NcclCollective { Broadcast, Reduce, AllGather, ReduceScatter, AllReduce };
@@ -77,8 +85,11 @@ class NcclAlgorithmModel {
   // Predicted time in microseconds of NCCL's `algo` with `proto` for `coll` of `nbytes` (NCCL's
   // nBytes: the allreduce/broadcast/reduce buffer, the whole gathered / scattered buffer for
   // allgather / reduce-scatter); nullopt when NCCL cannot run that combination or the model
-  // has nothing to say about it.
-  std::optional<double> predict_us(NcclCollective coll, int algo, int proto, double nbytes) const;
+  // has nothing to say about it. `num_pipe_ops`: NCCL's numPipeOps, the collectives of one
+  // group launched together, each paying the latency again on a ring (per batch of 10
+  // otherwise); nbytes is then their sum, as NCCL passes it.
+  std::optional<double> predict_us(NcclCollective coll, int algo, int proto, double nbytes,
+                                   int num_pipe_ops = 1) const;
 
   int nranks() const { return nranks_; }
   int nnodes() const { return nnodes_; }
@@ -90,6 +101,12 @@ class NcclAlgorithmModel {
   int tree_depth() const { return tree_depth_; }
 
  private:
+  struct Terms {
+    double latency_us = 0;   // paid once per op (ring) or per batch of ops
+    double transfer_us = 0;  // the bytes at the pattern's rate
+  };
+  std::optional<Terms> terms(NcclCollective coll, int algo, int proto, double nbytes) const;
+
   int nranks_ = 0, nnodes_ = 0, ranks_per_node_ = 1;
   NcclLatencies lat_;
   PatternCost ring_, chain_, tree_;

@@ -115,6 +115,46 @@ TEST(NcclAlgorithmModel, WhatNcclCanRun) {
   EXPECT_FALSE(m.predict_us(NcclCollective::AllReduce, kNcclRing, 7, 4096));
 }
 
+// NCCL 2.28 src/graph/tuning.cc: at one GPU per node every ring step is a network step
+// priced at the Tree's NET latency; on several GPUs per node a step inside a node costs at
+// least the network overhead (1 us, 3 us for Simple).
+TEST(NcclAlgorithmModel, RingLatenciesAreNcclsFormula) {
+  const NcclLatencies l = default_nccl_latencies();
+  const auto one = model_of(example_topology("bigraph-32"));
+  for (int p = 0; p < kNumNcclProtocols; ++p)
+    EXPECT_NEAR(*one.predict_us(NcclCollective::AllReduce, kNcclRing, p, 0),
+                l.base[kNcclRing][p] + 2 * 31 * (l.inter_host[kNcclTree][p] + one.ring().latency_us), 1e-9)
+        << nccl_protocol_name(p);
+  const auto eight = model_of(example_topology("bigraph-16x8"));  // 16 hosts of 8 GPUs
+  for (int p = 0; p < kNumNcclProtocols; ++p) {
+    const double intra = std::max(l.intra_host[kNcclRing][p], p == kNcclSimple ? 3.0 : 1.0);
+    EXPECT_NEAR(*eight.predict_us(NcclCollective::AllGather, kNcclRing, p, 0),
+                l.base[kNcclRing][p] + 15 * (l.inter_host[kNcclRing][p] + eight.ring().latency_us) +
+                    (127 - 15) * intra,
+                1e-9)
+        << nccl_protocol_name(p);
+  }
+}
+
+// A group of numPipeOps collectives (nbytes their sum): a ring pays its latency once per op,
+// the other algorithms once per batch of 10 (NCCL_MAX_DEV_WORK_BATCH_COLLS).
+TEST(NcclAlgorithmModel, GroupedCollectivesPayTheLatencyAsNcclCounts) {
+  const auto m = model_of(example_topology("bigraph-32"));
+  for (int p = 0; p < kNumNcclProtocols; ++p) {
+    const double ring_lat = *m.predict_us(NcclCollective::AllReduce, kNcclRing, p, 0);
+    const double ring = *m.predict_us(NcclCollective::AllReduce, kNcclRing, p, 1e6);
+    EXPECT_NEAR(*m.predict_us(NcclCollective::AllReduce, kNcclRing, p, 1e6, 4), ring + 3 * ring_lat, 1e-6);
+    const double tree_lat = *m.predict_us(NcclCollective::AllReduce, kNcclTree, p, 0);
+    const double tree = *m.predict_us(NcclCollective::AllReduce, kNcclTree, p, 1e6);
+    EXPECT_NEAR(*m.predict_us(NcclCollective::AllReduce, kNcclTree, p, 1e6, 10), tree, 1e-6);
+    EXPECT_NEAR(*m.predict_us(NcclCollective::AllReduce, kNcclTree, p, 1e6, 11), tree + tree_lat, 1e-6);
+    EXPECT_NEAR(*m.predict_us(NcclCollective::AllReduce, kNcclTree, p, 1e6, 0), tree, 1e-6);  // as 1
+  }
+  const double pat_lat = *m.predict_us(NcclCollective::AllGather, kNcclPat, kNcclSimple, 0);
+  EXPECT_NEAR(*m.predict_us(NcclCollective::AllGather, kNcclPat, kNcclSimple, 1e6, 25),
+              *m.predict_us(NcclCollective::AllGather, kNcclPat, kNcclSimple, 1e6) + 2 * pat_lat, 1e-6);
+}
+
 TEST(NcclAlgorithmModel, TimesGrowWithSizeAndProtocolsTradeLatencyForBandwidth) {
   for (const char* name : {"bigraph-32", "nap-4x8", "bigraph-16x8", "nap-16x8"}) {
     SCOPED_TRACE(name);
