@@ -94,7 +94,7 @@ const std::vector<EnvVariable>& table() {
            true),
       count("TOPOCOLL_PIPELINE_MAX_CHUNKS", 2, 64, "8", "", "most pieces one message of a pipelined step is cut into"),
       // Tuner.
-      boolean("TOPOCOLL_TUNER", "1", "0 turns the tuner face off: NCCL's own tuning is unchanged"),
+      boolean("TOPOCOLL_TUNER", "1", "0 turns the tuner face off: NCCL's cost tables are left as NCCL makes them"),
       // Net plugin and the socket transport under it and under the CLI's ranks.
       text("TOPOCOLL_NET_IFNAME", "", "NCCL_SOCKET_IFNAME, else NCCL's order: ib*, else all but docker*, lo*, virbr*",
            "the net plugin's interfaces without a topology (NCCL_SOCKET_IFNAME's syntax)"),

@@ -1,4 +1,5 @@
-// NCCL tuner plugin API v2 (NCCL 2.19-2.20), written from NCCL's published tuner API.
+// NCCL tuner plugin API v2 (NCCL 2.21, which uses its answer unchecked; NCCL 2.22+ fall back to
+// it without a newer symbol and enable its choice only where NCCL did), written from NCCL's published tuner API.
 // Also holds what every tuner version shares: the collective kinds NCCL passes in
 // (ncclFunc_t) and the algorithm/protocol indices a tuner answers with (v2) or finds as rows
 // and columns of the cost table (v3+). Values must match NCCL's ABI (checked for 2.28).

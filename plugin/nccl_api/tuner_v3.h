@@ -1,4 +1,4 @@
-// NCCL tuner plugin API v3 (NCCL 2.21-2.22), written from NCCL's published tuner API.
+// NCCL tuner plugin API v3 (NCCL 2.22-2.23; PAT from 2.23), written from NCCL's published tuner API.
 // From v3 on the tuner edits NCCL's cost table: float[numAlgo][numProto] (row-major, passed
 // as float**), each entry NCCL's predicted time in microseconds or NCCL_ALGO_PROTO_IGNORE;
 // NCCL then takes the smallest non-negative entry.

@@ -1,4 +1,4 @@
-// NCCL tuner plugin API v4 (NCCL 2.23-2.26), written from NCCL's published tuner API.
+// NCCL tuner plugin API v4 (NCCL 2.24-2.27), written from NCCL's published tuner API.
 // Same as v3 plus regBuff: whether the user buffers are registered (or graph-registered).
 #pragma once
 

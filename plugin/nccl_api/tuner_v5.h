@@ -1,4 +1,4 @@
-// NCCL tuner plugin API v5 (NCCL 2.27-2.28; the symbol NCCL 2.28 looks for first), written
+// NCCL tuner plugin API v5 (NCCL 2.28, which looks for it first), written
 // from NCCL's published tuner API. Changes from v4: init takes the context pointer first, the
 // communicator id, the NVLink domain layout and NCCL's tuning constants (which the tuner may
 // edit before NCCL builds its time model); destroy is renamed finalize.

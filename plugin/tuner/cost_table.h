@@ -36,10 +36,24 @@ class CostTable {
   int num_algo_, num_proto_;
 };
 
+// NCCL 2.28 (src/enqueue.cc, topoGetAlgoTime) multiplies every Ring entry by 1024 for an fp8
+// reduction on more than 8 ranks before a tuner sees the table, so that a deep ring's
+// precision loss is chosen only when nothing else can run; the tuner is not told the
+// datatype. The mark it leaves: NCCL's Ring times, over the model's, stand at least 32x (a
+// factor between 1 and 1024 that the two models' disagreement stays far from) above the same
+// ratio of every other modelled entry. Needs a modelled entry besides Ring to see it.
+inline constexpr double kRingRelegation = 1024.0;
+inline constexpr double kRingRelegationEvidence = 32.0;
+inline constexpr int kRingRelegationMinRanks = 8;
+bool ring_relegated(const CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
+                    double nbytes, int num_pipe_ops);
+
 // Writes the model's predicted times over the enabled entries it models for this collective
-// and size; entries it does not model (CollNet, NVLS) keep NCCL's own times, which are
-// microseconds too. Returns how many entries changed.
+// and size (`num_pipe_ops` as NCCL passes it: a group's collectives, nbytes their sum);
+// entries it does not model (CollNet, NVLS) keep NCCL's own times, which are microseconds
+// too. Where NCCL relegated Ring (ring_relegated), the model's Ring times get the same 1024x.
+// Returns how many entries changed.
 int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
-                double nbytes);
+                double nbytes, int num_pipe_ops = 1);
 
 }  // namespace topocoll::plugin::tuner

@@ -65,7 +65,7 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     const ProcessContext& context = process_context();
     const config::Env& env = context.env;
     if (!env.tuner) {
-      info_once(about("disabled by TOPOCOLL_TUNER=0; NCCL's own tuning is unchanged"));
+      info_once(about("disabled by TOPOCOLL_TUNER=0; NCCL's cost tables are left as NCCL makes them"));
       return tuner;
     }
     // NCCL reads these itself and they win: honour them by changing nothing.
@@ -90,7 +90,7 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     constexpr size_t kMaxTunedRanks = 4096;
     if (nranks > kMaxTunedRanks) {
       warn_once(about("more than the " + std::to_string(kMaxTunedRanks) +
-                      " ranks the tuner models within its init budget; NCCL's own tuning is unchanged"));
+                      " ranks the tuner models within its init budget; NCCL's cost tables are left as NCCL makes them"));
       return tuner;
     }
     std::shared_ptr<const topo::Topology> topology = context.topology;
@@ -157,13 +157,13 @@ void TopologyTuner::log_decision(ncclFunc_t coll, size_t nbytes, const CostTable
           others.empty() ? "" : "; others (us): ", others.c_str());
 }
 
-void TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo,
-                         int num_proto) noexcept {
+void TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
+                         int num_pipe_ops) noexcept {
   if (!model_ || !table || num_algo <= 0 || num_proto <= 0) return;
   try {
     CostTable t(table, num_algo, num_proto);
     auto before = t.best();
-    int changed = apply_model(t, *model_, coll, double(nbytes));
+    int changed = apply_model(t, *model_, coll, double(nbytes), num_pipe_ops);
     if (changed > 0 && first_in_bucket(coll, nbytes))
       log_decision(coll, nbytes, t,
                    before ? entry_name(before->first, before->second).c_str() : "none");
@@ -173,21 +173,25 @@ void TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_
 }
 
 void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
-                           int* algorithm, int* protocol) noexcept {
+                           int num_pipe_ops, int* algorithm, int* protocol) noexcept {
   if (!model_ || !algorithm || !protocol || collnet_support || nvls_support) return;
   try {
-    // Candidates: what NCCL 2.28 enables by default (Ring and Tree in every protocol, PAT
-    // Simple) that the model can run for this collective.
+    // Candidates: what NCCL 2.21, the one release that calls a v2 tuner itself, runs on every
+    // machine and takes from the tuner unchecked (v2.21.5 src/enqueue.cc getTunerInfo skips
+    // its own choice): Ring, and Tree for allreduce, in LL and Simple. Not PAT (2.21 has 6
+    // algorithms: index 6 reads past its tables), not LL128 (2.21 enables it only on
+    // NVLink-connected Volta..Hopper: "may cause silent data corruption" elsewhere), and never
+    // Tree for another collective (2.21 maps a non-Ring AllGather to its NVLS kernel).
     float table[kNumAlgorithms][kNumProtocols];
     for (int a = 0; a < kNumAlgorithms; ++a)
       for (int p = 0; p < kNumProtocols; ++p) {
-        bool candidate = a == NCCL_ALGO_RING || a == NCCL_ALGO_TREE ||
-                         (a == NCCL_ALGO_PAT && p == NCCL_PROTO_SIMPLE);
+        const bool candidate = (a == NCCL_ALGO_RING || (a == NCCL_ALGO_TREE && coll == ncclFuncAllReduce)) &&
+                               (p == NCCL_PROTO_LL || p == NCCL_PROTO_SIMPLE);
         table[a][p] = candidate && predict_us(*model_, coll, a, p, double(nbytes)) ? 0.0f
                                                                                   : float(NCCL_ALGO_PROTO_IGNORE);
       }
     CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
-    if (apply_model(t, *model_, coll, double(nbytes)) == 0) return;
+    if (apply_model(t, *model_, coll, double(nbytes), num_pipe_ops) == 0) return;
     auto pick = t.best();
     if (!pick) return;
     *algorithm = pick->first;

@@ -30,13 +30,15 @@ class TopologyTuner {
   // The process's topology (plugin/process_context.h) the model was built on; null when inactive.
   const topo::Topology* topology() const { return topology_.get(); }
 
-  // v3+: rewrites the enabled entries of NCCL's cost table it models. nChannels is left to NCCL.
-  void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto) noexcept;
+  // v3+: rewrites the enabled entries of NCCL's cost table it models (apply_model, NCCL's
+  // numPipeOps passed on). nChannels is left to NCCL.
+  void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
+            int num_pipe_ops) noexcept;
 
-  // v2: an (algorithm, protocol) choice among what NCCL enables by default for this
-  // collective, or NCCL_ALGO_UNDEF / NCCL_PROTO_UNDEF for "NCCL decides" — also whenever NCCL
-  // could use CollNet or NVLS, whose times the v2 interface does not show.
-  void choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
+  // v2 (NCCL 2.21, which uses the answer unchecked): Ring or, for allreduce, Tree, in LL or
+  // Simple — what 2.21 runs everywhere — or NCCL_ALGO_UNDEF / NCCL_PROTO_UNDEF for "NCCL
+  // decides", also whenever NCCL could use CollNet or NVLS, whose times v2 does not show.
+  void choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support, int num_pipe_ops,
               int* algorithm, int* protocol) noexcept;
 
  private:

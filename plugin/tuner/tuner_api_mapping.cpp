@@ -36,10 +36,10 @@ std::optional<sched::NcclCollective> modelled_collective(ncclFunc_t coll) {
 }
 
 std::optional<double> predict_us(const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
-                                 int algo, int proto, double nbytes) {
+                                 int algo, int proto, double nbytes, int num_pipe_ops) {
   const std::optional<sched::NcclCollective> c = modelled_collective(coll);
   if (!c) return std::nullopt;
-  return model.predict_us(*c, algo, proto, nbytes);
+  return model.predict_us(*c, algo, proto, nbytes, num_pipe_ops);
 }
 
 sched::NcclLatencies nccl_latencies_from(const ncclTunerConstants_v5_t& c) {

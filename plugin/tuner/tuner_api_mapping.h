@@ -30,7 +30,7 @@ std::optional<sched::NcclCollective> modelled_collective(ncclFunc_t coll);
 
 // model.predict_us for an NCCL collective kind (nullopt where it is not modelled).
 std::optional<double> predict_us(const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
-                                 int algo, int proto, double nbytes);
+                                 int algo, int proto, double nbytes, int num_pipe_ops = 1);
 
 // The latencies NCCL hands to a v5 tuner's init (base, and the NVLink and NET hw rows).
 sched::NcclLatencies nccl_latencies_from(const ncclTunerConstants_v5_t& constants);

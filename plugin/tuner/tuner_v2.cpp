@@ -1,7 +1,8 @@
-// ncclTunerPlugin_v2 (NCCL 2.19-2.20): no cost table; the tuner answers with an algorithm
-// and protocol (NCCL 2.21+ forces that entry to time 0 when it is enabled). The choice is
-// the model's best among what NCCL enables by default, and "no opinion" (UNDEF) whenever
-// NCCL could use CollNet or NVLS, whose times a v2 tuner cannot compare against.
+// ncclTunerPlugin_v2 (NCCL 2.21): no cost table; the tuner answers with an algorithm and
+// protocol, which 2.21 runs unchecked (2.22+, falling back to v2, force that entry to time 0
+// only when it is enabled). The choice is the model's best among what 2.21 runs on every
+// machine (TopologyTuner::choose), and "no opinion" (UNDEF) whenever NCCL could use CollNet
+// or NVLS, whose times a v2 tuner cannot compare against.
 #include "plugin/log.h"
 #include "plugin/nccl_api/tuner_v2.h"
 #include "plugin/tuner/topology_tuner.h"
@@ -18,11 +19,11 @@ ncclResult_t init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction
 }
 
 ncclResult_t get_coll_info_v2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
-                              int nvlsSupport, int /*numPipeOps*/, int* algorithm, int* protocol,
+                              int nvlsSupport, int numPipeOps, int* algorithm, int* protocol,
                               int* /*nChannels*/) {
   if (context)
     static_cast<TopologyTuner*>(context)->choose(collType, nBytes, collNetSupport != 0,
-                                                 nvlsSupport != 0, algorithm, protocol);
+                                                 nvlsSupport != 0, numPipeOps, algorithm, protocol);
   return ncclSuccess;
 }
 

@@ -1,5 +1,5 @@
-// ncclTunerPlugin_v3 (NCCL 2.21-2.22): v4 without regBuff. Those NCCLs have fewer
-// algorithms (no PAT): numAlgo bounds every access to the table.
+// ncclTunerPlugin_v3 (NCCL 2.22-2.23): v4 without regBuff. 2.22 has fewer algorithms (no
+// PAT): numAlgo bounds every access to the table.
 #include "plugin/log.h"
 #include "plugin/nccl_api/tuner_v3.h"
 #include "plugin/tuner/topology_tuner.h"
@@ -15,9 +15,9 @@ ncclResult_t init_v3(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction
   return ncclSuccess;
 }
 
-ncclResult_t get_coll_info_v3(void* context, ncclFunc_t collType, size_t nBytes, int /*numPipeOps*/,
+ncclResult_t get_coll_info_v3(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int* /*nChannels*/) {
-  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto);
+  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
   return ncclSuccess;
 }
 

@@ -1,4 +1,4 @@
-// ncclTunerPlugin_v4 (NCCL 2.23-2.26): v5 without the constants; destroy instead of finalize.
+// ncclTunerPlugin_v4 (NCCL 2.24-2.27): v5 without the constants; destroy instead of finalize.
 #include "plugin/log.h"
 #include "plugin/nccl_api/tuner_v4.h"
 #include "plugin/tuner/topology_tuner.h"
@@ -14,10 +14,10 @@ ncclResult_t init_v4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction
   return ncclSuccess;
 }
 
-ncclResult_t get_coll_info_v4(void* context, ncclFunc_t collType, size_t nBytes, int /*numPipeOps*/,
+ncclResult_t get_coll_info_v4(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int /*regBuff*/,
                               int* /*nChannels*/) {
-  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto);
+  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
   return ncclSuccess;
 }
 

@@ -1,4 +1,4 @@
-// ncclTunerPlugin_v5: the symbol NCCL 2.27+ looks for first. init also receives NCCL's
+// ncclTunerPlugin_v5: the symbol NCCL 2.28 looks for first. init also receives NCCL's
 // latency constants, which the model uses in place of its built-in copy of the defaults
 // (they are read, never changed).
 #include "plugin/log.h"
@@ -18,10 +18,10 @@ ncclResult_t init_v5(void** context, uint64_t /*commId*/, size_t nRanks, size_t 
   return ncclSuccess;
 }
 
-ncclResult_t get_coll_info_v5(void* context, ncclFunc_t collType, size_t nBytes, int /*numPipeOps*/,
+ncclResult_t get_coll_info_v5(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int /*regBuff*/,
                               int* /*nChannels*/) {
-  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto);
+  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
   return ncclSuccess;
 }
 

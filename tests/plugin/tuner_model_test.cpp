@@ -154,6 +154,47 @@ TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
   }
 }
 
+// NCCL 2.28 multiplies Ring by 1024 for fp8 reductions on more than 8 ranks; the tuner keeps
+// that relegation (it cannot see the datatype) and leaves an ordinary table's Ring alone,
+// however far NCCL's times are from the model's (here up to 4x either way).
+TEST(TunerCostTable, NcclsRelegatedRingStaysRelegated) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> disagreement(-2, 2);  // log2 of NCCL's time over the model's
+  const auto bigraph = example_topology("bigraph-32");
+  const auto m = model_of(bigraph);
+  for (ncclFunc_t c : {ncclFuncAllReduce, ncclFuncAllGather})
+    for (double bytes : {4096.0, 1e6, 1e9})
+      for (bool relegated : {false, true}) {
+        SCOPED_TRACE(std::string(collective_name(c)) + " bytes=" + std::to_string(bytes) +
+                     (relegated ? " relegated" : " as NCCL computes it"));
+        float table[kNumAlgorithms][kNumProtocols];
+        for (auto& row : table)
+          for (float& v : row) v = float(NCCL_ALGO_PROTO_IGNORE);
+        for (int a = 0; a < kNumAlgorithms; ++a)
+          for (int p = 0; p < kNumProtocols; ++p)
+            if (auto t = predict_us(m, c, a, p, bytes))
+              table[a][p] = float(*t * std::exp2(disagreement(rng)) * (relegated && a == NCCL_ALGO_RING ? 1024 : 1));
+        CostTable view(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+        EXPECT_EQ(ring_relegated(view, m, c, bytes, 1), relegated);
+        apply_model(view, m, c, bytes);
+        for (int p = 0; p < kNumProtocols; ++p) {
+          EXPECT_FLOAT_EQ(table[NCCL_ALGO_RING][p], float(*predict_us(m, c, NCCL_ALGO_RING, p, bytes) * (relegated ? 1024 : 1)));
+        }
+        EXPECT_NE(view.best()->first, relegated ? NCCL_ALGO_RING : -1);
+      }
+  // 8 ranks or fewer: NCCL relegates nothing, so nothing is read as relegation.
+  sched::NcclAlgorithmModel small(bigraph, sched::first_endpoints(bigraph, 8), 8, sched::default_nccl_latencies());
+  float table[kNumAlgorithms][kNumProtocols];
+  for (auto& row : table)
+    for (float& v : row) v = float(NCCL_ALGO_PROTO_IGNORE);
+  for (int p = 0; p < kNumProtocols; ++p) {
+    table[NCCL_ALGO_RING][p] = float(*predict_us(small, ncclFuncAllReduce, NCCL_ALGO_RING, p, 1e6) * 1024);
+    table[NCCL_ALGO_TREE][p] = float(*predict_us(small, ncclFuncAllReduce, NCCL_ALGO_TREE, p, 1e6));
+  }
+  CostTable view(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+  EXPECT_FALSE(ring_relegated(view, small, ncclFuncAllReduce, 1e6, 1));
+}
+
 TEST(TunerCostTable, SmallerTablesOfOlderNcclAreRespected) {
   // NCCL 2.21/2.22 (tuner v3) had 6 algorithms: no PAT row. Nothing past the table is touched.
   auto m = model_of(example_topology("bigraph-32"));

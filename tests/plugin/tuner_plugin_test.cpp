@@ -3,6 +3,8 @@
 // destroy. A fake logger captures what the plugin says.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <chrono>
 
 #include <fstream>
@@ -109,12 +111,13 @@ bool same(const Table& a, const Table& b) {
   return true;
 }
 
-std::pair<int, int> pick(const Table& t) {
+// NCCL's choice from a table: the smallest enabled entry (among those `allowed` lets by).
+std::pair<int, int> pick(const Table& t, const std::function<bool(int, int)>& allowed = {}) {
   std::pair<int, int> best{-1, -1};
   float time = 0;
   for (int a = 0; a < A; ++a)
     for (int p = 0; p < P; ++p)
-      if (t[a][p] >= 0 && (best.first < 0 || t[a][p] < time)) {
+      if (t[a][p] >= 0 && (!allowed || allowed(a, p)) && (best.first < 0 || t[a][p] < time)) {
         best = {a, p};
         time = t[a][p];
       }
@@ -399,10 +402,18 @@ TEST_F(TunerPlugin, OlderVersionsTuneTheSameWay) {
       for (int a = 0; a < 6; ++a)
         for (int p = 0; p < P; ++p) EXPECT_EQ(t3_6[a][p], t5[a][p]);
 
-      // v2 answers with a choice; NCCL 2.28 sets that entry to 0 when it is enabled.
+      // v2 answers with a choice, which NCCL 2.21 runs unchecked: the model's best among what
+      // 2.21 runs on every machine — Ring, and Tree for allreduce, in LL or Simple; never PAT
+      // (2.21 has 6 algorithms), LL128 (off there unless NVLink) nor a Tree allgather (2.21's
+      // NVLS kernel).
       int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
       ASSERT_EQ(ncclTunerPlugin_v2.getCollInfo(c2, coll, bytes, 0, 0, 1, &algo, &proto, &ch), ncclSuccess);
-      EXPECT_EQ(std::make_pair(algo, proto), pick(t5));
+      EXPECT_EQ(std::make_pair(algo, proto), pick(t5, [&](int a, int p) {
+                  return (a == NCCL_ALGO_RING || (a == NCCL_ALGO_TREE && coll == ncclFuncAllReduce)) &&
+                         (p == NCCL_PROTO_LL || p == NCCL_PROTO_SIMPLE);
+                }));
+      EXPECT_TRUE(algo == NCCL_ALGO_RING || (algo == NCCL_ALGO_TREE && coll == ncclFuncAllReduce)) << algo;
+      EXPECT_NE(proto, NCCL_PROTO_LL128);
       // With NVLS or CollNet possible, v2 cannot compare: no opinion.
       algo = NCCL_ALGO_UNDEF;
       proto = NCCL_PROTO_UNDEF;
