@@ -67,8 +67,8 @@ void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, 
           route.reason.c_str());
 }
 
-// Aliasing NCCL does not define for the call (partial overlap, in-place all-to-all) goes to
-// NCCL unchanged, so its behaviour stays NCCL's.
+// Whether NCCL defines the call's aliasing (disjoint buffers, or NCCL's in-place layout);
+// otherwise (partial overlap, in-place all-to-all) NCCL leaves the data undefined.
 bool buffers_understood(const CollectiveCall& call, const CommState& st, std::size_t elem) {
   const char* in = static_cast<const char*>(call.sendbuff);
   const char* out = static_cast<const char*>(call.recvbuff);
@@ -246,10 +246,14 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   }
   if (call.count == 0 || !call.sendbuff || !call.recvbuff) return forward_collective(call, call.comm);
   const std::size_t elem = kernels::datatype_size(kernels::DataType(int(call.datatype)));
-  if (!buffers_understood(call, *st, elem)) {
-    TC_FALLBACK_ONCE("partially overlapping buffers or in-place all-to-all go to NCCL");
-    return forward_collective(call, call.comm);
-  }
+  // Served all the same: each rank sees only its own pointers, so sending this rank's call
+  // to NCCL while a peer with a valid layout serves its part (sendbuff == recvbuff on every
+  // rank is in place on rank 0 alone) would leave both waiting forever. The data is as
+  // undefined as NCCL leaves it; the buffers stay the user's and no step waits on data.
+  if (!buffers_understood(call, *st, elem))
+    TC_ONCE(TC_WARN("%s with overlapping buffers NCCL does not define (partial overlap, or in place "
+                    "where NCCL's in-place layout is not met): its data is undefined, under NCCL too",
+                    collective_name(call.collective)));
   std::shared_ptr<const Route> route = route_for(*st, call, elem);
   log_decision(*st, call,
                std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),

@@ -457,6 +457,22 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
 void lifecycle_cases(const Args& a, ncclComm_t comm, cudaStream_t stream, Checker& ck) {
   const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
 
+  // sendbuff == recvbuff on every rank for allgather and reduce-scatter: in place on rank 0,
+  // overlapping (NCCL: undefined data) on the others. The route may not depend on a rank's
+  // own pointers (rank 0 served, the others forwarded to NCCL: a hang), so it completes,
+  // and the communicator still computes right afterwards.
+  {
+    const std::size_t count = std::size_t(at_most(4099));
+    void* both = nullptr;
+    CUDA_OK(cudaMalloc(&both, count * std::size_t(a.nranks) * sizeof(float)));
+    CUDA_OK(cudaMemsetAsync(both, 0, count * std::size_t(a.nranks) * sizeof(float), stream));
+    NCCL_OK(ncclAllGather(both, both, count, ncclFloat32, comm, stream));
+    NCCL_OK(ncclReduceScatter(both, both, count, ncclFloat32, ncclSum, comm, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaFree(both));
+    ck.single({Coll::AllReduce, &kTypes[0], ncclSum, at_most(65536 + 13), false});
+  }
+
   // ncclCommShrink without the last rank. NCCL's rule: only the remaining ranks call it
   // (the excluded one does not), and with NCCL_SHRINK_DEFAULT none of the parent's
   // operations may be outstanding.
