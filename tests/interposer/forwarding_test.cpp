@@ -783,17 +783,13 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   const ncclRedOp_t premul = ncclRedOp_t(int(ncclNumOps) + 1);  // a dynamic (PreMulSum) op
   ASSERT_EQ(ncclAllReduce(buf, buf + 1024, 64, ncclFloat32, premul, comm_, nullptr), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(buf, buf + 1024, 0, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
-  // Partial overlap NCCL does not define: not ours to reinterpret.
-  ASSERT_EQ(ncclAllReduce(buf, buf + 4, 64, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
-  // In-place all-to-all.
-  ASSERT_EQ(ncclAlltoAll(buf, buf, 8, ncclInt32, comm_, nullptr), ncclSuccess);
+  // (Buffers that overlap in a way NCCL does not define are served, not forwarded: a rank
+  // sees only its own pointers. gpu_check runs that case on every rank.)
   const auto all = stub_nccl::calls();
-  ASSERT_EQ(all.size(), 4u);
+  ASSERT_EQ(all.size(), 2u);
   for (const Call& c : all) EXPECT_EQ(c.comm, comm_);
   EXPECT_EQ(all[0].op, int(premul));
   EXPECT_EQ(all[1].count, 0u);
-  EXPECT_EQ(all[2].recvbuff, buf + 4);
-  EXPECT_EQ(all[3].fn, "pncclAlltoAll");
 }
 
 TEST_F(ServedForwarding, CallsRoutedToNcclReachItThroughTheRouteCache) {
