@@ -280,6 +280,34 @@ LocalServiceCheck& local_service_check() {
   return check;
 }
 
+bool child_created_in_group(ncclComm_t* handle, const ncclConfig_t* config, ncclComm_t parent) {
+  ThreadGroup& g = thread_group();
+  if (!g.depth.inside() || !handle) return false;
+  if (!interposer_enabled()) return true;
+  PendingChild child;
+  child.handle = handle;
+  if (config) child.config.emplace(*config);
+  child.parent = parent;
+  g.children.push_back(std::move(child));
+  return true;
+}
+
+void children_created(std::vector<PendingChild>& pending, ncclResult_t group_result) {
+  std::vector<PendingChild> children;
+  children.swap(pending);
+  for (const PendingChild& c : children) {
+    // NULL: NCCL_SPLIT_NOCOLOR, a failed group, or a non-blocking child still being made.
+    const ncclComm_t comm = __atomic_load_n(c.handle, __ATOMIC_ACQUIRE);
+    if (!comm) continue;
+    if (group_result == ncclInProgress) {
+      comm_created_in_progress(comm);
+    } else if (group_result == ncclSuccess) {
+      const std::optional<ncclConfig_t> config = c.config ? std::optional(c.config->user()) : std::nullopt;
+      comm_created(comm, config ? &*config : nullptr, c.parent);
+    }
+  }
+}
+
 void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
   if (!comm || !interposer_enabled()) return;
   const bool blocking = config_blocking(config, parent);

@@ -12,5 +12,8 @@ namespace topocoll::plugin::interposer {
 
 // Runs the init exchange for communicators NCCL has finished creating (emptied first).
 void finish_inits(std::vector<PendingInit>& pending);
+// At the outermost group end, with NCCL's result of it: the splits and shrinks made in the
+// group, whose handles NCCL has now written, go through comm_created (emptied first).
+void children_created(std::vector<PendingChild>& pending, ncclResult_t group_result);
 
 }  // namespace topocoll::plugin::interposer

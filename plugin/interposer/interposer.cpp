@@ -295,6 +295,7 @@ ncclResult_t group_end() {
   std::vector<PendingCollective> queued;
   queued.swap(g.collectives);  // empty afterwards even if an init or a collective throws
   try {
+    children_created(g.children, nccl);
     finish_inits(g.inits);
   } catch (const std::exception& e) {
     // As outside a group: a failed topocoll init leaves the communicator to NCCL and never
@@ -316,6 +317,7 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
                     "are left to NCCL"));
   g.collectives.clear();
   g.inits.clear();
+  g.children.clear();
   return nccl;
 }
 

@@ -50,6 +50,12 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info);
 // After NCCL created `comm` (InitRank*, Split, Shrink). `config` may be null; `parent` is
 // the communicator it was split from (null for InitRank*).
 void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent);
+// A split or shrink inside the caller's user group: NCCL writes the child's handle only at
+// the outermost ncclGroupEnd (NCCL 2.28 init.cc: "*newcomm should be NCCL_COMM_NULL until
+// comm split fully complete"), so the call is remembered with a copy of its config and
+// group_end passes the child to comm_created once NCCL has written it. Returns false
+// outside a group (the caller then calls comm_created itself).
+bool child_created_in_group(ncclComm_t* handle, const ncclConfig_t* config, ncclComm_t parent);
 // After a non-blocking create returned ncclInProgress: registers `comm` as non-blocking
 // and unserved, so its children fall back too.
 void comm_created_in_progress(ncclComm_t comm);

@@ -57,6 +57,20 @@ void after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, n
   });
 }
 
+// A split or shrink: inside a user group NCCL writes *newcomm only at the group's end, where
+// group_end takes it up (interposer.h child_created_in_group).
+void after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclConfig_t* config, ncclComm_t parent) {
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm && !*newcomm) {
+    bool deferred = false;
+    guarded("topocoll communicator init", [&] {
+      deferred = ti::child_created_in_group(newcomm, config, parent);
+      return ncclSuccess;
+    });
+    if (deferred) return;
+  }
+  after_create(r, newcomm ? *newcomm : nullptr, config, parent);
+}
+
 }  // namespace
 
 // --- collectives ---------------------------------------------------------------------------
@@ -155,7 +169,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
 TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                            ncclComm_t* newcomm, ncclConfig_t* config) {
   const ncclResult_t r = pncclCommSplit(comm, color, key, newcomm, config);
-  after_create(r, newcomm ? *newcomm : nullptr, config, comm);
+  after_child_create(r, newcomm, config, comm);
   return r;
 }
 
@@ -164,7 +178,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
                                             ncclConfig_t* config, int shrinkFlags) {
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  after_create(r, newcomm ? *newcomm : nullptr, config, comm);
+  after_child_create(r, newcomm, config, comm);
   return r;
 }
 

@@ -8,9 +8,11 @@
 #include <nccl.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "plugin/interposer/collective_queue.h"
+#include "plugin/interposer/comm_config.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/interposer.h"
 
@@ -30,8 +32,16 @@ struct PendingInit {
   CommConfigCopy config;  // the user's, or the parent's for a split without one
 };
 
+// A split or shrink made inside the group: its handle is NCCL's to write at the group's end.
+struct PendingChild {
+  ncclComm_t* handle = nullptr;
+  std::optional<CommConfigCopy> config;  // the call's, copied: the user may free it
+  ncclComm_t parent = nullptr;
+};
+
 struct ThreadGroup {
   GroupDepth depth;
+  std::vector<PendingChild> children;
   std::vector<PendingInit> inits;
   std::vector<PendingCollective> collectives;
 };

@@ -596,6 +596,26 @@ int run_check(const Args& a) {
     merge(ck, sub);
     NCCL_OK(ncclCommDestroy(half));
   }
+  // A split inside a user group on even ranks, outside one on odd ranks: NCCL writes the
+  // child's handle only at the group's end, and topocoll's init of the child (an exchange on
+  // every rank) must happen on both kinds of rank, or the ones outside wait forever.
+  if (a.nranks >= 2) {
+    ncclComm_t grouped = nullptr;
+    const bool in_group = a.rank % 2 == 0;
+    if (in_group) NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclCommSplit(comm, 0, a.rank, &grouped, nullptr));
+    if (in_group) NCCL_OK(ncclGroupEnd());
+    if (!grouped) {
+      ++ck.failures;
+      std::printf("FAIL rank %d split %s a group: no communicator\n", a.rank, in_group ? "inside" : "outside");
+    } else {
+      Checker sub{a.rank, a.nranks, grouped, stream};
+      sub.single({Coll::AllReduce, &kTypes[0], ncclSum, at_most((1 << 18) + 3), true});
+      sub.single({Coll::ReduceScatter, &kTypes[2], ncclSum, 1031, false});
+      merge(ck, sub);
+      NCCL_OK(ncclCommDestroy(grouped));
+    }
+  }
   // A split that leaves one rank out (NCCL_SPLIT_NOCOLOR: it gets no communicator, as
   // PyTorch's new_group does for non-members), keys reversing the order.
   if (a.nranks >= 3) {
