@@ -302,6 +302,14 @@ ncclResult_t group_end() {
     // fails the user's call, nor keeps the queued collectives from running.
     TC_WARN("topocoll communicator init failed: %s", e.what());
   }
+  if (nccl != ncclSuccess && nccl != ncclInProgress) {
+    // NCCL's failed group launches none of its operations (group.cc groupCleanup): nor do
+    // ours, so a caller retrying the group after the error runs each reduction once.
+    if (!queued.empty())
+      TC_WARN("ncclGroupEnd failed (%s): its %zu topocoll collective(s) are dropped, as NCCL drops its own",
+              pncclGetErrorString(nccl), queued.size());
+    return nccl;
+  }
   const ncclResult_t ours = run_pending(queued);
   return nccl != ncclSuccess ? nccl : ours;
 }

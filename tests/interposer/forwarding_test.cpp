@@ -777,6 +777,28 @@ TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
   EXPECT_EQ(stub_nccl::group_depth(), 0);
 }
 
+// A group NCCL fails at its end launches none of its operations: topocoll's queued call is
+// dropped with them, so a caller that retries the group does not reduce twice.
+TEST_F(ServedForwarding, AFailedGroupEndRunsNoneOfTheQueuedCalls) {
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;  // runs through the stub alone: split, then NCCL
+  route->algo = "nccl-topo-ring";
+  served_state(comm_)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
+  alignas(16) char in[64] = {}, out[64] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  stub_nccl::set_failure("pncclGroupEnd", ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  stub_nccl::set_failure("", ncclSuccess);
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  // The retry runs it once.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(calls_named("pncclAllReduce").size(), 1u);
+}
+
 TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   ASSERT_NE(served_state(comm_), nullptr);
   alignas(16) char buf[4096];
