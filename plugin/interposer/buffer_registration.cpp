@@ -60,6 +60,11 @@ ncclResult_t comm_revoke(ncclComm_t comm, int flags) {
   return pncclCommRevoke(comm, flags);
 }
 
+void revoke_ring_comm(ncclComm_t comm) {
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+    if (ncclComm_t ring = st->ring_comm.load()) pncclCommRevoke(ring, NCCL_REVOKE_DEFAULT);
+}
+
 void publish_ring_comm(CommState& st, ncclComm_t made) {
   // Under the lock that comm_register takes: a buffer registered meanwhile is either in the
   // list mirrored here or sees the published split and registers itself there.

@@ -17,6 +17,10 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle);
 // The user's communicator's error, else the split's (other than ncclInProgress).
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error);
 ncclResult_t comm_revoke(ncclComm_t comm, int flags);
+// Revokes the split alone: before ncclCommShrink(NCCL_SHRINK_ABORT), which ends the user
+// communicator's operations and then waits for its device stream, behind which a split's
+// kernel hung on a dead peer would keep it waiting forever.
+void revoke_ring_comm(ncclComm_t comm);
 
 // Registers on a just-made split every buffer registered so far on the user's
 // communicator, then makes it state's ring_comm: nothing touches it after it is published,

@@ -44,5 +44,6 @@ ncclResult_t comm_register(ncclComm_t comm, void* buff, std::size_t size, void**
 ncclResult_t comm_deregister(ncclComm_t comm, void* handle) { return pncclCommDeregister(comm, handle); }
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* e) { return pncclCommGetAsyncError(comm, e); }
 ncclResult_t comm_revoke(ncclComm_t comm, int flags) { return pncclCommRevoke(comm, flags); }
+void revoke_ring_comm(ncclComm_t) {}
 
 }  // namespace topocoll::plugin::interposer

@@ -176,6 +176,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
                                             int excludeRanksCount, ncclComm_t* newcomm,
                                             ncclConfig_t* config, int shrinkFlags) {
+  if ((shrinkFlags & NCCL_SHRINK_ABORT) && ti::interposer_enabled())
+    guarded("ncclCommShrink", [&] {
+      ti::revoke_ring_comm(comm);
+      return ncclSuccess;
+    });
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   after_child_create(r, newcomm, config, comm);

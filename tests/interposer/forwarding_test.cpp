@@ -731,6 +731,25 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
   for (const Call& c : stub_nccl::calls())
     if (c.fn == "pncclCommRevoke" && (c.comm == ring || c.comm == comm_)) ++revoked;
   EXPECT_EQ(revoked, 2);
+
+  // Shrinking with NCCL_SHRINK_ABORT: the split is revoked first (NCCL then ends the user
+  // communicator's operations and waits for its stream, where a split's hung kernel would
+  // keep it waiting); a plain shrink leaves the split alone.
+  for (const int flags : {NCCL_SHRINK_DEFAULT, NCCL_SHRINK_ABORT}) {
+    stub_nccl::reset();
+    int excluded = 7;
+    ncclComm_t shrunk = nullptr;
+    ASSERT_EQ(ncclCommShrink(comm_, &excluded, 1, &shrunk, nullptr, flags), ncclSuccess);
+    std::vector<std::string> order;
+    for (const Call& c : stub_nccl::calls())
+      if ((c.fn == "pncclCommRevoke" && c.comm == ring) || (c.fn == "pncclCommShrink" && c.comm == comm_))
+        order.push_back(c.fn);
+    const std::vector<std::string> expected =
+        flags == NCCL_SHRINK_ABORT ? std::vector<std::string>{"pncclCommRevoke", "pncclCommShrink"}
+                                   : std::vector<std::string>{"pncclCommShrink"};
+    EXPECT_EQ(order, expected);
+    ASSERT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
+  }
   stub_nccl::reset();
 }
 
