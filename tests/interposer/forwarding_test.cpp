@@ -773,13 +773,19 @@ TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) 
   EXPECT_TRUE(watch.expired()) << "the state outlived its last user";
 }
 
+// Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
+// split, then NCCL's collective on it).
+void route_allreduce_to_topo_ring(ncclComm_t comm) {
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;
+  route->algo = "nccl-topo-ring";
+  served_state(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
+}
+
 // ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
 // call is dropped with the group (NCCL launches nothing), and the next call is not queued.
 TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
-  auto route = std::make_shared<Route>();
-  route->target = RouteTarget::NcclTopoRing;  // runs through the stub alone: split, then NCCL
-  route->algo = "nccl-topo-ring";
-  served_state(comm_)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
+  route_allreduce_to_topo_ring(comm_);
   alignas(16) char in[64] = {}, out[64] = {};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
@@ -799,10 +805,7 @@ TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
 // A group NCCL fails at its end launches none of its operations: topocoll's queued call is
 // dropped with them, so a caller that retries the group does not reduce twice.
 TEST_F(ServedForwarding, AFailedGroupEndRunsNoneOfTheQueuedCalls) {
-  auto route = std::make_shared<Route>();
-  route->target = RouteTarget::NcclTopoRing;  // runs through the stub alone: split, then NCCL
-  route->algo = "nccl-topo-ring";
-  served_state(comm_)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
+  route_allreduce_to_topo_ring(comm_);
   alignas(16) char in[64] = {}, out[64] = {};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
