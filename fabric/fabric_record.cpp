@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "config/env.h"
 #include "fabric/system_command.h"
@@ -48,27 +49,24 @@ std::string unsafe_state_dir(const std::string& dir) {
   const std::string resolved = real;
   std::free(real);
   const bool whole = existing == dir;
-  std::string partial;
-  size_t start = 0;
-  while (true) {
-    const size_t slash = resolved.find('/', start + 1);
-    partial = resolved.substr(0, slash == std::string::npos ? std::string::npos : slash);
-    if (partial.empty()) partial = "/";
+  // "/", then every directory down to the resolved one.
+  std::vector<std::string> chain = {"/"};
+  for (size_t at = 2; at <= resolved.size(); ++at)
+    if (at == resolved.size() || resolved[at] == '/') chain.push_back(resolved.substr(0, at));
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const std::string& path = chain[i];
     struct stat st {};
-    if (::lstat(partial.c_str(), &st) != 0) return "cannot inspect " + partial + ": " + std::strerror(errno);
-    const bool last = slash == std::string::npos;
-    if (!S_ISDIR(st.st_mode)) return partial + " is not a directory";
+    if (::lstat(path.c_str(), &st) != 0) return "cannot inspect " + path + ": " + std::strerror(errno);
+    if (!S_ISDIR(st.st_mode)) return path + " is not a directory";
     if (st.st_uid != 0 && st.st_uid != ::geteuid())
-      return partial + " belongs to user " + std::to_string(st.st_uid) + ", who could change the fabric records";
-    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    if (others_write && (last && whole ? true : (st.st_mode & S_ISVTX) == 0))
-      return partial + " is writable by others (mode " + [&] {
-        char m[8];
-        std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
-        return std::string(m);
-      }() + "), who could change the fabric records";
-    if (last) break;
-    start = slash;
+      return path + " belongs to user " + std::to_string(st.st_uid) + ", who could change the fabric records";
+    // Sticky (as /tmp) is safe above the records' directory, not as it: anyone may create there.
+    const bool is_the_directory = i + 1 == chain.size() && whole;
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (is_the_directory || (st.st_mode & S_ISVTX) == 0)) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+      return path + " is writable by others (mode " + mode + "), who could change the fabric records";
+    }
   }
   return "";
 }
