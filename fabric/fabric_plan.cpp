@@ -89,6 +89,12 @@ double max_cable_gbps(const Topology& t) {
   return best;
 }
 
+std::string shown(double x) {  // 1e+308, not 309 digits
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 }  // namespace
 
 std::string fabric_name_problem(const std::string& name) {
@@ -97,14 +103,6 @@ std::string fabric_name_problem(const std::string& name) {
     return "--name '" + name + "': 1 to 12 characters of a-z, 0-9 and '_' (namespaces are named tf-<name>-<node>)";
   return "";
 }
-
-namespace {
-std::string shown(double x) {  // 1e+308, not 309 digits
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-}  // namespace
 
 void check_fabric_options(const FabricOptions& o) {
   if (std::string problem = fabric_name_problem(o.name); !problem.empty()) throw std::invalid_argument(problem);

@@ -121,7 +121,6 @@ void check_fabric_name(const std::string& name) {
   if (std::string problem = fabric_name_problem(name); !problem.empty()) throw FabricError(problem);
 }
 
-
 std::string fabric_state_dir() {
   const std::string dir = config::env().fabric_state_dir;
   if (std::string why = unsafe_state_dir(dir); !why.empty())

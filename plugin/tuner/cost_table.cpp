@@ -1,5 +1,7 @@
 #include "plugin/tuner/cost_table.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "plugin/tuner/tuner_api_mapping.h"
@@ -28,32 +30,54 @@ std::optional<std::pair<int, int>> CostTable::best() const {
   return pick;
 }
 
-bool ring_relegated(const CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
-                    double nbytes, int num_pipe_ops) {
+namespace {
+
+// The model's time for every enabled entry of the table it models (-1 elsewhere), computed
+// once per call: NCCL asks the tuner on every collective it enqueues.
+using Predictions = std::array<double, sched::kNumNcclAlgorithms * sched::kNumNcclProtocols>;
+
+Predictions predict_enabled(const CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
+                            double nbytes, int num_pipe_ops) {
+  Predictions out;
+  out.fill(-1);
+  for (int a = 0; a < std::min(table.num_algo(), sched::kNumNcclAlgorithms); ++a)
+    for (int p = 0; p < std::min(table.num_proto(), sched::kNumNcclProtocols); ++p)
+      if (table.enabled(a, p))
+        if (const auto t = predict_us(model, coll, a, p, nbytes, num_pipe_ops))
+          out[std::size_t(a * sched::kNumNcclProtocols + p)] = *t;
+  return out;
+}
+
+bool ring_relegated(const CostTable& table, const sched::NcclAlgorithmModel& model, const Predictions& predicted) {
   if (model.nranks() <= kRingRelegationMinRanks) return false;
   double ring_lowest = -1, other_highest = -1;  // NCCL's time over the model's
-  for (int a = 0; a < table.num_algo(); ++a)
-    for (int p = 0; p < table.num_proto(); ++p) {
-      if (!table.enabled(a, p)) continue;
-      const auto t = predict_us(model, coll, a, p, nbytes, num_pipe_ops);
-      if (!t || !(*t > 0)) continue;
-      const double ratio = double(table.at(a, p)) / *t;
+  for (int a = 0; a < sched::kNumNcclAlgorithms; ++a)
+    for (int p = 0; p < sched::kNumNcclProtocols; ++p) {
+      const double t = predicted[std::size_t(a * sched::kNumNcclProtocols + p)];
+      if (!(t > 0)) continue;
+      const double ratio = double(table.at(a, p)) / t;
       if (a == NCCL_ALGO_RING) ring_lowest = ring_lowest < 0 ? ratio : std::min(ring_lowest, ratio);
       else other_highest = std::max(other_highest, ratio);
     }
   return ring_lowest > 0 && other_highest > 0 && ring_lowest >= kRingRelegationEvidence * other_highest;
 }
 
+}  // namespace
+
+bool ring_relegated(const CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
+                    double nbytes, int num_pipe_ops) {
+  return ring_relegated(table, model, predict_enabled(table, model, coll, nbytes, num_pipe_ops));
+}
+
 int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
                 double nbytes, int num_pipe_ops) {
-  const double ring_factor = ring_relegated(table, model, coll, nbytes, num_pipe_ops) ? kRingRelegation : 1.0;
+  const Predictions predicted = predict_enabled(table, model, coll, nbytes, num_pipe_ops);
+  const double ring_factor = ring_relegated(table, model, predicted) ? kRingRelegation : 1.0;
   int changed = 0;
-  for (int a = 0; a < table.num_algo(); ++a)
-    for (int p = 0; p < table.num_proto(); ++p) {
-      if (!table.enabled(a, p)) continue;
-      if (auto t = predict_us(model, coll, a, p, nbytes, num_pipe_ops))
-        changed += table.set_enabled(a, p, *t * (a == NCCL_ALGO_RING ? ring_factor : 1.0));
-    }
+  for (int a = 0; a < sched::kNumNcclAlgorithms; ++a)
+    for (int p = 0; p < sched::kNumNcclProtocols; ++p)
+      if (const double t = predicted[std::size_t(a * sched::kNumNcclProtocols + p)]; t >= 0)
+        changed += table.set_enabled(a, p, t * (a == NCCL_ALGO_RING ? ring_factor : 1.0));
   return changed;
 }
 
