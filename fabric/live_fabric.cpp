@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -324,6 +325,26 @@ LiveFabric LiveFabric::open(const std::string& requested) {
   f.record_ = std::move(*record);
   f.topology_ = topo::topology_from_json(f.record_.topology);
   f.plan_ = plan_fabric(f.topology_, f.record_.options);
+  // Faults, jobs and routes act on the namespaces the plan names, `down` on those the record
+  // lists: a record that lists others (edited, or written by a topocoll that names them
+  // differently) would have the one act where the other does not clean up.
+  std::vector<std::string> planned, recorded = f.record_.namespaces;
+  for (const auto& ns : f.plan_.namespaces) planned.push_back(ns.name);
+  std::sort(planned.begin(), planned.end());
+  std::sort(recorded.begin(), recorded.end());
+  if (planned != recorded) {
+    std::vector<std::string> only_recorded, only_planned;
+    std::set_difference(recorded.begin(), recorded.end(), planned.begin(), planned.end(),
+                        std::back_inserter(only_recorded));
+    std::set_difference(planned.begin(), planned.end(), recorded.begin(), recorded.end(),
+                        std::back_inserter(only_planned));
+    auto first = [](const std::vector<std::string>& v) { return v.empty() ? std::string("none") : v.front(); };
+    throw FabricError("fabric " + name + "'s record does not list the namespaces its topology makes (" +
+                      std::to_string(only_recorded.size()) + " listed but not made, first " + first(only_recorded) +
+                      "; " + std::to_string(only_planned.size()) + " made but not listed, first " +
+                      first(only_planned) + "): edited, or written by another topocoll version; `topocoll fabric "
+                      "down --name " + name + " --force` removes it");
+  }
   return f;
 }
 

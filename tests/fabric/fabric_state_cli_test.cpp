@@ -12,8 +12,12 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "fabric/fabric_plan.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/common/shell_run.h"
+#include "topo/topology_json.h"
 
 namespace {
 
@@ -115,4 +119,47 @@ TEST(FabricState, ALinkPlantedAsALockOrRecordIsNeverWrittenThroughNorTrusted) {
   EXPECT_EQ(read_file(scratch.file("victim.json")), record_of("victim"));
 }
 
+// Faults, jobs and routes act on the namespaces a fabric's plan names, `down` on those its
+// record lists: a record that lists others (edited, or written by a topocoll that names
+// them differently) is refused by every verb that would act on it, naming what differs.
+TEST(FabricState, ARecordListingOtherNamespacesThanItsPlanIsRefused) {
+  const ScratchDir scratch("fabric_state_plan");
+  const std::string state = scratch.file("state");
+  fs::create_directories(state);
+  const auto topology = topocoll::topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/nap-4x8.json");
+  topocoll::fabric::FabricOptions options;
+  options.name = "np";
+  const auto plan = topocoll::fabric::plan_fabric(topology, options);
+  std::vector<std::string> names;
+  for (const auto& ns : plan.namespaces) names.push_back(ns.name);
+  ASSERT_GT(names.size(), 2u);
+  auto record = [&](const std::vector<std::string>& namespaces) {
+    const nlohmann::json j = {{"name", "np"}, {"status", "up"}, {"topology_file", "nap-4x8.json"},
+                              {"topology", topocoll::topo::topology_to_json(topology)},
+                              {"options", {{"rate_mbit", 0.0}, {"scale", 0.0}, {"mtu", 9000}, {"peak_slack_us", 0.0}}},
+                              {"namespaces", namespaces}};
+    write_file(state + "/np.json", j.dump(1) + "\n");
+  };
+  record(names);
+  const auto faithful = shell_run(in_state(state, "fabric status --name np"));
+  EXPECT_EQ(faithful.status, 0) << faithful.output;
+  EXPECT_NE(faithful.output.find("fabric np: up since"), std::string::npos) << faithful.output;
+
+  std::vector<std::string> edited = names;
+  const std::string dropped = edited.back();
+  edited.back() = "tf-np-elsewhere";
+  record(edited);
+  for (const std::string& verb : std::vector<std::string>{"status --name np", "cut --name np " + plan.cables.front().name,
+                                                          "restore --name np", "exec --name np 0 -- true"}) {
+    const auto r = shell_run(in_state(state, "fabric " + verb));
+    EXPECT_NE(r.output.find("record does not list the namespaces its topology makes (1 listed but not made, "
+                            "first tf-np-elsewhere; 1 made but not listed, first " + dropped + ")"),
+              std::string::npos) << verb << ": " << r.output;
+    if (verb.rfind("status", 0) != 0) {
+      EXPECT_NE(r.status, 0) << verb << ": " << r.output;
+    }
+  }
+}
+
 }  // namespace
+
