@@ -86,6 +86,9 @@ const std::vector<EnvVariable>& table() {
            "most memory one communicator's cached plans may hold (least recently used out first)"),
       choice("TOPOCOLL_RING_COMM", kRingCommModes, "init",
              "when the topology-ordered communicator is split: at init, at first use (lazy), or never"),
+      count("TOPOCOLL_INIT_TIMEOUT_S", 0, 7LL * 24 * 3600, "600", "",
+            "seconds a new communicator's init exchange waits for its peers (0 = no limit); past it the "
+            "communicator falls back to NCCL and ncclCommGetAsyncError reports ncclSystemError"),
       boolean("TOPOCOLL_STEP_TIMES", "0",
               "1 logs each schedule collective's step times (CUDA events) at INFO, subsystem TUNING"),
       // Pipelining of large steps (exec/pipeline.h).
@@ -285,6 +288,7 @@ Env read_env_from(const EnvSource& source) {
   e.plan_cache_bytes = value_of<int64_t>(e, "TOPOCOLL_PLAN_CACHE_BYTES");
   e.ring_comm = value_of<std::string>(e, "TOPOCOLL_RING_COMM");
   e.step_times = value_of<bool>(e, "TOPOCOLL_STEP_TIMES");
+  e.init_timeout_s = value_of<int64_t>(e, "TOPOCOLL_INIT_TIMEOUT_S");
   e.nccl_comm_blocking = value_of<std::string>(e, "NCCL_COMM_BLOCKING");
   e.cuda_visible_devices = value_of<std::string>(e, "CUDA_VISIBLE_DEVICES");
   if (const EnvValue& chunk = e.setting("TOPOCOLL_PIPELINE_CHUNK_BYTES").value;

@@ -44,13 +44,18 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle) {
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error) {
   const ncclResult_t r = pncclCommGetAsyncError(comm, async_error);
   if (r != ncclSuccess || !async_error || *async_error != ncclSuccess) return r;
-  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    if (st->init_error != ncclSuccess) {
+      *async_error = st->init_error;
+      return r;
+    }
     if (ncclComm_t ring = st->ring_comm.load()) {
       ncclResult_t ring_error = ncclSuccess;
       if (pncclCommGetAsyncError(ring, &ring_error) == ncclSuccess && ring_error != ncclSuccess &&
           ring_error != ncclInProgress)
         *async_error = ring_error;
     }
+  }
   return r;
 }
 

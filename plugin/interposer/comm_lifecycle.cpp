@@ -197,6 +197,10 @@ void finish_inits(std::vector<PendingInit>& pending) {
   std::vector<std::size_t> voter_of;
   voting.reserve(batch.size());
   voter_of.reserve(batch.size());
+  // One limit for the exchange and the vote after it: a peer whose NCCL init failed never
+  // joins, and nothing else (no watchdog) would end this wait inside the user's init.
+  const WaitLimit limit = WaitLimit::after(interposer_config().init_timeout_s);
+  for (IdentityExchange& x : batch) x.limit = limit;
   exchange_identities(batch);
 
   // Decided from the same records on every rank; then prepared locally, which may fail on
@@ -205,6 +209,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
     const IdentityExchange& x = batch[i];
     votes[i].comm = x.comm;
     votes[i].device = x.device;
+    votes[i].limit = limit;
     try {
       if (!states[i]) states[i] = describe_comm(x.comm, true);
       if (!x.error.empty()) {
@@ -242,6 +247,17 @@ void finish_inits(std::vector<PendingInit>& pending) {
     if (!st) {  // describe_comm threw: NCCL keeps the communicator, unregistered
       TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm),
               local_errors[i].c_str());
+      continue;
+    }
+    if (x.gave_up || votes[i].gave_up) {
+      // topocoll's collective stays enqueued on the communicator, before anything the user
+      // runs there: reported as the communicator's error, which PyTorch's watchdog reads.
+      const std::string& why = x.gave_up ? x.error : votes[i].error;
+      TC_WARN("communicator %p rank %d: %s; it falls back to NCCL and ncclCommGetAsyncError reports "
+              "ncclSystemError for it: abort it", static_cast<void*>(x.comm), x.rank, why.c_str());
+      unprepare_service(*st);
+      st->init_error = ncclSystemError;
+      register_unserved(std::move(st), why);
       continue;
     }
     if (!local_errors[i].empty() || (x.joined && !votes[i].error.empty())) {

@@ -67,6 +67,10 @@ struct CommState {
   // failed, TOPOCOLL_RING_COMM=off, or the ring order is the user's own rank order (then
   // NCCL's ring on the user's communicator is that ring already).
   bool ring_comm_failed = false;
+  // Not ncclSuccess when topocoll's init stopped waiting for the peers (TOPOCOLL_INIT_TIMEOUT_S,
+  // or NCCL's own error): its collective stays enqueued on the communicator, which
+  // ncclCommGetAsyncError then reports as failed (set before the state is registered).
+  ncclResult_t init_error = ncclSuccess;
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
   // allgather deliver blocks in ring_comm's rank order, so when it is not the identity
   // (ring_permutes, set with it) their blocks are permuted through scratch (interposer.cpp,

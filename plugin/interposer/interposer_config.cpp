@@ -49,6 +49,7 @@ InterposerConfig interposer_config_from(const config::Env& env) {
                 : env.ring_comm == "off" ? RingCommMode::Off
                                          : RingCommMode::Init;
   c.step_times = env.step_times;
+  c.init_timeout_s = env.init_timeout_s;
   return c;
 }
 

@@ -59,6 +59,9 @@ struct InterposerConfig {
   // TOPOCOLL_STEP_TIMES: each schedule collective's step times are logged once read
   // (exec/step_timeline.h).
   bool step_times = false;
+  // TOPOCOLL_INIT_TIMEOUT_S: how long a new communicator's init exchange and ready vote wait
+  // for the peers (0 = no limit; rank_exchange.h).
+  int64_t init_timeout_s = 600;
 };
 
 InterposerConfig interposer_config_from(const config::Env& env);

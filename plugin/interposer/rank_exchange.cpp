@@ -58,29 +58,67 @@ bool abandoned_now(ReadyVote& v) {
   return true;
 }
 
-// Waits for every joined vote's allreduce without blocking in CUDA, all together: a
-// communicator being aborted is let go at once even while another's vote still waits for
-// its peers. done[i]: the stream's result; unset for the abandoned. Polls at once for a
-// millisecond or so (a vote behind no pending work is done in microseconds), then every
-// 100 us.
-void poll_votes(const ExchangeCudaCalls& cuda, std::span<ReadyVote> batch, const std::vector<DeviceSlot>& slots,
-                std::vector<char>& waiting, std::vector<cudaError_t>& done, CurrentDeviceGuard& device_guard,
-                const std::function<void()>& while_waiting) {
+// One stream's collective waited for on the host (the exchange's allgather, a vote's
+// allreduce), polled so that the wait can end without the collective: an abort from
+// another thread (`abandon`), NCCL reporting an asynchronous error on the communicator, or
+// the init's time limit. The collective itself stays enqueued (the calls on the
+// communicator stay in step with the peers'); only this rank stops waiting for it.
+struct StreamWait {
+  cudaStream_t stream = nullptr;
+  int device = -1;
+  ncclComm_t comm = nullptr;
+  const std::atomic<bool>* abandon = nullptr;
+  WaitLimit limit;
+  const char* what = "";  // what waits, for the message
+  // Out.
+  bool waiting = true;
+  cudaError_t result = cudaSuccess;  // the stream's, when it finished
+  bool abandoned = false;
+  std::string gave_up;               // why it stopped waiting without the result
+};
+
+// Polls every wait at once for a millisecond or so (a collective behind no pending work is
+// done in microseconds), then every 100 us; NCCL's asynchronous error is asked every 10 ms
+// or so. `while_waiting` (when set) runs at every poll while some wait goes on.
+void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& waits, CurrentDeviceGuard& device_guard,
+                      const std::function<void()>& while_waiting) {
   for (int polls = 0;; ++polls) {
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!waiting[i]) continue;
-      device_guard.use(batch[i].device);
-      const cudaError_t e = cuda.stream_query(slots[i].stream);
-      if (e == cudaErrorNotReady) {
-        // Recorded as the thread's last error; cleared, but never an error of the user's.
-        if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
-        if (abandoned_now(batch[i])) waiting[i] = 0;
+    const bool ask_nccl = polls >= 1000 && polls % 100 == 0;
+    bool any = false;
+    for (StreamWait& w : waits) {
+      if (!w.waiting) continue;
+      device_guard.use(w.device);
+      const cudaError_t e = cuda.stream_query(w.stream);
+      if (e != cudaErrorNotReady) {
+        w.result = e;
+        w.waiting = false;
         continue;
       }
-      done[i] = e;
-      waiting[i] = 0;
+      // Recorded as the thread's last error; cleared, but never an error of the user's.
+      if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+      if (w.abandon && w.abandon->load()) {
+        w.abandoned = true;
+        w.waiting = false;
+        continue;
+      }
+      ncclResult_t async = ncclSuccess;
+      if (ask_nccl && pncclCommGetAsyncError(w.comm, &async) == ncclSuccess && async != ncclSuccess &&
+          async != ncclInProgress) {
+        w.gave_up = std::string("NCCL reports ") + pncclGetErrorString(async) + " on the communicator while " +
+                    w.what + " waited for its peers";
+        w.waiting = false;
+        continue;
+      }
+      if (std::chrono::steady_clock::now() >= w.limit.at) {
+        w.gave_up = std::string(w.what) + " still waited for its peers when the init's time limit passed "
+                    "(TOPOCOLL_INIT_TIMEOUT_S=" + std::to_string(w.limit.seconds) +
+                    "): a peer whose NCCL init failed never joins";
+        w.waiting = false;
+        continue;
+      }
+      any = true;
     }
-    if (std::find(waiting.begin(), waiting.end(), 1) == waiting.end()) return;
+    if (!any) return;
     if (while_waiting) while_waiting();
     if (polls < 1000) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -88,6 +126,15 @@ void poll_votes(const ExchangeCudaCalls& cuda, std::span<ReadyVote> batch, const
 }
 
 }  // namespace
+
+WaitLimit WaitLimit::after(int64_t seconds) {
+  WaitLimit limit;
+  if (seconds > 0) {
+    limit.at = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    limit.seconds = seconds;
+  }
+  return limit;
+}
 
 ExchangeCudaCalls& exchange_cuda_calls() {
   static ExchangeCudaCalls calls{cudaGetDevice, cudaMallocAsync, cudaFreeAsync, cudaStreamCreateWithFlags,
@@ -168,14 +215,30 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   }
   const ncclResult_t er = pncclGroupEnd();
 
+  std::vector<StreamWait> waits(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    IdentityExchange& x = batch[i];
+    waits[i].stream = slots[i].stream;
+    waits[i].device = x.device;
+    waits[i].comm = x.comm;
+    waits[i].limit = x.limit;
+    waits[i].what = "the topocoll init exchange";
+    waits[i].waiting = slots[i].joined && er == ncclSuccess && x.error.empty();
+    if (waits[i].waiting) x.joined = true;
+  }
+  wait_for_streams(cuda, waits, device_guard, {});
+
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(x.device);
-    if (s.joined && er == ncclSuccess && x.error.empty()) {
-      x.joined = true;
+    if (x.joined && !waits[i].gave_up.empty()) {
+      // The allgather stays enqueued; its slot is freed behind it, on its own stream.
+      x.gave_up = true;
+      x.error = waits[i].gave_up;
+    } else if (x.joined) {
       x.all.resize(std::size_t(x.nranks));
-      cudaError_t e = cuda.stream_synchronize(s.stream);
+      cudaError_t e = waits[i].result;
       // Same stream again, then wait: never behind the user's work on the legacy stream.
       if (e == cudaSuccess)
         e = cuda.memcpy_async(x.all.data(), s.buffer, rec * x.all.size(), cudaMemcpyDeviceToHost,
@@ -239,21 +302,38 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
   }
   const ncclResult_t er = pncclGroupEnd();
 
-  std::vector<char> waiting(batch.size(), 0);
-  std::vector<cudaError_t> done(batch.size(), cudaSuccess);
-  for (std::size_t i = 0; i < batch.size(); ++i) waiting[i] = slots[i].joined && er == ncclSuccess;
-  poll_votes(cuda, batch, slots, waiting, done, device_guard, while_waiting);
+  std::vector<StreamWait> waits(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const ReadyVote& v = batch[i];
+    waits[i].stream = slots[i].stream;
+    waits[i].device = v.device;
+    waits[i].comm = v.comm;
+    waits[i].abandon = v.abandon;
+    waits[i].limit = v.limit;
+    waits[i].what = "the topocoll ready vote";
+    waits[i].waiting = slots[i].joined && er == ncclSuccess;
+  }
+  wait_for_streams(cuda, waits, device_guard, while_waiting);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    ReadyVote& v = batch[i];
+    if (waits[i].abandoned) {
+      abandoned_now(v);  // the flag stays set once seen
+    } else if (!waits[i].gave_up.empty()) {
+      v.gave_up = true;
+      v.error = waits[i].gave_up;
+    }
+  }
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];
     DeviceSlot& s = slots[i];
     device_guard.use(v.device);
-    if (v.abandoned) {
+    if (v.abandoned || v.gave_up) {
       // Nothing read back: the slot is freed after the allreduce on its own stream, which
       // NCCL's abort ends.
     } else if (s.joined && er == ncclSuccess) {
       int32_t min = 0;
-      cudaError_t e = done[i];
+      cudaError_t e = waits[i].result;
       if (e == cudaSuccess)
         e = cuda.memcpy_async(&min, s.buffer, sizeof min, cudaMemcpyDeviceToHost, s.stream);
       if (e == cudaSuccess) e = cuda.stream_synchronize(s.stream);

@@ -10,6 +10,8 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdint>
+#include <chrono>
 #include <functional>
 #include <span>
 #include <string>
@@ -18,6 +20,16 @@
 #include "plugin/interposer/rank_identity.h"
 
 namespace topocoll::plugin::interposer {
+
+// When a wait for the peers ends without them (WaitLimit::max(): never). Init sets one
+// (TOPOCOLL_INIT_TIMEOUT_S); the votes on a served call's path have none: an abort from
+// another thread ends those.
+struct WaitLimit {
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::time_point::max();
+  int64_t seconds = 0;  // what `at` was set from, for messages; 0: no limit
+  // `seconds` from now; no limit when 0.
+  static WaitLimit after(int64_t seconds);
+};
 
 struct IdentityExchange {
   ncclComm_t comm = nullptr;
@@ -33,6 +45,11 @@ struct IdentityExchange {
   // Set when this rank's allgather was enqueued in a group NCCL completed: its peers may
   // then be waiting for it in the ready vote below, whatever it could read back.
   bool joined = false;
+  WaitLimit limit;
+  // Set when this rank stopped waiting for the allgather (`limit` passed, or NCCL reported
+  // an asynchronous error on the communicator): `error` says which. The allgather stays
+  // enqueued, so `joined` stays set: the ready vote still goes out, in step with the peers.
+  bool gave_up = false;
 };
 
 // Every entry takes part: a rank must never skip a collective its peers run. A failure to
@@ -72,14 +89,20 @@ ExchangeCudaCalls& exchange_cuda_calls();
 // The vote's result is waited for by polling, not in CUDA: a peer that hung keeps the
 // allreduce pending until NCCL's abort ends its kernel, and that abort comes from another
 // thread (PyTorch's watchdog), which first waits for this call to leave (comm_release).
-// `abandon`, when set while the vote waits, ends the wait: all_ready stays false.
+// `abandon`, when set while the vote waits, ends the wait: all_ready stays false. So do
+// NCCL's asynchronous error on the communicator and `limit`. The exchange's allgather is
+// waited for the same way.
 struct ReadyVote {
   ncclComm_t comm = nullptr;
   int device = -1;
   int ready = 0;           // this rank's vote
   const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
+  WaitLimit limit;
   bool abandoned = false;  // out: `abandon` was set before the result arrived
+  // out: `limit` passed, or NCCL reported an asynchronous error on the communicator, before
+  // the result arrived (`error` says which); all_ready stays false.
+  bool gave_up = false;
   std::string error;       // out: why this rank could not vote or read the result
 };
 // `while_waiting` (when set) runs on this thread at every poll while some vote still waits.

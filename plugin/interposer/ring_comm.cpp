@@ -10,6 +10,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
+#include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
 #include "sched/ring.h"
@@ -55,19 +56,51 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
   }
   const ncclResult_t end = pncclGroupEnd();
+  // A split can fail on one rank only (its device memory, its proxy) while NCCL completes
+  // it on the others: a rank on the user's communicator and its peers on the split would
+  // each wait for the other. So every rank votes on its own outcome over the user's
+  // communicator (agree_ready: one 4-byte allreduce, polled, ended by an abort) and adopts
+  // its split only when every rank made one.
+  std::vector<ReadyVote> votes;
+  std::vector<std::size_t> voter;
   for (std::size_t i = 0; i < todo.size(); ++i) {
     CommState* st = todo[i];
-    if (r != ncclSuccess || end != ncclSuccess || results[i] != ncclSuccess || !made[i]) {
-      // A split that failed at the group's end still holds NCCL's resources.
-      if (made[i]) pncclCommAbort(made[i]);
-      st->ring_comm_failed = true;
-      TC_WARN("comm %p: topology-ordered communicator could not be created; using NCCL on the "
-              "user's communicator", static_cast<void*>(st->comm));
+    if (st->aborting.load() || st->ring_comm_taken.load()) {
+      // Released meanwhile (the user's communicator may be gone already): nothing more goes
+      // to it; a split made is released the way the release would (adopt_ring_comm).
+      if (made[i]) adopt_ring_comm(*st, made[i]);
+      else st->ring_comm_failed = true;
       continue;
     }
-    TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
-            static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
-    adopt_ring_comm(*st, made[i]);
+    ReadyVote v;
+    v.comm = st->comm;
+    v.device = st->device;
+    v.ready = r == ncclSuccess && end == ncclSuccess && results[i] == ncclSuccess && made[i];
+    v.abandon = &st->aborting;
+    votes.push_back(std::move(v));
+    voter.push_back(i);
+  }
+  agree_ready(votes, leave_aborted_communicators);
+  for (std::size_t k = 0; k < votes.size(); ++k) {
+    const std::size_t i = voter[k];
+    CommState* st = todo[i];
+    const ReadyVote& v = votes[k];
+    if (v.all_ready) {
+      TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
+              static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
+      adopt_ring_comm(*st, made[i]);
+      continue;
+    }
+    // Not adopted: released here, locally (an abort waits for no peer; a split that failed
+    // at the group's end still holds NCCL's resources).
+    if (made[i]) pncclCommAbort(made[i]);
+    st->ring_comm_failed = true;
+    const char* why = !v.ready           ? "it could not be created on this rank"
+                      : v.abandoned      ? "the user's communicator was aborted meanwhile"
+                      : !v.error.empty() ? v.error.c_str()
+                                         : "another rank could not create it";
+    TC_WARN("comm %p rank %d: topology-ordered communicator not used (%s); nccl-topo-ring runs "
+            "on the user's communicator", static_cast<void*>(st->comm), st->rank, why);
   }
 }
 

@@ -16,8 +16,9 @@ namespace topocoll::plugin::interposer {
 struct CommState;
 
 // Splits each state's communicator in topology ring order (ring_comm), all in one NCCL
-// group (one thread may drive several ranks). A failure marks ring_comm_failed: its calls
-// then stay on the user's communicator.
+// group (one thread may drive several ranks), then votes on the outcome over the user's
+// communicator: a split is adopted only when every rank made one. A failure on any rank
+// marks ring_comm_failed on every rank: its calls then stay on the user's communicator.
 void create_ring_comms(const std::vector<CommState*>& states);
 
 // The batch's nccl-topo-ring calls, as NCCL would deliver them on the user's communicator.

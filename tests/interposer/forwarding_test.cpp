@@ -45,6 +45,13 @@ class Forwarding : public ::testing::Test {
       if (c.fn == fn) out.push_back(c);
     return out;
   }
+  // The allreduces NCCL got but topocoll's votes (one ncclInt32 ncclMin element each).
+  static std::vector<Call> user_allreduces() {
+    std::vector<Call> out;
+    for (const Call& c : calls_named("pncclAllReduce"))
+      if (!(c.count == 1 && c.datatype == int(ncclInt32) && c.op == int(ncclMin))) out.push_back(c);
+    return out;
+  }
 };
 
 // Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU).
@@ -237,6 +244,35 @@ TEST(StubProcess, SeesNoCudaDevice) {
   EXPECT_NE(cudaGetDeviceCount(&devices), cudaSuccess) << devices << " device(s) visible";
 }
 
+// The vote in host memory (no device here), restored when the scope ends.
+class HostMemoryVote {
+ public:
+  HostMemoryVote() : saved_(exchange_cuda_calls()) {
+    ExchangeCudaCalls& cuda = exchange_cuda_calls();
+    cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
+    cuda.malloc_async = [](void** p, std::size_t n, cudaStream_t) { *p = std::calloc(1, n); return cudaSuccess; };
+    cuda.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
+    cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
+    cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
+    cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
+    cuda.stream_query = [](cudaStream_t) { return cudaSuccess; };
+    cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
+      std::memcpy(d, s, n);
+      return cudaSuccess;
+    };
+    cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
+      std::memset(d, v, n);
+      return cudaSuccess;
+    };
+  }
+  ~HostMemoryVote() { exchange_cuda_calls() = saved_; }
+  HostMemoryVote(const HostMemoryVote&) = delete;
+  HostMemoryVote& operator=(const HostMemoryVote&) = delete;
+
+ private:
+  ExchangeCudaCalls saved_;
+};
+
 class ServedForwarding : public Forwarding {
  protected:
   void SetUp() override {
@@ -250,6 +286,9 @@ class ServedForwarding : public Forwarding {
       if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
   }
   ncclComm_t comm_ = fake_comm(0x1000);
+  // Votes (the scratch's, the topology-ordered split's) reach the stub; unless a test sets
+  // the peers' votes, this rank's vote is the outcome.
+  HostMemoryVote vote_;
 };
 
 // The hot-path lookup caches per thread; every insert/remove must invalidate it, also when
@@ -288,35 +327,6 @@ void route_allreduce_to_hd(CommState* st, int64_t count) {
       sched::generate("hd", sched::Collective::AllReduce, st->nranks, count));
   st->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), count}, route);
 }
-
-// The vote in host memory (no device here), restored when the scope ends.
-class HostMemoryVote {
- public:
-  HostMemoryVote() : saved_(exchange_cuda_calls()) {
-    ExchangeCudaCalls& cuda = exchange_cuda_calls();
-    cuda.get_device = [](int* d) { *d = 0; return cudaSuccess; };
-    cuda.malloc_async = [](void** p, std::size_t n, cudaStream_t) { *p = std::calloc(1, n); return cudaSuccess; };
-    cuda.free_async = [](void* p, cudaStream_t) { std::free(p); return cudaSuccess; };
-    cuda.stream_create = [](cudaStream_t*, unsigned int) { return cudaErrorNotSupported; };
-    cuda.stream_destroy = [](cudaStream_t) { return cudaSuccess; };
-    cuda.stream_synchronize = [](cudaStream_t) { return cudaSuccess; };
-    cuda.stream_query = [](cudaStream_t) { return cudaSuccess; };
-    cuda.memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind, cudaStream_t) {
-      std::memcpy(d, s, n);
-      return cudaSuccess;
-    };
-    cuda.memset_async = [](void* d, int v, std::size_t n, cudaStream_t) {
-      std::memset(d, v, n);
-      return cudaSuccess;
-    };
-  }
-  ~HostMemoryVote() { exchange_cuda_calls() = saved_; }
-  HostMemoryVote(const HostMemoryVote&) = delete;
-  HostMemoryVote& operator=(const HostMemoryVote&) = delete;
-
- private:
-  ExchangeCudaCalls saved_;
-};
 
 // The fixture's served state moved onto a communicator the stub made, which NCCL's
 // destroy or abort (the stub's) can free.
@@ -493,6 +503,9 @@ TEST_F(ServedForwarding, ABatchOverTwoCommunicatorsLetsTheAbortedOneGoAtOnce) {
 TEST_F(ServedForwarding, ABatchLetsAnAbortedCommunicatorWithoutAVoteGoToo) {
   const int64_t count = 4096;
   const ncclComm_t ringed = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  // Its split made (and voted on) before: its call has no vote in the batch.
+  create_ring_comms({CommRegistry::instance().find(ringed)});
+  ASSERT_NE(CommRegistry::instance().find(ringed)->ring_comm.load(), nullptr);
   const ncclComm_t other_fake = fake_comm(0x3000);
   insert_served_state(other_fake);
   const ncclComm_t voting = stub_comm_with_hd_allreduce(other_fake, count);
@@ -753,6 +766,77 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
   stub_nccl::reset();
 }
 
+// Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
+// split, then NCCL's collective on it).
+void route_allreduce_to_topo_ring(ncclComm_t comm) {
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;
+  route->algo = "nccl-topo-ring";
+  served_state(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
+}
+
+// A split NCCL completes on some ranks and fails on another would leave ranks on two
+// different communicators, each waiting for the other: every rank votes on its own split
+// over the user's communicator and adopts it only when all made one. Here a peer could not
+// (this rank's split is aborted, locally), then this rank could not (it votes 0); both
+// times the route's calls run on the user's communicator.
+TEST_F(ServedForwarding, TopologyOrderedSplitIsUsedOnlyWhenEveryRankMadeOne) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  stub_nccl::set_allreduce_min_peers(0);  // some peer's split failed
+  ::testing::internal::CaptureStderr();
+  create_ring_comms({st});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{1})) << "this rank made its split";
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  EXPECT_TRUE(st->ring_comm_failed);
+  const std::vector<Call> splits = calls_named("pncclCommSplit");
+  ASSERT_EQ(splits.size(), 1u);
+  const std::vector<Call> aborts = calls_named("pncclCommAbort");
+  ASSERT_EQ(aborts.size(), 1u) << "the split this rank made is released";
+  EXPECT_NE(aborts[0].comm, comm_);
+  EXPECT_NE(err.find("topology-ordered communicator not used (another rank could not create it)"),
+            std::string::npos) << err;
+  route_allreduce_to_topo_ring(comm_);
+  alignas(16) float in[4] = {}, out[4] = {};
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(user_allreduces().size(), 1u);
+  EXPECT_EQ(user_allreduces()[0].comm, comm_);
+  EXPECT_EQ(calls_named("pncclCommSplit").size(), 1u) << "not split again";
+
+  // This rank's split fails; its peers' succeed: it votes 0, and every rank stays off it.
+  st->ring_comm_failed = false;
+  stub_nccl::reset();
+  stub_nccl::set_allreduce_min_peers(1);
+  stub_nccl::set_failure("pncclCommSplit", ncclSystemError);
+  ::testing::internal::CaptureStderr();
+  create_ring_comms({st});
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0}));
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  EXPECT_TRUE(st->ring_comm_failed);
+  EXPECT_EQ(calls_named("pncclCommAbort").size(), 1u) << "the failed split's resources";
+  EXPECT_NE(err.find("(it could not be created on this rank)"), std::string::npos) << err;
+  stub_nccl::reset();
+}
+
+// The split's vote waits for every rank like the scratch's: an abort from another thread
+// (a watchdog, a peer that hung) ends the wait; the call issues nothing, and the split made
+// goes down with the user's communicator.
+TEST_F(ServedForwarding, AnAbortEndsACallWaitingInTheSplitsVote) {
+  const ncclComm_t ringed = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  alignas(16) static float in[4], out[4];
+  const ncclResult_t ended = abort_while_a_group_waits(
+      ringed, [&] { return ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, ringed, nullptr); });
+  EXPECT_EQ(ended, ncclInvalidUsage);
+  EXPECT_TRUE(user_allreduces().empty());
+  const std::vector<ncclComm_t> aborted = released_comms();
+  ASSERT_EQ(aborted.size(), 2u) << "the split and the user's communicator, each once";
+  EXPECT_NE(aborted[0], aborted[1]);
+  stub_nccl::reset();
+}
+
 // A call holds its communicator's state by shared reference: an abort from another thread
 // meanwhile (a watchdog) takes the state out of the registry, but the call's state stays
 // valid until the call lets go; only then is it freed.
@@ -773,15 +857,6 @@ TEST_F(ServedForwarding, AbortFromAnotherThreadLeavesTheRunningCallsStateValid) 
   EXPECT_TRUE(watch.expired()) << "the state outlived its last user";
 }
 
-// Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
-// split, then NCCL's collective on it).
-void route_allreduce_to_topo_ring(ncclComm_t comm) {
-  auto route = std::make_shared<Route>();
-  route->target = RouteTarget::NcclTopoRing;
-  route->algo = "nccl-topo-ring";
-  served_state(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
-}
-
 // ncclGroupSimulateEnd closes the group: the thread's depth follows it, the queued served
 // call is dropped with the group (NCCL launches nothing), and the next call is not queued.
 TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
@@ -792,10 +867,10 @@ TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
   EXPECT_EQ(stub_nccl::group_depth(), 0);
-  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+  EXPECT_TRUE(user_allreduces().empty());
   ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
   ASSERT_EQ(calls_named("pncclCommSplit").size(), 1u);
-  const auto reduces = calls_named("pncclAllReduce");
+  const auto reduces = user_allreduces();
   ASSERT_EQ(reduces.size(), 1u);
   EXPECT_EQ(reduces[0].sendbuff, in);
   EXPECT_NE(reduces[0].comm, comm_);  // the topology-ordered split
@@ -812,13 +887,13 @@ TEST_F(ServedForwarding, AFailedGroupEndRunsNoneOfTheQueuedCalls) {
   stub_nccl::set_failure("pncclGroupEnd", ncclInvalidArgument);
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
   stub_nccl::set_failure("", ncclSuccess);
-  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+  EXPECT_TRUE(user_allreduces().empty());
   EXPECT_EQ(stub_nccl::group_depth(), 0);
   // The retry runs it once.
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  EXPECT_EQ(calls_named("pncclAllReduce").size(), 1u);
+  EXPECT_EQ(user_allreduces().size(), 1u);
 }
 
 TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {

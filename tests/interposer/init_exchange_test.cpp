@@ -45,6 +45,7 @@ const std::string kTopologyPath = [] {
   setenv("TOPOCOLL_TOPO_FILE", path.c_str(), 1);
   setenv("NCCL_HOSTID", "s1", 1);
   setenv("NCCL_DEBUG", "WARN", 1);
+  setenv("TOPOCOLL_INIT_TIMEOUT_S", "1", 1);  // the fake streams finish at once unless a test hangs them
   return path;
 }();
 // Removed when the process ends (forked ranks exit with _exit and leave it alone).
@@ -308,8 +309,8 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   const auto after = after_allgather();
   // The exchange's group end, then the vote in its own group, then (TOPOCOLL_RING_COMM=init,
-  // the default) the topology-ordered split in its own group.
-  ASSERT_EQ(after.size(), 7u);
+  // the default) the topology-ordered split in its own group, and the vote on it.
+  ASSERT_EQ(after.size(), 10u);
   EXPECT_EQ(after[0].fn, "pncclGroupEnd");
   EXPECT_EQ(after[1].fn, "pncclGroupStart");
   EXPECT_EQ(after[2].fn, "pncclAllReduce");
@@ -323,12 +324,89 @@ TEST_F(InitReadyVote, AServedAgreementIsConfirmedByAMinVoteAndServes) {
   EXPECT_EQ(after[5].comm, comm);
   EXPECT_EQ(after[5].op, NCCL_CONFIG_UNDEF_INT) << "splitShare: the user's (undefined)";
   EXPECT_EQ(after[6].fn, "pncclGroupEnd");
-  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
+  EXPECT_EQ(after[8].fn, "pncclAllReduce");
+  EXPECT_EQ(after[8].comm, comm) << "the split's vote, on the user's communicator";
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{1, 1}));
   CommState* st = CommRegistry::instance().find(comm);
   ASSERT_NE(st, nullptr);
   EXPECT_TRUE(st->served) << st->fallback_reason << err;
   EXPECT_NE(st->scratch, nullptr);
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// A peer whose NCCL init failed never joins the exchange, and nothing else would end the
+// wait inside the user's init: it ends at TOPOCOLL_INIT_TIMEOUT_S (1 s here). The vote
+// still goes out (with 0) after it, in step with peers that are only late; the communicator
+// falls back and reports ncclSystemError, as topocoll's collectives stay enqueued on it.
+TEST_F(InitReadyVote, AnExchangeWhosePeersNeverJoinEndsAtTheInitTimeout) {
+  exchange_cuda_calls().stream_query = [](cudaStream_t) { return cudaErrorNotReady; };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  const auto began = std::chrono::steady_clock::now();
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
+  EXPECT_NE(err.find("the topocoll init exchange still waited for its peers when the init's time limit passed "
+                     "(TOPOCOLL_INIT_TIMEOUT_S=1)"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("ncclCommGetAsyncError reports ncclSystemError for it"), std::string::npos) << err;
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0}) << "the vote goes out, as 'cannot'";
+  for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclCommSplit");
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+// NCCL's own asynchronous error on the communicator (a peer's connection closed) ends the
+// wait at once, not at the time limit.
+TEST_F(InitReadyVote, NcclsAsyncErrorEndsTheExchangesWait) {
+  exchange_cuda_calls().stream_query = [](cudaStream_t) { return cudaErrorNotReady; };
+  stub_nccl::set_async_error(nullptr, ncclRemoteError);
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("NCCL reports stub error on the communicator while the topocoll init exchange waited"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find("TOPOCOLL_INIT_TIMEOUT_S"), std::string::npos) << err;
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+// The exchange completes, the vote does not (a peer died in between): this rank voted 1
+// but cannot know the outcome, so it falls back and reports the communicator failed.
+TEST_F(InitReadyVote, AVoteWhosePeersNeverJoinEndsAtTheInitTimeout) {
+  static std::atomic<int> queries{0};
+  queries = 0;
+  exchange_cuda_calls().stream_query = [](cudaStream_t) {
+    return queries.fetch_add(1) == 0 ? cudaSuccess : cudaErrorNotReady;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the topocoll ready vote still waited for its peers when the init's time limit"), std::string::npos) << err;
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_EQ(st->scratch, nullptr) << "what the agreement prepared is freed";
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
 }
 
 // A ring order that is the rank order (always so for two ranks) needs no split: it would be
@@ -460,10 +538,11 @@ TEST_F(InitReadyVote, ExchangeAndVoteMemoryIsAllocatedAndFreedOnTheirCollectives
   std::vector<stub_nccl::Call> collectives;
   for (const auto& c : stub_nccl::calls())
     if (c.fn == "pncclAllGather" || c.fn == "pncclAllReduce") collectives.push_back(c);
-  ASSERT_EQ(collectives.size(), 2u);
-  ASSERT_EQ(slot_allocations().size(), 2u);
-  ASSERT_EQ(slot_frees().size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
+  // The exchange, its vote, and the vote on the topology-ordered split made at init.
+  ASSERT_EQ(collectives.size(), 3u);
+  ASSERT_EQ(slot_allocations().size(), 3u);
+  ASSERT_EQ(slot_frees().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
     SCOPED_TRACE(collectives[i].fn);
     EXPECT_EQ(slot_allocations()[i].stream, collectives[i].stream);
     EXPECT_EQ(collectives[i].recvbuff, slot_allocations()[i].buffer);
@@ -567,7 +646,7 @@ TEST_F(InitReadyVote, CreationInsideAGroupVotesAfterTheExchangeAtTheOutermostEnd
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   ::testing::internal::GetCapturedStderr();
   const auto after = after_allgather();
-  ASSERT_EQ(after.size(), 7u);  // group end, the vote, the split at init
+  ASSERT_EQ(after.size(), 10u);  // group end, the vote, the split at init and its vote
   EXPECT_EQ(after[2].fn, "pncclAllReduce");
   EXPECT_EQ(after[5].fn, "pncclCommSplit");
   EXPECT_EQ(stub_nccl::group_depth(), 0);

@@ -102,6 +102,7 @@ void set_async_error(ncclComm_t comm, ncclResult_t error) {
 ncclResult_t async_error_of(ncclComm_t comm) {
   std::lock_guard lock(g_mutex);
   auto it = g_async_errors.find(comm);
+  if (it == g_async_errors.end()) it = g_async_errors.find(nullptr);
   return it == g_async_errors.end() ? ncclSuccess : it->second;
 }
 void set_allgather_result(std::vector<unsigned char> bytes) {

@@ -53,7 +53,8 @@ STUB_NCCL_API void set_allreduce_min_peers(int peers_min);
 STUB_NCCL_API std::vector<int> allreduce_min_votes();
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
-// What pncclCommGetAsyncError reports for `comm` (ncclSuccess unless set); reset() clears.
+// What pncclCommGetAsyncError reports for `comm` (ncclSuccess unless set; a null `comm`:
+// for every communicator not set on its own); reset() clears.
 STUB_NCCL_API void set_async_error(ncclComm_t comm, ncclResult_t error);
 // The config of the last pncclCommSplit given one, its strings copied; reset() clears it.
 struct SplitConfig {
