@@ -55,6 +55,20 @@ void check_comm(const ncclComm* comm, const char* call) {
   if (!comm) invalid(std::string(call) + ": comm is NULL");
 }
 
+// NCCL 2.28 asks every operation's communicator for its asynchronous error before enqueuing
+// it (enqueue.cc ncclEnqueueCheck -> init.cc ncclCommEnsureReady), through the exported,
+// interposable ncclCommGetAsyncError (a PLT call in libnccl.so.2): an interposer's
+// definition answers, and an error it reports fails the operation.
+void ensure_ready(ncclComm* comm, const char* call) {
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+  if (r != ncclSuccess) throw emu::Failure(r, std::string(call) + ": ncclCommGetAsyncError failed");
+  if (async == ncclInProgress)
+    invalid(std::string(call) + ": Attempt to use communicator before the previous operation returned ncclSuccess");
+  if (async != ncclSuccess)
+    throw emu::Failure(async, std::string(call) + ": the communicator reports an asynchronous error");
+}
+
 void check_config(const ncclConfig_t* config, const char* call) {
   // NCCL refuses a config not made from NCCL_CONFIG_INITIALIZER.
   if (config && config->magic != 0xcafebeef)
@@ -483,6 +497,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
   return guarded([&] {
     const char* call = "ncclAllReduce";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -498,6 +513,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
   return guarded([&] {
     const char* call = "ncclReduceScatter";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
@@ -513,6 +529,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
   return guarded([&] {
     const char* call = "ncclAllGather";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
     check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
@@ -526,6 +543,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
   return guarded([&] {
     const char* call = "ncclAlltoAll";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
@@ -539,6 +557,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff
   return guarded([&] {
     const char* call = "ncclBroadcast";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, root, "root", call);
     if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -558,6 +577,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
   return guarded([&] {
     const char* call = "ncclReduce";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_rank(comm, root, "root", call);
@@ -572,6 +592,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclD
   return guarded([&] {
     const char* call = "ncclSend";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -584,6 +605,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataTyp
   return guarded([&] {
     const char* call = "ncclRecv";
     check_comm(comm, call);
+    ensure_ready(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);

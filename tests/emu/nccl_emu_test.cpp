@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -273,6 +274,45 @@ TEST(NcclEmu, MismatchedSizesAreAnError) {
     std::vector<std::uint8_t> buffer(16, 1);
     if (rank == 0) EXPECT_NCCL_OK(ncclSend(buffer.data(), 8, ncclUint8, 1, comm, 0));
     else EXPECT_TRUE_OR_FAIL(ncclRecv(buffer.data(), 16, ncclUint8, 0, comm, 0) == ncclInvalidUsage);
+    EXPECT_NCCL_OK(ncclCommDestroy(comm));
+    return true;
+  }));
+}
+
+// NCCL 2.28 asks an operation's communicator for its asynchronous error, through the
+// exported ncclCommGetAsyncError, before it enqueues the operation (ncclCommEnsureReady):
+// an interposer's definition (here the test's own, which preempts the library's weak alias
+// as LD_PRELOAD would) answers, and the error it reports fails the operation.
+std::atomic<int> g_async_error_asked{0};
+std::atomic<int> g_injected_async_error{ncclSuccess};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
+                                                                                    ncclResult_t* error) {
+  ++g_async_error_asked;
+  const ncclResult_t r = pncclCommGetAsyncError(comm, error);
+  if (r == ncclSuccess && g_injected_async_error.load() != ncclSuccess)
+    *error = ncclResult_t(g_injected_async_error.load());
+  return r;
+}
+
+namespace {
+
+TEST(NcclEmu, EveryOperationAsksTheExportedAsyncErrorFirst) {
+  EXPECT_TRUE(run_ranks(2, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    EXPECT_NCCL_OK(ncclCommInitRank(&comm, n, id, rank));
+    std::vector<float> buffer(8, 1.0f);
+    g_async_error_asked = 0;
+    EXPECT_NCCL_OK(ncclAllReduce(buffer.data(), buffer.data(), 8, ncclFloat32, ncclSum, comm, 0));
+    EXPECT_TRUE_OR_FAIL(g_async_error_asked.load() == 1);
+    g_injected_async_error = ncclRemoteError;
+    EXPECT_TRUE_OR_FAIL(ncclAllReduce(buffer.data(), buffer.data(), 8, ncclFloat32, ncclSum, comm, 0) ==
+                        ncclRemoteError);
+    EXPECT_TRUE_OR_FAIL(ncclSend(buffer.data(), 8, ncclFloat32, 1 - rank, comm, 0) == ncclRemoteError);
+    EXPECT_TRUE_OR_FAIL(ncclAllGather(buffer.data(), buffer.data(), 4, ncclFloat32, comm, 0) == ncclRemoteError);
+    g_injected_async_error = ncclSuccess;
     EXPECT_NCCL_OK(ncclCommDestroy(comm));
     return true;
   }));
