@@ -289,6 +289,15 @@ class InitReadyVote : public InitExchangeFakeCuda {
     local_service_check() = nullptr;
     InitExchangeFakeCuda::TearDown();
   }
+  // ncclCommInitRank as rank 0 of n_ (its result checked), what it wrote to stderr returned.
+  std::string init_rank0(ncclComm_t* comm) const {
+    ncclUniqueId id{};
+    ::testing::internal::CaptureStderr();
+    const ncclResult_t r = ncclCommInitRank(comm, n_, id, 0);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(r, ncclSuccess) << err;
+    return err;
+  }
   // The calls after the exchange's allgather.
   static std::vector<stub_nccl::Call> after_allgather() {
     const auto calls = stub_nccl::calls();
@@ -342,11 +351,9 @@ TEST_F(InitReadyVote, AnExchangeWhosePeersNeverJoinEndsAtTheInitTimeout) {
   exchange_cuda_calls().stream_query = [](cudaStream_t) { return cudaErrorNotReady; };
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
   const auto began = std::chrono::steady_clock::now();
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string err = init_rank0(&comm);
+  ASSERT_NE(comm, nullptr);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
   EXPECT_NE(err.find("the topocoll init exchange still waited for its peers when the init's time limit passed "
                      "(TOPOCOLL_INIT_TIMEOUT_S=1)"),
@@ -370,10 +377,8 @@ TEST_F(InitReadyVote, NcclsAsyncErrorEndsTheExchangesWait) {
   stub_nccl::set_async_error(nullptr, ncclRemoteError);
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string err = init_rank0(&comm);
+  ASSERT_NE(comm, nullptr);
   EXPECT_NE(err.find("NCCL reports stub error on the communicator while the topocoll init exchange waited"),
             std::string::npos) << err;
   EXPECT_EQ(err.find("TOPOCOLL_INIT_TIMEOUT_S"), std::string::npos) << err;
@@ -393,10 +398,8 @@ TEST_F(InitReadyVote, AVoteWhosePeersNeverJoinEndsAtTheInitTimeout) {
   };
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&comm, n_, id, 0), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string err = init_rank0(&comm);
+  ASSERT_NE(comm, nullptr);
   EXPECT_NE(err.find("the topocoll ready vote still waited for its peers when the init's time limit"), std::string::npos) << err;
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
   CommState* st = CommRegistry::instance().find(comm);
