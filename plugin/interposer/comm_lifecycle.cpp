@@ -12,6 +12,7 @@
 #include "exec/nccl_backend.h"
 #include "plugin/interposer/route_decision.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
@@ -72,6 +73,7 @@ void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
 void prepare_service(CommState& st, ServiceAgreement& a) {
   st.topology = process_context().topology;
   st.placement = std::move(a.placement);
+  st.min_compute_capability = a.min_compute_capability;
   st.scratch = std::make_unique<DeviceScratch>(st.device);
   // Only pipelined steps use it; without one they run unoverlapped (same bytes either way).
   st.overlap_lane = exec::OverlapLane::create(st.device);
@@ -90,6 +92,7 @@ void unprepare_service(CommState& st) noexcept {
   st.overlap_lane.reset();
   st.step_timeline.reset();
   st.placement = sched::Placement{};
+  st.min_compute_capability = 0;
   st.topology.reset();
 }
 
@@ -124,6 +127,16 @@ std::string pci_bus_id(int device) {
     return "";
   }
   return id;
+}
+
+// major * 10 + minor, as NCCL keeps comm->compCap; 0 when CUDA cannot say (the
+// communicator's minimum is then 0 too, and NCCL's refusals below sm_90 are kept).
+int compute_capability(int device) {
+  int major = 0, minor = 0;
+  if (device < 0 || quietly(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
+      quietly(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess)
+    return 0;
+  return major * 10 + minor;
 }
 
 }  // namespace
@@ -166,8 +179,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
       x.nranks = st->nranks;
       x.rank = st->rank;
       x.device = st->device;
-      x.mine = make_identity(
-          host_gpu_index(st->device, context.env.cuda_visible_devices, pci_bus_id(st->device)), context, true);
+      x.mine = make_identity(host_gpu_index(st->device, context.env.cuda_visible_devices, pci_bus_id(st->device)),
+                             context, true, compute_capability(st->device));
     } catch (...) {
       // Same skip rules as above, from NCCL's own answers (no allocation).
       if (!p.blocking) continue;
@@ -367,7 +380,8 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
   for (int i = 0; i < ndev; ++i) {
     const int device = devlist ? devlist[i] : i;
     all[std::size_t(i)] =
-        make_identity(host_gpu_index(device, context.env.cuda_visible_devices, pci_bus_id(device)), context, true);
+        make_identity(host_gpu_index(device, context.env.cuda_visible_devices, pci_bus_id(device)), context, true,
+                      compute_capability(device));
   }
   // All ranks are in this process: no exchange, and a local failure of one is known to
   // all, so every communicator of the clique falls back together.

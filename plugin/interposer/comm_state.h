@@ -47,6 +47,9 @@ struct CommState {
 
   std::shared_ptr<const topo::Topology> topology;
   sched::Placement placement;
+  // The lowest compute capability of its GPUs (rank_identity.h): below 90 its fp8
+  // reductions go to NCCL, which refuses them (NCCL 2.28 src/enqueue.cc, taskAppend).
+  int min_compute_capability = 0;
   CallRouteCache routes;
 
   // Device scratch grown on demand, freed with the communicator.

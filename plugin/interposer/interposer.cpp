@@ -53,6 +53,14 @@ bool type_supported(ncclDataType_t t) {
   return int(t) >= 0 && int(t) < int(ncclNumTypes) && kernels::is_valid(kernels::DataType(int(t)));
 }
 
+// NCCL 2.28 refuses fp8 reductions (ncclInvalidArgument) on a communicator with a GPU below
+// sm_90 (src/enqueue.cc, taskAppend: comm->minCompCap < 90), though topocoll's kernels could
+// run them: such calls go to NCCL, so the answer is NCCL's at every size and route.
+bool nccl_refuses_reduction(ncclDataType_t t, int min_compute_capability) {
+  const auto type = kernels::DataType(int(t));  // numbered as nccl.h numbers them
+  return (type == kernels::DataType::Fp8E4M3 || type == kernels::DataType::Fp8E5M2) && min_compute_capability < 90;
+}
+
 // Logs the decision for (collective, power-of-two size) once per communicator.
 void log_decision(CommState& st, const CollectiveCall& call, std::size_t bytes, const Route& route) {
   const int bucket = bytes <= 1 ? 0 : std::min(63, int(std::bit_width(bytes - 1)));
@@ -240,6 +248,8 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   const bool reduces = call.collective == Collective::AllReduce ||
                        call.collective == Collective::ReduceScatter;
   if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
+  if (reduces && nccl_refuses_reduction(call.datatype, st->min_compute_capability))
+    return forward_collective(call, call.comm);
   if (reduces && !op_supported(call.op)) {
     TC_FALLBACK_ONCE("user-defined reduction ops (ncclRedOpCreatePreMulSum) go to NCCL");
     return forward_collective(call, call.comm);

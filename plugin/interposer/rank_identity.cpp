@@ -63,9 +63,11 @@ int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const s
   return cuda_ordinal < int(indices.size()) ? indices[cuda_ordinal] : cuda_ordinal;
 }
 
-RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve) {
+RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve,
+                           int compute_capability) {
   RankIdentity id;
   id.gpu = gpu;
+  id.compute_capability = std::max(0, compute_capability);
   std::strncpy(id.host, context.host.name.c_str(), sizeof id.host - 1);
   if (context.topology) {
     id.flags |= RankIdentity::kTopologyLoaded;
@@ -116,6 +118,9 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
     a.reason = "this rank has no topology";
     return a;
   }
+  a.min_compute_capability = n > 0 ? identities[0].compute_capability : 0;
+  for (const RankIdentity& id : identities)
+    a.min_compute_capability = std::min(a.min_compute_capability, id.compute_capability);
   std::vector<sched::RankLocation> locations(n);
   for (int r = 0; r < n; ++r) locations[r] = {identity_host(identities[r]), identities[r].gpu};
   try {

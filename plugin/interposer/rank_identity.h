@@ -21,7 +21,8 @@ namespace topocoll::plugin::interposer {
 
 struct RankIdentity {
   static constexpr uint32_t kMagic = 0x54435249;  // "TCRI"
-  static constexpr uint32_t kVersion = 3;  // 3: topology_hash is topo::topology_fingerprint
+  // 3: topology_hash is topo::topology_fingerprint; 4: compute_capability
+  static constexpr uint32_t kVersion = 4;
   enum Flags : uint32_t {
     kTopologyLoaded = 1u << 0,  // TOPOCOLL_TOPO_FILE set and valid on this rank
     kCanServe = 1u << 1,        // this rank can run topocoll schedules (CUDA, blocking comm)
@@ -31,7 +32,11 @@ struct RankIdentity {
   int32_t gpu = -1;         // device index on the host as the topology numbers it
   uint32_t flags = 0;
   uint64_t topology_hash = 0;  // topo::topology_fingerprint of the process's topology
-  char host[72] = {};       // NUL-terminated, truncated
+  // The GPU's compute capability, major * 10 + minor (90 for sm_90); 0 when CUDA could not
+  // say. The communicator's minimum decides what NCCL refuses (ServiceAgreement).
+  int32_t compute_capability = 0;
+  // NUL-terminated, truncated; room for the 64 characters a topology's host name may have.
+  char host[68] = {};
   // Why this rank cannot serve when it failed to prepare its part of the init (a CUDA or
   // host error): it still joins the exchange with this record so every rank falls back
   // together. NUL-terminated, truncated; empty otherwise.
@@ -48,8 +53,10 @@ static_assert(sizeof(RankIdentity) == 128, "RankIdentity is exchanged as raw byt
 int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const std::string& pci_bus_id = "",
                    const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
-// This rank's record: its host as `context` names it, its topology's fingerprint.
-RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve);
+// This rank's record: its host as `context` names it, its topology's fingerprint, its GPU's
+// compute capability (major * 10 + minor, 0 if unknown).
+RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve,
+                           int compute_capability);
 // `id` turned into the record of a rank that cannot serve because of `reason`: kCanServe
 // cleared, the reason carried (truncated) so rank 0 can name it. Never throws.
 void mark_unserved(RankIdentity& id, const char* reason) noexcept;
@@ -58,6 +65,9 @@ struct ServiceAgreement {
   bool served = false;
   std::string reason;  // why not (names the first rank at fault)
   sched::Placement placement;
+  // The lowest compute capability of the communicator's GPUs (NCCL's comm->minCompCap):
+  // NCCL 2.28 refuses fp8 reductions below 90, and topocoll leaves them to NCCL there too.
+  int min_compute_capability = 0;
 };
 // Identical on every rank given identical `identities`.
 ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,

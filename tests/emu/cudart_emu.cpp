@@ -468,6 +468,35 @@ cudaError_t cudaGetDevice(int* device) {
   return cudaSuccess;
 }
 
+// TOPOCOLL_EMU_COMPUTE_CAPABILITY ("major.minor", default 9.0, an H100's): what every
+// emulated GPU of the process reports, and so what the emulated NCCL's refusals follow.
+static std::pair<int, int> emulated_compute_capability() {
+  static const std::pair<int, int> capability = [] {
+    const char* text = std::getenv("TOPOCOLL_EMU_COMPUTE_CAPABILITY");
+    if (!text || !*text) return std::pair<int, int>{9, 0};
+    int major = 0, minor = 0;
+    char tail = 0;
+    if (std::sscanf(text, "%d.%d%c", &major, &minor, &tail) == 2 && major > 0 && major < 100 && minor >= 0 &&
+        minor < 10)
+      return std::pair<int, int>{major, minor};
+    std::fprintf(stderr, "cudart_emu WARN TOPOCOLL_EMU_COMPUTE_CAPABILITY=%s is not major.minor (9.0); using 9.0\n",
+                 text);
+    return std::pair<int, int>{9, 0};
+  }();
+  return capability;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (!value) return fail_with(cudaErrorInvalidValue);
+  if (device < 0 || device >= 8) return fail_with(cudaErrorInvalidDevice);
+  switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor: *value = emulated_compute_capability().first; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = emulated_compute_capability().second; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;  // an H100 SXM's
+    default: return fail_with(cudaErrorInvalidValue);  // not emulated: say so, never guess
+  }
+}
+
 // One bus per ordinal, as nvidia-smi would list eight GPUs of one host.
 cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
   if (!pci_bus_id || len < 13 || device < 0 || device >= 8) return fail_with(cudaErrorInvalidValue);

@@ -82,6 +82,24 @@ std::size_t element_size(ncclDataType_t type, const char* call) {
   return size;
 }
 
+// The emulated GPUs' compute capability (cudart_emu: TOPOCOLL_EMU_COMPUTE_CAPABILITY), the
+// same for all of them: asked of device 0, since ncclCommInitAll here may name more devices
+// than the eight the emulated runtime lists.
+int compute_capability() {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess)
+    invalid("cudaDeviceGetAttribute: no compute capability for the emulated GPUs");
+  return major * 10 + minor;
+}
+
+// NCCL 2.28's taskAppend (src/enqueue.cc), after the argument checks: an empty collective
+// is dropped, and an fp8 reduction on a communicator with a GPU below sm_90 is refused.
+void check_reduction_type(const ncclComm* comm, ncclDataType_t type, std::size_t count, const char* call) {
+  if (count > 0 && (type == ncclFloat8e4m3 || type == ncclFloat8e5m2) && comm->min_compute_capability < 90)
+    invalid(std::string(call) + ": FP8 reduction support begins with sm90 capable devices.");
+}
+
 void check_op(ncclRedOp_t op, const char* call) {
   if (int(op) < 0 || int(op) >= int(ncclNumOps))
     invalid(std::string(call) + ": invalid or unsupported reduction op " +
@@ -154,6 +172,7 @@ ncclResult_t init_rank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, 
     comm->nranks = nranks;
     set_sharing(*comm, copy_config(config), nullptr);
     if (cudaGetDevice(&comm->cuda_device) != cudaSuccess) comm->cuda_device = 0;
+    comm->min_compute_capability = compute_capability();
     comm->addresses.resize(std::size_t(nranks));
     for (int p = 0; p < nranks; ++p)
       if (p != rank) comm->addresses[std::size_t(p)] = emu::socket_name(comm->key, p);
@@ -174,6 +193,7 @@ std::unique_ptr<ncclComm> make_child(const ncclComm& parent, const emu::CommKey&
   set_sharing(*child, config, &parent);
   child->nranks = int(members.size());
   child->cuda_device = parent.cuda_device;
+  child->min_compute_capability = parent.min_compute_capability;
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (members[i] == parent.rank) child->rank = int(i);
     // Child messages reuse the parent's process addresses.
@@ -283,6 +303,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const
       comm->rank = i;
       comm->nranks = ndev;
       comm->cuda_device = devlist ? devlist[i] : i;
+      comm->min_compute_capability = compute_capability();
       comm->addresses.assign(std::size_t(ndev), std::string());
       comms[i] = comm;
     }
@@ -502,6 +523,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
     check_op(op, call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    check_reduction_type(comm, datatype, count, call);
     return emu::submit(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
   });
 }
@@ -518,6 +540,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
     check_op(op, call);
     check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, recvcount, size, 1, "recvbuff", call);
+    check_reduction_type(comm, datatype, recvcount, call);
     return emu::submit(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
                           stream);
   });
@@ -583,6 +606,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
     check_rank(comm, root, "root", call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     if (comm->rank == root) check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    check_reduction_type(comm, datatype, count, call);
     return emu::submit(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
   });
 }

@@ -19,6 +19,10 @@ struct ncclComm {
   int rank = 0;
   int nranks = 0;
   int cuda_device = 0;
+  // Its GPU's compute capability, major * 10 + minor (NCCL's comm->minCompCap). NCCL takes
+  // the lowest over the ranks; every process of an emulated job reports the same one
+  // (TOPOCOLL_EMU_COMPUTE_CAPABILITY), so this rank's is that minimum.
+  int min_compute_capability = 90;
   // Per rank: the socket name of the process holding it; empty for this process.
   std::vector<std::string> addresses;
   // Splits and shrinks made from this communicator so far: part of each child's key, so

@@ -30,7 +30,8 @@ topo::Topology bigraph(int switches_per_group, int endpoints_per_switch) {
   return topo::generate_bigraph(shape);
 }
 
-std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t fingerprint = 42) {
+std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t fingerprint = 42,
+                                        int compute_capability = 90) {
   ProcessContext loaded;
   loaded.topology = std::make_shared<const topo::Topology>(t);
   loaded.topology_fingerprint = fingerprint;
@@ -39,7 +40,7 @@ std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = t.endpoints()[std::size_t(n - 1 - r)];
     loaded.host.name = e.host;
-    ids.push_back(make_identity(e.gpu, loaded, true));
+    ids.push_back(make_identity(e.gpu, loaded, true, compute_capability));
   }
   return ids;
 }
@@ -104,6 +105,23 @@ TEST(Agreement, EachReasonNamesTheRank) {
   }
 }
 
+// NCCL refuses fp8 reductions by the communicator's lowest compute capability
+// (comm->minCompCap), not the rank's own: every rank must reach the same minimum.
+TEST(Agreement, TheCommunicatorsLowestComputeCapabilityIsAgreed) {
+  const topo::Topology t = bigraph(2, 2);
+  auto ids = identities_of(t, 8, 42, 90);
+  EXPECT_EQ(agree_on_service(ids, &t).min_compute_capability, 90);
+  ids[6].compute_capability = 80;
+  ids[2].compute_capability = 100;
+  ServiceAgreement a = agree_on_service(ids, &t);
+  ASSERT_TRUE(a.served) << a.reason;
+  EXPECT_EQ(a.min_compute_capability, 80);
+  // A rank whose CUDA could not say counts as the lowest: NCCL's refusals are kept.
+  ids[0].compute_capability = 0;
+  EXPECT_EQ(agree_on_service(ids, &t).min_compute_capability, 0);
+  EXPECT_EQ(make_identity(0, ProcessContext{}, true, -5).compute_capability, 0);
+}
+
 TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
   const topo::Topology t = bigraph(2, 2);
   auto ids = identities_of(t, 8);
@@ -137,13 +155,14 @@ TEST(Identity, CarriesTheProcessContextsHostAndFingerprint) {
   const ProcessContext context = make_process_context(
       config::read_env({{"TOPOCOLL_TOPO_FILE", path}, {"NCCL_HOSTID", first + ".cluster.example"}}));
   ASSERT_NE(context.topology, nullptr) << context.topology_error;
-  const RankIdentity id = make_identity(3, context, true);
+  const RankIdentity id = make_identity(3, context, true, 86);
   EXPECT_EQ(std::string(id.host), first) << "the topology's spelling of the host";
   EXPECT_EQ(id.gpu, 3);
+  EXPECT_EQ(id.compute_capability, 86);
   EXPECT_EQ(id.topology_hash, topo::topology_fingerprint(two));
   EXPECT_TRUE(id.flags & RankIdentity::kTopologyLoaded);
   const ProcessContext none = make_process_context(config::read_env({{"NCCL_HOSTID", "node17"}}));
-  const RankIdentity unloaded = make_identity(0, none, true);
+  const RankIdentity unloaded = make_identity(0, none, true, 0);
   EXPECT_EQ(std::string(unloaded.host), "node17");
   EXPECT_FALSE(unloaded.flags & RankIdentity::kTopologyLoaded);
   EXPECT_EQ(unloaded.topology_hash, 0u);

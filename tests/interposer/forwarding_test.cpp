@@ -67,6 +67,7 @@ void insert_served_state(ncclComm_t comm) {
   st->device = 0;
   st->topology = topology;
   st->placement = sched::first_endpoints(*topology, 8);
+  st->min_compute_capability = 90;  // an H100's
   st->served = true;
   CommRegistry::instance().insert(std::move(st));
 }
@@ -909,6 +910,48 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   for (const Call& c : all) EXPECT_EQ(c.comm, comm_);
   EXPECT_EQ(all[0].op, int(premul));
   EXPECT_EQ(all[1].count, 0u);
+}
+
+// NCCL 2.28 refuses fp8 reductions on a communicator with a GPU below sm_90. topocoll's
+// kernels could run them, but then the answer would depend on the route (an error where
+// the route is NCCL's, a result where it is topocoll's): below sm_90 they go to NCCL on the
+// user's communicator whatever the route, so the answer is NCCL's. fp8 data movement does
+// not reduce and keeps its route.
+TEST_F(ServedForwarding, Fp8ReductionsGoToNcclBelowSm90WhateverTheRoute) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  create_ring_comms({st});
+  const ncclComm_t ring = st->ring_comm.load();
+  ASSERT_NE(ring, nullptr);
+  st->ring_permutes = false;  // every call below goes straight to the split
+  auto route = std::make_shared<Route>();
+  route->target = RouteTarget::NcclTopoRing;
+  route->algo = "nccl-topo-ring";
+  const ncclDataType_t fp8[] = {ncclFloat8e4m3, ncclFloat8e5m2};
+  for (const ncclDataType_t t : fp8)
+    for (const auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter, sched::Collective::AllGather})
+      st->routes.insert({c, int(t), 64}, route);
+  alignas(16) static char buf[8192];
+  for (const int cc : {0, 80, 89, 90, 100}) {
+    st->min_compute_capability = cc;
+    for (const ncclDataType_t t : fp8) {
+      stub_nccl::reset();
+      ASSERT_EQ(ncclAllReduce(buf, buf + 4096, 64, t, ncclSum, comm_, nullptr), ncclSuccess);
+      ASSERT_EQ(ncclReduceScatter(buf, buf + 4096, 64, t, ncclMax, comm_, nullptr), ncclSuccess);
+      ASSERT_EQ(ncclAllGather(buf, buf + 4096, 64, t, comm_, nullptr), ncclSuccess);
+      const auto all = stub_nccl::calls();
+      ASSERT_EQ(all.size(), 3u) << "cc " << cc;
+      const ncclComm_t reductions_on = cc < 90 ? comm_ : ring;
+      EXPECT_EQ(all[0].fn, "pncclAllReduce");
+      EXPECT_EQ(all[0].comm, reductions_on) << "cc " << cc << " type " << int(t);
+      EXPECT_EQ(all[1].fn, "pncclReduceScatter");
+      EXPECT_EQ(all[1].comm, reductions_on) << "cc " << cc << " type " << int(t);
+      EXPECT_EQ(all[2].fn, "pncclAllGather");
+      EXPECT_EQ(all[2].comm, ring) << "cc " << cc << " type " << int(t);
+      for (const Call& c : all) EXPECT_EQ(c.datatype, int(t));
+    }
+  }
+  stub_nccl::reset();
 }
 
 TEST_F(ServedForwarding, CallsRoutedToNcclReachItThroughTheRouteCache) {

@@ -4,8 +4,8 @@
 //
 //   interposer_gpu_check check --rank R --nranks N --id-file F [--device D]
 //       allreduce / reduce-scatter / allgather / all-to-all through the NCCL API (so through
-//       the interposer when preloaded) against an exact CPU reference: several types and
-//       ops, uneven counts, in and out of place, inside and outside a user group, under CUDA
+//       the interposer when preloaded) against an exact CPU reference: every NCCL type
+//       (fp8 reductions must be refused below sm_90, as NCCL refuses them) and op, uneven counts, in and out of place, inside and outside a user group, under CUDA
 //       graph capture, and on split sub-communicators (one of them leaving a rank out
 //       with NCCL_SPLIT_NOCOLOR). Then the communicator lifecycle:
 //       ncclCommShrink without the last rank (N >= 3), a second communicator from
@@ -31,6 +31,7 @@
 //       identifies a rank by.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -161,6 +162,14 @@ const TypeInfo kTypes[] = {
     {ncclInt32, "int32", 4, true},     {ncclInt64, "int64", 8, true},
     {ncclUint8, "uint8", 1, false},    {ncclInt8, "int8", 1, true},
 };
+// Every other type NCCL has, checked at the smaller counts (the kernels' own tests cover
+// every type at every size): fp8 reductions need sm_90 under NCCL (fp8_reductions_refused).
+const TypeInfo kMoreTypes[] = {
+    {ncclUint32, "uint32", 4, false},           {ncclUint64, "uint64", 8, false},
+    {ncclFloat8e4m3, "fp8_e4m3", 1, true},      {ncclFloat8e5m2, "fp8_e5m2", 1, true},
+};
+
+bool is_fp8(ncclDataType_t t) { return t == ncclFloat8e4m3 || t == ncclFloat8e5m2; }
 
 void encode(ncclDataType_t t, double v, void* dst) {
   switch (t) {
@@ -172,17 +181,25 @@ void encode(ncclDataType_t t, double v, void* dst) {
     case ncclInt64: { int64_t x = int64_t(v); std::memcpy(dst, &x, 8); break; }
     case ncclUint8: { uint8_t x = uint8_t(v); std::memcpy(dst, &x, 1); break; }
     case ncclInt8: { int8_t x = int8_t(v); std::memcpy(dst, &x, 1); break; }
+    case ncclUint32: { uint32_t x = uint32_t(v); std::memcpy(dst, &x, 4); break; }
+    case ncclUint64: { uint64_t x = uint64_t(v); std::memcpy(dst, &x, 8); break; }
+    // Saturating, as NCCL's own conversions (and topocoll's kernels) round to fp8.
+    case ncclFloat8e4m3: { const __nv_fp8_storage_t x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E4M3); std::memcpy(dst, &x, 1); break; }
+    case ncclFloat8e5m2: { const __nv_fp8_storage_t x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E5M2); std::memcpy(dst, &x, 1); break; }
     default: die("type not covered");
   }
 }
 
 bool is_integer(ncclDataType_t t) {
-  return t == ncclInt32 || t == ncclInt64 || t == ncclUint8 || t == ncclInt8;
+  return t == ncclInt32 || t == ncclInt64 || t == ncclUint8 || t == ncclInt8 || t == ncclUint32 ||
+         t == ncclUint64;
 }
 
 // Inputs chosen so every result is exact in every type (sums <= 32, products <= 256 in
 // magnitude, avg over a power-of-two rank count): the reference is exact and any
-// reduction order gives the same bits, so a mismatch is a real error.
+// reduction order gives the same bits, so a mismatch is a real error. fp8 e5m2 holds the
+// integers only up to 8 exactly (3 significant bits), so its inputs are -1, 0, 1: every
+// partial sum of up to 8 ranks is exact.
 // NCCL's avg on floating types multiplies every input by s = round_T(1/nranks) before the
 // sum (PreMulSum, src/enqueue.cc). With a power-of-two rank count s is exact and so is
 // every sum below; otherwise each element gets one nonzero contribution (from rank
@@ -197,6 +214,12 @@ double avg_scalar(const TypeInfo& t, int nranks) {
     case ncclFloat64: return 1.0 / nranks;
     case ncclFloat16: return double(__half2float(__float2half(f)));
     case ncclBfloat16: return double(__bfloat162float(__float2bfloat16(f)));
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: {
+      const __nv_fp8_interpretation_t kind = t.type == ncclFloat8e4m3 ? __NV_E4M3 : __NV_E5M2;
+      const __half_raw h = __nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, kind), kind);
+      return double(__half2float(__half(h)));
+    }
     default: return double(f);
   }
 }
@@ -208,6 +231,7 @@ double input(const TypeInfo& t, ncclRedOp_t op, int rank, int64_t i, int salt, i
     if (t.type == ncclInt8 || t.type == ncclUint8) return (h % 2 == 0) ? 1 : (t.is_signed ? -1 : 1);
     return h == 0 ? 2 : (h == 1 && t.is_signed ? -1 : 1);
   }
+  if (t.type == ncclFloat8e5m2) return double(h % 3 - 1);
   return t.is_signed ? double(h - 2) : double(h);
 }
 
@@ -267,6 +291,15 @@ struct Checker {
   cudaStream_t stream;
   int failures = 0, passed = 0;
   bool nonblocking = false;  // `comm` follows NCCL's non-blocking protocol (settle)
+  // The communicator has a GPU below sm_90: NCCL 2.28 refuses its fp8 reductions with
+  // ncclInvalidArgument (src/enqueue.cc, taskAppend), and so must NCCL under topocoll,
+  // whatever route a call of that size takes.
+  bool fp8_reductions_refused = false;
+
+  bool refused(const Case& c) const {
+    return fp8_reductions_refused && is_fp8(c.type->type) && c.count > 0 &&
+           (c.coll == Coll::AllReduce || c.coll == Coll::ReduceScatter);
+  }
 
   std::size_t in_elems(const Case& c) const {
     return c.coll == Coll::AllReduce || c.coll == Coll::AllGather ? c.count : c.count * nranks;
@@ -357,6 +390,19 @@ struct Checker {
 
   void single(const Case& c) {
     Buffers b = prepare(c, 0);
+    if (refused(c)) {
+      const ncclResult_t r = nonblocking ? settle(comm, issue(c, b, comm)) : issue(c, b, comm);
+      CUDA_OK(cudaFree(b.base));
+      if (r == ncclInvalidArgument) {
+        ++passed;
+      } else {
+        ++failures;
+        std::printf("FAIL rank %d %s %s %s count %lld: NCCL refuses fp8 reductions below sm_90 "
+                    "(ncclInvalidArgument), the call returned \"%s\"\n", rank, coll_name(c.coll),
+                    c.type->name, op_name(c.op), (long long)c.count, ncclGetErrorString(r));
+      }
+      return;
+    }
     if (nonblocking) NCCL_OK(settle(comm, issue(c, b, comm)));
     else NCCL_OK(issue(c, b, comm));
     CUDA_OK(cudaStreamSynchronize(stream));
@@ -545,9 +591,19 @@ std::pair<ncclComm_t, cudaStream_t> join_communicator(const Args& a) {
   return {comm, stream};
 }
 
+// Whether NCCL refuses fp8 reductions on a communicator of `device`: below sm_90. Every
+// rank of a run shares the one GPU (or one kind), so this rank's answer is the
+// communicator's minimum, which NCCL decides by.
+bool fp8_reductions_refused(int device) {
+  int major = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major < 9;
+}
+
 int run_check(const Args& a) {
   const auto [comm, stream] = join_communicator(a);
   Checker ck{a.rank, a.nranks, comm, stream};
+  ck.fp8_reductions_refused = fp8_reductions_refused(a.device);
 
   std::vector<int64_t> counts;
   for (int64_t c : {int64_t(1), int64_t(7), int64_t(1031), int64_t(65536 + 13), int64_t((1 << 20) + 5)})
@@ -569,6 +625,17 @@ int run_check(const Args& a) {
       for (bool in_place : {false, true}) ck.single({Coll::AllGather, &t, ncclSum, count, in_place});
   for (const TypeInfo* t : {&kTypes[0], &kTypes[1], &kTypes[6]})
     for (int64_t count : counts) ck.single({Coll::AllToAll, t, ncclSum, count, false});
+  // Every other NCCL type, at two counts.
+  for (const TypeInfo& t : kMoreTypes)
+    for (const int64_t count : {at_most(7), at_most(1031)}) {
+      for (ncclRedOp_t op : ops)
+        for (bool in_place : {false, true}) {
+          ck.single({Coll::AllReduce, &t, op, count, in_place});
+          ck.single({Coll::ReduceScatter, &t, op, count, in_place});
+        }
+      for (bool in_place : {false, true}) ck.single({Coll::AllGather, &t, ncclSum, count, in_place});
+      ck.single({Coll::AllToAll, &t, ncclSum, count, false});
+    }
 
   // User groups: three collectives (different types, ops, in/out of place) queued together.
   ck.grouped({{Coll::AllReduce, &kTypes[0], ncclSum, at_most(1 << 20), false},

@@ -265,7 +265,7 @@ std::vector<unsigned char> serving_records(int n) {
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = context.topology->endpoints()[std::size_t(r)];
     context.host.name = e.host;
-    const RankIdentity id = make_identity(e.gpu, context, true);
+    const RankIdentity id = make_identity(e.gpu, context, true, 90);
     std::memcpy(bytes.data() + sizeof id * std::size_t(r), &id, sizeof id);
   }
   return bytes;
