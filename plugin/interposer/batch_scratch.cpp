@@ -65,6 +65,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.device = st->device;
       v.ready = base ? 1 : 0;
       v.abandon = &st->aborting;
+      v.cell = st->vote_cell.get();
       votes.push_back(std::move(v));
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);

@@ -75,6 +75,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
   st.placement = std::move(a.placement);
   st.min_compute_capability = a.min_compute_capability;
   st.scratch = std::make_unique<DeviceScratch>(st.device);
+  st.vote_cell = VoteCell::create(st.device);
   // Only pipelined steps use it; without one they run unoverlapped (same bytes either way).
   st.overlap_lane = exec::OverlapLane::create(st.device);
   if (!st.overlap_lane)
@@ -89,6 +90,7 @@ void prepare_service(CommState& st, ServiceAgreement& a) {
 // Frees what prepare_service set up: the communicator goes to NCCL.
 void unprepare_service(CommState& st) noexcept {
   st.scratch.reset();
+  st.vote_cell.reset();
   st.overlap_lane.reset();
   st.step_timeline.reset();
   st.placement = sched::Placement{};
@@ -273,7 +275,24 @@ void finish_inits(std::vector<PendingInit>& pending) {
       register_unserved(std::move(st), why);
       continue;
     }
-    if (!local_errors[i].empty() || (x.joined && !votes[i].error.empty())) {
+    if (!votes[i].joined) {
+      // Out of step with its peers on this communicator: they wait in topocoll's init
+      // collective this rank never joined (the exchange's allgather or the vote's allreduce:
+      // no device memory for it, or NCCL refused it) up to their TOPOCOLL_INIT_TIMEOUT_S,
+      // and this rank's next call would meet that collective in NCCL. Reported as the
+      // communicator's error, so NCCL refuses its calls and the user aborts it.
+      const std::string why = !local_errors[i].empty() ? local_errors[i]
+                              : !votes[i].error.empty() ? votes[i].error
+                                                        : "it did not join topocoll's init collectives";
+      TC_WARN("communicator %p rank %d: %s; its peers wait for this rank in topocoll's init, so the "
+              "communicator is out of step and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
+              static_cast<void*>(x.comm), x.rank, why.c_str());
+      unprepare_service(*st);
+      st->init_error = ncclSystemError;
+      register_unserved(std::move(st), why);
+      continue;
+    }
+    if (!local_errors[i].empty() || !votes[i].error.empty()) {
       const std::string& why = local_errors[i].empty() ? votes[i].error : local_errors[i];
       TC_WARN("communicator %p rank %d: %s; falls back to NCCL", static_cast<void*>(x.comm),
               x.rank, why.c_str());

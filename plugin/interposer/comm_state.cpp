@@ -3,6 +3,7 @@
 #if TOPOCOLL_INTERPOSER_CUDA
 #include "exec/nccl_backend.h"
 #include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/rank_exchange.h"
 #endif
 
 namespace topocoll::plugin::interposer {
@@ -13,6 +14,7 @@ CommState::~CommState() = default;
 #else
 // Without CUDA there is no scratch, no lane and no timeline; the pointers stay null.
 class DeviceScratch {};
+class VoteCell {};
 }  // namespace topocoll::plugin::interposer
 namespace topocoll::exec {
 class OverlapLane {};

@@ -34,6 +34,7 @@ class StepTimeline;
 namespace topocoll::plugin::interposer {
 
 class DeviceScratch;
+class VoteCell;
 
 struct CommState {
   ncclComm_t comm = nullptr;
@@ -54,6 +55,9 @@ struct CommState {
 
   // Device scratch grown on demand, freed with the communicator.
   std::unique_ptr<DeviceScratch> scratch;
+  // The memory and stream of the votes on its calls' path (rank_exchange.h): kept, so a
+  // rank short of memory still joins them.
+  std::unique_ptr<VoteCell> vote_cell;
   // The second stream pipelined steps overlap their reduces on (exec/nccl_backend.h); null:
   // no overlap.
   std::unique_ptr<exec::OverlapLane> overlap_lane;

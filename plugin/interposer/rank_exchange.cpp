@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "plugin/interposer/device_guard.h"
@@ -16,6 +18,7 @@ struct DeviceSlot {
   void* buffer = nullptr;
   cudaStream_t stream = nullptr;
   bool joined = false;
+  bool kept = false;  // a VoteCell's: neither freed nor destroyed here
 };
 
 // Opens a slot on `device`, which the caller made current (checked: a device that cannot be
@@ -41,9 +44,22 @@ cudaError_t open_slot(const ExchangeCudaCalls& cuda, int device, std::size_t byt
   return e;
 }
 
+// A VoteCell's memory and stream as the slot (checked like open_slot's device).
+cudaError_t use_cell(const ExchangeCudaCalls& cuda, int device, const VoteCell& cell, DeviceSlot* s) {
+  int current = -1;
+  cudaError_t e = cuda.get_device(&current);
+  if (e == cudaSuccess && current != device) e = cudaErrorInvalidDevice;
+  if (e != cudaSuccess) return e;
+  s->buffer = cell.buffer();
+  s->stream = cell.stream();
+  s->kept = true;
+  return cudaSuccess;
+}
+
 // Stream-ordered: the free waits for the slot's own work only, never for the whole device
 // as cudaFree would (the ready vote runs when scratch grows, on a served call's path).
 void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
+  if (s.kept) return;
   if (s.buffer) cuda.free_async(s.buffer, s.stream);
   if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
   cudaGetLastError();
@@ -135,6 +151,40 @@ WaitLimit WaitLimit::after(int64_t seconds) {
   return limit;
 }
 
+std::unique_ptr<VoteCell> VoteCell::create(int device) {
+  const ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  CurrentDeviceGuard device_guard;
+  device_guard.use(device);
+  std::unique_ptr<VoteCell> cell(new VoteCell);
+  cell->device_ = device;
+  DeviceSlot s;
+  cudaError_t stream_error = cudaSuccess;
+  const cudaError_t e = open_slot(cuda, device, sizeof(int32_t), &s, &stream_error);
+  if (e != cudaSuccess || stream_error != cudaSuccess) {
+    const cudaError_t why = e != cudaSuccess ? e : stream_error;
+    close_slot(cuda, s);
+    cudaGetLastError();
+    throw std::runtime_error(std::string("cannot keep device memory and a stream for the votes on the "
+                                         "communicator's calls: ") + cudaGetErrorString(why));
+  }
+  cell->buffer_ = s.buffer;
+  cell->stream_ = s.stream;
+  return cell;
+}
+
+VoteCell::~VoteCell() {
+  CurrentDeviceGuard device_guard;
+  device_guard.use(device_);
+  // Relaxed, as the scratch's release: another thread may be capturing a graph.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  DeviceSlot s;
+  s.buffer = buffer_;
+  s.stream = stream_;
+  close_slot(exchange_cuda_calls(), s);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
 ExchangeCudaCalls& exchange_cuda_calls() {
   static ExchangeCudaCalls calls{cudaGetDevice, cudaMallocAsync, cudaFreeAsync, cudaStreamCreateWithFlags,
                                  cudaStreamDestroy, cudaStreamSynchronize, cudaMemcpyAsync,
@@ -162,8 +212,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     if (e != cudaSuccess) {
       // The one failure that keeps this rank out: no device memory to gather into.
       x.error = std::string("CUDA error preparing the topocoll identity exchange (") +
-                cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
-                "in NCCL's allgather";
+                cudaGetErrorString(e) + "); this rank cannot join it";
       cudaGetLastError();
       continue;
     }
@@ -202,9 +251,9 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
     IdentityExchange& x = batch[i];
     DeviceSlot& s = slots[i];
-    // Cannot join without device memory (x.error says so; the caller WARNs). The peers then
-    // wait in NCCL, which has no timeout: only when CUDA fails on a device that holds a
-    // communicator NCCL just created.
+    // Cannot join without device memory (x.error says so; the caller marks the communicator
+    // failed). The peers then wait up to their init limit: only when CUDA fails on a device
+    // that holds a communicator NCCL just created.
     if (!s.buffer) continue;
     char* base = static_cast<char*>(s.buffer);
     const ncclResult_t ar = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8,
@@ -269,11 +318,11 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
     DeviceSlot& s = slots[i];
     device_guard.use(v.device);
     cudaError_t stream_error = cudaSuccess;
-    const cudaError_t e = open_slot(cuda, v.device, sizeof(int32_t), &s, &stream_error);
+    const cudaError_t e = v.cell ? use_cell(cuda, v.device, *v.cell, &s)
+                                 : open_slot(cuda, v.device, sizeof(int32_t), &s, &stream_error);
     if (e != cudaSuccess) {
       v.error = std::string("CUDA error preparing the topocoll ready vote (") +
-                cudaGetErrorString(e) + "); this rank cannot join it and its peers may block "
-                "in NCCL's allreduce";
+                cudaGetErrorString(e) + "); this rank cannot join it";
       cudaGetLastError();
       continue;
     }
@@ -311,6 +360,7 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
     waits[i].limit = v.limit;
     waits[i].what = "the topocoll ready vote";
     waits[i].waiting = slots[i].joined && er == ncclSuccess;
+    batch[i].joined = waits[i].waiting;
   }
   wait_for_streams(cuda, waits, device_guard, while_waiting);
   for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,7 +58,9 @@ struct IdentityExchange {
 // the per-thread default stream if need be), so all ranks fall back together. The only
 // way one can stay out is having no device memory at all (the allocation of 128 x nranks
 // bytes fails, or the device cannot be selected) on the device of a communicator NCCL just
-// created; the entry's `error` then says its peers may block, and they wait in NCCL.
+// created, or NCCL refusing the allgather; `joined` then stays false and `error` says so:
+// the peers wait for it up to their init limit, and its own next call on the communicator
+// would meet their allgather in NCCL, so the caller marks the communicator failed.
 // Every other failure is agreed on after the exchange (rank_identity.h).
 void exchange_identities(std::span<IdentityExchange> batch);
 
@@ -84,7 +87,7 @@ ExchangeCudaCalls& exchange_cuda_calls();
 // one pncclAllReduce(ncclInt32, ncclMin) per communicator, all in one NCCL group; served
 // only when the minimum is 1. Same joining rule as the exchange: a rank that fails to
 // prepare its vote still joins with 0; only a rank with no device memory at all stays
-// out (its `error` says its peers may block).
+// out (`joined` false, `error` says why), unless the vote runs in a kept `cell`.
 //
 // The vote's result is waited for by polling, not in CUDA: a peer that hung keeps the
 // allreduce pending until NCCL's abort ends its kernel, and that abort comes from another
@@ -92,10 +95,37 @@ ExchangeCudaCalls& exchange_cuda_calls();
 // `abandon`, when set while the vote waits, ends the wait: all_ready stays false. So do
 // NCCL's asynchronous error on the communicator and `limit`. The exchange's allgather is
 // waited for the same way.
+// Device memory a served communicator keeps for the votes on its calls' path (scratch
+// growth, the topology-ordered split), with the stream they run on: such a vote allocates
+// nothing, so a rank short of device memory (where scratch growth fails, the 4 bytes of a
+// new allocation may fail too) still joins the vote its peers run. One that stayed out
+// would leave them waiting, and its next call on the communicator would meet their vote's
+// allreduce in NCCL. Freed on its own stream, behind a vote still pending there (an
+// abandoned one ends with NCCL's abort, which runs before the communicator's state goes).
+class VoteCell {
+ public:
+  // Throws std::runtime_error naming the CUDA error; the caller made `device` current.
+  static std::unique_ptr<VoteCell> create(int device);
+  ~VoteCell();
+  VoteCell(const VoteCell&) = delete;
+  VoteCell& operator=(const VoteCell&) = delete;
+  void* buffer() const { return buffer_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  VoteCell() = default;
+  int device_ = -1;
+  void* buffer_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
 struct ReadyVote {
   ncclComm_t comm = nullptr;
   int device = -1;
   int ready = 0;           // this rank's vote
+  // The communicator's kept vote memory and stream (null: allocated for this vote; the
+  // init's vote, before the communicator has one).
+  const VoteCell* cell = nullptr;
   const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
   WaitLimit limit;
@@ -103,6 +133,10 @@ struct ReadyVote {
   // out: `limit` passed, or NCCL reported an asynchronous error on the communicator, before
   // the result arrived (`error` says which); all_ready stays false.
   bool gave_up = false;
+  // out: this rank's allreduce went out in a group NCCL completed, so its peers' votes can
+  // complete. False only without device memory for the vote or when NCCL refused it: then
+  // the communicator is out of step with its peers.
+  bool joined = false;
   std::string error;       // out: why this rank could not vote or read the result
 };
 // `while_waiting` (when set) runs on this thread at every poll while some vote still waits.

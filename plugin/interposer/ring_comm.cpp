@@ -77,6 +77,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     v.device = st->device;
     v.ready = r == ncclSuccess && end == ncclSuccess && results[i] == ncclSuccess && made[i];
     v.abandon = &st->aborting;
+    v.cell = st->vote_cell.get();
     votes.push_back(std::move(v));
     voter.push_back(i);
   }

@@ -388,6 +388,34 @@ TEST_F(ServedForwarding, ScratchAllocationFailureSendsTheCallToNcclOnEveryRank) 
   stub_nccl::reset();
 }
 
+// Scratch growth under memory pressure: the scratch cannot grow, and a new 4-byte
+// allocation for the vote would fail too. The vote runs in the communicator's kept cell
+// (VoteCell), so this rank still joins the vote its peers run, votes 0, and the call goes to
+// NCCL on every rank; had it stayed out, its NCCL call would meet their vote's allreduce.
+TEST_F(ServedForwarding, TheScratchVoteJoinsInTheKeptCellWhenTheDeviceHasNoMemoryLeft) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  const int64_t count = 4096;
+  route_allreduce_to_hd(st, count);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  {
+    HostMemoryVote vote;
+    exchange_cuda_calls().stream_create = [](cudaStream_t* s, unsigned int) {
+      *s = reinterpret_cast<cudaStream_t>(std::uintptr_t(0x30));
+      return cudaSuccess;
+    };
+    st->vote_cell = VoteCell::create(0);
+    exchange_cuda_calls().malloc_async = [](void**, std::size_t, cudaStream_t) { return cudaErrorMemoryAllocation; };
+    stub_nccl::set_allreduce_min_peers(1);  // the peers voted "ready"
+    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+    st->vote_cell.reset();  // freed through the fake calls, like it was made
+  }
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0})) << "this rank joined the vote, voting 'cannot'";
+  EXPECT_TRUE(forwarded_users_allreduce(in.data(), out.data(), count, comm_))
+      << "the user's allreduce did not reach NCCL";
+  stub_nccl::reset();
+}
+
 // The vote's stream as a peer that hung leaves it: not ready, until `until` has passed (so
 // that a call the release failed to let go does not hang the test but shows in the stub's
 // log after NCCL's release) or `ready_when` (when set) holds.

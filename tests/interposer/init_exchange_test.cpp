@@ -76,7 +76,10 @@ TEST(InitExchange, RunsAtCreationAndFallsBackWhenItCannotAgree) {
   ASSERT_NE(st, nullptr);
   EXPECT_FALSE(st->served);
   EXPECT_FALSE(st->fallback_reason.empty());
-  EXPECT_NE(err.find("falls back to NCCL"), std::string::npos) << err;
+  // With a GPU the records disagree (the stub gathers none); without one this rank cannot
+  // even join the exchange, which leaves the communicator out of step with its peers.
+  EXPECT_TRUE(err.find("falls back to NCCL") != std::string::npos || err.find("out of step") != std::string::npos)
+      << err;
   // Calls keep reaching NCCL unchanged.
   stub_nccl::reset();
   char buf[64] = {};
@@ -242,7 +245,10 @@ TEST_F(InitExchangeFakeCuda, ARankThatCannotPrepareStillJoinsWithACannotServeRec
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
-TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMayBlock) {
+// Without device memory for the exchange this rank cannot join it, while its peers wait
+// for it there (up to their TOPOCOLL_INIT_TIMEOUT_S): its next call would meet their
+// allgather in NCCL, so the communicator reports ncclSystemError and NCCL refuses its calls.
+TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndTheCommunicatorFails) {
   exchange_cuda_calls().malloc_async = [](void**, std::size_t, cudaStream_t) { return cudaErrorMemoryAllocation; };
   stub_nccl::set_comm_shape(2, 1, 0);
   ncclComm_t comm = nullptr;
@@ -251,10 +257,14 @@ TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndSaysPeersMay
   ASSERT_EQ(ncclCommInitRank(&comm, 2, id, 1), ncclSuccess);
   const std::string err = ::testing::internal::GetCapturedStderr();
   for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclAllGather");
-  EXPECT_NE(err.find("peers may block"), std::string::npos) << err;
+  EXPECT_NE(err.find("this rank cannot join it"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of step and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
   ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
   EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
-  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
 }
 
 // The gathered records of a communicator whose rank r runs on endpoint r of the configured
@@ -541,17 +551,89 @@ TEST_F(InitReadyVote, ExchangeAndVoteMemoryIsAllocatedAndFreedOnTheirCollectives
   std::vector<stub_nccl::Call> collectives;
   for (const auto& c : stub_nccl::calls())
     if (c.fn == "pncclAllGather" || c.fn == "pncclAllReduce") collectives.push_back(c);
-  // The exchange, its vote, and the vote on the topology-ordered split made at init.
+  // The exchange, its vote, and the vote on the topology-ordered split made at init. The
+  // first two allocate for themselves; the split's vote, on a served communicator, uses the
+  // vote cell kept from the agreement on (allocated before the init's vote, freed with the
+  // communicator).
   ASSERT_EQ(collectives.size(), 3u);
   ASSERT_EQ(slot_allocations().size(), 3u);
-  ASSERT_EQ(slot_frees().size(), 3u);
-  for (std::size_t i = 0; i < 3; ++i) {
+  const SlotMemoryUse exchange = slot_allocations()[0], cell = slot_allocations()[1], vote = slot_allocations()[2];
+  const SlotMemoryUse own[] = {exchange, vote};
+  ASSERT_EQ(slot_frees().size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
     SCOPED_TRACE(collectives[i].fn);
-    EXPECT_EQ(slot_allocations()[i].stream, collectives[i].stream);
-    EXPECT_EQ(collectives[i].recvbuff, slot_allocations()[i].buffer);
-    EXPECT_EQ(slot_frees()[i].buffer, slot_allocations()[i].buffer);
+    EXPECT_EQ(own[i].stream, collectives[i].stream);
+    EXPECT_EQ(collectives[i].recvbuff, own[i].buffer);
+    EXPECT_EQ(slot_frees()[i].buffer, own[i].buffer);
     EXPECT_EQ(slot_frees()[i].stream, collectives[i].stream);
   }
+  EXPECT_EQ(collectives[2].recvbuff, cell.buffer) << "the split's vote runs in the kept cell";
+  EXPECT_EQ(collectives[2].stream, cell.stream);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ASSERT_EQ(slot_frees().size(), 3u);
+  EXPECT_EQ(slot_frees()[2].buffer, cell.buffer) << "the cell goes with the communicator, on its stream";
+  EXPECT_EQ(slot_frees()[2].stream, cell.stream);
+}
+
+// The exchange's memory came, then the device had none left: neither the vote cell of the
+// agreement nor the init vote's own 4 bytes. This rank cannot join the vote its peers run:
+// the communicator is out of step and reports ncclSystemError.
+TEST_F(InitReadyVote, ARankThatCannotJoinTheVoteMarksTheCommunicatorFailed) {
+  static std::atomic<int> allocations{0};
+  allocations = 0;
+  exchange_cuda_calls().malloc_async = [](void** p, std::size_t n, cudaStream_t) {
+    if (allocations.fetch_add(1) > 0) return cudaErrorMemoryAllocation;
+    *p = std::calloc(1, n);
+    return cudaSuccess;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  const std::string err = init_rank0(&comm);
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{}) << "no vote went out";
+  EXPECT_NE(err.find("cannot keep device memory and a stream for the votes"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of step and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_EQ(st->vote_cell, nullptr);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+// A served communicator's calls vote (scratch growth, the topology-ordered split) in the
+// memory kept for it: when the device has no memory left, as when scratch growth fails,
+// this rank still joins the vote its peers run, votes 0, and every rank sends the call to
+// NCCL. Had it stayed out, its NCCL call would meet their vote's allreduce.
+TEST_F(InitReadyVote, AServedCallsVoteJoinsWithoutDeviceMemory) {
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  init_rank0(&comm);
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  ASSERT_TRUE(st->served) << st->fallback_reason;
+  ASSERT_NE(st->vote_cell, nullptr);
+  exchange_cuda_calls().malloc_async = [](void**, std::size_t, cudaStream_t) { return cudaErrorMemoryAllocation; };
+  stub_nccl::reset();
+  stub_nccl::set_allreduce_min_peers(1);
+  ReadyVote v;
+  v.comm = comm;
+  v.device = st->device;
+  v.ready = 0;  // this rank's scratch could not grow
+  v.cell = st->vote_cell.get();
+  std::vector<ReadyVote> votes{v};
+  agree_ready(votes);
+  EXPECT_TRUE(votes[0].joined) << votes[0].error;
+  EXPECT_FALSE(votes[0].all_ready);
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0});
+  // Without the cell the same vote stays out.
+  ReadyVote alone = v;
+  alone.cell = nullptr;
+  std::vector<ReadyVote> again{alone};
+  agree_ready(again);
+  EXPECT_FALSE(again[0].joined);
+  EXPECT_NE(again[0].error.find("cannot join"), std::string::npos) << again[0].error;
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
