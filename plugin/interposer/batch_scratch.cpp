@@ -32,9 +32,11 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     it->second += (needs[i] + 255) / 256 * 256;
   }
   // Needs are the same on every rank (the most any rank of the schedule needs), so are the
-  // totals and the scratch's growth history: every rank grows at the same call. A growth is
-  // then voted on (one 4-byte allreduce on the communicator): if any rank could not
-  // allocate, every rank sends that communicator's calls of this batch to NCCL.
+  // totals. A total above the capacity the ranks last agreed on is voted on (one 4-byte
+  // allreduce on the communicator) whether or not this rank must allocate for it: if any
+  // rank could not, every rank sends that communicator's calls of this batch to NCCL, and
+  // the agreed capacity stays (a rank that grew meanwhile still votes next time, with its
+  // peers).
   auto settle = [&](CommState* st, ScratchOutcome outcome) {
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (calls[i].state.get() == st) outcomes[i] = outcome;
@@ -44,6 +46,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     settle(st, ScratchOutcome::ToNccl);
   };
   std::vector<ReadyVote> votes;
+  std::vector<std::pair<CommState*, std::size_t>> voted;  // per vote: its communicator and total
   std::vector<std::pair<CommState*, char*>> bases;
   for (auto& [st, total] : totals) {
     if (!st->scratch) throw std::logic_error("served communicator without scratch");
@@ -56,9 +59,8 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     bool captured = false;
     for (const PendingCollective& c : calls)
       if (c.state.get() == st && stream_capturing(c.call.stream)) captured = true;
-    const bool grows = !st->scratch->fits(total, captured);
     char* base = static_cast<char*>(st->scratch->reserve(total, captured));
-    if (grows && !captured) {
+    if (!captured && !st->scratch->agreed_fits(total)) {
       // No vote inside a capture (the vote synchronises): there a failure stays an error.
       ReadyVote v;
       v.comm = st->comm;
@@ -67,6 +69,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.abandon = &st->aborting;
       v.cell = st->vote_cell.get();
       votes.push_back(std::move(v));
+      voted.push_back({st, total});
     } else if (!base) {
       TC_WARN("comm %p: cannot allocate %zu bytes of scratch", static_cast<void*>(st->comm), total);
       return false;
@@ -76,6 +79,8 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   // While it waits, a communicator of the batch being aborted gets nothing more (marked
   // Released below): its release need not wait for the batch's other votes.
   agree_ready(votes, leave_aborted_communicators);
+  for (std::size_t k = 0; k < votes.size(); ++k)
+    if (votes[k].all_ready) voted[k].first->scratch->agree(voted[k].second);
   for (const ReadyVote& v : votes)
     if (!v.all_ready)
       for (auto& [st, base] : bases)
@@ -83,8 +88,16 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
           if (!v.error.empty()) TC_WARN("comm %p: scratch vote: %s", static_cast<void*>(st->comm), v.error.c_str());
           // Abandoned: nothing more goes to a communicator being aborted, not even to NCCL,
           // whose runtime connect could wait for the very peer that hung.
-          if (v.abandoned) settle(st, ScratchOutcome::Released);
-          else fall_back(st, "allocation failed on some rank");
+          if (v.abandoned) {
+            settle(st, ScratchOutcome::Released);
+          } else if (!v.known) {
+            // Its peers may serve the batch while this rank cannot know: neither serving nor
+            // NCCL is safe. Nothing is issued, and NCCL refuses what comes next.
+            st->out_of_step = ncclSystemError;
+            settle(st, ScratchOutcome::Failed);
+          } else {
+            fall_back(st, "allocation failed on some rank");
+          }
           base = nullptr;
         }
   for (auto& [st, base] : bases)
@@ -107,6 +120,14 @@ ncclResult_t report_released(const std::vector<PendingCollective>& calls,
                              const std::vector<ScratchOutcome>& outcomes) {
   ncclResult_t r = ncclSuccess;
   for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (outcomes[i] == ScratchOutcome::Failed) {
+      TC_WARN("comm %p: this rank could not read back the vote on growing its scratch; its call of %zu "
+              "elements was not run, and the communicator is out of step with its peers (they may run it): "
+              "ncclCommGetAsyncError reports ncclSystemError for it, abort it",
+              static_cast<void*>(calls[i].state->comm), calls[i].call.count);
+      if (r == ncclSuccess) r = ncclSystemError;
+      continue;
+    }
     if (outcomes[i] != ScratchOutcome::Released) continue;
     TC_WARN("comm %p: aborted by another thread before its call of %zu elements was issued; "
             "the collective was not run",

@@ -16,6 +16,8 @@ enum class ScratchOutcome : char {
   Served,    // topocoll runs it in its region
   ToNccl,    // NCCL runs it instead, decided alike on every rank of its communicator
   Released,  // its communicator is being aborted (the vote may have waited): nothing is issued
+  Failed,    // this rank voted to grow and could not read the outcome back: nothing is issued,
+             // and its communicator is marked out of step (CommState::out_of_step)
 };
 
 // Call i gets needs[i] bytes (none when 0), a region of its communicator's scratch of its
@@ -30,7 +32,8 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
                            const std::vector<std::size_t>& needs, CurrentDeviceGuard& device_guard,
                            std::vector<char*>& regions, std::vector<ScratchOutcome>& outcomes);
 
-// Warns about the batch's Released calls; ncclInvalidUsage when there are any.
+// Warns about the batch's Released and Failed calls; ncclInvalidUsage when any was
+// Released, else ncclSystemError when any Failed.
 ncclResult_t report_released(const std::vector<PendingCollective>& calls,
                              const std::vector<ScratchOutcome>& outcomes);
 

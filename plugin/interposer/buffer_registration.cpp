@@ -45,8 +45,8 @@ ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error) {
   const ncclResult_t r = pncclCommGetAsyncError(comm, async_error);
   if (r != ncclSuccess || !async_error || *async_error != ncclSuccess) return r;
   if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
-    if (st->init_error != ncclSuccess) {
-      *async_error = st->init_error;
+    if (const ncclResult_t e = st->out_of_step.load(); e != ncclSuccess) {
+      *async_error = e;
       return r;
     }
     if (ncclComm_t ring = st->ring_comm.load()) {

@@ -271,24 +271,25 @@ void finish_inits(std::vector<PendingInit>& pending) {
       TC_WARN("communicator %p rank %d: %s; it falls back to NCCL and ncclCommGetAsyncError reports "
               "ncclSystemError for it: abort it", static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
-      st->init_error = ncclSystemError;
+      st->out_of_step = ncclSystemError;
       register_unserved(std::move(st), why);
       continue;
     }
-    if (!votes[i].joined) {
+    if (!votes[i].joined || !votes[i].known) {
       // Out of step with its peers on this communicator: they wait in topocoll's init
       // collective this rank never joined (the exchange's allgather or the vote's allreduce:
       // no device memory for it, or NCCL refused it) up to their TOPOCOLL_INIT_TIMEOUT_S,
-      // and this rank's next call would meet that collective in NCCL. Reported as the
+      // and this rank's next call would meet that collective in NCCL; or it voted to serve
+      // and could not read the outcome back, while its peers may serve. Reported as the
       // communicator's error, so NCCL refuses its calls and the user aborts it.
       const std::string why = !local_errors[i].empty() ? local_errors[i]
                               : !votes[i].error.empty() ? votes[i].error
                                                         : "it did not join topocoll's init collectives";
-      TC_WARN("communicator %p rank %d: %s; its peers wait for this rank in topocoll's init, so the "
-              "communicator is out of step and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
+      TC_WARN("communicator %p rank %d: %s; the communicator is out of step with its peers and "
+              "ncclCommGetAsyncError reports ncclSystemError for it: abort it",
               static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
-      st->init_error = ncclSystemError;
+      st->out_of_step = ncclSystemError;
       register_unserved(std::move(st), why);
       continue;
     }

@@ -74,10 +74,13 @@ struct CommState {
   // failed, TOPOCOLL_RING_COMM=off, or the ring order is the user's own rank order (then
   // NCCL's ring on the user's communicator is that ring already).
   bool ring_comm_failed = false;
-  // Not ncclSuccess when topocoll's init stopped waiting for the peers (TOPOCOLL_INIT_TIMEOUT_S,
-  // or NCCL's own error): its collective stays enqueued on the communicator, which
-  // ncclCommGetAsyncError then reports as failed (set before the state is registered).
-  ncclResult_t init_error = ncclSuccess;
+  // Not ncclSuccess once topocoll has left this rank out of step with its peers on the
+  // communicator, or cannot know that it is not: its init stopped waiting for them
+  // (TOPOCOLL_INIT_TIMEOUT_S, or NCCL's own error) with its collective still enqueued, it
+  // could not join an init collective they run, or a vote's outcome could not be read back
+  // after this rank voted yes. ncclCommGetAsyncError reports it, so NCCL refuses the
+  // communicator's next operations and the user (PyTorch's watchdog) aborts it.
+  std::atomic<ncclResult_t> out_of_step{ncclSuccess};
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
   // allgather deliver blocks in ring_comm's rank order, so when it is not the identity
   // (ring_permutes, set with it) their blocks are permuted through scratch (interposer.cpp,

@@ -34,8 +34,7 @@ void DeviceScratch::release_after_uses(void* buffer) {
 void* DeviceScratch::reserve(std::size_t bytes, bool captured) {
   Region& region = captured ? captured_ : eager_;
   if (bytes <= region.capacity) return region.buffer;
-  std::size_t grown = region.capacity ? region.capacity : std::size_t(1) << 20;
-  while (grown < bytes) grown *= 2;
+  const std::size_t grown = grown_capacity(region.capacity, bytes);
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   void* fresh = nullptr;

@@ -37,6 +37,24 @@ class DeviceScratch {
     return bytes <= (captured ? captured_ : eager_).capacity;
   }
 
+  // The eager capacity every rank of the communicator is known to hold, raised only by a
+  // growth vote every rank won (agree, batch_scratch.cpp). Whether a batch votes follows it,
+  // never this rank's own capacity: a vote lost to a peer that could not allocate may have
+  // grown this rank alone, and had it then skipped the next vote that peer runs, the two
+  // would issue different collectives. Every rank's capacity is at least this (both grow
+  // by grown_capacity from a capacity at least the agreed one).
+  bool agreed_fits(std::size_t bytes) const { return bytes <= agreed_; }
+  void agree(std::size_t bytes) { agreed_ = grown_capacity(agreed_, bytes); }
+
+  // What a region of `capacity` bytes grows to for `bytes`: doubled from 1 MiB until it holds
+  // them.
+  static std::size_t grown_capacity(std::size_t capacity, std::size_t bytes) {
+    if (bytes <= capacity) return capacity;
+    std::size_t grown = capacity ? capacity : std::size_t(1) << 20;
+    while (grown < bytes) grown *= 2;
+    return grown;
+  }
+
   // Orders a call on `stream` after every use of the scratch by the previous batch (the
   // calls of one run) on other streams. Skipped while `stream` is being captured (an event
   // recorded outside the capture cannot be waited on inside it): use one stream per
@@ -65,6 +83,7 @@ class DeviceScratch {
   cudaStream_t alloc_stream_ = nullptr;  // non-blocking; created with the first buffer
   Region eager_;
   Region captured_;
+  std::size_t agreed_ = 0;
   std::vector<void*> retired_;
   std::vector<Use> last_uses_;        // the previous batch's streams, each with its event
   std::vector<cudaEvent_t> spare_events_;

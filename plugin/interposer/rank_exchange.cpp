@@ -92,13 +92,20 @@ struct StreamWait {
   std::string gave_up;               // why it stopped waiting without the result
 };
 
-// Polls every wait at once for a millisecond or so (a collective behind no pending work is
-// done in microseconds), then every 100 us; NCCL's asynchronous error is asked every 10 ms
-// or so. `while_waiting` (when set) runs at every poll while some wait goes on.
+// Polls every wait at once, yielding for the first millisecond (a collective behind no
+// pending work is done in microseconds), then every 100 us; NCCL's asynchronous error is
+// asked from the first millisecond on, every 10 ms. By the clock, not by counting polls: on
+// a loaded machine a thousand yields can take seconds, longer than a short init limit.
+// `while_waiting` (when set) runs at every poll while some wait goes on.
 void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& waits, CurrentDeviceGuard& device_guard,
                       const std::function<void()>& while_waiting) {
-  for (int polls = 0;; ++polls) {
-    const bool ask_nccl = polls >= 1000 && polls % 100 == 0;
+  using std::chrono::steady_clock;
+  const steady_clock::time_point began = steady_clock::now();
+  steady_clock::time_point next_ask = began + std::chrono::milliseconds(1);
+  for (;;) {
+    const steady_clock::time_point now = steady_clock::now();
+    const bool ask_nccl = now >= next_ask;
+    if (ask_nccl) next_ask = now + std::chrono::milliseconds(10);
     bool any = false;
     for (StreamWait& w : waits) {
       if (!w.waiting) continue;
@@ -124,7 +131,7 @@ void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& wa
         w.waiting = false;
         continue;
       }
-      if (std::chrono::steady_clock::now() >= w.limit.at) {
+      if (now >= w.limit.at) {
         w.gave_up = std::string(w.what) + " still waited for its peers when the init's time limit passed "
                     "(TOPOCOLL_INIT_TIMEOUT_S=" + std::to_string(w.limit.seconds) +
                     "): a peer whose NCCL init failed never joins";
@@ -135,7 +142,7 @@ void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& wa
     }
     if (!any) return;
     if (while_waiting) while_waiting();
-    if (polls < 1000) std::this_thread::yield();
+    if (now - began < std::chrono::milliseconds(1)) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
@@ -391,6 +398,7 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
         cudaGetLastError();
       }
       v.all_ready = e == cudaSuccess && min == 1 && v.ready;
+      v.known = e == cudaSuccess || !v.ready;
     } else if (v.error.empty() && s.buffer) {
       v.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }

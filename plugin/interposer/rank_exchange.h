@@ -137,6 +137,11 @@ struct ReadyVote {
   // complete. False only without device memory for the vote or when NCCL refused it: then
   // the communicator is out of step with its peers.
   bool joined = false;
+  // out: all_ready is the communicator's answer, the same on every rank: the minimum was
+  // read back, or this rank voted 0 (then the minimum is 0 whatever its peers voted).
+  // False after a vote this rank voted 1 in but could not read back (a CUDA error), or
+  // left (abandoned, gave_up): its peers may have served while it cannot know.
+  bool known = false;
   std::string error;       // out: why this rank could not vote or read the result
 };
 // `while_waiting` (when set) runs on this thread at every poll while some vote still waits.

@@ -24,6 +24,8 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   std::vector<CommState*> todo;
   for (CommState* st : states) {
     if (st->ring_comm || st->ring_comm_failed) continue;
+    // Two calls of one communicator in a batch (lazy mode) make one split, not two.
+    if (std::find(todo.begin(), todo.end(), st) != todo.end()) continue;
     // An abort from another thread has begun: its calls run no more (release_fence.h), so
     // nothing is split from it.
     if (st->aborting.load()) continue;
@@ -96,6 +98,16 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     // at the group's end still holds NCCL's resources).
     if (made[i]) pncclCommAbort(made[i]);
     st->ring_comm_failed = true;
+    if (!v.known && !v.abandoned) {
+      // Its peers may have adopted theirs while this rank cannot know: its nccl-topo-ring
+      // calls on the user's communicator would meet theirs on the split.
+      st->out_of_step = ncclSystemError;
+      TC_WARN("comm %p rank %d: topology-ordered communicator not used: %s, so this rank cannot know whether its "
+              "peers use theirs; the communicator is out of step with its peers and ncclCommGetAsyncError "
+              "reports ncclSystemError for it: abort it",
+              static_cast<void*>(st->comm), st->rank, v.error.empty() ? "the vote on it was not read back" : v.error.c_str());
+      continue;
+    }
     const char* why = !v.ready           ? "it could not be created on this rank"
                       : v.abandoned      ? "the user's communicator was aborted meanwhile"
                       : !v.error.empty() ? v.error.c_str()
@@ -167,7 +179,7 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   if (r != ncclSuccess) return r;
   r = pncclGroupStart();
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
-    if (outcomes[i] == ScratchOutcome::Released) continue;
+    if (outcomes[i] == ScratchOutcome::Released || outcomes[i] == ScratchOutcome::Failed) continue;
     CollectiveCall call = calls[i].call;
     const ncclComm_t comm = calls[i].state->ring_comm && outcomes[i] == ScratchOutcome::Served
                                 ? calls[i].state->ring_comm.load()

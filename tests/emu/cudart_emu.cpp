@@ -546,7 +546,50 @@ cudaError_t cudaFree(void* ptr) {
 
 // Stream-ordered allocation: memory of the device's default pool. Fresh memory has no
 // history, so the allocation orders nothing (as cudaMalloc here).
-cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
+// TOPOCOLL_EMU_MALLOC_ASYNC_FAIL=[HOST:]BYTES[/COUNT]: stream-ordered allocations of more
+// than BYTES fail with cudaErrorMemoryAllocation (the first COUNT of them; all without
+// /COUNT), in every process or (HOST:) only in the one whose NCCL_HOSTID is HOST: a rank
+// whose device is short of memory for a while (the interposer's scratch and votes come from
+// cudaMallocAsync; the check program's own buffers from cudaMalloc).
+struct MallocAsyncFailures {
+  std::size_t above = SIZE_MAX;
+  bool counted = false;             // only the first `left` fail
+  std::atomic<long long> left{0};   // failures still to make, when counted
+};
+static MallocAsyncFailures& malloc_async_failures() {
+  static MallocAsyncFailures f;
+  static const bool parsed = [] {
+    const char* text = std::getenv("TOPOCOLL_EMU_MALLOC_ASYNC_FAIL");
+    if (!text || !*text) return true;
+    std::string spec = text;
+    if (const std::size_t colon = spec.find(':'); colon != std::string::npos) {
+      const char* host = std::getenv("NCCL_HOSTID");
+      if (!host || spec.substr(0, colon) != host) return true;
+      spec = spec.substr(colon + 1);
+    }
+    unsigned long long bytes = 0, count = 0;
+    char slash = 0, tail = 0;
+    const int got = std::sscanf(spec.c_str(), "%llu%c%llu%c", &bytes, &slash, &count, &tail);
+    if (got == 1) {
+      f.above = std::size_t(bytes);
+    } else if (got == 3 && slash == '/') {
+      f.above = std::size_t(bytes);
+      f.counted = true;
+      f.left = static_cast<long long>(count);
+    } else {
+      std::fprintf(stderr, "cudart_emu WARN TOPOCOLL_EMU_MALLOC_ASYNC_FAIL=%s is not [HOST:]BYTES[/COUNT]; ignored\n", text);
+    }
+    return true;
+  }();
+  (void)parsed;
+  return f;
+}
+
+cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t) {
+  MallocAsyncFailures& f = malloc_async_failures();
+  if (size > f.above && (!f.counted || f.left.fetch_sub(1) > 0)) return fail_with(cudaErrorMemoryAllocation);
+  return cudaMalloc(ptr, size);
+}
 
 // Stream-ordered free: no device-wide wait. The free is work of `stream`: it counts as a
 // write of the whole allocation there, so an access not ordered before it is reported as a

@@ -30,6 +30,25 @@ void use(DeviceScratch& scratch, std::size_t bytes, cudaStream_t stream) {
   scratch.mark_used({stream});
 }
 
+// Whether a batch votes on growth follows the capacity the ranks agreed on, not this rank's
+// own: growing here (the allocation succeeded) agrees nothing until agree() is called after
+// a vote every rank won, and every rank's own capacity then holds the agreed one.
+TEST(DeviceScratchEmu, OnlyAWonVoteRaisesTheAgreedCapacity) {
+  DeviceScratch scratch(0);
+  const std::size_t three_mib = std::size_t(3) << 20;
+  ASSERT_NE(scratch.reserve(three_mib), nullptr);
+  EXPECT_TRUE(scratch.fits(three_mib));
+  EXPECT_FALSE(scratch.agreed_fits(three_mib)) << "grown here, not agreed: the next batch votes again";
+  scratch.agree(three_mib);
+  EXPECT_TRUE(scratch.agreed_fits(three_mib));
+  EXPECT_TRUE(scratch.agreed_fits(std::size_t(4) << 20)) << "agreed as the ranks grow: 4 MiB";
+  EXPECT_FALSE(scratch.agreed_fits((std::size_t(4) << 20) + 1));
+  EXPECT_GE(scratch.capacity(), std::size_t(4) << 20);
+  EXPECT_EQ(DeviceScratch::grown_capacity(0, 1), std::size_t(1) << 20);
+  EXPECT_EQ(DeviceScratch::grown_capacity(std::size_t(8) << 20, std::size_t(3) << 20), std::size_t(8) << 20);
+  EXPECT_EQ(DeviceScratch::grown_capacity(std::size_t(1) << 20, (std::size_t(16) << 20) + 1), std::size_t(32) << 20);
+}
+
 TEST(DeviceScratchEmu, DestroyFreesAfterTheLastUses) {
   const std::size_t before = emu::live_device_bytes();
   Stream a, b;

@@ -795,6 +795,50 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
   stub_nccl::reset();
 }
 
+// This rank made its split and voted so, but could not read the vote's outcome back: its
+// peers may use theirs while it cannot know, so its nccl-topo-ring calls on the user's
+// communicator could meet theirs on the split. The split is released and the communicator
+// marked out of step: NCCL refuses what comes next.
+TEST_F(ServedForwarding, ASplitVoteNotReadBackMarksTheCommunicatorFailed) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  exchange_cuda_calls().memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind kind, cudaStream_t) {
+    if (kind == cudaMemcpyDeviceToHost) return cudaErrorLaunchFailure;
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  };
+  ::testing::internal::CaptureStderr();
+  create_ring_comms({st});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  EXPECT_TRUE(st->ring_comm_failed);
+  EXPECT_NE(err.find("cannot know whether its peers use theirs"), std::string::npos) << err;
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  int aborted = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommAbort" && c.comm != comm_) ++aborted;
+  EXPECT_EQ(aborted, 1) << "the split made is released";
+}
+
+// Lazy mode splits at the first batch with a call routed to nccl-topo-ring: a batch (a user
+// group) with two such calls on one communicator makes one split and one vote, not two
+// (the first would be leaked, its registrations mixed up with the second's).
+TEST_F(ServedForwarding, TwoCallsOfOneCommunicatorInABatchMakeOneSplit) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  create_ring_comms({st, st});
+  int splits = 0;
+  for (const Call& c : stub_nccl::calls())
+    if (c.fn == "pncclCommSplit") ++splits;
+  EXPECT_EQ(splits, 1);
+  EXPECT_EQ(stub_nccl::allreduce_min_votes().size(), 1u);
+  EXPECT_NE(st->ring_comm.load(), nullptr);
+}
+
 // Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
 // split, then NCCL's collective on it).
 void route_allreduce_to_topo_ring(ncclComm_t comm) {

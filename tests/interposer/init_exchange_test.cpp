@@ -258,7 +258,7 @@ TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndTheCommunica
   const std::string err = ::testing::internal::GetCapturedStderr();
   for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclAllGather");
   EXPECT_NE(err.find("this rank cannot join it"), std::string::npos) << err;
-  EXPECT_NE(err.find("out of step and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
   ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
   EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
   ncclResult_t async = ncclSuccess;
@@ -591,11 +591,63 @@ TEST_F(InitReadyVote, ARankThatCannotJoinTheVoteMarksTheCommunicatorFailed) {
   const std::string err = init_rank0(&comm);
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{}) << "no vote went out";
   EXPECT_NE(err.find("cannot keep device memory and a stream for the votes"), std::string::npos) << err;
-  EXPECT_NE(err.find("out of step and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
   CommState* st = CommRegistry::instance().find(comm);
   ASSERT_NE(st, nullptr);
   EXPECT_FALSE(st->served);
   EXPECT_EQ(st->vote_cell, nullptr);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+// The vote's outcome cannot be read back (a CUDA error on the copy): a rank that voted 0
+// still knows it (the minimum is 0 whatever its peers voted), one that voted 1 does not,
+// as its peers may all have read 1 and serve.
+bool fail_vote_read_back(void* d, const void* s, std::size_t n, cudaMemcpyKind kind, cudaStream_t) {
+  if (kind == cudaMemcpyDeviceToHost && n == sizeof(int32_t)) return false;
+  std::memcpy(d, s, n);
+  return true;
+}
+
+TEST_F(InitReadyVote, AVoteNotReadBackIsKnownOnlyToARankThatVotedNo) {
+  exchange_cuda_calls().memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind kind, cudaStream_t st) {
+    return fail_vote_read_back(d, s, n, kind, st) ? cudaSuccess : cudaErrorLaunchFailure;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(pncclCommInitRank(&comm, n_, ncclUniqueId{}, 0), ncclSuccess);  // NCCL's own: no exchange
+  for (const int ready : {0, 1}) {
+    ReadyVote v;
+    v.comm = comm;
+    v.device = 0;
+    v.ready = ready;
+    std::vector<ReadyVote> votes{v};
+    agree_ready(votes);
+    EXPECT_TRUE(votes[0].joined);
+    EXPECT_FALSE(votes[0].all_ready);
+    EXPECT_EQ(votes[0].known, ready == 0) << "voted " << ready;
+  }
+  ASSERT_EQ(pncclCommDestroy(comm), ncclSuccess);
+}
+
+// This rank voted to serve at init and could not read the outcome back: its peers may serve
+// while it cannot know, so the communicator is marked out of step.
+TEST_F(InitReadyVote, AnInitVoteNotReadBackMarksTheCommunicatorFailed) {
+  exchange_cuda_calls().memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind kind, cudaStream_t st) {
+    return fail_vote_read_back(d, s, n, kind, st) ? cudaSuccess : cudaErrorLaunchFailure;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  const std::string err = init_rank0(&comm);
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{1});
+  EXPECT_NE(err.find("CUDA error in the ready vote"), std::string::npos) << err;
+  EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos)
+      << err;
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
   ncclResult_t async = ncclSuccess;
   ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
   EXPECT_EQ(async, ncclSystemError);
