@@ -161,6 +161,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
   const ProcessContext& context = process_context();
   if (!context.topology_error.empty())
     TC_ONCE(TC_WARN("%s; every communicator falls back to NCCL", context.topology_error.c_str()));
+  TC_ONCE(TC_INFO(NCCL_INIT, "routing settings, which every rank of a served communicator must share: %s",
+                  interposer_config().routing_settings.c_str()));
   for (const PendingInit& p : inits) {
     IdentityExchange x;
     x.comm = p.comm;
@@ -182,7 +184,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
       x.rank = st->rank;
       x.device = st->device;
       x.mine = make_identity(host_gpu_index(st->device, context.env.cuda_visible_devices, pci_bus_id(st->device)),
-                             context, true, compute_capability(st->device));
+                             context, true, compute_capability(st->device), interposer_config().routing_fingerprint);
     } catch (...) {
       // Same skip rules as above, from NCCL's own answers (no allocation).
       if (!p.blocking) continue;
@@ -192,7 +194,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
       pncclCommCuDevice(p.comm, &x.device);
       if (x.nranks < 2) continue;
       x.mine = RankIdentity{};
-      mark_unserved(x.mine, "host error in topocoll init");
+      mark_unserved(x.mine, "host error before exchange");
       st.reset();
       TC_WARN("communicator %p: topocoll init failed before the init exchange; it joins the "
               "exchange as unable to serve and every rank falls back to NCCL",
@@ -401,7 +403,7 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     const int device = devlist ? devlist[i] : i;
     all[std::size_t(i)] =
         make_identity(host_gpu_index(device, context.env.cuda_visible_devices, pci_bus_id(device)), context, true,
-                      compute_capability(device));
+                      compute_capability(device), interposer_config().routing_fingerprint);
   }
   // All ranks are in this process: no exchange, and a local failure of one is known to
   // all, so every communicator of the clique falls back together.

@@ -1,5 +1,7 @@
 #include "plugin/interposer/interposer_config.h"
 
+#include <sstream>
+
 #include "plugin/process_context.h"
 #include "sched/algorithm_registry.h"
 
@@ -17,6 +19,28 @@ constexpr RouteName kRoutes[] = {
     {AlgoChoice::Nccl, "nccl"},
     {AlgoChoice::NcclTopoRing, "nccl-topo-ring"},
 };
+
+std::string routing_settings_of(const InterposerConfig& c, const config::Env& env) {
+  std::ostringstream text;
+  text.precision(17);
+  text << "algo=" << (c.algo == AlgoChoice::Schedule ? std::string_view(c.schedule_algo) : to_string(c.algo))
+       << " min_bytes=" << c.min_bytes << " max_bytes=" << c.max_bytes
+       << " step_overhead_us=" << c.step_overhead_us << " auto_margin=" << c.auto_margin
+       << " scratch_max_bytes=" << c.scratch_max_bytes << " ring_comm="
+       << (c.ring_comm == RingCommMode::Lazy ? "lazy" : c.ring_comm == RingCommMode::Off ? "off" : "init")
+       << " pipeline_chunk_bytes=" << (env.pipeline_chunk_bytes ? std::to_string(*env.pipeline_chunk_bytes) : "default")
+       << " pipeline_max_chunks=" << env.pipeline_max_chunks;
+  return text.str();
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 0x100000001b3ull;
+  }
+  return h == 0 ? 1 : h;
+}
 
 }  // namespace
 
@@ -50,6 +74,8 @@ InterposerConfig interposer_config_from(const config::Env& env) {
                                          : RingCommMode::Init;
   c.step_times = env.step_times;
   c.init_timeout_s = env.init_timeout_s;
+  c.routing_settings = routing_settings_of(c, env);
+  c.routing_fingerprint = fnv1a(c.routing_settings);
   return c;
 }
 

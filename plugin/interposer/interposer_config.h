@@ -62,6 +62,13 @@ struct InterposerConfig {
   // TOPOCOLL_INIT_TIMEOUT_S: how long a new communicator's init exchange and ready vote wait
   // for the peers (0 = no limit; rank_exchange.h).
   int64_t init_timeout_s = 600;
+  // The settings that decide which NCCL operations a served call issues, as one canonical
+  // text (TOPOCOLL_ALGO, _MIN_BYTES, _MAX_BYTES, _STEP_OVERHEAD_US, _AUTO_MARGIN,
+  // _SCRATCH_MAX_BYTES, _RING_COMM, _PIPELINE_CHUNK_BYTES, _PIPELINE_MAX_CHUNKS), and its
+  // 64-bit FNV-1a: every rank of a served communicator must run with the same, or one would
+  // send a call to NCCL while its peers run a schedule (rank_identity.h compares them).
+  std::string routing_settings;
+  uint64_t routing_fingerprint = 0;
 };
 
 InterposerConfig interposer_config_from(const config::Env& env);

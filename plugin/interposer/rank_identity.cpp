@@ -64,9 +64,10 @@ int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const s
 }
 
 RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve,
-                           int compute_capability) {
+                           int compute_capability, uint64_t settings_fingerprint) {
   RankIdentity id;
   id.gpu = gpu;
+  id.settings_hash = settings_fingerprint;
   id.compute_capability = std::max(0, compute_capability);
   std::strncpy(id.host, context.host.name.c_str(), sizeof id.host - 1);
   if (context.topology) {
@@ -107,6 +108,12 @@ ServiceAgreement agree_on_service(std::span<const RankIdentity> identities,
     }
     if (id.topology_hash != identities[0].topology_hash) {
       a.reason = where + " loaded a different topology than rank 0";
+      return a;
+    }
+    if (id.settings_hash != identities[0].settings_hash) {
+      a.reason = where + " runs with other routing settings than rank 0 (TOPOCOLL_ALGO, _MIN_BYTES, _MAX_BYTES, "
+                 "_STEP_OVERHEAD_US, _AUTO_MARGIN, _SCRATCH_MAX_BYTES, _RING_COMM, _PIPELINE_CHUNK_BYTES, "
+                 "_PIPELINE_MAX_CHUNKS; each rank logs its own at INFO): set them alike on every rank";
       return a;
     }
     if (!(id.flags & RankIdentity::kCanServe)) {

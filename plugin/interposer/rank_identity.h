@@ -21,7 +21,7 @@ namespace topocoll::plugin::interposer {
 
 struct RankIdentity {
   static constexpr uint32_t kMagic = 0x54435249;  // "TCRI"
-  // 3: topology_hash is topo::topology_fingerprint; 4: compute_capability
+  // 3: topology_hash is topo::topology_fingerprint; 4: compute_capability, settings_hash
   static constexpr uint32_t kVersion = 4;
   enum Flags : uint32_t {
     kTopologyLoaded = 1u << 0,  // TOPOCOLL_TOPO_FILE set and valid on this rank
@@ -32,15 +32,18 @@ struct RankIdentity {
   int32_t gpu = -1;         // device index on the host as the topology numbers it
   uint32_t flags = 0;
   uint64_t topology_hash = 0;  // topo::topology_fingerprint of the process's topology
+  // InterposerConfig::routing_fingerprint: the settings that decide what a served call
+  // issues, which must be the same on every rank.
+  uint64_t settings_hash = 0;
   // The GPU's compute capability, major * 10 + minor (90 for sm_90); 0 when CUDA could not
   // say. The communicator's minimum decides what NCCL refuses (ServiceAgreement).
   int32_t compute_capability = 0;
   // NUL-terminated, truncated; room for the 64 characters a topology's host name may have.
-  char host[68] = {};
+  char host[65] = {};
   // Why this rank cannot serve when it failed to prepare its part of the init (a CUDA or
   // host error): it still joins the exchange with this record so every rank falls back
   // together. NUL-terminated, truncated; empty otherwise.
-  char unserved_reason[32] = {};
+  char unserved_reason[27] = {};
 };
 static_assert(sizeof(RankIdentity) == 128, "RankIdentity is exchanged as raw bytes");
 
@@ -54,9 +57,10 @@ int host_gpu_index(int cuda_ordinal, const std::string& visible_devices, const s
                    const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
 // This rank's record: its host as `context` names it, its topology's fingerprint, its GPU's
-// compute capability (major * 10 + minor, 0 if unknown).
+// compute capability (major * 10 + minor, 0 if unknown), its routing settings' fingerprint
+// (InterposerConfig::routing_fingerprint).
 RankIdentity make_identity(int gpu, const ProcessContext& context, bool can_serve,
-                           int compute_capability);
+                           int compute_capability, uint64_t settings_fingerprint);
 // `id` turned into the record of a rank that cannot serve because of `reason`: kCanServe
 // cleared, the reason carried (truncated) so rank 0 can name it. Never throws.
 void mark_unserved(RankIdentity& id, const char* reason) noexcept;

@@ -40,7 +40,7 @@ std::vector<RankIdentity> identities_of(const topo::Topology& t, int n, uint64_t
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = t.endpoints()[std::size_t(n - 1 - r)];
     loaded.host.name = e.host;
-    ids.push_back(make_identity(e.gpu, loaded, true, compute_capability));
+    ids.push_back(make_identity(e.gpu, loaded, true, compute_capability, 7));
   }
   return ids;
 }
@@ -107,6 +107,19 @@ TEST(Agreement, EachReasonNamesTheRank) {
 
 // NCCL refuses fp8 reductions by the communicator's lowest compute capability
 // (comm->minCompCap), not the rank's own: every rank must reach the same minimum.
+// A rank with other routing settings (TOPOCOLL_ALGO, thresholds, scratch cap, split mode,
+// pipeline shape) would send calls elsewhere than its peers: the communicator falls back,
+// naming the rank.
+TEST(Agreement, OtherRoutingSettingsOnOneRankMakeAllFallBack) {
+  const topo::Topology t = bigraph(2, 2);
+  auto ids = identities_of(t, 8);
+  ids[5].settings_hash = 8;
+  const ServiceAgreement a = agree_on_service(ids, &t);
+  EXPECT_FALSE(a.served);
+  EXPECT_NE(a.reason.find("rank 5"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("other routing settings than rank 0"), std::string::npos) << a.reason;
+}
+
 TEST(Agreement, TheCommunicatorsLowestComputeCapabilityIsAgreed) {
   const topo::Topology t = bigraph(2, 2);
   auto ids = identities_of(t, 8, 42, 90);
@@ -119,7 +132,7 @@ TEST(Agreement, TheCommunicatorsLowestComputeCapabilityIsAgreed) {
   // A rank whose CUDA could not say counts as the lowest: NCCL's refusals are kept.
   ids[0].compute_capability = 0;
   EXPECT_EQ(agree_on_service(ids, &t).min_compute_capability, 0);
-  EXPECT_EQ(make_identity(0, ProcessContext{}, true, -5).compute_capability, 0);
+  EXPECT_EQ(make_identity(0, ProcessContext{}, true, -5, 7).compute_capability, 0);
 }
 
 TEST(Agreement, ARankThatCouldNotPrepareIsNamedWithItsReason) {
@@ -155,14 +168,15 @@ TEST(Identity, CarriesTheProcessContextsHostAndFingerprint) {
   const ProcessContext context = make_process_context(
       config::read_env({{"TOPOCOLL_TOPO_FILE", path}, {"NCCL_HOSTID", first + ".cluster.example"}}));
   ASSERT_NE(context.topology, nullptr) << context.topology_error;
-  const RankIdentity id = make_identity(3, context, true, 86);
+  const RankIdentity id = make_identity(3, context, true, 86, 99);
   EXPECT_EQ(std::string(id.host), first) << "the topology's spelling of the host";
   EXPECT_EQ(id.gpu, 3);
   EXPECT_EQ(id.compute_capability, 86);
+  EXPECT_EQ(id.settings_hash, 99u);
   EXPECT_EQ(id.topology_hash, topo::topology_fingerprint(two));
   EXPECT_TRUE(id.flags & RankIdentity::kTopologyLoaded);
   const ProcessContext none = make_process_context(config::read_env({{"NCCL_HOSTID", "node17"}}));
-  const RankIdentity unloaded = make_identity(0, none, true, 0);
+  const RankIdentity unloaded = make_identity(0, none, true, 0, 99);
   EXPECT_EQ(std::string(unloaded.host), "node17");
   EXPECT_FALSE(unloaded.flags & RankIdentity::kTopologyLoaded);
   EXPECT_EQ(unloaded.topology_hash, 0u);

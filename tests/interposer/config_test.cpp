@@ -61,6 +61,32 @@ TEST(Config, GoodValues) {
   EXPECT_EQ(config_of({{"TOPOCOLL_RING_COMM", "off"}}).ring_comm, RingCommMode::Off);
 }
 
+// The routing fingerprint every rank's init record carries: each setting that decides what
+// a served call issues changes it, settings that do not (plan cache size, step times, the
+// init limit, the topology's path) leave it, and equal settings, however spelled, agree.
+TEST(Config, RoutingFingerprintCoversTheSettingsThatDecideWhatACallIssues) {
+  const uint64_t base = config_of({}).routing_fingerprint;
+  EXPECT_NE(base, 0u);
+  EXPECT_EQ(config_of({}).routing_fingerprint, base);
+  const Values deciding[] = {
+      {{"TOPOCOLL_ALGO", "hd"}},          {{"TOPOCOLL_ALGO", "nccl-topo-ring"}},
+      {{"TOPOCOLL_MIN_BYTES", "64K"}},    {{"TOPOCOLL_MAX_BYTES", "1G"}},
+      {{"TOPOCOLL_STEP_OVERHEAD_US", "12"}}, {{"TOPOCOLL_AUTO_MARGIN", "2"}},
+      {{"TOPOCOLL_SCRATCH_MAX_BYTES", "1M"}}, {{"TOPOCOLL_RING_COMM", "lazy"}},
+      {{"TOPOCOLL_RING_COMM", "off"}},     {{"TOPOCOLL_PIPELINE_CHUNK_BYTES", "64K"}},
+      {{"TOPOCOLL_PIPELINE_MAX_CHUNKS", "4"}}};
+  for (const Values& v : deciding)
+    EXPECT_NE(config_of(v).routing_fingerprint, base) << v.begin()->first << "=" << v.begin()->second;
+  EXPECT_NE(config_of({{"TOPOCOLL_ALGO", "hd"}}).routing_fingerprint,
+            config_of({{"TOPOCOLL_ALGO", "ring"}}).routing_fingerprint);
+  const Values neutral[] = {{{"TOPOCOLL_PLAN_CACHE_BYTES", "16M"}}, {{"TOPOCOLL_STEP_TIMES", "1"}},
+                            {{"TOPOCOLL_INIT_TIMEOUT_S", "30"}}, {{"TOPOCOLL_TOPO_FILE", "/tmp/other/path.json"}}};
+  for (const Values& v : neutral)
+    EXPECT_EQ(config_of(v).routing_fingerprint, base) << v.begin()->first << "=" << v.begin()->second;
+  EXPECT_EQ(config_of({{"TOPOCOLL_MIN_BYTES", "65536"}}).routing_fingerprint,
+            config_of({{"TOPOCOLL_MIN_BYTES", "64K"}}).routing_fingerprint);
+}
+
 TEST(Config, BadValuesKeepTheDefaults) {
   const InterposerConfig c = config_of({{"TOPOCOLL_ENABLE", "maybe"},
                                         {"TOPOCOLL_ALGO", "butterfly"},

@@ -20,6 +20,7 @@
 #include "plugin/interposer/comm_config.h"
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/rank_identity.h"
@@ -275,7 +276,7 @@ std::vector<unsigned char> serving_records(int n) {
   for (int r = 0; r < n; ++r) {
     const topo::Endpoint& e = context.topology->endpoints()[std::size_t(r)];
     context.host.name = e.host;
-    const RankIdentity id = make_identity(e.gpu, context, true, 90);
+    const RankIdentity id = make_identity(e.gpu, context, true, 90, interposer_config().routing_fingerprint);
     std::memcpy(bytes.data() + sizeof id * std::size_t(r), &id, sizeof id);
   }
   return bytes;
