@@ -212,6 +212,17 @@ class InitExchangeFakeCuda : public ::testing::Test {
     exchange_cuda_calls() = saved_;
     stub_nccl::reset();
   }
+  // `comm` fell back and reports ncclSystemError (topocoll left it out of step with its
+  // peers, or cannot know that it did not); aborted afterwards, as the user would.
+  static void expect_out_of_step_then_abort(ncclComm_t comm) {
+    CommState* st = CommRegistry::instance().find(comm);
+    ASSERT_NE(st, nullptr);
+    EXPECT_FALSE(st->served);
+    ncclResult_t async = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSystemError);
+    ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  }
   ExchangeCudaCalls saved_{};
 };
 
@@ -260,12 +271,7 @@ TEST_F(InitExchangeFakeCuda, WithoutDeviceMemoryTheRankCannotJoinAndTheCommunica
   for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclAllGather");
   EXPECT_NE(err.find("this rank cannot join it"), std::string::npos) << err;
   EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
-  ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
-  EXPECT_FALSE(CommRegistry::instance().find(comm)->served);
-  ncclResult_t async = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-  EXPECT_EQ(async, ncclSystemError);
-  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  expect_out_of_step_then_abort(comm);
 }
 
 // The gathered records of a communicator whose rank r runs on endpoint r of the configured
@@ -372,13 +378,7 @@ TEST_F(InitReadyVote, AnExchangeWhosePeersNeverJoinEndsAtTheInitTimeout) {
   EXPECT_NE(err.find("ncclCommGetAsyncError reports ncclSystemError for it"), std::string::npos) << err;
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{0}) << "the vote goes out, as 'cannot'";
   for (const auto& c : stub_nccl::calls()) EXPECT_NE(c.fn, "pncclCommSplit");
-  CommState* st = CommRegistry::instance().find(comm);
-  ASSERT_NE(st, nullptr);
-  EXPECT_FALSE(st->served);
-  ncclResult_t async = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-  EXPECT_EQ(async, ncclSystemError);
-  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  expect_out_of_step_then_abort(comm);
 }
 
 // NCCL's own asynchronous error on the communicator (a peer's connection closed) ends the
@@ -593,14 +593,9 @@ TEST_F(InitReadyVote, ARankThatCannotJoinTheVoteMarksTheCommunicatorFailed) {
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), std::vector<int>{}) << "no vote went out";
   EXPECT_NE(err.find("cannot keep device memory and a stream for the votes"), std::string::npos) << err;
   EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos) << err;
-  CommState* st = CommRegistry::instance().find(comm);
-  ASSERT_NE(st, nullptr);
-  EXPECT_FALSE(st->served);
-  EXPECT_EQ(st->vote_cell, nullptr);
-  ncclResult_t async = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-  EXPECT_EQ(async, ncclSystemError);
-  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  ASSERT_NE(CommRegistry::instance().find(comm), nullptr);
+  EXPECT_EQ(CommRegistry::instance().find(comm)->vote_cell, nullptr);
+  expect_out_of_step_then_abort(comm);
 }
 
 // The vote's outcome cannot be read back (a CUDA error on the copy): a rank that voted 0
@@ -646,13 +641,7 @@ TEST_F(InitReadyVote, AnInitVoteNotReadBackMarksTheCommunicatorFailed) {
   EXPECT_NE(err.find("CUDA error in the ready vote"), std::string::npos) << err;
   EXPECT_NE(err.find("out of step with its peers and ncclCommGetAsyncError reports ncclSystemError"), std::string::npos)
       << err;
-  CommState* st = CommRegistry::instance().find(comm);
-  ASSERT_NE(st, nullptr);
-  EXPECT_FALSE(st->served);
-  ncclResult_t async = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-  EXPECT_EQ(async, ncclSystemError);
-  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  expect_out_of_step_then_abort(comm);
 }
 
 // A served communicator's calls vote (scratch growth, the topology-ordered split) in the
