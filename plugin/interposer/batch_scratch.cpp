@@ -92,7 +92,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
             settle(st, ScratchOutcome::Released);
           } else if (!v.known) {
             // Its peers may serve the batch while this rank cannot know: neither serving nor
-            // NCCL is safe. Nothing is issued, and NCCL refuses what comes next.
+            // NCCL is safe. Nothing is issued, now or later (serve_collective returns the error).
             st->out_of_step = ncclSystemError;
             settle(st, ScratchOutcome::Failed);
           } else {

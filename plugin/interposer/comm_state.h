@@ -78,8 +78,10 @@ struct CommState {
   // communicator, or cannot know that it is not: its init stopped waiting for them
   // (TOPOCOLL_INIT_TIMEOUT_S, or NCCL's own error) with its collective still enqueued, it
   // could not join an init collective they run, or a vote's outcome could not be read back
-  // after this rank voted yes. ncclCommGetAsyncError reports it, so NCCL refuses the
-  // communicator's next operations and the user (PyTorch's watchdog) aborts it.
+  // after this rank voted yes. ncclCommGetAsyncError reports it, which NCCL 2.28's enqueue
+  // asks first (through its PLT, so the interposer's answers): NCCL refuses the
+  // communicator's next operations; a served communicator's calls return it before NCCL
+  // sees them (serve_collective). The user (PyTorch's watchdog) then aborts it.
   std::atomic<ncclResult_t> out_of_step{ncclSuccess};
   // ring_order[j]: the user's rank that is rank j of ring_comm. Reduce-scatter and
   // allgather deliver blocks in ring_comm's rank order, so when it is not the identity

@@ -53,12 +53,18 @@ bool type_supported(ncclDataType_t t) {
   return int(t) >= 0 && int(t) < int(ncclNumTypes) && kernels::is_valid(kernels::DataType(int(t)));
 }
 
-// NCCL 2.28 refuses fp8 reductions (ncclInvalidArgument) on a communicator with a GPU below
-// sm_90 (src/enqueue.cc, taskAppend: comm->minCompCap < 90), though topocoll's kernels could
-// run them: such calls go to NCCL, so the answer is NCCL's at every size and route.
-bool nccl_refuses_reduction(ncclDataType_t t, int min_compute_capability) {
-  const auto type = kernels::DataType(int(t));  // numbered as nccl.h numbers them
-  return (type == kernels::DataType::Fp8E4M3 || type == kernels::DataType::Fp8E5M2) && min_compute_capability < 90;
+// NCCL refuses fp8 collectives (ncclInvalidArgument) on a communicator with a GPU below sm_90
+// (src/enqueue.cc, taskAppend: comm->minCompCap < 90): every one up to 2.27, only the
+// reductions from 2.28 on (allgather, broadcast and all-to-all move bytes). topocoll's kernels
+// could run them, but such calls go to NCCL, so the answer is NCCL's at every size and route.
+// The version is the library's, asked at the call (fp8 calls only).
+bool nccl_refuses(const CollectiveCall& call, int min_compute_capability) {
+  const auto type = kernels::DataType(int(call.datatype));  // numbered as nccl.h numbers them
+  if (type != kernels::DataType::Fp8E4M3 && type != kernels::DataType::Fp8E5M2) return false;
+  if (min_compute_capability >= 90) return false;
+  int version = 0;
+  if (pncclGetVersion(&version) != ncclSuccess || version < NCCL_VERSION(2, 28, 0)) return true;
+  return call.collective == Collective::AllReduce || call.collective == Collective::ReduceScatter;
 }
 
 // Logs the decision for (collective, power-of-two size) once per communicator.
@@ -247,9 +253,12 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   if (!st) return forward_collective(call, call.comm);
   const bool reduces = call.collective == Collective::AllReduce ||
                        call.collective == Collective::ReduceScatter;
+  // Out of step with its peers (a vote's outcome this rank cannot know): nothing more runs
+  // here. NCCL refuses the communicator's operations too (its enqueue asks the exported
+  // ncclCommGetAsyncError), but that is not left to chance.
+  if (const ncclResult_t e = st->out_of_step.load(); e != ncclSuccess) return e;
   if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
-  if (reduces && nccl_refuses_reduction(call.datatype, st->min_compute_capability))
-    return forward_collective(call, call.comm);
+  if (nccl_refuses(call, st->min_compute_capability)) return forward_collective(call, call.comm);
   if (reduces && !op_supported(call.op)) {
     TC_FALLBACK_ONCE("user-defined reduction ops (ncclRedOpCreatePreMulSum) go to NCCL");
     return forward_collective(call, call.comm);

@@ -166,7 +166,12 @@ std::unique_ptr<VoteCell> VoteCell::create(int device) {
   cell->device_ = device;
   DeviceSlot s;
   cudaError_t stream_error = cudaSuccess;
+  // Relaxed for this thread, as for the exchange: a graph another thread captures in global
+  // mode would otherwise make these calls fail (and invalidate that capture).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   const cudaError_t e = open_slot(cuda, device, sizeof(int32_t), &s, &stream_error);
+  cudaThreadExchangeStreamCaptureMode(&mode);
   if (e != cudaSuccess || stream_error != cudaSuccess) {
     const cudaError_t why = e != cudaSuccess ? e : stream_error;
     close_slot(cuda, s);

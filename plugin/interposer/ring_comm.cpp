@@ -20,6 +20,25 @@ namespace topocoll::plugin::interposer {
 
 using sched::Collective;
 
+namespace {
+
+// Takes the calls of communicators marked out of step out of `calls`, with a WARN each:
+// ncclSystemError when any, else ncclSuccess.
+ncclResult_t drop_out_of_step_calls(std::vector<PendingCollective>& calls) {
+  const auto gone = std::stable_partition(calls.begin(), calls.end(), [](const PendingCollective& p) {
+    return p.state->out_of_step.load() == ncclSuccess;
+  });
+  if (gone == calls.end()) return ncclSuccess;
+  for (auto it = gone; it != calls.end(); ++it)
+    TC_WARN("comm %p: out of step with its peers; its %s of %zu elements was not run",
+            static_cast<void*>(it->state->comm), std::string(sched::to_string(it->call.collective)).c_str(),
+            it->call.count);
+  calls.erase(gone, calls.end());
+  return ncclSystemError;
+}
+
+}  // namespace
+
 void create_ring_comms(const std::vector<CommState*>& states) {
   std::vector<CommState*> todo;
   for (CommState* st : states) {
@@ -138,7 +157,10 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   // a release that gave up waiting have gone on.
   const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfAbortedOrLeftBehind,
                                                    "while its topology-ordered communicator was made");
-  if (calls.empty()) return aborted;
+  // A split vote this rank could not read back left its communicator out of step: its
+  // peers may run the call on their splits, so it runs nowhere here.
+  const ncclResult_t stepped = drop_out_of_step_calls(calls);
+  if (calls.empty()) return aborted != ncclSuccess ? aborted : stepped;
 
   CurrentDeviceGuard device_guard;
   std::vector<std::size_t> needs(calls.size(), 0);
@@ -193,7 +215,7 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
     if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
   mark_batch_scratch_used(calls, needs, device_guard);
-  return r != ncclSuccess ? r : released != ncclSuccess ? released : aborted;
+  return r != ncclSuccess ? r : released != ncclSuccess ? released : aborted != ncclSuccess ? aborted : stepped;
 }
 
 }  // namespace topocoll::plugin::interposer

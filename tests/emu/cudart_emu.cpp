@@ -561,23 +561,29 @@ static MallocAsyncFailures& malloc_async_failures() {
   static const bool parsed = [] {
     const char* text = std::getenv("TOPOCOLL_EMU_MALLOC_ASYNC_FAIL");
     if (!text || !*text) return true;
-    std::string spec = text;
-    if (const std::size_t colon = spec.find(':'); colon != std::string::npos) {
-      const char* host = std::getenv("NCCL_HOSTID");
-      if (!host || spec.substr(0, colon) != host) return true;
-      spec = spec.substr(colon + 1);
-    }
-    unsigned long long bytes = 0, count = 0;
-    char slash = 0, tail = 0;
-    const int got = std::sscanf(spec.c_str(), "%llu%c%llu%c", &bytes, &slash, &count, &tail);
-    if (got == 1) {
-      f.above = std::size_t(bytes);
-    } else if (got == 3 && slash == '/') {
-      f.above = std::size_t(bytes);
-      f.counted = true;
-      f.left = static_cast<long long>(count);
-    } else {
+    // [HOST:]BYTES[/COUNT], BYTES and COUNT decimal digits: checked whole in every process,
+    // so a typo warns everywhere, not only on the host it names.
+    const std::string spec = text;
+    const std::size_t colon = spec.find(':');
+    const std::string host = colon == std::string::npos ? "" : spec.substr(0, colon);
+    const std::string rest = colon == std::string::npos ? spec : spec.substr(colon + 1);
+    const std::size_t slash = rest.find('/');
+    const std::string bytes = rest.substr(0, slash);
+    const std::string count = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.size() <= 18 && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if ((colon != std::string::npos && host.empty()) || !digits(bytes) ||
+        (slash != std::string::npos && !digits(count))) {
       std::fprintf(stderr, "cudart_emu WARN TOPOCOLL_EMU_MALLOC_ASYNC_FAIL=%s is not [HOST:]BYTES[/COUNT]; ignored\n", text);
+      return true;
+    }
+    const char* mine = std::getenv("NCCL_HOSTID");
+    if (!host.empty() && (!mine || host != mine)) return true;
+    f.above = std::size_t(std::stoull(bytes));
+    if (slash != std::string::npos) {
+      f.counted = true;
+      f.left = std::stoll(count);
     }
     return true;
   }();

@@ -798,7 +798,7 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
 // This rank made its split and voted so, but could not read the vote's outcome back: its
 // peers may use theirs while it cannot know, so its nccl-topo-ring calls on the user's
 // communicator could meet theirs on the split. The split is released and the communicator
-// marked out of step: NCCL refuses what comes next.
+// marked out of step: nothing more runs on it (ACallWhoseSplitVoteIsNotReadBackRunsNowhere).
 TEST_F(ServedForwarding, ASplitVoteNotReadBackMarksTheCommunicatorFailed) {
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
@@ -821,6 +821,30 @@ TEST_F(ServedForwarding, ASplitVoteNotReadBackMarksTheCommunicatorFailed) {
   for (const Call& c : stub_nccl::calls())
     if (c.fn == "pncclCommAbort" && c.comm != comm_) ++aborted;
   EXPECT_EQ(aborted, 1) << "the split made is released";
+}
+
+// The same at a call's first use of the split (TOPOCOLL_RING_COMM=lazy): the call that made
+// the split runs nowhere, and every later call on the communicator returns the error too,
+// issuing nothing: its peers may be on their splits.
+TEST_F(ServedForwarding, ACallWhoseSplitVoteIsNotReadBackRunsNowhere) {
+  const ncclComm_t comm = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  stub_nccl::reset();
+  exchange_cuda_calls().memcpy_async = [](void* d, const void* s, std::size_t n, cudaMemcpyKind kind, cudaStream_t) {
+    if (kind == cudaMemcpyDeviceToHost) return cudaErrorLaunchFailure;
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  };
+  alignas(16) static float in[4], out[4];
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSystemError);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("out of step with its peers; its allreduce of 4 elements was not run"), std::string::npos) << err;
+  EXPECT_TRUE(user_allreduces().empty()) << "the user's allreduce was issued";
+  stub_nccl::reset();
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSystemError);
+  EXPECT_EQ(ncclAllGather(in, out, 1, ncclFloat32, comm, nullptr), ncclSystemError);
+  EXPECT_TRUE(stub_nccl::calls().empty()) << "a call on the out-of-step communicator reached NCCL";
+  stub_nccl::reset();
 }
 
 // Lazy mode splits at the first batch with a call routed to nccl-topo-ring: a batch (a user
@@ -984,7 +1008,8 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   EXPECT_EQ(all[1].count, 0u);
 }
 
-// NCCL 2.28 refuses fp8 reductions on a communicator with a GPU below sm_90. topocoll's
+// NCCL 2.28 refuses fp8 reductions on a communicator with a GPU below sm_90 (2.27 every fp8
+// collective). topocoll's
 // kernels could run them, but then the answer would depend on the route (an error where
 // the route is NCCL's, a result where it is topocoll's): below sm_90 they go to NCCL on the
 // user's communicator whatever the route, so the answer is NCCL's. fp8 data movement does
@@ -1007,7 +1032,7 @@ TEST_F(ServedForwarding, Fp8ReductionsGoToNcclBelowSm90WhateverTheRoute) {
   for (const int cc : {0, 80, 89, 90, 100}) {
     st->min_compute_capability = cc;
     for (const ncclDataType_t t : fp8) {
-      stub_nccl::reset();
+      stub_nccl::reset();  // NCCL 2.28: the header's version
       ASSERT_EQ(ncclAllReduce(buf, buf + 4096, 64, t, ncclSum, comm_, nullptr), ncclSuccess);
       ASSERT_EQ(ncclReduceScatter(buf, buf + 4096, 64, t, ncclMax, comm_, nullptr), ncclSuccess);
       ASSERT_EQ(ncclAllGather(buf, buf + 4096, 64, t, comm_, nullptr), ncclSuccess);
@@ -1023,6 +1048,17 @@ TEST_F(ServedForwarding, Fp8ReductionsGoToNcclBelowSm90WhateverTheRoute) {
       for (const Call& c : all) EXPECT_EQ(c.datatype, int(t));
     }
   }
+  // Up to NCCL 2.27 every fp8 collective is refused below sm_90, allgather too.
+  st->min_compute_capability = 80;
+  stub_nccl::reset();
+  stub_nccl::set_version(22707);
+  ASSERT_EQ(ncclAllGather(buf, buf + 4096, 64, ncclFloat8e4m3, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(stub_nccl::calls().size(), 1u);
+  EXPECT_EQ(stub_nccl::calls()[0].comm, comm_) << "NCCL 2.27's refusal, on the user's communicator";
+  stub_nccl::reset();
+  st->min_compute_capability = 90;
+  ASSERT_EQ(ncclAllGather(buf, buf + 4096, 64, ncclFloat8e4m3, comm_, nullptr), ncclSuccess);
+  EXPECT_EQ(stub_nccl::calls()[0].comm, ring);
   stub_nccl::reset();
 }
 

@@ -17,7 +17,8 @@
 # the tuner from the same library), tuner (NCCL_TUNER_PLUGIN). With net, rank 0 must log "Using network topocoll"
 # and no rank may log that its host is missing from the topology.
 # With TOPOCOLL_STEP_TIMES=1 every rank must log step times (exec/step_timeline.h) and none
-# may warn that it dropped some.
+# may warn that it dropped some. EXPECT_RANK0_LOG (when set) is text rank 0's log must hold:
+# proof that what a run sets up (an injected failure) happened.
 set -uo pipefail
 if [ $# -lt 6 ]; then
   echo "usage: run_ranks.sh DIR PLUGIN CHECK NRANKS MODE ALGO [options...]" >&2
@@ -90,6 +91,10 @@ if [ "${TOPOCOLL_STEP_TIMES:-0}" = 1 ]; then
     echo "a rank dropped step times (see the logs above)" | tee -a "$dir/decisions.txt" >&2
     rc=1
   fi
+fi
+if [ -n "${EXPECT_RANK0_LOG:-}" ] && ! grep -qF "$EXPECT_RANK0_LOG" "$dir/rank0.log"; then
+  echo "rank 0 did not log \"$EXPECT_RANK0_LOG\" (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2
+  rc=1
 fi
 if has_face tuner && ! grep -q "TUNER/Plugin: Using topocoll" "$dir/rank0.log"; then
   echo "NCCL did not load the topocoll tuner (see $dir/rank0.log)" | tee -a "$dir/decisions.txt" >&2

@@ -42,6 +42,7 @@ bool g_have_peers_min = false;
 int g_peers_min = 1;
 std::vector<int> g_votes;
 std::map<ncclComm_t, ncclResult_t> g_async_errors;
+int g_version = NCCL_VERSION_CODE;
 SplitConfig g_split_config;
 std::function<void()> g_split_hook;
 
@@ -88,12 +89,17 @@ void reset() {
   g_have_peers_min = false;
   g_votes.clear();
   g_async_errors.clear();
+  g_version = NCCL_VERSION_CODE;
   g_split_config = {};
   g_split_hook = nullptr;
 }
 SplitConfig last_split_config() {
   std::lock_guard lock(g_mutex);
   return g_split_config;
+}
+void set_version(int version) {
+  std::lock_guard lock(g_mutex);
+  g_version = version;
 }
 void set_async_error(ncclComm_t comm, ncclResult_t error) {
   std::lock_guard lock(g_mutex);
@@ -286,6 +292,13 @@ STUB_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t c, int* d) {
   *d = stub_nccl::fake(c)->device;
   return ncclSuccess;
 }
+STUB_EXPORT ncclResult_t pncclGetVersion(int* version) {
+  if (!version) return ncclInvalidArgument;
+  std::lock_guard lock(stub_nccl::g_mutex);
+  *version = stub_nccl::g_version;
+  return ncclSuccess;
+}
+
 STUB_EXPORT const char* pncclGetErrorString(ncclResult_t r) {
   return r == ncclSuccess ? "no error" : "stub error";
 }

@@ -51,6 +51,8 @@ STUB_NCCL_API void set_allgather_result(std::vector<unsigned char> bytes);
 // its receive buffer, as if the other ranks had voted `peers_min`. reset() clears both.
 STUB_NCCL_API void set_allreduce_min_peers(int peers_min);
 STUB_NCCL_API std::vector<int> allreduce_min_votes();
+// What pncclGetVersion reports (NCCL_VERSION_CODE of the header unless set); reset() restores.
+STUB_NCCL_API void set_version(int version);
 // The communicators the stub hands out report this size and rank.
 STUB_NCCL_API void set_comm_shape(int nranks, int rank, int device);
 // What pncclCommGetAsyncError reports for `comm` (ncclSuccess unless set; a null `comm`:
