@@ -60,36 +60,6 @@ std::vector<std::string> names() {
   return out;
 }
 
-TEST(InitExchange, RunsAtCreationAndFallsBackWhenItCannotAgree) {
-  stub_nccl::reset();
-  stub_nccl::set_comm_shape(4, 1, 0);
-  ncclComm_t comm = nullptr;
-  ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 1), ncclSuccess);
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  const auto n = names();
-  ASSERT_GE(n.size(), 3u);
-  EXPECT_EQ(n[0], "pncclCommInitRank");
-  EXPECT_EQ(n[1], "pncclGroupStart");  // the exchange's own group
-  EXPECT_EQ(n.back(), "pncclGroupEnd");
-  CommState* st = CommRegistry::instance().find(comm);
-  ASSERT_NE(st, nullptr);
-  EXPECT_FALSE(st->served);
-  EXPECT_FALSE(st->fallback_reason.empty());
-  // With a GPU the records disagree (the stub gathers none); without one this rank cannot
-  // even join the exchange, which leaves the communicator out of step with its peers.
-  EXPECT_TRUE(err.find("falls back to NCCL") != std::string::npos || err.find("out of step") != std::string::npos)
-      << err;
-  // Calls keep reaching NCCL unchanged.
-  stub_nccl::reset();
-  char buf[64] = {};
-  ASSERT_EQ(ncclAllReduce(buf, buf + 32, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
-  ASSERT_EQ(names(), std::vector<std::string>{"pncclAllReduce"});
-  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
-  EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
-}
-
 TEST(InitExchange, CreationInsideAGroupExchangesAfterTheOutermostEnd) {
   stub_nccl::reset();
   stub_nccl::set_comm_shape(4, 2, 0);
@@ -225,6 +195,40 @@ class InitExchangeFakeCuda : public ::testing::Test {
   }
   ExchangeCudaCalls saved_{};
 };
+
+// The exchange runs at creation, in its own group; the stub gathers no peer's record, so the
+// records disagree (no peer runs topocoll, as far as they show) and every rank falls back,
+// rank 0 saying why. Calls then reach NCCL unchanged.
+TEST_F(InitExchangeFakeCuda, RunsAtCreationAndFallsBackWhenItCannotAgree) {
+  exchange_cuda_calls().stream_create = [](cudaStream_t* s, unsigned int) {
+    *s = reinterpret_cast<cudaStream_t>(std::uintptr_t(0x10));
+    return cudaSuccess;
+  };
+  stub_nccl::set_comm_shape(4, 0, 0);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 0), ncclSuccess);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const auto n = names();
+  ASSERT_GE(n.size(), 3u);
+  EXPECT_EQ(n[0], "pncclCommInitRank");
+  EXPECT_EQ(n[1], "pncclGroupStart");  // the exchange's own group
+  EXPECT_EQ(n.back(), "pncclGroupEnd");
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_FALSE(st->fallback_reason.empty());
+  EXPECT_NE(err.find("falls back to NCCL: rank 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("runs a different topocoll version or none"), std::string::npos) << err;
+  // Calls keep reaching NCCL unchanged.
+  stub_nccl::reset();
+  char buf[64] = {};
+  ASSERT_EQ(ncclAllReduce(buf, buf + 32, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  ASSERT_EQ(names(), std::vector<std::string>{"pncclAllReduce"});
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
+}
 
 TEST_F(InitExchangeFakeCuda, ARankThatCannotPrepareStillJoinsWithACannotServeRecord) {
   stub_nccl::set_comm_shape(2, 0, 0);
