@@ -77,6 +77,19 @@ ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCall
   return ncclInvalidUsage;
 }
 
+ncclResult_t drop_out_of_step_calls(std::vector<PendingCollective>& calls) {
+  const auto gone = std::stable_partition(calls.begin(), calls.end(), [](const PendingCollective& p) {
+    return p.state->out_of_step.load() == ncclSuccess;
+  });
+  if (gone == calls.end()) return ncclSuccess;
+  for (auto it = gone; it != calls.end(); ++it)
+    TC_WARN("comm %p: out of step with its peers; its %s of %zu elements was not run",
+            static_cast<void*>(it->state->comm), std::string(sched::to_string(it->call.collective)).c_str(),
+            it->call.count);
+  calls.erase(gone, calls.end());
+  return ncclSystemError;
+}
+
 // Both sides write their flag before looking at the other's (sequentially consistent
 // atomics): either the release's exchange finds the split, or the split sees the release
 // and takes itself back; whichever exchange gets it releases it, exactly once.

@@ -76,6 +76,11 @@ enum class DropCalls : char { OfReleasing, OfAbortedOrLeftBehind };
 // when any, else ncclSuccess.
 ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCalls which, const char* when);
 
+// Takes the calls of communicators marked out of step (CommState::out_of_step) out of
+// `calls`, with a WARN each: queued in a group before the mark, or whose split vote just set
+// it. ncclSystemError when any, else ncclSuccess.
+ncclResult_t drop_out_of_step_calls(std::vector<PendingCollective>& calls);
+
 // The topology-ordered communicator a split just made becomes st's (publish_ring_comm). The
 // split can end after a release's bound passed (the release then took no ring_comm to
 // destroy): then it is released here, as the release would have (aborted for an abort).

@@ -20,24 +20,6 @@ namespace topocoll::plugin::interposer {
 
 using sched::Collective;
 
-namespace {
-
-// Takes the calls of communicators marked out of step out of `calls`, with a WARN each:
-// ncclSystemError when any, else ncclSuccess.
-ncclResult_t drop_out_of_step_calls(std::vector<PendingCollective>& calls) {
-  const auto gone = std::stable_partition(calls.begin(), calls.end(), [](const PendingCollective& p) {
-    return p.state->out_of_step.load() == ncclSuccess;
-  });
-  if (gone == calls.end()) return ncclSuccess;
-  for (auto it = gone; it != calls.end(); ++it)
-    TC_WARN("comm %p: out of step with its peers; its %s of %zu elements was not run",
-            static_cast<void*>(it->state->comm), std::string(sched::to_string(it->call.collective)).c_str(),
-            it->call.count);
-  calls.erase(gone, calls.end());
-  return ncclSystemError;
-}
-
-}  // namespace
 
 void create_ring_comms(const std::vector<CommState*>& states) {
   std::vector<CommState*> todo;

@@ -847,6 +847,27 @@ TEST_F(ServedForwarding, ACallWhoseSplitVoteIsNotReadBackRunsNowhere) {
   stub_nccl::reset();
 }
 
+// A served call queued in a user group before its communicator fell out of step (another
+// communicator's work on this thread, or a call of the same group, set the mark) runs
+// nowhere at the group's end: no vote, no schedule.
+TEST_F(ServedForwarding, ACallQueuedBeforeTheCommunicatorFellOutOfStepRunsNowhere) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  route_allreduce_to_hd(st, 64);
+  alignas(16) static float in[64], out[64];
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 64, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  st->out_of_step = ncclSystemError;
+  stub_nccl::reset();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclGroupEnd(), ncclSystemError);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("out of step with its peers; its allreduce of 64 elements was not run"), std::string::npos) << err;
+  EXPECT_EQ(calls_named("pncclAllReduce").size(), 0u) << "a vote or the call reached NCCL";
+  EXPECT_EQ(calls_named("pncclSend").size() + calls_named("pncclRecv").size(), 0u);
+  st->out_of_step = ncclSuccess;
+}
+
 // Lazy mode splits at the first batch with a call routed to nccl-topo-ring: a batch (a user
 // group) with two such calls on one communicator makes one split and one vote, not two
 // (the first would be leaked, its registrations mixed up with the second's).
