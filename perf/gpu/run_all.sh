@@ -39,8 +39,10 @@
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
 #                   with TOPOCOLL_NET_THREADS=2) beside NCCL's own Socket transport,
-#                   interleaved rounds, under MPS; net-vs-socket-n*.md gives each arm's
-#                   median over the rounds and its ratio to Socket's per size
+#                   interleaved rounds, under MPS, on a topology whose NICs report what
+#                   Socket reports for lo (10 Gb/s, latency 0), so NCCL tunes both alike;
+#                   net-vs-socket-n*.md gives each arm's median over the rounds and its
+#                   ratio to Socket's per size
 #   fabric-nccl     nccl-tests over an emulated BiGraph and NAP fabric (`topocoll fabric`), one
 #                   namespace and NCCL host per rank, plain NCCL against NCCL with topocoll,
 #                   beside the cost model's predictions (perf/gpu/fabric_nccl_tests.sh; its
@@ -363,11 +365,13 @@ export NCCL_HOSTID=s$r
 exec unshare --uts bash -c 'hostname "s$0" && exec "$@"' "$r" "$@"
 EOS
 chmod +x "$rank_wrapper"
-# nt NAME NRANKS BINARY [env VAR=VALUE...] -- [args]: one nccl-tests run under mpirun.
+# nt NAME NRANKS BINARY [env VAR=VALUE...] -- [args]: one nccl-tests run under mpirun, on the
+# generated BiGraph (NT_TOPOLOGY: its file's name, NT_TOPOLOGY_ARGS: more options for it).
 nt() {
   local name=$1 n=$2 binary=$3; shift 3
+  local topology="$out/${NT_TOPOLOGY:-nccl-tests-topology}-n$n.json"
   # shellcheck disable=SC2054  # the commas are NCCL_DEBUG_SUBSYS's list
-  local xs=(-x LD_LIBRARY_PATH -x NCCL_TESTS_DEVICE=0 -x TOPOCOLL_TOPO_FILE="$out/nccl-tests-topology-n$n.json"
+  local xs=(-x LD_LIBRARY_PATH -x NCCL_TESTS_DEVICE=0 -x TOPOCOLL_TOPO_FILE="$topology"
             -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET,TUNING)
   local preload=default marks=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -385,7 +389,12 @@ nt() {
   done
   [ "${1:-}" = -- ] && shift
   [ -n "$preload" ] && xs+=(-x LD_PRELOAD=)
-  "$check" topology --nranks "$n" --out "$out/nccl-tests-topology-n$n.json" > /dev/null
+  # shellcheck disable=SC2086  # NT_TOPOLOGY_ARGS is a list of options
+  "$check" topology --nranks "$n" --out "$topology" ${NT_TOPOLOGY_ARGS:-} > /dev/null || {
+    echo "| $name | FAIL: interposer_gpu_check topology ${NT_TOPOLOGY_ARGS:-} failed | |" >> "$summary"
+    failed=1
+    return 1
+  }
   run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
       "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@" || return 1
   local mark
@@ -413,8 +422,13 @@ if want nccl-tests || want net-vs-socket; then
           preload="$out/nccl-tests-n$n-preload.log" tuner="$out/nccl-tests-n$n-tuner.log" \
           > "$out/nccl-tests-n$n.md" || failed=1
     done
-    # The net plugin beside NCCL's own Socket transport, rounds interleaved.
+    # The net plugin beside NCCL's own Socket transport, rounds interleaved. Both arms give
+    # NCCL's tuning model the same network: Socket reports lo at 10 Gb/s (its default when
+    # /sys has no speed) and latency 0, the net plugin its topology's NIC, so the topology's
+    # links are the same. With the generated 100 Gb/s NCCL ran LL up to ~260 KB on the plugin
+    # and Simple from ~24 KB on Socket (perf/results/gpu-H200-20261128/summary.md).
     want net-vs-socket && for n in 2 4; do
+      export NT_TOPOLOGY=net-vs-socket-topology NT_TOPOLOGY_ARGS="--link-gbps 10 --link-latency-us 0"
       for round in 1 2 3; do
         nt "nvs-n$n-socket-r$round" "$n" all_reduce_perf NCCL_NET=Socket -- -b 1K -e 64M -f 4 -w 5 -n 20
         # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
@@ -424,6 +438,7 @@ if want nccl-tests || want net-vs-socket; then
         nt "nvs-n$n-threads-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
             TOPOCOLL_NET_THREADS=2 -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
+      unset NT_TOPOLOGY NT_TOPOLOGY_ARGS
       args=()
       for round in 1 2 3; do
         for arm in socket topocoll threads; do

@@ -24,8 +24,10 @@
 //       allreduce / reduce-scatter / allgather times through the API (topocoll's decision)
 //       and through pnccl* directly (NCCL itself), side by side; rank 0 prints the table.
 //   interposer_gpu_check topology --nranks N --out FILE [--gpus-per-host G] [--kind bigraph|nap]
+//                                 [--link-gbps G] [--link-latency-us US]
 //       writes a BiGraph topology of at least N GPUs on servers s0, s1, ... of G GPUs each
-//       (default 1: one process per host, GPU 0), or (--kind nap) a NAP network of N nodes,
+//       (default 1: one process per host, GPU 0; links of 100 Gb/s and 1 us unless given:
+//       the net plugin reports its NIC's as NCCL's tuning input), or (--kind nap) a NAP network of N nodes,
 //       one GPU per host, in packages of two nodes on a torus (N = 2, 4, 6, 8, 12, 16), and
 //       prints every endpoint's "host gpu", the (NCCL_HOSTID, CUDA ordinal) the interposer
 //       identifies a rank by.
@@ -41,6 +43,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -61,11 +64,20 @@ struct Args {
   std::string kind = "bigraph";
   int64_t max_count = INT64_MAX;
   std::string id_file, json, out;
+  std::optional<double> link_gbps, link_latency_us;  // topology: the BiGraph's links
 };
 
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "interposer_gpu_check: %s\n", msg.c_str());
   std::exit(2);
+}
+
+// A number for OPTION, or the program ends naming it.
+double number_arg(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v)) die(option + " needs a number, not '" + text + "'");
+  return v;
 }
 
 #define CUDA_OK(x)                                                                     \
@@ -95,6 +107,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--ndev") a.ndev = std::atoi(next().c_str());
     else if (k == "--gpus-per-host") a.gpus_per_host = std::atoi(next().c_str());
     else if (k == "--kind") a.kind = next();
+    else if (k == "--link-gbps") a.link_gbps = number_arg(k, next());
+    else if (k == "--link-latency-us") a.link_latency_us = number_arg(k, next());
     else if (k == "--id-file") a.id_file = next();
     else if (k == "--max-count") a.max_count = std::atoll(next().c_str());
     else if (k == "--json") a.json = next();
@@ -910,6 +924,7 @@ topocoll::topo::Topology nap_topology(int nranks) {
 
 int write_topology(const Args& a) {
   if (a.kind == "nap") {
+    if (a.link_gbps || a.link_latency_us) die("topology: --link-gbps and --link-latency-us are for --kind bigraph");
     const auto topology = nap_topology(a.nranks);
     std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
     for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
@@ -921,6 +936,8 @@ int write_topology(const Args& a) {
   if (a.nranks < 1) die("topology: --nranks must be at least 1");
   topocoll::topo::BiGraphShape shape;
   shape.gpus_per_server = a.gpus_per_host;
+  if (a.link_gbps) shape.link_gbps = *a.link_gbps;
+  if (a.link_latency_us) shape.link_latency_us = *a.link_latency_us;
   if (a.nranks <= 2) { shape.switches_per_group = 1; shape.endpoints_per_switch = 1; }
   else if (a.nranks <= 4) { shape.switches_per_group = 1; shape.endpoints_per_switch = 2; }
   else { shape.switches_per_group = 2; shape.endpoints_per_switch = a.nranks <= 8 ? 2 : 4; }
@@ -930,7 +947,12 @@ int write_topology(const Args& a) {
   // (3 GPUs per host: 6 endpoints).
   while (2 * shape.switches_per_group * shape.endpoints_per_switch % a.gpus_per_host != 0)
     ++shape.endpoints_per_switch;
-  const auto topology = topocoll::topo::generate_bigraph(shape);
+  topocoll::topo::Topology topology;
+  try {
+    topology = topocoll::topo::generate_bigraph(shape);
+  } catch (const std::exception& e) {
+    die(std::string("topology: ") + e.what());
+  }
   std::ofstream(a.out) << topocoll::topo::topology_to_json(topology).dump(2) << "\n";
   for (const auto& e : topology.endpoints()) std::printf("%s %d\n", e.host.c_str(), e.gpu);
   return 0;
