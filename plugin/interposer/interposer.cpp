@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,19 @@ std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call
   in.rank = st.rank;
   in.key = key;
   in.elem_bytes = elem;
-  return st.routes.insert(key, decide_route(in, interposer_config()));
+  try {
+    return st.routes.insert(key, decide_route(in, interposer_config()));
+  } catch (const std::bad_alloc&) {
+    // Out of host memory while planning: the peers plan the same call and may serve it, and
+    // this rank cannot know which route they took. Neither serving nor NCCL is safe, so
+    // nothing more runs on the communicator (as a vote whose outcome is unknown,
+    // CommState::out_of_step); the user aborts it on the error.
+    st.out_of_step = ncclSystemError;
+    TC_WARN("comm %p: out of host memory while planning %s of %lld elements: the communicator "
+            "is marked failed (ncclSystemError), as this rank cannot know the route its peers took",
+            static_cast<void*>(st.comm), collective_name(call.collective), static_cast<long long>(call.count));
+    return nullptr;
+  }
 }
 
 // The kernels' op for a call: its own for reductions, Sum (unused) for data movement.
@@ -276,6 +289,7 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
                     "where NCCL's in-place layout is not met): its data is undefined, under NCCL too",
                     collective_name(call.collective)));
   std::shared_ptr<const Route> route = route_for(*st, call, elem);
+  if (!route) return st->out_of_step.load();
   log_decision(*st, call,
                std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
                *route);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -187,7 +188,13 @@ std::shared_ptr<const Route> decide_route(const RouteRequest& in, const Interpos
     p->nccl_us = nccl_us;
     p->reason = "auto: nccl-topo-ring " + format_us(best_us) + " vs " + nccl_name + " " + format_us(nccl_us);
     return p;
+  } catch (const std::bad_alloc&) {
+    // Not this call's fault, and not its peers': they plan the same call and may serve it,
+    // so a route to NCCL here would leave them waiting (route_for marks the rank out of step).
+    throw;
   } catch (const std::exception& e) {
+    // The same inputs fail the same way on every rank (planning does not depend on the
+    // rank): all of them send the call to NCCL.
     return nccl_route(std::string("planning failed: ") + e.what());
   }
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
 
 #include <nccl.h>
 
@@ -16,6 +18,7 @@
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/ring_order.h"
+#include "tests/common/failing_allocation.h"
 #include "topo/generators.h"
 #include "topo/topology_fingerprint.h"
 #include "topo/topology_json.h"
@@ -292,6 +295,48 @@ TEST_F(RouteDecision, AutoIsDeterministicAndNeverPredictsWorseThanNccl) {
       }
       EXPECT_FALSE(a->reason.empty());
     }
+}
+
+// Out of host memory at any point of planning: the decision throws, and never comes back as
+// another route (NCCL, say) that this rank alone would take while its peers, which planned
+// the same call with memory to spare, serve it. Each rank plans without knowing its peers'
+// lot, so a failure here cannot be a decision (route_for marks the communicator failed).
+TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
+  for (const AlgoChoice algo : {AlgoChoice::Auto, AlgoChoice::Schedule}) {
+    InterposerConfig cfg;
+    cfg.algo = algo;
+    cfg.schedule_algo = "hd";
+    for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter, sched::Collective::AllGather}) {
+      const RouteRequest in = input(c, 1 << 16);
+      const std::shared_ptr<const Route> normal = decide_route(in, cfg);
+      int failed = 0, tried = 0;
+      // The k-th allocation fails, for k spread over all of them (every one at first, then
+      // a growing stride), until planning makes fewer than k.
+      for (long k = 1;; k += 1 + k / 16) {
+        std::shared_ptr<const Route> route;
+        bool threw = false;
+        testing::fail_allocation(k);
+        try {
+          route = decide_route(in, cfg);
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+        const bool reached = !testing::allocation_failure_pending();
+        testing::fail_allocation(0);
+        if (!reached) break;
+        ++tried;
+        if (threw) {
+          ++failed;
+          continue;
+        }
+        ASSERT_NE(route, nullptr);
+        EXPECT_EQ(route->target, normal->target) << "allocation " << k << ": " << route->reason;
+        EXPECT_EQ(route->algo, normal->algo) << "allocation " << k << ": " << route->reason;
+      }
+      EXPECT_GT(tried, 10) << "planning allocates; the failures must reach it";
+      EXPECT_GT(failed, 0);
+    }
+  }
 }
 
 // Auto compares against NCCL's best algorithm/protocol (the tuner's model of Ring, Tree,

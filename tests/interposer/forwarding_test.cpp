@@ -22,6 +22,7 @@
 #include "plugin/interposer/ring_comm.h"
 #include "sched/generator.h"
 #include "sched/placement.h"
+#include "tests/common/failing_allocation.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
 
@@ -1081,6 +1082,36 @@ TEST_F(ServedForwarding, Fp8ReductionsGoToNcclBelowSm90WhateverTheRoute) {
   ASSERT_EQ(ncclAllGather(buf, buf + 4096, 64, ncclFloat8e4m3, comm_, nullptr), ncclSuccess);
   EXPECT_EQ(stub_nccl::calls()[0].comm, ring);
   stub_nccl::reset();
+}
+
+// A rank out of host memory while it plans a call cannot know the route its peers took:
+// the call runs nowhere and returns ncclSystemError, the communicator reports it
+// (ncclCommGetAsyncError: NCCL refuses its next operations) and nothing more is served.
+// Sending it to NCCL would leave the peers serving it waiting for this rank.
+TEST_F(ServedForwarding, RunningOutOfHostMemoryWhilePlanningMarksTheCommunicatorFailed) {
+  alignas(16) char in[1024] = {}, out[1024] = {};
+  // A first call (an all-to-all, which auto leaves to NCCL) makes what every decision shares
+  // (the settings, the logs), so the failure below falls in the allreduce's own planning.
+  ASSERT_EQ(ncclAlltoAll(in, out, 4, ncclFloat32, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(served_state(comm_)->routes.size(), 1u);
+  auto allreduces_reaching_nccl = [] {
+    std::size_t n = 0;
+    for (const Call& c : stub_nccl::calls()) n += c.fn == "pncclAllReduce";
+    return n;
+  };
+  const std::size_t before = allreduces_reaching_nccl();
+  testing::fail_allocation(1);
+  const ncclResult_t first = ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr);
+  const bool reached = !testing::allocation_failure_pending();
+  testing::fail_allocation(0);
+  ASSERT_TRUE(reached);
+  EXPECT_EQ(first, ncclSystemError);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  EXPECT_EQ(served_state(comm_)->routes.size(), 1u) << "no route is kept for the failed decision";
+  EXPECT_EQ(allreduces_reaching_nccl(), before) << "NCCL must not get the call";
 }
 
 TEST_F(ServedForwarding, CallsRoutedToNcclReachItThroughTheRouteCache) {
