@@ -98,6 +98,8 @@ const std::vector<EnvVariable>& table() {
       count("TOPOCOLL_PIPELINE_MAX_CHUNKS", 2, 64, "8", "", "most pieces one message of a pipelined step is cut into"),
       // Tuner.
       boolean("TOPOCOLL_TUNER", "1", "0 turns the tuner face off: NCCL's cost tables are left as NCCL makes them"),
+      text("TOPOCOLL_TUNER_HOSTS", "", "the tuner acts only on a communicator over every host of the topology",
+           "the job's hosts in rank order, comma-separated: the tuner also acts on a communicator over exactly those"),
       // Net plugin and the socket transport under it and under the CLI's ranks.
       text("TOPOCOLL_NET_IFNAME", "", "NCCL_SOCKET_IFNAME, else NCCL's order: ib*, else all but docker*, lo*, virbr*",
            "the net plugin's interfaces without a topology (NCCL_SOCKET_IFNAME's syntax)"),
@@ -296,6 +298,7 @@ Env read_env_from(const EnvSource& source) {
     e.pipeline_chunk_bytes = std::get<int64_t>(chunk);
   e.pipeline_max_chunks = int(value_of<int64_t>(e, "TOPOCOLL_PIPELINE_MAX_CHUNKS"));
   e.tuner = value_of<bool>(e, "TOPOCOLL_TUNER");
+  e.tuner_hosts = value_of<std::string>(e, "TOPOCOLL_TUNER_HOSTS");
   e.nccl_algo = value_of<std::string>(e, "NCCL_ALGO");
   e.nccl_proto = value_of<std::string>(e, "NCCL_PROTO");
   e.net_ifname = value_of<std::string>(e, "TOPOCOLL_NET_IFNAME");

@@ -96,6 +96,7 @@ struct Env {
   int pipeline_max_chunks = 0;      // TOPOCOLL_PIPELINE_MAX_CHUNKS
   // Tuner.
   bool tuner = false;               // TOPOCOLL_TUNER
+  std::string tuner_hosts;          // TOPOCOLL_TUNER_HOSTS; "" = none
   std::string nccl_algo, nccl_proto;  // NCCL_ALGO, NCCL_PROTO
   // Net plugin and socket transport (net/transport_options.h).
   std::string net_ifname;           // TOPOCOLL_NET_IFNAME

@@ -5,6 +5,23 @@
 namespace topocoll::fabric {
 namespace {
 
+// "h0,h1,...": the hosts of the job's ranks in rank order, when each host's ranks are
+// consecutive; nullopt when a host's ranks are interleaved with another's.
+std::optional<std::string> hosts_in_rank_order(const FabricPlan& plan, const std::vector<int>& endpoints) {
+  std::string list;
+  std::vector<std::string> done;
+  std::string current;
+  for (int e : endpoints) {
+    const std::string& host = plan.endpoints[size_t(e)].host;
+    if (host == current) continue;
+    for (const std::string& h : done)
+      if (h == host) return std::nullopt;
+    if (!current.empty()) done.push_back(current);
+    current = host;
+    list += (list.empty() ? "" : ",") + host;
+  }
+  return list;
+}
 
 }  // namespace
 
@@ -53,6 +70,12 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
     set("LD_PRELOAD", options.preload + (before && !before->empty() ? ":" + *before : ""));
   }
   if (!options.tuner_plugin.empty()) set("NCCL_TUNER_PLUGIN", options.tuner_plugin);
+  // The tuner learns from NCCL only the rank and node counts: the job's hosts in rank order
+  // let it tune a job on part of the fabric (plugin/tuner/communicator_fit.h). Only where the
+  // ranks go host by host, the numbering the tuner assumes.
+  if (!inherited("TOPOCOLL_TUNER_HOSTS"))
+    if (const std::optional<std::string> hosts = hosts_in_rank_order(plan, endpoints))
+      set("TOPOCOLL_TUNER_HOSTS", *hosts);
   if (!options.net_plugin.empty()) set("NCCL_NET_PLUGIN", options.net_plugin);
   // NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset
   // (src/plugin/tuner.cc): --net-plugin alone means the transport alone.

@@ -2,7 +2,7 @@
 // `rank-exec`, docs/fabric.md): where it runs — its endpoint's host namespace, under the
 // host's name — and the environment that makes NCCL treat it as that host: NCCL_HOSTID,
 // NCCL_SOCKET_IFNAME naming exactly its endpoint's address, the topology at the fabric's
-// rates, the plugin faces asked for, and the launcher variables (RANK, LOCAL_RANK,
+// rates, the plugin faces asked for, the job's hosts for the tuner, and the launcher variables (RANK, LOCAL_RANK,
 // MASTER_ADDR, ...) as a job on that cluster would see them. Pure: tested as such.
 #pragma once
 

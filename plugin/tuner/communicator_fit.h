@@ -2,18 +2,22 @@
 // and nNodes (not which host or GPU each rank is), so the rule is on counts, and the rank
 // numbering is the launchers' convention NCCL's own rings assume: host by host.
 //
-//   fits  <=>  nNodes == number of hosts in the topology, and every host has exactly
-//              nRanks / nNodes endpoints (so nRanks == number of endpoints);
-//   then rank r runs on host r / ppn (hosts in the order the topology file lists them) and on
-//   that host's (r % ppn)-th endpoint in ascending GPU index.
+//   the job's hosts are known (TOPOCOLL_TUNER_HOSTS, in rank order) and nNodes == their
+//   number: rank r runs on job host r / ppn, ppn = nRanks / nNodes, each of them a topology
+//   host with exactly ppn endpoints;
+//   else nNodes == number of hosts in the topology, and every host has exactly nRanks / nNodes
+//   endpoints (so nRanks == number of endpoints): rank r runs on host r / ppn, hosts in the
+//   order the topology file lists them;
+//   either way on that host's (r % ppn)-th endpoint in ascending GPU index.
 //
-// A communicator on part of the cluster (a subset of hosts or GPUs) does not fit: which part
-// is unknowable from the counts, and a wrong guess would tune for links the job never uses.
+// Any other communicator on part of the cluster does not fit: which part is unknowable from
+// the counts, and a wrong guess would tune for links the job never uses.
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sched/placement.h"
 #include "topo/topology.h"
@@ -23,8 +27,14 @@ namespace topocoll::plugin::tuner {
 struct CommunicatorFit {
   std::optional<sched::Placement> placement;  // set when the topology describes the communicator
   std::string reason;                         // why not, for the INFO line
+  std::string hosts_error;                    // TOPOCOLL_TUNER_HOSTS names what the topology lacks
 };
 
-CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, size_t nnodes);
+// The host names of a TOPOCOLL_TUNER_HOSTS value: comma-separated, blanks around each name
+// ignored, empty names skipped.
+std::vector<std::string> parse_job_hosts(const std::string& value);
+
+CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, size_t nnodes,
+                                 const std::vector<std::string>& job_hosts = {});
 
 }  // namespace topocoll::plugin::tuner

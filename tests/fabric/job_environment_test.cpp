@@ -108,6 +108,25 @@ TEST(JobEnvironment, TheNetPluginAloneDoesNotBringItsTuner) {
   EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 1, o, nothing()).environment).at("NCCL_TUNER_PLUGIN"), "topocoll");
 }
 
+// The tuner learns only rank and node counts from NCCL: every rank is told the job's hosts in
+// rank order, so a job on part of the fabric is tuned too (plugin/tuner/communicator_fit.h),
+// but only where the ranks go host by host, the numbering the tuner assumes.
+TEST(JobEnvironment, TheTunerIsToldTheJobsHostsInRankOrder) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  EXPECT_EQ(as_map(rank_setting(plan, "jt", {5, 9, 2}, 2, {}, nothing()).environment).at("TOPOCOLL_TUNER_HOSTS"),
+            "s5,s9,s2");
+  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {5, 9}, 0, {}, from({{"TOPOCOLL_TUNER_HOSTS", "mine"}})).environment)
+                   .count("TOPOCOLL_TUNER_HOSTS"))
+      << "the launcher's own value is kept";
+  const FabricPlan multi = plan_of("bigraph-16x8.json");
+  // Endpoints 0-7 are s0's, 8-15 s1's.
+  EXPECT_EQ(as_map(rank_setting(multi, "jt", {8, 9, 0, 1}, 0, {}, nothing()).environment).at("TOPOCOLL_TUNER_HOSTS"),
+            "s1,s0");
+  EXPECT_FALSE(as_map(rank_setting(multi, "jt", {0, 8, 1, 9}, 0, {}, nothing()).environment)
+                   .count("TOPOCOLL_TUNER_HOSTS"))
+      << "s0's ranks interleaved with s1's: not host by host";
+}
+
 // NCCL 2.28 unloads the net plugin with its last communicator and forgets its name
 // (src/plugin/net.cc): a job that destroys every communicator and makes new ones would go on
 // over NCCL's own transports without a word. --net-plugin keeps it loaded, unless the job

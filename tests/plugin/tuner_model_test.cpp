@@ -61,6 +61,41 @@ TEST(TunerFit, WholeClusterFitsPartsDoNot) {
   EXPECT_FALSE(fit_communicator(nap, 32, 4).placement);
 }
 
+// A job on part of the cluster names its hosts in rank order (TOPOCOLL_TUNER_HOSTS): a
+// communicator over exactly those is tuned, rank r on job host r / ppn; other parts are not.
+TEST(TunerFit, TheJobsHostsFitACommunicatorOnPartOfTheCluster) {
+  EXPECT_EQ(parse_job_hosts(" s3, s1 ,,s2 "), (std::vector<std::string>{"s3", "s1", "s2"}));
+  EXPECT_TRUE(parse_job_hosts("").empty());
+
+  auto bigraph = example_topology("bigraph-32");
+  const std::vector<std::string> job = {"s7", "s0", "s12", "s3"};
+  auto fit = fit_communicator(bigraph, 4, 4, job);
+  ASSERT_TRUE(fit.placement) << fit.reason;
+  ASSERT_EQ(fit.placement->nranks(), 4);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(bigraph.endpoints()[size_t(fit.placement->endpoint_of_rank[size_t(r)])].host, job[size_t(r)]);
+  EXPECT_FALSE(fit_communicator(bigraph, 2, 2, job).placement) << "a sub-communicator of the job: which part is unknown";
+  EXPECT_FALSE(fit_communicator(bigraph, 8, 4, job).placement) << "s7 has one endpoint, not two";
+  EXPECT_TRUE(fit_communicator(bigraph, 32, 32, job).placement) << "the whole cluster still fits";
+
+  auto unknown = fit_communicator(bigraph, 4, 4, {"s7", "nowhere", "s1", "s2"});
+  EXPECT_FALSE(unknown.placement);
+  EXPECT_NE(unknown.hosts_error.find("\"nowhere\""), std::string::npos) << unknown.hosts_error;
+  auto twice = fit_communicator(bigraph, 4, 4, {"s7", "s1", "s7", "s2"});
+  EXPECT_FALSE(twice.placement);
+  EXPECT_NE(twice.hosts_error.find("\"s7\" twice"), std::string::npos) << twice.hosts_error;
+
+  // 8 GPUs a server: ranks host by host, GPUs ascending.
+  auto multi = example_topology("bigraph-16x8");
+  auto fit8 = fit_communicator(multi, 16, 2, {"s5", "s2"});
+  ASSERT_TRUE(fit8.placement) << fit8.reason;
+  for (int r = 0; r < 16; ++r) {
+    const auto& ep = multi.endpoints()[size_t(fit8.placement->endpoint_of_rank[size_t(r)])];
+    EXPECT_EQ(ep.host, r < 8 ? "s5" : "s2") << "rank " << r;
+    EXPECT_EQ(ep.gpu, r % 8) << "rank " << r;
+  }
+}
+
 TEST(TunerApiMapping, OnlyCollectivesTheModelKnowsArePredicted) {
   auto m = model_of(example_topology("nap-4x8"));
   for (ncclFunc_t c : {ncclFuncBroadcast, ncclFuncReduce, ncclFuncAllGather, ncclFuncReduceScatter,

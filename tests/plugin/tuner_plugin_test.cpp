@@ -263,6 +263,23 @@ TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
+TEST_F(TunerPlugin, ACommunicatorOnTheJobsHostsIsTuned) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")},
+           {"TOPOCOLL_TUNER_HOSTS", "s0,s1,s2,s3,s4,s5,s6,s7,s8,s9,s10,s11,s12,s13,s14,s15"}});
+  void* ctx = init_v5(16, 16);
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "does not describe it").size(), 0u);
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "tuning NCCL's algorithms for 16 ranks on 16 nodes").size(), 1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+TEST_F(TunerPlugin, AJobHostTheTopologyLacksIsNamedAndTheListIgnored) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER_HOSTS", "s0,s99"}});
+  void* ctx = init_v5(2, 2);
+  expect_no_change(ctx);
+  EXPECT_EQ(logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER_HOSTS names host \"s99\"").size(), 1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
 // The table after the tuner follows the model: NCCL then picks the model's fastest entry.
 void expect_follows_model(const std::string& name, ncclFunc_t coll, size_t bytes, const Table& t) {
   auto topology = topo::load_topology_file(example_path(name));
