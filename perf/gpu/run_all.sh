@@ -38,7 +38,7 @@
 #   nccl-tests      all_reduce_perf -c 1 under mpirun, 2 and 4 ranks, NCCL alone, through
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
-#                   with TOPOCOLL_NET_THREADS=2) beside NCCL's own Socket transport,
+#                   with one socket per connection) beside NCCL's own Socket transport,
 #                   interleaved rounds, under MPS, on a topology whose NICs report what
 #                   Socket reports for lo (10 Gb/s, latency 0), so NCCL tunes both alike;
 #                   net-vs-socket-n*.md gives each arm's median over the rounds and its
@@ -434,14 +434,16 @@ if want nccl-tests || want net-vs-socket; then
         # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
         # and the two arms would differ in more than the transport.
         nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
-        # The plugin with progress threads (by default NCCL's proxy moves every byte).
-        nt "nvs-n$n-threads-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
-            TOPOCOLL_NET_THREADS=2 -- -b 1K -e 64M -f 4 -w 5 -n 20
+        # The plugin on one socket per connection, as Socket sends: what striping a message
+        # over 4 sockets costs or gains on loopback (with 2 progress threads it was slower
+        # than the default at both rank counts: perf/results/gpu-H200-20261128).
+        nt "nvs-n$n-onesocket-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
+            TOPOCOLL_NET_SOCKETS_PER_CONN=1 -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
       unset NT_TOPOLOGY NT_TOPOLOGY_ARGS
       args=()
       for round in 1 2 3; do
-        for arm in socket topocoll threads; do
+        for arm in socket topocoll onesocket; do
           [ -f "$out/nvs-n$n-$arm-r$round.log" ] && args+=("$arm-r$round=$out/nvs-n$n-$arm-r$round.log")
         done
       done
