@@ -239,6 +239,7 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
     fe.id = ep.id;
     fe.host = t.hosts()[ep.host_index].name;
     fe.nic = ep.nic;
+    fe.gpu = ep.gpu;
     fe.ns = nsi;
     fe.address = endpoint_address(e);
     fe.interface = cables.size() == 1 ? addressing.device_of_link[cables[0]] : "lo";

@@ -103,6 +103,7 @@ struct FabricEndpoint {
   std::string id;       // topology endpoint id
   std::string host;     // topology host name (the rank's hostname inside the fabric)
   std::string nic;      // topology NIC name (what the net plugin binds by)
+  int gpu = 0;          // the GPU index of the endpoint on its host
   int ns = -1;
   std::string address;  // where its rank binds (no prefix)
   std::string interface;  // its NIC interface (single-port endpoints), or "lo"

@@ -5,15 +5,23 @@
 namespace topocoll::fabric {
 namespace {
 
-// "h0,h1,...": the hosts of the job's ranks in rank order, when each host's ranks are
-// consecutive; nullopt when a host's ranks are interleaved with another's.
+// "h0,h1,...": the hosts of the job's ranks in rank order, when they are numbered as the
+// tuner assumes: each host's ranks consecutive, on its GPUs in ascending order; nullopt
+// otherwise.
 std::optional<std::string> hosts_in_rank_order(const FabricPlan& plan, const std::vector<int>& endpoints) {
   std::string list;
   std::vector<std::string> done;
   std::string current;
+  int last_gpu = -1;
   for (int e : endpoints) {
-    const std::string& host = plan.endpoints[size_t(e)].host;
-    if (host == current) continue;
+    const FabricEndpoint& ep = plan.endpoints[size_t(e)];
+    const std::string& host = ep.host;
+    if (host == current) {
+      if (ep.gpu <= last_gpu) return std::nullopt;
+      last_gpu = ep.gpu;
+      continue;
+    }
+    last_gpu = ep.gpu;
     for (const std::string& h : done)
       if (h == host) return std::nullopt;
     if (!current.empty()) done.push_back(current);

@@ -71,6 +71,7 @@
 # line per check; later calls with the same RESULTS_DIR append). Exit status 0 only if
 # every check that ran passed.
 set -uo pipefail
+unset NT_TOPOLOGY NT_TOPOLOGY_ARGS  # nt's per-call settings (below), never the caller's
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(realpath -m "${1:-$root/build-gpu}")  # absolute: make -C and the ranks run elsewhere
@@ -427,20 +428,20 @@ if want nccl-tests || want net-vs-socket; then
     # /sys has no speed) and latency 0, the net plugin its topology's NIC, so the topology's
     # links are the same. With the generated 100 Gb/s NCCL ran LL up to ~260 KB on the plugin
     # and Simple from ~24 KB on Socket (perf/results/gpu-H200-20261128/summary.md).
+    # nvs_topology CMD...: CMD with the net-vs-socket topology for nt (its variables only).
+    nvs_topology() { NT_TOPOLOGY=net-vs-socket-topology NT_TOPOLOGY_ARGS="--link-gbps 10 --link-latency-us 0" "$@"; }
     want net-vs-socket && for n in 2 4; do
-      export NT_TOPOLOGY=net-vs-socket-topology NT_TOPOLOGY_ARGS="--link-gbps 10 --link-latency-us 0"
       for round in 1 2 3; do
-        nt "nvs-n$n-socket-r$round" "$n" all_reduce_perf NCCL_NET=Socket -- -b 1K -e 64M -f 4 -w 5 -n 20
+        nvs_topology nt "nvs-n$n-socket-r$round" "$n" all_reduce_perf NCCL_NET=Socket -- -b 1K -e 64M -f 4 -w 5 -n 20
         # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
         # and the two arms would differ in more than the transport.
-        nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
+        nvs_topology nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
         # The plugin on one socket per connection, as Socket sends: what striping a message
         # over 4 sockets costs or gains on loopback (with 2 progress threads it was slower
         # than the default at both rank counts: perf/results/gpu-H200-20261128).
-        nt "nvs-n$n-onesocket-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
+        nvs_topology nt "nvs-n$n-onesocket-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
             TOPOCOLL_NET_SOCKETS_PER_CONN=1 -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
-      unset NT_TOPOLOGY NT_TOPOLOGY_ARGS
       args=()
       for round in 1 2 3; do
         for arm in socket topocoll onesocket; do

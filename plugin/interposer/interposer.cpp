@@ -108,6 +108,18 @@ bool buffers_understood(const CollectiveCall& call, const CommState& st, std::si
   return disjoint;
 }
 
+// Out of host memory on a served call's path (planning it, queueing it, running it): its
+// peers, with memory to spare, serve the call and this rank cannot know how far it got, so
+// nothing more runs on the communicator (CommState::out_of_step, as after a vote whose
+// outcome is unknown); the user aborts it on the error. Allocates nothing.
+ncclResult_t out_of_host_memory(CommState& st, const CollectiveCall& call, const char* doing) {
+  st.out_of_step = ncclSystemError;
+  TC_WARN("comm %p: out of host memory while %s %s of %lld elements: the communicator is marked "
+          "failed (ncclSystemError), as this rank cannot know what its peers ran",
+          static_cast<void*>(st.comm), doing, collective_name(call.collective), static_cast<long long>(call.count));
+  return ncclSystemError;
+}
+
 std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call, std::size_t elem) {
   const CallKey key{call.collective, int(call.datatype), int64_t(call.count)};
   if (auto route = st.routes.find(key)) return route;
@@ -124,10 +136,7 @@ std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call
     // this rank cannot know which route they took. Neither serving nor NCCL is safe, so
     // nothing more runs on the communicator (as a vote whose outcome is unknown,
     // CommState::out_of_step); the user aborts it on the error.
-    st.out_of_step = ncclSystemError;
-    TC_WARN("comm %p: out of host memory while planning %s of %lld elements: the communicator "
-            "is marked failed (ncclSystemError), as this rank cannot know the route its peers took",
-            static_cast<void*>(st.comm), collective_name(call.collective), static_cast<long long>(call.count));
+    out_of_host_memory(st, call, "planning");
     return nullptr;
   }
 }
@@ -290,30 +299,35 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
                     collective_name(call.collective)));
   std::shared_ptr<const Route> route = route_for(*st, call, elem);
   if (!route) return st->out_of_step.load();
-  log_decision(*st, call,
-               std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
-               *route);
+  try {
+    log_decision(*st, call,
+                 std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
+                 *route);
 
-  switch (route->target) {
-    case RouteTarget::Nccl:
-      return forward_collective(call, call.comm);
-    case RouteTarget::NcclTopoRing:
-      if (st->ring_comm_failed) return forward_collective(call, call.comm);
-      // Straight through when no block needs permuting; else after NCCL's group (queued).
-      if (const ncclComm_t ring = st->ring_comm.load();
-          ring && (call.collective == Collective::AllReduce || !st->ring_permutes))
-        return forward_collective(call, ring);
-      break;
-    case RouteTarget::Schedule:
-      break;
+    switch (route->target) {
+      case RouteTarget::Nccl:
+        return forward_collective(call, call.comm);
+      case RouteTarget::NcclTopoRing:
+        if (st->ring_comm_failed) return forward_collective(call, call.comm);
+        // Straight through when no block needs permuting; else after NCCL's group (queued).
+        if (const ncclComm_t ring = st->ring_comm.load();
+            ring && (call.collective == Collective::AllReduce || !st->ring_permutes))
+          return forward_collective(call, ring);
+        break;
+      case RouteTarget::Schedule:
+        break;
+    }
+    ThreadGroup& g = thread_group();
+    std::vector<PendingCollective> one{{st, call, route}};
+    if (g.depth.inside()) {
+      g.collectives.push_back(one[0]);
+      return ncclSuccess;
+    }
+    return run_pending(one);
+  } catch (const std::bad_alloc&) {
+    // Its peers run (or queue) the call this rank could not: out of step, as in route_for.
+    return out_of_host_memory(*st, call, "serving");
   }
-  ThreadGroup& g = thread_group();
-  std::vector<PendingCollective> one{{st, call, route}};
-  if (g.depth.inside()) {
-    g.collectives.push_back(one[0]);
-    return ncclSuccess;
-  }
-  return run_pending(one);
 }
 
 ncclResult_t group_start() {
@@ -345,7 +359,13 @@ ncclResult_t group_end() {
               pncclGetErrorString(nccl), queued.size());
     return nccl;
   }
-  const ncclResult_t ours = run_pending(queued);
+  ncclResult_t ours = ncclSuccess;
+  try {
+    ours = run_pending(queued);
+  } catch (const std::bad_alloc&) {
+    // Which of the group's calls ran before memory ran out is this rank's to know alone.
+    for (const PendingCollective& c : queued) ours = out_of_host_memory(*c.state, c.call, "running a group's");
+  }
   return nccl != ncclSuccess ? nccl : ours;
 }
 

@@ -81,7 +81,9 @@ CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, 
     fit.reason = "topology \"" + topology.name() + "\" has " + std::to_string(nendpoints) + " endpoints on " +
                  std::to_string(hosts.size()) + " hosts" +
                  (job.empty() ? std::string(", and TOPOCOLL_TUNER_HOSTS names no job hosts")
-                              : ", and TOPOCOLL_TUNER_HOSTS names " + std::to_string(job.size()));
+                              : ", and the " + std::to_string(job.size()) +
+                                    " hosts TOPOCOLL_TUNER_HOSTS names do not hold " + std::to_string(nranks) +
+                                    " ranks on " + std::to_string(nnodes) + " nodes");
     return fit;
   }
   std::vector<size_t> all(hosts.size());

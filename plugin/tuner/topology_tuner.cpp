@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstdio>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -114,6 +116,15 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
                   m.ring().us_per_byte * 1e6, m.tree().us_per_byte * 1e6, m.tree_depth(),
                   m.pat_steps().empty() ? "" : ", PAT modelled");
     info_once(line);
+  } catch (const std::bad_alloc&) {
+    // The peers build the same model with memory to spare: this rank alone tuning nothing
+    // would make NCCL pick other algorithms here than there. NCCL's init fails instead.
+    try {
+      warn_once(about("out of host memory while building the tuner's model; NCCL's init is failed "
+                      "(a rank left untuned would choose other algorithms than its peers)"));
+    } catch (...) {
+    }
+    return nullptr;
   } catch (const std::exception& e) {
     tuner->model_.reset();
     tuner->topology_.reset();
@@ -130,6 +141,12 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     }
   }
   return tuner;
+}
+
+ncclResult_t TopologyTuner::init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
+                                         void** context) noexcept {
+  *context = create(nranks, nnodes, constants).release();
+  return *context ? ncclSuccess : ncclSystemError;
 }
 
 bool TopologyTuner::first_in_bucket(ncclFunc_t coll, size_t nbytes) {
@@ -158,32 +175,44 @@ void TopologyTuner::log_decision(ncclFunc_t coll, size_t nbytes, const CostTable
           others.empty() ? "" : "; others (us): ", others.c_str());
 }
 
-void TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
-                         int num_pipe_ops) noexcept {
-  if (!model_ || !table || num_algo <= 0 || num_proto <= 0) return;
+ncclResult_t TopologyTuner::tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
+                                 int num_pipe_ops) noexcept {
+  if (!model_ || !table || num_algo <= 0 || num_proto <= 0) return ncclSuccess;
+  CostTable t(table, num_algo, num_proto);
+  const auto before = t.best();
+  int changed = 0;
   try {
-    CostTable t(table, num_algo, num_proto);
-    auto before = t.best();
-    int changed = apply_model(t, *model_, coll, double(nbytes), num_pipe_ops);
-    if (changed > 0 && first_in_bucket(coll, nbytes))
-      log_decision(coll, nbytes, t,
-                   before ? entry_name(before->first, before->second).c_str() : "none");
+    // Every prediction is made before the first entry is written: a throw leaves NCCL's
+    // table as it was.
+    changed = apply_model(t, *model_, coll, double(nbytes), num_pipe_ops);
   } catch (...) {
-    // Only logging can throw (allocation); the table is consistent at every step.
+    // Out of memory here only: NCCL's own table on this rank and the tuned one on its peers
+    // would pick different algorithms. NCCL fails the call on this rank instead.
+    TC_WARN("tuner: out of host memory while tuning %s of %zu bytes; the call fails here rather than "
+            "run another algorithm than its peers", collective_name(coll), nbytes);
+    return ncclSystemError;
   }
+  try {
+    if (changed > 0 && first_in_bucket(coll, nbytes))
+      log_decision(coll, nbytes, t, before ? entry_name(before->first, before->second).c_str() : "none");
+  } catch (...) {  // logging alone (allocation): the table is already the tuned one
+  }
+  return ncclSuccess;
 }
 
-void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
-                           int num_pipe_ops, int* algorithm, int* protocol) noexcept {
-  if (!model_ || !algorithm || !protocol || collnet_support || nvls_support) return;
+ncclResult_t TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support,
+                                   int num_pipe_ops, int* algorithm, int* protocol) noexcept {
+  if (!model_ || !algorithm || !protocol || collnet_support || nvls_support) return ncclSuccess;
+  // Candidates: what NCCL 2.21, the one release that calls a v2 tuner itself, runs on every
+  // machine and takes from the tuner unchecked (v2.21.5 src/enqueue.cc getTunerInfo skips
+  // its own choice): Ring, and Tree for allreduce, in LL and Simple. Not PAT (2.21 has 6
+  // algorithms: index 6 reads past its tables), not LL128 (2.21 enables it only on
+  // NVLink-connected Volta..Hopper: "may cause silent data corruption" elsewhere), and never
+  // Tree for another collective (2.21 maps a non-Ring AllGather to its NVLS kernel).
+  float table[kNumAlgorithms][kNumProtocols];
+  CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+  std::optional<std::pair<int, int>> pick;
   try {
-    // Candidates: what NCCL 2.21, the one release that calls a v2 tuner itself, runs on every
-    // machine and takes from the tuner unchecked (v2.21.5 src/enqueue.cc getTunerInfo skips
-    // its own choice): Ring, and Tree for allreduce, in LL and Simple. Not PAT (2.21 has 6
-    // algorithms: index 6 reads past its tables), not LL128 (2.21 enables it only on
-    // NVLink-connected Volta..Hopper: "may cause silent data corruption" elsewhere), and never
-    // Tree for another collective (2.21 maps a non-Ring AllGather to its NVLS kernel).
-    float table[kNumAlgorithms][kNumProtocols];
     for (int a = 0; a < kNumAlgorithms; ++a)
       for (int p = 0; p < kNumProtocols; ++p) {
         const bool candidate = (a == NCCL_ALGO_RING || (a == NCCL_ALGO_TREE && coll == ncclFuncAllReduce)) &&
@@ -191,15 +220,23 @@ void TopologyTuner::choose(ncclFunc_t coll, size_t nbytes, bool collnet_support,
         table[a][p] = candidate && predict_us(*model_, coll, a, p, double(nbytes)) ? 0.0f
                                                                                   : float(NCCL_ALGO_PROTO_IGNORE);
       }
-    CostTable t(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
-    if (apply_model(t, *model_, coll, double(nbytes), num_pipe_ops) == 0) return;
-    auto pick = t.best();
-    if (!pick) return;
-    *algorithm = pick->first;
-    *protocol = pick->second;
-    if (first_in_bucket(coll, nbytes)) log_decision(coll, nbytes, t, "not shown to a v2 tuner");
+    if (apply_model(t, *model_, coll, double(nbytes), num_pipe_ops) == 0) return ncclSuccess;
+    pick = t.best();
   } catch (...) {
+    // As in tune(): this rank alone leaving the choice to NCCL would run another algorithm
+    // than its peers.
+    TC_WARN("tuner: out of host memory while tuning %s of %zu bytes; the call fails here rather than "
+            "run another algorithm than its peers", collective_name(coll), nbytes);
+    return ncclSystemError;
   }
+  if (!pick) return ncclSuccess;
+  *algorithm = pick->first;
+  *protocol = pick->second;
+  try {
+    if (first_in_bucket(coll, nbytes)) log_decision(coll, nbytes, t, "not shown to a v2 tuner");
+  } catch (...) {  // logging alone
+  }
+  return ncclSuccess;
 }
 
 }  // namespace topocoll::plugin::tuner

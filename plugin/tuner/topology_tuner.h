@@ -21,9 +21,15 @@ class CostTable;
 
 class TopologyTuner {
  public:
-  // `constants`: NCCL's tuning constants (v5 only; nullptr = NCCL 2.28's defaults).
+  // `constants`: NCCL's tuning constants (v5 only; nullptr = NCCL 2.28's defaults). A tuner
+  // that changes nothing where the rules say so (no topology, a communicator it does not
+  // describe: the same on every rank); nullptr when this rank ran out of host memory building
+  // what its peers build, for NCCL's init to fail (init_context).
   static std::unique_ptr<TopologyTuner> create(size_t nranks, size_t nnodes,
                                                const ncclTunerConstants_v5_t* constants) noexcept;
+  // NCCL's init: *context = create(...), ncclSystemError when it is null.
+  static ncclResult_t init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
+                                   void** context) noexcept;
 
   bool active() const { return model_.has_value(); }
   const sched::NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }
@@ -31,14 +37,17 @@ class TopologyTuner {
   const topo::Topology* topology() const { return topology_.get(); }
 
   // v3+: rewrites the enabled entries of NCCL's cost table it models (apply_model, NCCL's
-  // numPipeOps passed on). nChannels is left to NCCL.
-  void tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
+  // numPipeOps passed on). nChannels is left to NCCL. ncclSystemError when this rank ran out
+  // of host memory predicting (NCCL's table untouched): NCCL then fails the call here rather
+  // than pick another algorithm than its peers.
+  ncclResult_t tune(ncclFunc_t coll, size_t nbytes, float** table, int num_algo, int num_proto,
             int num_pipe_ops) noexcept;
 
   // v2 (NCCL 2.21, which uses the answer unchecked): Ring or, for allreduce, Tree, in LL or
   // Simple — what 2.21 runs everywhere — or NCCL_ALGO_UNDEF / NCCL_PROTO_UNDEF for "NCCL
   // decides", also whenever NCCL could use CollNet or NVLS, whose times v2 does not show.
-  void choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support, int num_pipe_ops,
+  // ncclSystemError as tune().
+  ncclResult_t choose(ncclFunc_t coll, size_t nbytes, bool collnet_support, bool nvls_support, int num_pipe_ops,
               int* algorithm, int* protocol) noexcept;
 
  private:

@@ -14,17 +14,15 @@ namespace {
 ncclResult_t init_v2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
   if (!context) return ncclInvalidArgument;
   if (logFunction) set_nccl_logger(logFunction);
-  *context = TopologyTuner::create(nRanks, nNodes, nullptr).release();
-  return ncclSuccess;
+  return TopologyTuner::init_context(nRanks, nNodes, nullptr, context);
 }
 
 ncclResult_t get_coll_info_v2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
                               int nvlsSupport, int numPipeOps, int* algorithm, int* protocol,
                               int* /*nChannels*/) {
-  if (context)
-    static_cast<TopologyTuner*>(context)->choose(collType, nBytes, collNetSupport != 0,
-                                                 nvlsSupport != 0, numPipeOps, algorithm, protocol);
-  return ncclSuccess;
+  if (!context) return ncclSuccess;
+  return static_cast<TopologyTuner*>(context)->choose(collType, nBytes, collNetSupport != 0, nvlsSupport != 0,
+                                                      numPipeOps, algorithm, protocol);
 }
 
 ncclResult_t destroy_v2(void* context) {

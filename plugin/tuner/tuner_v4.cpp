@@ -10,15 +10,14 @@ namespace {
 ncclResult_t init_v4(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
   if (!context) return ncclInvalidArgument;
   if (logFunction) set_nccl_logger(logFunction);
-  *context = TopologyTuner::create(nRanks, nNodes, nullptr).release();
-  return ncclSuccess;
+  return TopologyTuner::init_context(nRanks, nNodes, nullptr, context);
 }
 
 ncclResult_t get_coll_info_v4(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int /*regBuff*/,
                               int* /*nChannels*/) {
-  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
-  return ncclSuccess;
+  if (!context) return ncclSuccess;
+  return static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
 }
 
 ncclResult_t destroy_v4(void* context) {

@@ -14,15 +14,14 @@ ncclResult_t init_v5(void** context, uint64_t /*commId*/, size_t nRanks, size_t 
                      ncclTunerConstants_v5_t* constants) {
   if (!context) return ncclInvalidArgument;
   if (logFunction) set_nccl_logger(logFunction);
-  *context = TopologyTuner::create(nRanks, nNodes, constants).release();
-  return ncclSuccess;
+  return TopologyTuner::init_context(nRanks, nNodes, constants, context);
 }
 
 ncclResult_t get_coll_info_v5(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
                               float** collCostTable, int numAlgo, int numProto, int /*regBuff*/,
                               int* /*nChannels*/) {
-  if (context) static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
-  return ncclSuccess;
+  if (!context) return ncclSuccess;
+  return static_cast<TopologyTuner*>(context)->tune(collType, nBytes, collCostTable, numAlgo, numProto, numPipeOps);
 }
 
 ncclResult_t finalize_v5(void* context) {

@@ -125,6 +125,9 @@ TEST(JobEnvironment, TheTunerIsToldTheJobsHostsInRankOrder) {
   EXPECT_FALSE(as_map(rank_setting(multi, "jt", {0, 8, 1, 9}, 0, {}, nothing()).environment)
                    .count("TOPOCOLL_TUNER_HOSTS"))
       << "s0's ranks interleaved with s1's: not host by host";
+  EXPECT_FALSE(as_map(rank_setting(multi, "jt", {1, 0, 8, 9}, 0, {}, nothing()).environment)
+                   .count("TOPOCOLL_TUNER_HOSTS"))
+      << "s0's GPUs in descending order: not the numbering the tuner assumes";
 }
 
 // NCCL 2.28 unloads the net plugin with its last communicator and forgets its name

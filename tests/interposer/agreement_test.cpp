@@ -306,9 +306,14 @@ TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
     InterposerConfig cfg;
     cfg.algo = algo;
     cfg.schedule_algo = "hd";
+    // Auto then takes the planner's schedule here (no topology-ordered split to weigh):
+    // the route is planning's to decide.
+    cfg.auto_margin = 1.0;
+    cfg.ring_comm = RingCommMode::Off;
     for (auto c : {sched::Collective::AllReduce, sched::Collective::ReduceScatter, sched::Collective::AllGather}) {
-      const RouteRequest in = input(c, 1 << 16);
+      const RouteRequest in = input(c, 1 << 20);
       const std::shared_ptr<const Route> normal = decide_route(in, cfg);
+      ASSERT_EQ(normal->target, RouteTarget::Schedule) << normal->reason;
       int failed = 0, tried = 0;
       // The k-th allocation fails, for k spread over all of them (every one at first, then
       // a growing stride), until planning makes fewer than k.
@@ -332,6 +337,9 @@ TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
         ASSERT_NE(route, nullptr);
         EXPECT_EQ(route->target, normal->target) << "allocation " << k << ": " << route->reason;
         EXPECT_EQ(route->algo, normal->algo) << "allocation " << k << ": " << route->reason;
+        EXPECT_EQ(route->reason, normal->reason) << "allocation " << k;
+        EXPECT_DOUBLE_EQ(route->predicted_us, normal->predicted_us) << "allocation " << k;
+        EXPECT_DOUBLE_EQ(route->nccl_us, normal->nccl_us) << "allocation " << k;
       }
       EXPECT_GT(tried, 10) << "planning allocates; the failures must reach it";
       EXPECT_GT(failed, 0);

@@ -1114,6 +1114,42 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhilePlanningMarksTheCommunicator
   EXPECT_EQ(allreduces_reaching_nccl(), before) << "NCCL must not get the call";
 }
 
+// The same once the route is known (cached): out of memory while the call is queued or run
+// (its vote, its batch), outside a group and at a group's end. The peers run it; this rank
+// cannot know how far it got.
+TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileServingMarksTheCommunicatorFailed) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  const int64_t count = 4096;
+  route_allreduce_to_hd(st, count);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  for (const bool grouped : {false, true}) {
+    SCOPED_TRACE(grouped ? "at the group's end" : "outside a group");
+    st->out_of_step = ncclSuccess;
+    ncclResult_t r = ncclSuccess;
+    if (grouped) {
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+      stub_nccl::set_recording(false);  // the stub's own record of pncclGroupEnd allocates
+      testing::fail_allocation(1);
+      r = ncclGroupEnd();
+      stub_nccl::set_recording(true);
+    } else {
+      testing::fail_allocation(1);
+      r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr);
+    }
+    const bool reached = !testing::allocation_failure_pending();
+    testing::fail_allocation(0);
+    ASSERT_TRUE(reached);
+    EXPECT_EQ(r, ncclSystemError);
+    ncclResult_t async = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSystemError);
+    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  }
+  stub_nccl::reset();
+}
+
 TEST_F(ServedForwarding, CallsRoutedToNcclReachItThroughTheRouteCache) {
   // The decision for this key is already cached (as after a first call): NCCL.
   auto route = std::make_shared<Route>();

@@ -31,6 +31,7 @@
 #include "sched/nccl_algorithm_model.h"
 #include "topo/topology_json.h"
 #include "tests/common/examples.h"
+#include "tests/common/failing_allocation.h"
 #include "tests/common/scratch_dir.h"
 
 extern "C" {
@@ -277,6 +278,85 @@ TEST_F(TunerPlugin, AJobHostTheTopologyLacksIsNamedAndTheListIgnored) {
   void* ctx = init_v5(2, 2);
   expect_no_change(ctx);
   EXPECT_EQ(logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER_HOSTS names host \"s99\"").size(), 1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+// NCCL needs every rank to pick the same algorithm. A rank out of host memory while it builds
+// the model or tunes a call must not be left with NCCL's own table while its peers tune:
+// init fails (no context), or the call fails with NCCL's table untouched; every allocation
+// that does not fail leaves the result as without the failure.
+TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
+  const std::vector<std::pair<ncclFunc_t, size_t>> calls = {
+      {ncclFuncAllReduce, size_t(256) << 20}, {ncclFuncAllGather, 4096}, {ncclFuncReduceScatter, size_t(1) << 20}};
+  auto tables_of = [&](void* ctx) {
+    std::vector<std::vector<float>> out;
+    for (const auto& [coll, bytes] : calls) {
+      Table t;
+      changes(ctx, coll, bytes, t);
+      out.emplace_back(&t[0][0], &t[0][0] + A * P);
+    }
+    return out;
+  };
+  void* normal_ctx = init_v5(32, 32);
+  const auto normal = tables_of(normal_ctx);
+  ncclTunerPlugin_v5.finalize(normal_ctx);
+
+  int init_failed = 0, tried = 0;
+  for (long k = 1;; k += 1 + k / 16) {
+    void* ctx = reinterpret_cast<void*>(0x1);
+    ncclNvlDomainInfo_v5_t nvl{32, 1, 1};
+    ncclTunerConstants_v5_t constants = nccl_constants();
+    testing::fail_allocation(k);
+    const ncclResult_t r = ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, &nvl, &constants);
+    const bool reached = !testing::allocation_failure_pending();
+    testing::fail_allocation(0);
+    if (!reached) {
+      ncclTunerPlugin_v5.finalize(ctx);
+      break;
+    }
+    ++tried;
+    if (r != ncclSuccess) {
+      EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
+      EXPECT_EQ(ctx, nullptr) << "allocation " << k;
+      ++init_failed;
+      continue;
+    }
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(tables_of(ctx), normal) << "allocation " << k << " failed and the tuner tunes otherwise";
+    ncclTunerPlugin_v5.finalize(ctx);
+  }
+  EXPECT_GT(tried, 10);
+  EXPECT_GT(init_failed, 0);
+
+  // Tuning a call: the first of a size bucket is logged (allocating); the model's predictions
+  // allocate nothing today, but a failure there must fail the call, not leave NCCL's table.
+  void* ctx = init_v5(32, 32);
+  int call_reached = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto [coll, bytes] = calls[i];
+    for (long k = 1;; k += 1 + k / 16) {
+      Table t, untouched;
+      nccl_table(t, coll);
+      nccl_table(untouched, coll);
+      int channels = 0;
+      testing::fail_allocation(k);
+      const ncclResult_t r =
+          ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P, 0, &channels);
+      const bool reached = !testing::allocation_failure_pending();
+      testing::fail_allocation(0);
+      const std::vector<float> got(&t[0][0], &t[0][0] + A * P);
+      if (r != ncclSuccess) {
+        EXPECT_EQ(r, ncclSystemError);
+        EXPECT_TRUE(same(t, untouched)) << "a failed call leaves NCCL's table as it was";
+      } else {
+        EXPECT_EQ(got, normal[i]) << collective_name(coll) << " allocation " << k;
+      }
+      if (!reached) break;
+      ++call_reached;
+    }
+  }
+  EXPECT_GT(call_reached, 0) << "the first call of a bucket logs: some failure must reach it";
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
