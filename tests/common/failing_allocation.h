@@ -11,4 +11,16 @@ void fail_allocation(long k);
 // Whether an armed failure has not happened yet (the code made fewer than k allocations).
 bool allocation_failure_pending();
 
+// Runs fn() with the k-th allocation of this thread failing; whether that failure happened
+// (false: fn made fewer than k allocations). Disarmed on return, also when fn throws.
+template <class Fn>
+bool with_allocation_failing(long k, Fn&& fn) {
+  struct Disarm {
+    ~Disarm() { fail_allocation(0); }
+  } disarm;
+  fail_allocation(k);
+  fn();
+  return !allocation_failure_pending();
+}
+
 }  // namespace topocoll::testing

@@ -320,14 +320,13 @@ TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
       for (long k = 1;; k += 1 + k / 16) {
         std::shared_ptr<const Route> route;
         bool threw = false;
-        testing::fail_allocation(k);
-        try {
-          route = decide_route(in, cfg);
-        } catch (const std::bad_alloc&) {
-          threw = true;
-        }
-        const bool reached = !testing::allocation_failure_pending();
-        testing::fail_allocation(0);
+        const bool reached = testing::with_allocation_failing(k, [&] {
+          try {
+            route = decide_route(in, cfg);
+          } catch (const std::bad_alloc&) {
+            threw = true;
+          }
+        });
         if (!reached) break;
         ++tried;
         if (threw) {

@@ -288,6 +288,15 @@ class ServedForwarding : public Forwarding {
       if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
   }
   ncclComm_t comm_ = fake_comm(0x1000);
+  // A call that failed with ncclSystemError left comm_ out of step: ncclCommGetAsyncError
+  // says so and the next call (an allreduce of `count` floats) fails before it runs.
+  void expect_failed_and_out_of_step(ncclResult_t r, const void* in, void* out, size_t count) {
+    EXPECT_EQ(r, ncclSystemError);
+    ncclResult_t async = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSystemError);
+    EXPECT_EQ(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  }
   // Votes (the scratch's, the topology-ordered split's) reach the stub; unless a test sets
   // the peers' votes, this rank's vote is the outcome.
   HostMemoryVote vote_;
@@ -1100,16 +1109,10 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhilePlanningMarksTheCommunicator
     return n;
   };
   const std::size_t before = allreduces_reaching_nccl();
-  testing::fail_allocation(1);
-  const ncclResult_t first = ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr);
-  const bool reached = !testing::allocation_failure_pending();
-  testing::fail_allocation(0);
-  ASSERT_TRUE(reached);
-  EXPECT_EQ(first, ncclSystemError);
-  ncclResult_t async = ncclSuccess;
-  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
-  EXPECT_EQ(async, ncclSystemError);
-  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  ncclResult_t first = ncclSuccess;
+  ASSERT_TRUE(testing::with_allocation_failing(
+      1, [&] { first = ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr); }));
+  expect_failed_and_out_of_step(first, in, out, 4);
   EXPECT_EQ(served_state(comm_)->routes.size(), 1u) << "no route is kept for the failed decision";
   EXPECT_EQ(allreduces_reaching_nccl(), before) << "NCCL must not get the call";
 }
@@ -1131,21 +1134,13 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileServingMarksTheCommunicatorF
       ASSERT_EQ(ncclGroupStart(), ncclSuccess);
       ASSERT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
       stub_nccl::set_recording(false);  // the stub's own record of pncclGroupEnd allocates
-      testing::fail_allocation(1);
-      r = ncclGroupEnd();
+      ASSERT_TRUE(testing::with_allocation_failing(1, [&] { r = ncclGroupEnd(); }));
       stub_nccl::set_recording(true);
     } else {
-      testing::fail_allocation(1);
-      r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr);
+      ASSERT_TRUE(testing::with_allocation_failing(
+          1, [&] { r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr); }));
     }
-    const bool reached = !testing::allocation_failure_pending();
-    testing::fail_allocation(0);
-    ASSERT_TRUE(reached);
-    EXPECT_EQ(r, ncclSystemError);
-    ncclResult_t async = ncclSuccess;
-    ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
-    EXPECT_EQ(async, ncclSystemError);
-    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+    expect_failed_and_out_of_step(r, in.data(), out.data(), count);
   }
   stub_nccl::reset();
 }

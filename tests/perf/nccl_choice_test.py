@@ -5,9 +5,11 @@ for allreduce once bytes / (channels x ranks) >= 64, the tree's bandwidth correc
 a log without a table is an error that names it.
     nccl_choice_test.py SOURCE_DIR"""
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool_test import check, run_tool  # noqa: E402
 
 src = sys.argv[1]
 tool = os.path.join(src, "perf", "gpu", "nccl_choice.py")
@@ -30,14 +32,7 @@ def table(path, ring_ll, ring_simple, tree_simple, nranks=2):
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, tool, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return p.returncode, p.stdout + p.stderr
-
-
-def check(cond, what, out):
-    if not cond:
-        print(f"FAIL: {what}\n{out}")
-        sys.exit(1)
+    return run_tool(tool, *args)
 
 
 with tempfile.TemporaryDirectory() as d:

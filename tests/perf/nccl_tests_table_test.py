@@ -5,9 +5,11 @@ per-run ratios; a wrong result fails.
     nccl_tests_table_test.py SOURCE_DIR"""
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tool_test import check, run_tool  # noqa: E402
 
 src = sys.argv[1]
 tool = os.path.join(src, "perf", "gpu", "nccl_tests_table.py")
@@ -23,14 +25,7 @@ def log(path, times, wrong=0):
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, tool, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return p.returncode, p.stdout + p.stderr
-
-
-def check(cond, what, out):
-    if not cond:
-        print(f"FAIL: {what}\n{out}")
-        sys.exit(1)
+    return run_tool(tool, *args)
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -307,10 +307,9 @@ TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
     void* ctx = reinterpret_cast<void*>(0x1);
     ncclNvlDomainInfo_v5_t nvl{32, 1, 1};
     ncclTunerConstants_v5_t constants = nccl_constants();
-    testing::fail_allocation(k);
-    const ncclResult_t r = ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, &nvl, &constants);
-    const bool reached = !testing::allocation_failure_pending();
-    testing::fail_allocation(0);
+    ncclResult_t r = ncclSuccess;
+    const bool reached = testing::with_allocation_failing(
+        k, [&] { r = ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, &nvl, &constants); });
     if (!reached) {
       ncclTunerPlugin_v5.finalize(ctx);
       break;
@@ -340,11 +339,10 @@ TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
       nccl_table(t, coll);
       nccl_table(untouched, coll);
       int channels = 0;
-      testing::fail_allocation(k);
-      const ncclResult_t r =
-          ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P, 0, &channels);
-      const bool reached = !testing::allocation_failure_pending();
-      testing::fail_allocation(0);
+      ncclResult_t r = ncclSuccess;
+      const bool reached = testing::with_allocation_failing(k, [&] {
+        r = ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P, 0, &channels);
+      });
       const std::vector<float> got(&t[0][0], &t[0][0] + A * P);
       if (r != ncclSuccess) {
         EXPECT_EQ(r, ncclSystemError);
