@@ -52,20 +52,26 @@ bool exchange_wanted() {
   return cfg.enable && !cfg.topo_file.empty();
 }
 
-std::unique_ptr<CommState> describe_comm(ncclComm_t comm, bool blocking) {
-  auto st = std::make_unique<CommState>();
+// The communicator's state, registered unserved at once: what allocates happens here, before
+// topocoll's init collectives, where a failure is shared with the peers (the exchange's
+// "cannot serve"); after them, serving it (serve_registered) allocates nothing.
+std::shared_ptr<CommState> register_comm(ncclComm_t comm, bool blocking) {
+  auto st = std::make_shared<CommState>();
   st->comm = comm;
   st->blocking = blocking;
   pncclCommCount(comm, &st->nranks);
   pncclCommUserRank(comm, &st->rank);
   pncclCommCuDevice(comm, &st->device);
+  CommRegistry::instance().insert(st);
   return st;
 }
 
-void register_unserved(std::unique_ptr<CommState> st, std::string reason) {
-  st->served = false;
-  st->fallback_reason = std::move(reason);
-  CommRegistry::instance().insert(std::move(st));
+// A registered communicator stays with NCCL; `reason` is kept for the logs when memory allows.
+void leave_unserved(CommState& st, const std::string& reason) noexcept {
+  try {
+    st.fallback_reason = reason;
+  } catch (...) {  // out of memory: unserved all the same, without the reason
+  }
 }
 
 // The state a served communicator needs on this rank (topology, placement, scratch);
@@ -98,14 +104,12 @@ void unprepare_service(CommState& st) noexcept {
   st.topology.reset();
 }
 
-CommState* register_served(std::unique_ptr<CommState> st) {
-  st->served = true;
-  CommState* registered = st.get();
+CommState* serve_registered(CommState& st) noexcept {
+  CommRegistry::instance().set_served(st);
   TC_INFO(NCCL_INIT, "communicator %p rank %d/%d served on topology '%s' (endpoint %d)",
-          static_cast<void*>(st->comm), st->rank, st->nranks, st->topology->name().c_str(),
-          st->placement.endpoint_of_rank[std::size_t(st->rank)]);
-  CommRegistry::instance().insert(std::move(st));
-  return registered;
+          static_cast<void*>(st.comm), st.rank, st.nranks, st.topology->name().c_str(),
+          st.placement.endpoint_of_rank[std::size_t(st.rank)]);
+  return &st;
 }
 
 // The topology-ordered split at init (TOPOCOLL_RING_COMM=init): every rank of a served
@@ -153,7 +157,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
   // exchanged later, at a point its peers would not match (a hang or a mismatched call).
   std::vector<PendingInit> inits;
   inits.swap(pending);
-  std::vector<std::unique_ptr<CommState>> states;
+  std::vector<std::shared_ptr<CommState>> states;
   std::vector<IdentityExchange> batch;
   // Reserved up front so that adding an entry below cannot throw.
   states.reserve(inits.size());
@@ -166,18 +170,18 @@ void finish_inits(std::vector<PendingInit>& pending) {
   for (const PendingInit& p : inits) {
     IdentityExchange x;
     x.comm = p.comm;
-    std::unique_ptr<CommState> st;
+    std::shared_ptr<CommState> st;
     try {
-      st = describe_comm(p.comm, p.blocking);
+      st = register_comm(p.comm, p.blocking);
       st->config = p.config;
       if (!p.blocking) {
         // Decided identically on every rank (same config), so no exchange: nobody waits.
         TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-        register_unserved(std::move(st), "non-blocking communicator");
+        leave_unserved(*st, "non-blocking communicator");
         continue;
       }
       if (st->nranks < 2) {
-        register_unserved(std::move(st), "single-rank communicator");
+        leave_unserved(*st, "single-rank communicator");
         continue;
       }
       x.nranks = st->nranks;
@@ -228,7 +232,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
     votes[i].device = x.device;
     votes[i].limit = limit;
     try {
-      if (!states[i]) states[i] = describe_comm(x.comm, true);
+      if (!states[i]) states[i] = register_comm(x.comm, true);
       if (!x.error.empty()) {
         local_errors[i] = x.error;
         continue;
@@ -260,8 +264,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
 
   for (std::size_t i = 0; i < batch.size(); ++i) try {
     const IdentityExchange& x = batch[i];
-    std::unique_ptr<CommState>& st = states[i];
-    if (!st) {  // describe_comm threw: NCCL keeps the communicator, unregistered
+    std::shared_ptr<CommState>& st = states[i];
+    if (!st) {  // registering threw: NCCL keeps the communicator (registered unserved, or not at all)
       TC_WARN("communicator %p: %s; falls back to NCCL", static_cast<void*>(x.comm),
               local_errors[i].c_str());
       continue;
@@ -274,7 +278,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
               "ncclSystemError for it: abort it", static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
       st->out_of_step = ncclSystemError;
-      register_unserved(std::move(st), why);
+      leave_unserved(*st, why);
       continue;
     }
     if (!votes[i].joined || !votes[i].known) {
@@ -292,7 +296,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
               static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
       st->out_of_step = ncclSystemError;
-      register_unserved(std::move(st), why);
+      leave_unserved(*st, why);
       continue;
     }
     if (!local_errors[i].empty() || !votes[i].error.empty()) {
@@ -300,14 +304,14 @@ void finish_inits(std::vector<PendingInit>& pending) {
       TC_WARN("communicator %p rank %d: %s; falls back to NCCL", static_cast<void*>(x.comm),
               x.rank, why.c_str());
       unprepare_service(*st);
-      register_unserved(std::move(st), why);
+      leave_unserved(*st, why);
       continue;
     }
     if (!agreed[i].served) {
       // Every rank reaches the same verdict; rank 0 says why once per communicator.
       if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
                                  static_cast<void*>(st->comm), st->nranks, agreed[i].reason.c_str());
-      register_unserved(std::move(st), agreed[i].reason);
+      leave_unserved(*st, agreed[i].reason);
       continue;
     }
     if (!votes[i].all_ready) {
@@ -315,10 +319,10 @@ void finish_inits(std::vector<PendingInit>& pending) {
       if (st->rank == 0) TC_WARN("communicator %p (%d ranks) falls back to NCCL: %s",
                                  static_cast<void*>(st->comm), st->nranks, why);
       unprepare_service(*st);
-      register_unserved(std::move(st), why);
+      leave_unserved(*st, why);
       continue;
     }
-    served_now.push_back(register_served(std::move(st)));
+    served_now.push_back(serve_registered(*st));  // reserved: neither allocates
   } catch (const std::exception& e) {
     TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
             static_cast<void*>(batch[i].comm), e.what());
@@ -363,7 +367,7 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
   if (!comm || !interposer_enabled()) return;
   const bool blocking = config_blocking(config, parent);
   if (!exchange_wanted()) {
-    register_unserved(describe_comm(comm, blocking), "no topology configured");
+    leave_unserved(*register_comm(comm, blocking), "no topology configured");
     return;
   }
   // NCCL gives a split without a config its parent's (init.cc copyCommConfig).
@@ -384,17 +388,18 @@ void comm_created_in_progress(ncclComm_t comm) {
   // Only a non-blocking init returns ncclInProgress, and NCCL may not answer queries on the
   // communicator yet: registered as is, so a split of it with no config inherits
   // non-blocking (config_blocking) and falls back like it, never NCCL_COMM_BLOCKING.
-  auto st = std::make_unique<CommState>();
+  auto st = std::make_shared<CommState>();
   st->comm = comm;
   st->blocking = false;
+  st->fallback_reason = "non-blocking communicator";
   TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-  register_unserved(std::move(st), "non-blocking communicator");
+  CommRegistry::instance().insert(std::move(st));
 }
 
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {
   if (!interposer_enabled() || ndev < 1) return;
   if (!exchange_wanted()) {
-    for (int i = 0; i < ndev; ++i) register_unserved(describe_comm(comms[i], true), "no topology configured");
+    for (int i = 0; i < ndev; ++i) leave_unserved(*register_comm(comms[i], true), "no topology configured");
     return;
   }
   const ProcessContext& context = process_context();
@@ -407,8 +412,8 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
   }
   // All ranks are in this process: no exchange, and a local failure of one is known to
   // all, so every communicator of the clique falls back together.
-  std::vector<std::unique_ptr<CommState>> states;
-  for (int i = 0; i < ndev; ++i) states.push_back(describe_comm(comms[i], default_blocking()));
+  std::vector<std::shared_ptr<CommState>> states;
+  for (int i = 0; i < ndev; ++i) states.push_back(register_comm(comms[i], default_blocking()));
   std::string why;
   if (!states[0]->blocking) {
     // ncclCommInitAll takes NCCL's default config: NCCL_COMM_BLOCKING=0 makes it
@@ -437,12 +442,13 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
     }
   }
   std::vector<CommState*> served_now;
+  served_now.reserve(states.size());
   for (auto& st : states) {
     if (why.empty()) {
-      served_now.push_back(register_served(std::move(st)));
+      served_now.push_back(serve_registered(*st));
     } else {
       unprepare_service(*st);
-      register_unserved(std::move(st), why);
+      leave_unserved(*st, why);
     }
   }
   split_ring_comms_at_init(served_now);

@@ -41,6 +41,14 @@ void CommRegistry::insert(std::shared_ptr<CommState> state) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+void CommRegistry::set_served(CommState& state) noexcept {
+  std::unique_lock lock(mutex_);
+  if (state.served) return;
+  state.served = true;
+  served_count_.fetch_add(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 CommState* CommRegistry::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
   auto it = states_.find(comm);

@@ -121,6 +121,10 @@ class CommRegistry {
 
   // Replaces any earlier entry for the same handle (NCCL may reuse a freed address).
   void insert(std::shared_ptr<CommState> state);
+  // Marks a registered communicator served: no allocation, so a rank whose peers agreed to
+  // serve it cannot fail here and be left out (init registers every communicator unserved
+  // before its collectives and only flips it after the vote).
+  void set_served(CommState& state) noexcept;
   // Null when the communicator was not created through the interposer. For the thread that
   // creates and releases the communicator (init, finalize, tests); calls take share().
   CommState* find(ncclComm_t comm) const;

@@ -25,6 +25,7 @@
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/rank_identity.h"
 #include "plugin/process_context.h"
+#include "tests/common/failing_allocation.h"
 #include "tests/interposer/stub_nccl.h"
 #include "topo/generators.h"
 #include "topo/topology_json.h"
@@ -701,6 +702,57 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
   ASSERT_EQ(ncclAllReduce(buf, buf + 32, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
   ASSERT_EQ(names(), std::vector<std::string>{"pncclAllReduce"});
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// Out of host memory at any point of a served communicator's init (every peer ready): this
+// rank either serves, or told its peers it cannot (its exchange record says so, or it voted
+// 0, so every rank falls back), or reports the communicator failed. Never unserved on its own
+// while every peer serves: its calls would go to NCCL while theirs run topocoll's schedules.
+TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
+  const std::vector<unsigned char> records = serving_records(n_);
+  int tried = 0, served = 0, told = 0;
+  for (long k = 1;; k += 1 + k / 16) {
+    stub_nccl::reset();
+    stub_nccl::set_capture_payload(true);
+    stub_nccl::set_comm_shape(n_, 0, 0);
+    stub_nccl::set_allgather_result(records);
+    stub_nccl::set_allreduce_min_peers(1);
+    ncclComm_t comm = nullptr;
+    ncclUniqueId id{};
+    ncclResult_t r = ncclSuccess;
+    ::testing::internal::CaptureStderr();
+    const bool reached = testing::with_allocation_failing(k, [&] { r = ncclCommInitRank(&comm, n_, id, 0); });
+    ::testing::internal::GetCapturedStderr();
+    if (r != ncclSuccess || !comm) {  // the user sees the init fail: nothing to be out of step with
+      if (!reached) break;
+      ++tried;
+      continue;
+    }
+    const CommState* st = CommRegistry::instance().find(comm);
+    const std::vector<int> votes = stub_nccl::allreduce_min_votes();
+    const auto payloads = stub_nccl::allgather_payloads();
+    bool record_says_cannot = payloads.empty();
+    if (!payloads.empty() && payloads[0].size() >= sizeof(RankIdentity)) {
+      RankIdentity mine;
+      std::memcpy(&mine, payloads[0].data(), sizeof mine);
+      record_says_cannot = !(mine.flags & RankIdentity::kCanServe) || mine.unserved_reason[0] != '\0';
+    }
+    const bool voted_no = votes.empty() || votes[0] == 0;
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    const bool is_served = st && st->served;
+    if (is_served) ++served;
+    if (record_says_cannot || voted_no) ++told;
+    EXPECT_TRUE(is_served || record_says_cannot || voted_no || async != ncclSuccess)
+        << "allocation " << k << ": unserved here while every peer serves"
+        << (st ? ": " + st->fallback_reason : std::string(": not registered"));
+    ncclCommAbort(comm);
+    if (!reached) break;
+    ++tried;
+  }
+  EXPECT_GT(tried, 10);
+  EXPECT_GT(served, 0) << "the last run, without a failure, serves";
+  EXPECT_GT(told, 0);
 }
 
 TEST_F(InitReadyVote, ARankWhoseLocalRegistrationFailsVotesZeroAndStaysUnserved) {

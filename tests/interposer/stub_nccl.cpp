@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <mutex>
 
 namespace stub_nccl {
@@ -46,29 +47,53 @@ int g_version = NCCL_VERSION_CODE;
 SplitConfig g_split_config;
 std::function<void()> g_split_hook;
 
-ncclResult_t record(Call c) {
+// A call as the stub receives it: building one allocates nothing. The stub, like NCCL's C
+// API, never throws: where its own records cannot be kept (a test failing allocations on
+// purpose, tests/common/failing_allocation.h) the call fails with ncclSystemError, as NCCL
+// out of host memory would.
+struct CallArgs {
+  const char* fn;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  std::size_t count = 0;
+  int datatype = -1;
+  int op = -1;
+  int peer = -1;
+  int key = -1;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+ncclResult_t record(const CallArgs& a) {
   g_count.fetch_add(1, std::memory_order_relaxed);
   if (!g_recording.load(std::memory_order_relaxed)) return ncclSuccess;
-  std::lock_guard lock(g_mutex);
-  const ncclResult_t r =
-      g_failing.load(std::memory_order_relaxed) && c.fn == g_fail_fn ? g_fail_result : ncclSuccess;
-  g_calls.push_back(std::move(c));
-  return r;
+  try {
+    std::lock_guard lock(g_mutex);
+    const ncclResult_t r =
+        g_failing.load(std::memory_order_relaxed) && g_fail_fn == a.fn ? g_fail_result : ncclSuccess;
+    g_calls.push_back(
+        Call{a.fn, a.sendbuff, a.recvbuff, a.count, a.datatype, a.op, a.peer, a.key, a.comm, a.stream});
+    return r;
+  } catch (...) {
+    return ncclSystemError;
+  }
 }
 
+// Null when out of host memory (the caller fails with ncclSystemError).
 ncclComm_t make_comm() {
   std::lock_guard lock(g_mutex);
-  return reinterpret_cast<ncclComm_t>(new FakeComm{g_nranks, g_rank, g_device});
+  return reinterpret_cast<ncclComm_t>(new (std::nothrow) FakeComm{g_nranks, g_rank, g_device});
 }
 
 const FakeComm* fake(const ncclComm_t c) { return reinterpret_cast<const FakeComm*>(c); }
 
-void note_split_config(const ncclConfig_t& config) {
+void note_split_config(const ncclConfig_t& config) noexcept try {
   std::lock_guard lock(g_mutex);
   g_split_config.given = true;
   g_split_config.config = config;
   g_split_config.net_name = config.netName ? config.netName : "";
   g_split_config.comm_name = config.commName ? config.commName : "";
+} catch (...) {  // out of memory: the config goes unrecorded
 }
 
 }  // namespace
@@ -163,7 +188,10 @@ STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDa
     std::lock_guard lock(stub_nccl::g_mutex);
     int32_t sent = 0;
     std::memcpy(&sent, s, sizeof sent);
-    stub_nccl::g_votes.push_back(sent);
+    try {
+      stub_nccl::g_votes.push_back(sent);
+    } catch (...) {  // out of memory: the vote goes unrecorded
+    }
     if (stub_nccl::g_have_peers_min) {
       const int32_t min = std::min(sent, int32_t(stub_nccl::g_peers_min));
       std::memcpy(r, &min, sizeof min);
@@ -180,7 +208,10 @@ STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDa
   if (stub_nccl::g_capture && s && t == ncclUint8) {
     const auto* bytes = static_cast<const unsigned char*>(s);
     std::lock_guard lock(stub_nccl::g_mutex);
-    stub_nccl::g_payloads.emplace_back(bytes, bytes + n);
+    try {
+      stub_nccl::g_payloads.emplace_back(bytes, bytes + n);
+    } catch (...) {  // out of memory: the payload goes unrecorded
+    }
   }
   if (t == ncclUint8 && r) {
     std::lock_guard lock(stub_nccl::g_mutex);
@@ -217,25 +248,30 @@ STUB_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t*) {
 }
 STUB_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
   *comm = stub_nccl::make_comm();
+  if (!*comm) return ncclSystemError;
   return record({"pncclCommInitRank", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
 }
 STUB_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId,
                                                  int rank, ncclConfig_t*) {
   *comm = stub_nccl::make_comm();
+  if (!*comm) return ncclSystemError;
   return record({"pncclCommInitRankConfig", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
 }
 STUB_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int,
                                                    ncclUniqueId*, ncclConfig_t*) {
   *comm = stub_nccl::make_comm();
+  if (!*comm) return ncclSystemError;
   return record({"pncclCommInitRankScalable", nullptr, nullptr, size_t(nranks), -1, -1, rank, -1, *comm});
 }
 STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
-  for (int i = 0; i < ndev; ++i) comms[i] = stub_nccl::make_comm();
+  for (int i = 0; i < ndev; ++i)
+    if (!(comms[i] = stub_nccl::make_comm())) return ncclSystemError;
   return record({"pncclCommInitAll", nullptr, nullptr, size_t(ndev)});
 }
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
                                         ncclConfig_t* config) {
   *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
+  if (color != NCCL_SPLIT_NOCOLOR && !*out) return ncclSystemError;
   if (config) stub_nccl::note_split_config(*config);
   // `op` carries the config's splitShare (-1 without a config).
   const ncclResult_t r = record({"pncclCommSplit", nullptr, nullptr, 0, -1,
@@ -265,6 +301,7 @@ STUB_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t c, int flags) {
 STUB_EXPORT ncclResult_t pncclCommShrink(ncclComm_t c, int*, int n, ncclComm_t* out,
                                          ncclConfig_t*, int) {
   *out = stub_nccl::make_comm();
+  if (!*out) return ncclSystemError;
   return record({"pncclCommShrink", nullptr, nullptr, size_t(n), -1, -1, -1, -1, c});
 }
 STUB_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t c) {
