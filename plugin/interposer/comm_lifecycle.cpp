@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,6 +103,20 @@ void unprepare_service(CommState& st) noexcept {
   st.placement = sched::Placement{};
   st.min_compute_capability = 0;
   st.topology.reset();
+}
+
+// Out of host memory inside topocoll's init collectives: which of them this rank joined, and
+// what its peers decided, it cannot know, so every communicator of the init is reported
+// failed (out of step, as when it cannot join them) and the user aborts it. Allocates nothing.
+void init_out_of_host_memory(const std::vector<std::shared_ptr<CommState>>& states, const char* where) noexcept {
+  for (const auto& st : states)
+    if (st) {
+      st->out_of_step = ncclSystemError;
+      unprepare_service(*st);
+      TC_WARN("communicator %p rank %d: out of host memory during topocoll's %s; the communicator is out "
+              "of step with its peers and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
+              static_cast<void*>(st->comm), st->rank, where);
+    }
 }
 
 CommState* serve_registered(CommState& st) noexcept {
@@ -222,7 +237,11 @@ void finish_inits(std::vector<PendingInit>& pending) {
   // joins, and nothing else (no watchdog) would end this wait inside the user's init.
   const WaitLimit limit = WaitLimit::after(interposer_config().init_timeout_s);
   for (IdentityExchange& x : batch) x.limit = limit;
-  exchange_identities(batch);
+  try {
+    exchange_identities(batch);
+  } catch (const std::bad_alloc&) {
+    return init_out_of_host_memory(states, "init exchange");
+  }
 
   // Decided from the same records on every rank; then prepared locally, which may fail on
   // one rank only, so every rank that joined the exchange votes on it (agree_ready).
@@ -247,8 +266,11 @@ void finish_inits(std::vector<PendingInit>& pending) {
       prepare_service(*states[i], agreed[i]);
       votes[i].ready = 1;
     } catch (const std::exception& e) {
-      local_errors[i] = std::string("topocoll init failed after the init exchange: ") + e.what();
       if (states[i]) unprepare_service(*states[i]);
+      try {
+        local_errors[i] = std::string("topocoll init failed after the init exchange: ") + e.what();
+      } catch (...) {  // out of memory for the reason: it votes 0 all the same
+      }
     }
   }
   // Only communicators whose rank joined the allgather vote: its peers joined it too, and a
@@ -259,7 +281,11 @@ void finish_inits(std::vector<PendingInit>& pending) {
       voting.push_back(std::move(votes[i]));
       voter_of.push_back(i);
     }
-  agree_ready(voting);
+  try {
+    agree_ready(voting);
+  } catch (const std::bad_alloc&) {
+    return init_out_of_host_memory(states, "ready vote");
+  }
   for (std::size_t k = 0; k < voting.size(); ++k) votes[voter_of[k]] = std::move(voting[k]);
 
   for (std::size_t i = 0; i < batch.size(); ++i) try {
@@ -273,11 +299,11 @@ void finish_inits(std::vector<PendingInit>& pending) {
     if (x.gave_up || votes[i].gave_up) {
       // topocoll's collective stays enqueued on the communicator, before anything the user
       // runs there: reported as the communicator's error, which PyTorch's watchdog reads.
+      st->out_of_step = ncclSystemError;
       const std::string& why = x.gave_up ? x.error : votes[i].error;
       TC_WARN("communicator %p rank %d: %s; it falls back to NCCL and ncclCommGetAsyncError reports "
               "ncclSystemError for it: abort it", static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
-      st->out_of_step = ncclSystemError;
       leave_unserved(*st, why);
       continue;
     }
@@ -288,6 +314,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
       // and this rank's next call would meet that collective in NCCL; or it voted to serve
       // and could not read the outcome back, while its peers may serve. Reported as the
       // communicator's error, so NCCL refuses its calls and the user aborts it.
+      st->out_of_step = ncclSystemError;
       const std::string why = !local_errors[i].empty() ? local_errors[i]
                               : !votes[i].error.empty() ? votes[i].error
                                                         : "it did not join topocoll's init collectives";
@@ -295,7 +322,6 @@ void finish_inits(std::vector<PendingInit>& pending) {
               "ncclCommGetAsyncError reports ncclSystemError for it: abort it",
               static_cast<void*>(x.comm), x.rank, why.c_str());
       unprepare_service(*st);
-      st->out_of_step = ncclSystemError;
       leave_unserved(*st, why);
       continue;
     }

@@ -343,9 +343,16 @@ ncclResult_t group_end() {
   // Outermost end: NCCL's group is closed; finish inits, then the queued collectives.
   std::vector<PendingCollective> queued;
   queued.swap(g.collectives);  // empty afterwards even if an init or a collective throws
+  bool init_out_of_memory = false;
   try {
     children_created(g.children, nccl);
     finish_inits(g.inits);
+  } catch (const std::bad_alloc&) {
+    // As outside a group (nccl_entry.cpp, after_create): peers may wait in topocoll's init
+    // collectives for this rank, so the group's end reports the failure.
+    init_out_of_memory = true;
+    TC_WARN("out of host memory during topocoll's init of the group's communicators; ncclGroupEnd fails "
+            "with ncclSystemError (their peers may wait for this rank): abort them");
   } catch (const std::exception& e) {
     // As outside a group: a failed topocoll init leaves the communicator to NCCL and never
     // fails the user's call, nor keeps the queued collectives from running.
@@ -366,7 +373,8 @@ ncclResult_t group_end() {
     // Which of the group's calls ran before memory ran out is this rank's to know alone.
     for (const PendingCollective& c : queued) ours = out_of_host_memory(*c.state, c.call, "running a group's");
   }
-  return nccl != ncclSuccess ? nccl : ours;
+  if (nccl != ncclSuccess) return nccl;
+  return init_out_of_memory ? ncclSystemError : ours;
 }
 
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) {

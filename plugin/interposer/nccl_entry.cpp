@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <exception>
+#include <new>
 
 #if TOPOCOLL_INTERPOSER_CUDA
 #include "exec/nccl_backend.h"
@@ -41,34 +42,49 @@ ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
 
 // After a successful create: topocoll's per-communicator init. Its failures never fail the
 // user's call (the communicator then simply is not served).
-void after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
-  if (r == ncclInProgress && comm) {
-    // A non-blocking init still running: known as non-blocking from now on.
-    guarded("topocoll communicator init", [&] {
-      ti::comm_created_in_progress(comm);
-      return ncclSuccess;
-    });
-    return;
-  }
-  if (r != ncclSuccess) return;
-  guarded("topocoll communicator init", [&] {
+// NCCL's result `r`, or ncclSystemError when topocoll's init ran out of host memory: its
+// peers may be waiting in topocoll's init collectives for this rank, which cannot know how
+// far it got, so the user's init fails here (abort the communicator) rather than leave this
+// rank's next call to meet their collectives. Any other failure of topocoll's init only
+// leaves the communicator to NCCL (decided alike on every rank, or shared by the exchange).
+ncclResult_t after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+  try {
+    if (r == ncclInProgress && comm) {
+      // A non-blocking init still running: known as non-blocking from now on.
+      guarded("topocoll communicator init", [&] {
+        ti::comm_created_in_progress(comm);
+        return ncclSuccess;
+      });
+      return r;
+    }
+    if (r != ncclSuccess) return r;
     ti::comm_created(comm, config, parent);
-    return ncclSuccess;
-  });
+  } catch (const std::bad_alloc&) {
+    TC_WARN("communicator %p: out of host memory during topocoll's init; the init fails with "
+            "ncclSystemError (its peers may wait for this rank): abort the communicator",
+            static_cast<void*>(comm));
+    return ncclSystemError;
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll communicator init failed: %s", e.what());
+  } catch (...) {
+    TC_WARN("topocoll communicator init failed: unknown exception");
+  }
+  return r;
 }
 
 // A split or shrink: inside a user group NCCL writes *newcomm only at the group's end, where
 // group_end takes it up (interposer.h child_created_in_group).
-void after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclConfig_t* config, ncclComm_t parent) {
+ncclResult_t after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclConfig_t* config,
+                                ncclComm_t parent) {
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm && !*newcomm) {
     bool deferred = false;
     guarded("topocoll communicator init", [&] {
       deferred = ti::child_created_in_group(newcomm, config, parent);
       return ncclSuccess;
     });
-    if (deferred) return;
+    if (deferred) return r;
   }
-  after_create(r, newcomm ? *newcomm : nullptr, config, parent);
+  return after_create(r, newcomm ? *newcomm : nullptr, config, parent);
 }
 
 }  // namespace
@@ -135,24 +151,21 @@ TOPOCOLL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
                                               int rank) {
   const ncclResult_t r = pncclCommInitRank(comm, nranks, commId, rank);
-  after_create(r, comm ? *comm : nullptr, nullptr, nullptr);
-  return r;
+  return after_create(r, comm ? *comm : nullptr, nullptr, nullptr);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
                                                     ncclUniqueId commId, int rank,
                                                     ncclConfig_t* config) {
   const ncclResult_t r = pncclCommInitRankConfig(comm, nranks, commId, rank, config);
-  after_create(r, comm ? *comm : nullptr, config, nullptr);
-  return r;
+  return after_create(r, comm ? *comm : nullptr, config, nullptr);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
                                                       int nId, ncclUniqueId* commIds,
                                                       ncclConfig_t* config) {
   const ncclResult_t r = pncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
-  after_create(r, newcomm ? *newcomm : nullptr, config, nullptr);
-  return r;
+  return after_create(r, newcomm ? *newcomm : nullptr, config, nullptr);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
@@ -169,8 +182,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
 TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                            ncclComm_t* newcomm, ncclConfig_t* config) {
   const ncclResult_t r = pncclCommSplit(comm, color, key, newcomm, config);
-  after_child_create(r, newcomm, config, comm);
-  return r;
+  return after_child_create(r, newcomm, config, comm);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
@@ -183,8 +195,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
     });
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  after_child_create(r, newcomm, config, comm);
-  return r;
+  return after_child_create(r, newcomm, config, comm);
 }
 
 // --- what the topology-ordered split must follow (buffer_registration.h) -------------------

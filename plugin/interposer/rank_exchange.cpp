@@ -62,8 +62,23 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
   if (s.kept) return;
   if (s.buffer) cuda.free_async(s.buffer, s.stream);
   if (s.stream && s.stream != cudaStreamPerThread) cuda.stream_destroy(s.stream);
+  s.buffer = nullptr;
+  s.stream = nullptr;
   cudaGetLastError();
 }
+
+// The slots of one exchange or vote, closed when it ends however it ends (an exception from a
+// host allocation included: freed behind their own work, on their own streams), and this
+// thread's capture mode given back.
+struct SlotsInUse {
+  const ExchangeCudaCalls& cuda;
+  std::vector<DeviceSlot>& slots;
+  cudaStreamCaptureMode& mode;
+  ~SlotsInUse() {
+    for (DeviceSlot& s : slots) close_slot(cuda, s);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+  }
+};
 
 // True when `v`'s communicator is being aborted (ReadyVote::abandon); records it.
 bool abandoned_now(ReadyVote& v) {
@@ -214,6 +229,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   std::vector<DeviceSlot> slots(batch.size());
   const std::size_t rec = sizeof(RankIdentity);
   const ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  const SlotsInUse in_use{cuda, slots, mode};
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
@@ -259,6 +275,12 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     }
   }
 
+  // What the host needs after joining is allocated before: from the allgather on, a rank
+  // out of host memory could no longer finish what its peers finish.
+  std::vector<StreamWait> waits(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (slots[i].buffer) batch[i].all.resize(std::size_t(batch[i].nranks));
+
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
     IdentityExchange& x = batch[i];
@@ -275,7 +297,6 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   }
   const ncclResult_t er = pncclGroupEnd();
 
-  std::vector<StreamWait> waits(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
     waits[i].stream = slots[i].stream;
@@ -297,7 +318,6 @@ void exchange_identities(std::span<IdentityExchange> batch) {
       x.gave_up = true;
       x.error = waits[i].gave_up;
     } else if (x.joined) {
-      x.all.resize(std::size_t(x.nranks));
       cudaError_t e = waits[i].result;
       // Same stream again, then wait: never behind the user's work on the legacy stream.
       if (e == cudaSuccess)
@@ -312,9 +332,9 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     } else if (x.error.empty()) {
       x.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }
+    if (!x.joined || !x.error.empty()) x.all.clear();
     close_slot(cuda, s);
   }
-  cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_waiting) {
@@ -324,6 +344,8 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
   cudaThreadExchangeStreamCaptureMode(&mode);
   std::vector<DeviceSlot> slots(batch.size());
   const ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  const SlotsInUse in_use{cuda, slots, mode};
+  std::vector<StreamWait> waits(batch.size());  // before joining, as for the exchange
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];
@@ -362,7 +384,6 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
   }
   const ncclResult_t er = pncclGroupEnd();
 
-  std::vector<StreamWait> waits(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const ReadyVote& v = batch[i];
     waits[i].stream = slots[i].stream;
@@ -409,7 +430,6 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
     }
     close_slot(cuda, s);
   }
-  cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
 }  // namespace topocoll::plugin::interposer

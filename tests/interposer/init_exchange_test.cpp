@@ -705,9 +705,10 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
 }
 
 // Out of host memory at any point of a served communicator's init (every peer ready): this
-// rank either serves, or told its peers it cannot (its exchange record says so, or it voted
-// 0, so every rank falls back), or reports the communicator failed. Never unserved on its own
-// while every peer serves: its calls would go to NCCL while theirs run topocoll's schedules.
+// rank either serves, or told its peers it cannot (it joined the exchange and the vote, and
+// its record said so or it voted 0: every rank falls back), or reports the communicator
+// failed. Never unserved on its own while every peer serves (its calls would go to NCCL while
+// theirs run topocoll's schedules), nor out of its peers' collectives without saying so.
 TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
   const std::vector<unsigned char> records = serving_records(n_);
   int tried = 0, served = 0, told = 0;
@@ -724,6 +725,7 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     const bool reached = testing::with_allocation_failing(k, [&] { r = ncclCommInitRank(&comm, n_, id, 0); });
     ::testing::internal::GetCapturedStderr();
     if (r != ncclSuccess || !comm) {  // the user sees the init fail: nothing to be out of step with
+      if (comm) ncclCommAbort(comm);
       if (!reached) break;
       ++tried;
       continue;
@@ -731,21 +733,24 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     const CommState* st = CommRegistry::instance().find(comm);
     const std::vector<int> votes = stub_nccl::allreduce_min_votes();
     const auto payloads = stub_nccl::allgather_payloads();
-    bool record_says_cannot = payloads.empty();
+    const bool joined = !payloads.empty() && !votes.empty();  // the exchange and the vote
+    bool record_says_cannot = false;
     if (!payloads.empty() && payloads[0].size() >= sizeof(RankIdentity)) {
       RankIdentity mine;
       std::memcpy(&mine, payloads[0].data(), sizeof mine);
       record_says_cannot = !(mine.flags & RankIdentity::kCanServe) || mine.unserved_reason[0] != '\0';
     }
-    const bool voted_no = votes.empty() || votes[0] == 0;
+    const bool voted_no = !votes.empty() && votes[0] == 0;
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
+    const bool failed = async != ncclSuccess;
     const bool is_served = st && st->served;
     if (is_served) ++served;
-    if (record_says_cannot || voted_no) ++told;
-    EXPECT_TRUE(is_served || record_says_cannot || voted_no || async != ncclSuccess)
+    if (joined && (record_says_cannot || voted_no)) ++told;
+    EXPECT_TRUE(is_served || (joined && (record_says_cannot || voted_no)) || failed)
         << "allocation " << k << ": unserved here while every peer serves"
         << (st ? ": " + st->fallback_reason : std::string(": not registered"));
+    EXPECT_TRUE(joined || failed) << "allocation " << k << ": out of its peers' init collectives without saying so";
     ncclCommAbort(comm);
     if (!reached) break;
     ++tried;

@@ -2,6 +2,7 @@
 #include "tests/interposer/stub_nccl.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -37,11 +38,16 @@ std::string g_fail_fn;
 ncclResult_t g_fail_result = ncclSuccess;
 std::atomic<bool> g_failing{false};
 std::atomic<bool> g_capture{false};
-std::vector<std::vector<unsigned char>> g_payloads;
+// Kept without allocating, so a test that fails allocations on purpose sees every one.
+constexpr std::size_t kMaxPayloadBytes = 1 << 16, kMaxRecords = 256;
+std::array<unsigned char, kMaxPayloadBytes> g_payload_bytes;
+std::array<std::size_t, kMaxRecords + 1> g_payload_ends{};  // payload i: [ends[i], ends[i+1])
+std::size_t g_npayloads = 0;
 std::vector<unsigned char> g_allgather_result;
 bool g_have_peers_min = false;
 int g_peers_min = 1;
-std::vector<int> g_votes;
+std::array<int, kMaxRecords> g_votes;
+std::size_t g_nvotes = 0;
 std::map<ncclComm_t, ncclResult_t> g_async_errors;
 int g_version = NCCL_VERSION_CODE;
 SplitConfig g_split_config;
@@ -109,10 +115,10 @@ void reset() {
   g_failing = false;
   g_fail_fn.clear();
   g_capture = false;
-  g_payloads.clear();
+  g_npayloads = 0;
   g_allgather_result.clear();
   g_have_peers_min = false;
-  g_votes.clear();
+  g_nvotes = 0;
   g_async_errors.clear();
   g_version = NCCL_VERSION_CODE;
   g_split_config = {};
@@ -147,12 +153,16 @@ void set_allreduce_min_peers(int peers_min) {
 }
 std::vector<int> allreduce_min_votes() {
   std::lock_guard lock(g_mutex);
-  return g_votes;
+  return std::vector<int>(g_votes.begin(), g_votes.begin() + std::ptrdiff_t(g_nvotes));
 }
 void set_capture_payload(bool on) { g_capture = on; }
 std::vector<std::vector<unsigned char>> allgather_payloads() {
   std::lock_guard lock(g_mutex);
-  return g_payloads;
+  std::vector<std::vector<unsigned char>> out;
+  for (std::size_t i = 0; i < g_npayloads; ++i)
+    out.emplace_back(g_payload_bytes.begin() + std::ptrdiff_t(g_payload_ends[i]),
+                     g_payload_bytes.begin() + std::ptrdiff_t(g_payload_ends[i + 1]));
+  return out;
 }
 void set_failure(const std::string& fn, ncclResult_t result) {
   std::lock_guard lock(g_mutex);
@@ -188,10 +198,7 @@ STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDa
     std::lock_guard lock(stub_nccl::g_mutex);
     int32_t sent = 0;
     std::memcpy(&sent, s, sizeof sent);
-    try {
-      stub_nccl::g_votes.push_back(sent);
-    } catch (...) {  // out of memory: the vote goes unrecorded
-    }
+    if (stub_nccl::g_nvotes < stub_nccl::g_votes.size()) stub_nccl::g_votes[stub_nccl::g_nvotes++] = sent;
     if (stub_nccl::g_have_peers_min) {
       const int32_t min = std::min(sent, int32_t(stub_nccl::g_peers_min));
       std::memcpy(r, &min, sizeof min);
@@ -208,9 +215,11 @@ STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDa
   if (stub_nccl::g_capture && s && t == ncclUint8) {
     const auto* bytes = static_cast<const unsigned char*>(s);
     std::lock_guard lock(stub_nccl::g_mutex);
-    try {
-      stub_nccl::g_payloads.emplace_back(bytes, bytes + n);
-    } catch (...) {  // out of memory: the payload goes unrecorded
+    using stub_nccl::g_npayloads, stub_nccl::g_payload_ends, stub_nccl::g_payload_bytes;
+    const std::size_t begin = g_payload_ends[g_npayloads];
+    if (g_npayloads < stub_nccl::kMaxRecords && begin + n <= g_payload_bytes.size()) {
+      std::memcpy(g_payload_bytes.data() + begin, bytes, n);
+      g_payload_ends[++g_npayloads] = begin + n;
     }
   }
   if (t == ncclUint8 && r) {
