@@ -105,16 +105,19 @@ void unprepare_service(CommState& st) noexcept {
   st.topology.reset();
 }
 
-// Out of host memory inside topocoll's init collectives: which of them this rank joined, and
-// what its peers decided, it cannot know, so every communicator of the init is reported
-// failed (out of step, as when it cannot join them) and the user aborts it. Allocates nothing.
-void init_out_of_host_memory(const std::vector<std::shared_ptr<CommState>>& states, const char* where) noexcept {
+// An exception (host memory) inside topocoll's init collectives or the split after them:
+// which of them this rank joined, and what its peers decided, it cannot know, so every
+// communicator of the init is reported failed (out of step, as when it cannot join them),
+// the user's init call fails too (the caller rethrows), and the user aborts them.
+// Allocates nothing.
+void init_collective_failed(const std::vector<std::shared_ptr<CommState>>& states, const char* where) noexcept {
   for (const auto& st : states)
     if (st) {
       st->out_of_step = ncclSystemError;
-      unprepare_service(*st);
-      TC_WARN("communicator %p rank %d: out of host memory during topocoll's %s; the communicator is out "
-              "of step with its peers and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
+      // A served one keeps its state: its calls stop at out_of_step before they use it.
+      if (!st->served) unprepare_service(*st);
+      TC_WARN("communicator %p rank %d: failed during topocoll's %s; the communicator is out of step "
+              "with its peers and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
               static_cast<void*>(st->comm), st->rank, where);
     }
 }
@@ -214,7 +217,8 @@ void finish_inits(std::vector<PendingInit>& pending) {
       if (x.nranks < 2) continue;
       x.mine = RankIdentity{};
       mark_unserved(x.mine, "host error before exchange");
-      st.reset();
+      // A state registered before the error stays: it is the one init reports failed if the
+      // collectives below fail too.
       TC_WARN("communicator %p: topocoll init failed before the init exchange; it joins the "
               "exchange as unable to serve and every rank falls back to NCCL",
               static_cast<void*>(p.comm));
@@ -239,8 +243,9 @@ void finish_inits(std::vector<PendingInit>& pending) {
   for (IdentityExchange& x : batch) x.limit = limit;
   try {
     exchange_identities(batch);
-  } catch (const std::bad_alloc&) {
-    return init_out_of_host_memory(states, "init exchange");
+  } catch (...) {
+    init_collective_failed(states, "init exchange");
+    throw;  // and the user's init fails (after_create)
   }
 
   // Decided from the same records on every rank; then prepared locally, which may fail on
@@ -283,8 +288,9 @@ void finish_inits(std::vector<PendingInit>& pending) {
     }
   try {
     agree_ready(voting);
-  } catch (const std::bad_alloc&) {
-    return init_out_of_host_memory(states, "ready vote");
+  } catch (...) {
+    init_collective_failed(states, "ready vote");
+    throw;
   }
   for (std::size_t k = 0; k < voting.size(); ++k) votes[voter_of[k]] = std::move(voting[k]);
 
@@ -353,7 +359,12 @@ void finish_inits(std::vector<PendingInit>& pending) {
     TC_WARN("topocoll init of communicator %p failed after the ready vote: %s",
             static_cast<void*>(batch[i].comm), e.what());
   }
-  split_ring_comms_at_init(served_now);
+  try {
+    split_ring_comms_at_init(served_now);
+  } catch (...) {
+    init_collective_failed(states, "topology-ordered split");
+    throw;
+  }
 }
 
 LocalServiceCheck& local_service_check() {

@@ -43,7 +43,9 @@ void CommRegistry::insert(std::shared_ptr<CommState> state) {
 
 void CommRegistry::set_served(CommState& state) noexcept {
   std::unique_lock lock(mutex_);
-  if (state.served) return;
+  // Only the registered state counts (an abort during init may have taken it out).
+  const auto it = states_.find(state.comm);
+  if (state.served || it == states_.end() || it->second.get() != &state) return;
   state.served = true;
   served_count_.fetch_add(1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_acq_rel);

@@ -358,6 +358,9 @@ ncclResult_t group_end() {
     // fails the user's call, nor keeps the queued collectives from running.
     TC_WARN("topocoll communicator init failed: %s", e.what());
   }
+  // Never exchanged later, at some other init of this thread that its peers do not match.
+  g.children.clear();
+  g.inits.clear();
   if (nccl != ncclSuccess && nccl != ncclInProgress) {
     // NCCL's failed group launches none of its operations (group.cc groupCleanup): nor do
     // ours, so a caller retrying the group after the error runs each reduction once.

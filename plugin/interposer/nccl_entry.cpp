@@ -78,10 +78,15 @@ ncclResult_t after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclC
                                 ncclComm_t parent) {
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm && !*newcomm) {
     bool deferred = false;
-    guarded("topocoll communicator init", [&] {
+    try {
       deferred = ti::child_created_in_group(newcomm, config, parent);
-      return ncclSuccess;
-    });
+    } catch (const std::bad_alloc&) {
+      // Not taken up at the group's end: its peers would exchange on it without this rank.
+      TC_WARN("out of host memory noting a split made inside a group; the split fails with ncclSystemError");
+      return ncclSystemError;
+    } catch (const std::exception& e) {
+      TC_WARN("topocoll communicator init failed: %s", e.what());
+    }
     if (deferred) return r;
   }
   return after_create(r, newcomm ? *newcomm : nullptr, config, parent);

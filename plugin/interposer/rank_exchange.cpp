@@ -224,11 +224,11 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   CurrentDeviceGuard device_guard;
   // Relaxed for this thread: a graph being captured in global mode by another thread would
   // otherwise make the allocations below fail (and invalidate that capture).
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
   std::vector<DeviceSlot> slots(batch.size());
   const std::size_t rec = sizeof(RankIdentity);
   const ExchangeCudaCalls& cuda = exchange_cuda_calls();
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   const SlotsInUse in_use{cuda, slots, mode};
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -277,7 +277,10 @@ void exchange_identities(std::span<IdentityExchange> batch) {
 
   // What the host needs after joining is allocated before: from the allgather on, a rank
   // out of host memory could no longer finish what its peers finish.
+  // Inside NCCL's group nothing allocates: a throw there would leave the group open with
+  // collectives queued on slots the unwinding frees.
   std::vector<StreamWait> waits(batch.size());
+  std::vector<ncclResult_t> gathered(batch.size(), ncclSuccess);
   for (std::size_t i = 0; i < batch.size(); ++i)
     if (slots[i].buffer) batch[i].all.resize(std::size_t(batch[i].nranks));
 
@@ -290,12 +293,12 @@ void exchange_identities(std::span<IdentityExchange> batch) {
     // that holds a communicator NCCL just created.
     if (!s.buffer) continue;
     char* base = static_cast<char*>(s.buffer);
-    const ncclResult_t ar = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8,
-                                           x.comm, s.stream);
-    if (ar != ncclSuccess) x.error = std::string("ncclAllGather: ") + pncclGetErrorString(ar);
-    else s.joined = true;
+    gathered[i] = pncclAllGather(base + rec * std::size_t(x.rank), base, rec, ncclUint8, x.comm, s.stream);
+    s.joined = gathered[i] == ncclSuccess;
   }
   const ncclResult_t er = pncclGroupEnd();
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (gathered[i] != ncclSuccess) batch[i].error = std::string("ncclAllGather: ") + pncclGetErrorString(gathered[i]);
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
@@ -340,12 +343,12 @@ void exchange_identities(std::span<IdentityExchange> batch) {
 void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_waiting) {
   if (batch.empty()) return;
   CurrentDeviceGuard device_guard;
+  std::vector<DeviceSlot> slots(batch.size());
+  std::vector<StreamWait> waits(batch.size());  // before joining, as for the exchange
+  const ExchangeCudaCalls& cuda = exchange_cuda_calls();
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
-  std::vector<DeviceSlot> slots(batch.size());
-  const ExchangeCudaCalls& cuda = exchange_cuda_calls();
   const SlotsInUse in_use{cuda, slots, mode};
-  std::vector<StreamWait> waits(batch.size());  // before joining, as for the exchange
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];
@@ -374,15 +377,25 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
     }
   }
 
+  // Nothing allocates inside NCCL's group (as for the exchange).
+  std::vector<ncclResult_t> reduced(batch.size(), ncclSuccess);
+  std::vector<char> aborted(batch.size(), 0);
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < batch.size() && r == ncclSuccess; ++i) {
-    if (!slots[i].buffer || abandoned_now(batch[i])) continue;
-    const ncclResult_t ar = pncclAllReduce(slots[i].buffer, slots[i].buffer, 1, ncclInt32, ncclMin,
-                                           batch[i].comm, slots[i].stream);
-    if (ar != ncclSuccess) batch[i].error = std::string("ncclAllReduce: ") + pncclGetErrorString(ar);
-    else slots[i].joined = true;
+    if (!slots[i].buffer) continue;
+    if (batch[i].abandon && batch[i].abandon->load()) {
+      aborted[i] = 1;
+      continue;
+    }
+    reduced[i] = pncclAllReduce(slots[i].buffer, slots[i].buffer, 1, ncclInt32, ncclMin, batch[i].comm,
+                                slots[i].stream);
+    slots[i].joined = reduced[i] == ncclSuccess;
   }
   const ncclResult_t er = pncclGroupEnd();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (aborted[i]) abandoned_now(batch[i]);
+    if (reduced[i] != ncclSuccess) batch[i].error = std::string("ncclAllReduce: ") + pncclGetErrorString(reduced[i]);
+  }
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const ReadyVote& v = batch[i];

@@ -46,6 +46,12 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   if (todo.empty()) return;
   std::vector<ncclComm_t> made(todo.size(), nullptr);
   std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
+  // Allocated before the split: from it on, a rank out of host memory could not vote as its
+  // peers do.
+  std::vector<ReadyVote> votes;
+  std::vector<std::size_t> voter;
+  votes.reserve(todo.size());
+  voter.reserve(todo.size());
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];
@@ -64,8 +70,6 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   // each wait for the other. So every rank votes on its own outcome over the user's
   // communicator (agree_ready: one 4-byte allreduce, polled, ended by an abort) and adopts
   // its split only when every rank made one.
-  std::vector<ReadyVote> votes;
-  std::vector<std::size_t> voter;
   for (std::size_t i = 0; i < todo.size(); ++i) {
     CommState* st = todo[i];
     if (st->aborting.load() || st->ring_comm_taken.load()) {

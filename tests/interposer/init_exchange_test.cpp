@@ -711,7 +711,8 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
 // theirs run topocoll's schedules), nor out of its peers' collectives without saying so.
 TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
   const std::vector<unsigned char> records = serving_records(n_);
-  int tried = 0, served = 0, told = 0;
+  int tried = 0, served = 0, told = 0, init_failed = 0, failed_after = 0;
+  // The k-th allocation fails, for every k up to 16, then a growing stride.
   for (long k = 1;; k += 1 + k / 16) {
     stub_nccl::reset();
     stub_nccl::set_capture_payload(true);
@@ -724,7 +725,9 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     ::testing::internal::CaptureStderr();
     const bool reached = testing::with_allocation_failing(k, [&] { r = ncclCommInitRank(&comm, n_, id, 0); });
     ::testing::internal::GetCapturedStderr();
-    if (r != ncclSuccess || !comm) {  // the user sees the init fail: nothing to be out of step with
+    if (r != ncclSuccess || !comm) {  // the user sees the init fail (and aborts what NCCL made)
+      EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
+      ++init_failed;
       if (comm) ncclCommAbort(comm);
       if (!reached) break;
       ++tried;
@@ -747,6 +750,7 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     const bool is_served = st && st->served;
     if (is_served) ++served;
     if (joined && (record_says_cannot || voted_no)) ++told;
+    if (failed) ++failed_after;
     EXPECT_TRUE(is_served || (joined && (record_says_cannot || voted_no)) || failed)
         << "allocation " << k << ": unserved here while every peer serves"
         << (st ? ": " + st->fallback_reason : std::string(": not registered"));
@@ -757,7 +761,8 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
   }
   EXPECT_GT(tried, 10);
   EXPECT_GT(served, 0) << "the last run, without a failure, serves";
-  EXPECT_GT(told, 0);
+  EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
+  EXPECT_GT(init_failed, 0) << "a failure before joining fails the user's init";
 }
 
 TEST_F(InitReadyVote, ARankWhoseLocalRegistrationFailsVotesZeroAndStaysUnserved) {
