@@ -129,16 +129,9 @@ std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call
   in.rank = st.rank;
   in.key = key;
   in.elem_bytes = elem;
-  try {
-    return st.routes.insert(key, decide_route(in, interposer_config()));
-  } catch (const std::bad_alloc&) {
-    // Out of host memory while planning: the peers plan the same call and may serve it, and
-    // this rank cannot know which route they took. Neither serving nor NCCL is safe, so
-    // nothing more runs on the communicator (as a vote whose outcome is unknown,
-    // CommState::out_of_step); the user aborts it on the error.
-    out_of_host_memory(st, call, "planning");
-    return nullptr;
-  }
+  // std::bad_alloc goes to the caller (serve_collective): the peers plan the same call with
+  // memory to spare and may serve it, so no route to NCCL may stand in for it.
+  return st.routes.insert(key, decide_route(in, interposer_config()));
 }
 
 // The kernels' op for a call: its own for reductions, Sum (unused) for data movement.
@@ -297,9 +290,8 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     TC_ONCE(TC_WARN("%s with overlapping buffers NCCL does not define (partial overlap, or in place "
                     "where NCCL's in-place layout is not met): its data is undefined, under NCCL too",
                     collective_name(call.collective)));
-  std::shared_ptr<const Route> route = route_for(*st, call, elem);
-  if (!route) return st->out_of_step.load();
   try {
+    std::shared_ptr<const Route> route = route_for(*st, call, elem);
     log_decision(*st, call,
                  std::size_t(sched::size_of_count(call.collective, int64_t(call.count), elem, st->nranks)),
                  *route);
@@ -325,7 +317,7 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     }
     return run_pending(one);
   } catch (const std::bad_alloc&) {
-    // Its peers run (or queue) the call this rank could not: out of step, as in route_for.
+    // Planning, queueing or running it: its peers do what this rank could not.
     return out_of_host_memory(*st, call, "serving");
   }
 }

@@ -40,13 +40,12 @@ ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
   return ncclInternalError;
 }
 
-// After a successful create: topocoll's per-communicator init. Its failures never fail the
-// user's call (the communicator then simply is not served).
-// NCCL's result `r`, or ncclSystemError when topocoll's init ran out of host memory: its
-// peers may be waiting in topocoll's init collectives for this rank, which cannot know how
-// far it got, so the user's init fails here (abort the communicator) rather than leave this
-// rank's next call to meet their collectives. Any other failure of topocoll's init only
-// leaves the communicator to NCCL (decided alike on every rank, or shared by the exchange).
+// After a successful create: topocoll's per-communicator init. Returns NCCL's result `r`, or
+// ncclSystemError when topocoll's init ran out of host memory: its peers may be waiting in
+// topocoll's init collectives for this rank, which cannot know how far it got, so the user's
+// init fails here (abort the communicator) rather than leave this rank's next call to meet
+// their collectives. Any other failure of topocoll's init only leaves the communicator to
+// NCCL (decided alike on every rank, or shared by the exchange).
 ncclResult_t after_create(ncclResult_t r, ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
   try {
     if (r == ncclInProgress && comm) {
