@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "kernels/datatype.h"
 #include "plugin/interposer/batch_scratch.h"
@@ -46,6 +47,20 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   if (todo.empty()) return;
   std::vector<ncclComm_t> made(todo.size(), nullptr);
   std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
+  // A split made and neither adopted nor released below, when something throws after the
+  // split (out of host memory in its vote): released here, locally, so it does not outlive
+  // the user's communicator, which the caller reports out of step (the user aborts it).
+  struct SplitsNotAdopted {
+    std::vector<ncclComm_t>& made;
+    const std::vector<CommState*>& todo;
+    ~SplitsNotAdopted() {
+      for (std::size_t i = 0; i < made.size(); ++i)
+        if (made[i]) {
+          pncclCommAbort(std::exchange(made[i], nullptr));
+          todo[i]->ring_comm_failed = true;
+        }
+    }
+  } release_unadopted{made, todo};
   // Allocated before the split: from it on, a rank out of host memory could not vote as its
   // peers do.
   std::vector<ReadyVote> votes;
@@ -75,7 +90,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     if (st->aborting.load() || st->ring_comm_taken.load()) {
       // Released meanwhile (the user's communicator may be gone already): nothing more goes
       // to it; a split made is released the way the release would (adopt_ring_comm).
-      if (made[i]) adopt_ring_comm(*st, made[i]);
+      if (made[i]) adopt_ring_comm(*st, std::exchange(made[i], nullptr));
       else st->ring_comm_failed = true;
       continue;
     }
@@ -96,12 +111,12 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     if (v.all_ready) {
       TC_INFO(NCCL_INIT, "comm %p rank %d: topology-ordered communicator %p created",
               static_cast<void*>(st->comm), st->rank, static_cast<void*>(made[i]));
-      adopt_ring_comm(*st, made[i]);
+      adopt_ring_comm(*st, std::exchange(made[i], nullptr));
       continue;
     }
     // Not adopted: released here, locally (an abort waits for no peer; a split that failed
     // at the group's end still holds NCCL's resources).
-    if (made[i]) pncclCommAbort(made[i]);
+    if (made[i]) pncclCommAbort(std::exchange(made[i], nullptr));
     st->ring_comm_failed = true;
     if (!v.known && !v.abandoned) {
       // Its peers may have adopted theirs while this rank cannot know: its nccl-topo-ring

@@ -315,9 +315,8 @@ TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
       const std::shared_ptr<const Route> normal = decide_route(in, cfg);
       ASSERT_EQ(normal->target, RouteTarget::Schedule) << normal->reason;
       int failed = 0, tried = 0;
-      // The k-th allocation fails, for k spread over all of them (every one at first, then
-      // a growing stride), until planning makes fewer than k.
-      for (long k = 1;; k += 1 + k / 16) {
+      // The k-th allocation fails, for every k, until planning makes fewer than k.
+      for (long k = 1;; ++k) {
         std::shared_ptr<const Route> route;
         bool threw = false;
         const bool reached = testing::with_allocation_failing(k, [&] {

@@ -712,8 +712,9 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
 TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
   const std::vector<unsigned char> records = serving_records(n_);
   int tried = 0, served = 0, told = 0, init_failed = 0, failed_after = 0;
-  // The k-th allocation fails, for every k up to 16, then a growing stride.
-  for (long k = 1;; k += 1 + k / 16) {
+  // The k-th allocation fails, for every k (a few hundred, milliseconds: a stride skipped
+  // the few allocations between the topology-ordered split and its vote).
+  for (long k = 1;; ++k) {
     stub_nccl::reset();
     stub_nccl::set_capture_payload(true);
     stub_nccl::set_comm_shape(n_, 0, 0);
@@ -722,6 +723,12 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     ncclComm_t comm = nullptr;
     ncclUniqueId id{};
     ncclResult_t r = ncclSuccess;
+    const long live_before = stub_nccl::live_comms();
+    // Whatever NCCL made (the user's communicator, the topology-ordered split) is gone once
+    // the user aborts what the init returned.
+    const auto nothing_left_alive = [&] {
+      EXPECT_EQ(stub_nccl::live_comms(), live_before) << "allocation " << k << ": a communicator NCCL made outlives the abort";
+    };
     ::testing::internal::CaptureStderr();
     const bool reached = testing::with_allocation_failing(k, [&] { r = ncclCommInitRank(&comm, n_, id, 0); });
     ::testing::internal::GetCapturedStderr();
@@ -729,6 +736,7 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
       EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
       ++init_failed;
       if (comm) ncclCommAbort(comm);
+      nothing_left_alive();
       if (!reached) break;
       ++tried;
       continue;
@@ -756,6 +764,7 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
         << (st ? ": " + st->fallback_reason : std::string(": not registered"));
     EXPECT_TRUE(joined || failed) << "allocation " << k << ": out of its peers' init collectives without saying so";
     ncclCommAbort(comm);
+    nothing_left_alive();
     if (!reached) break;
     ++tried;
   }

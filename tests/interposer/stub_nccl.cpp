@@ -33,6 +33,7 @@ int g_nranks = 2, g_rank = 0, g_device = 0;
 struct FakeComm {
   int nranks, rank, device;
 };
+std::atomic<long> g_live_comms{0};  // made and not yet destroyed or aborted
 
 std::string g_fail_fn;
 ncclResult_t g_fail_result = ncclSuccess;
@@ -88,8 +89,16 @@ ncclResult_t record(const CallArgs& a) {
 // Null when out of host memory (the caller fails with ncclSystemError).
 ncclComm_t make_comm() {
   std::lock_guard lock(g_mutex);
-  return reinterpret_cast<ncclComm_t>(new (std::nothrow) FakeComm{g_nranks, g_rank, g_device});
+  auto* c = new (std::nothrow) FakeComm{g_nranks, g_rank, g_device};
+  if (c) ++g_live_comms;
+  return reinterpret_cast<ncclComm_t>(c);
 }
+void free_comm(ncclComm_t c) {
+  if (!c) return;
+  --g_live_comms;
+  delete reinterpret_cast<FakeComm*>(c);
+}
+
 
 const FakeComm* fake(const ncclComm_t c) { return reinterpret_cast<const FakeComm*>(c); }
 
@@ -104,6 +113,7 @@ void note_split_config(const ncclConfig_t& config) noexcept try {
 
 }  // namespace
 
+long live_comms() { return g_live_comms.load(); }
 std::vector<Call> calls() {
   std::lock_guard lock(g_mutex);
   return g_calls;
@@ -318,12 +328,12 @@ STUB_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t c) {
 }
 STUB_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t c) {
   record({"pncclCommDestroy", nullptr, nullptr, 0, -1, -1, -1, -1, c});
-  delete reinterpret_cast<stub_nccl::FakeComm*>(c);
+  stub_nccl::free_comm(c);
   return ncclSuccess;
 }
 STUB_EXPORT ncclResult_t pncclCommAbort(ncclComm_t c) {
   record({"pncclCommAbort", nullptr, nullptr, 0, -1, -1, -1, -1, c});
-  delete reinterpret_cast<stub_nccl::FakeComm*>(c);
+  stub_nccl::free_comm(c);
   return ncclSuccess;
 }
 STUB_EXPORT ncclResult_t pncclCommCount(const ncclComm_t c, int* n) {

@@ -69,5 +69,8 @@ STUB_NCCL_API SplitConfig last_split_config();
 // split waiting for its peers); reset() clears it.
 STUB_NCCL_API void set_split_hook(std::function<void()> hook);
 STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
+// Communicators the stub made (init, split, shrink) and nothing destroyed or aborted yet;
+// never reset: a test compares it before and after.
+STUB_NCCL_API long live_comms();
 
 }  // namespace stub_nccl

@@ -303,7 +303,7 @@ TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
   ncclTunerPlugin_v5.finalize(normal_ctx);
 
   int init_failed = 0, tried = 0;
-  for (long k = 1;; k += 1 + k / 16) {
+  for (long k = 1;; ++k) {
     void* ctx = reinterpret_cast<void*>(0x1);
     ncclNvlDomainInfo_v5_t nvl{32, 1, 1};
     ncclTunerConstants_v5_t constants = nccl_constants();
@@ -334,7 +334,7 @@ TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
   int call_reached = 0;
   for (size_t i = 0; i < calls.size(); ++i) {
     const auto [coll, bytes] = calls[i];
-    for (long k = 1;; k += 1 + k / 16) {
+    for (long k = 1;; ++k) {
       Table t, untouched;
       nccl_table(t, coll);
       nccl_table(untouched, coll);
