@@ -80,6 +80,13 @@ class CallerSocketLink {
     delete op;
     return true;
   }
+  // One pass of test(): moves what the socket takes now; frees `op` when it is finished.
+  bool test(Op* op, bool* done) {
+    if (!progress(op->receive ? recvs_ : sends_, op->receive ? recv_fd_ : send_fd_)) return false;
+    *done = op->finished;
+    if (*done) delete op;
+    return true;
+  }
 
  private:
   static bool no_delay(int fd) {

@@ -4,6 +4,10 @@
 //   latency:   ping-pong, one message in flight; one-way time = round trip / 2
 //   bandwidth: rank 0 streams messages to rank 1 with up to 8 requests in flight (NCCL's
 //              NCCL_STEPS), rank 1 acknowledges the last one; GB/s = bytes / time
+//   duplex:    both ranks stream to each other at once, 8 requests in flight each way, one
+//              thread testing the oldest send and the oldest receive in turn, as NCCL's proxy
+//              progresses a ring's send and receive (every rank of a ring allreduce does
+//              both); GB/s one way = bytes received / time
 // --baseline measures the same loops over perf/plugin/caller_socket_link.h instead (the
 // design of NCCL's own Socket transport: one socket, every byte moved by the poller), for a
 // side-by-side run (perf/plugin/pingpong_ab.sh).
@@ -53,6 +57,13 @@ struct PluginLink {
   }
   // Spins on test() as NCCL's proxy does.
   bool wait(void* request) { return wait_request(net, request, nullptr, 60000) == ncclSuccess; }
+  // One test(), as one pass of NCCL's proxy; a finished request is freed by the plugin.
+  bool test(void* request, bool* done) {
+    int finished = 0, size = 0;
+    if (net->test(request, &finished, &size) != ncclSuccess) return false;
+    *done = finished != 0;
+    return true;
+  }
 };
 
 int iterations_for(size_t bytes, double seconds, double guess_gbs) {
@@ -107,6 +118,36 @@ int measure(Link& link, int rank, double seconds, int result_fd) {
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     rows.push_back({"bandwidth", bytes, iters, double(bytes) * iters / s / 1e9});
+  }
+  // Duplex: both directions at once, the oldest request of each tested once per pass.
+  for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+    const int iters = iterations_for(bytes, seconds, 0.5);
+    const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
+    struct Stream {
+      std::vector<Op*> ring;
+      int posted = 0, done = 0;
+    } sends{std::vector<Op*>(slots)}, recvs{std::vector<Op*>(slots)};
+    const auto t0 = Clock::now();
+    const auto deadline = t0 + std::chrono::seconds(60);
+    while (sends.done < iters || recvs.done < iters) {
+      for (Stream* st : {&sends, &recvs}) {
+        const bool send = st == &sends;
+        while (st->posted < iters && st->posted - st->done < int(slots)) {
+          const size_t k = size_t(st->posted) % slots;
+          char* buf = (send ? out.data() : in.data()) + k * bytes;
+          RANK_REQUIRE(send ? link.post_send(buf, bytes, &st->ring[k]) : link.post_recv(buf, bytes, &st->ring[k]));
+          ++st->posted;
+        }
+        if (st->done < st->posted) {
+          bool finished = false;
+          RANK_REQUIRE(link.test(st->ring[size_t(st->done) % slots], &finished));
+          if (finished) ++st->done;
+        }
+      }
+      RANK_REQUIRE(Clock::now() < deadline, "duplex stream of %zu bytes stalled", bytes);
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    rows.push_back({"duplex", bytes, iters, double(bytes) * iters / s / 1e9});
   }
   if (rank == 0) {
     for (const Row& r : rows) {

@@ -3,8 +3,8 @@
 
     pingpong_table.py [--json OUT] A.json [A.json ...] -- B.json [B.json ...]
 
-Latency rows are one-way microseconds (ratio below 1: B is faster); bandwidth rows GB/s
-(ratio above 1: B is faster). Prints a Markdown table.
+Latency rows are one-way microseconds (ratio below 1: B is faster); bandwidth and duplex
+rows GB/s (ratio above 1: B is faster). Prints a Markdown table.
 """
 import json
 import statistics
@@ -33,7 +33,8 @@ def main(argv):
     rows = []
     print("| test | bytes | A median | B median | B / A | A runs | B runs |")
     print("|---|---|---|---|---|---|---|")
-    for key in sorted(a, key=lambda k: (k[0] != "latency", k[1])):
+    order = {"latency": 0, "bandwidth": 1, "duplex": 2}
+    for key in sorted(a, key=lambda k: (order.get(k[0], 3), k[1])):
         if key not in b:
             continue
         ma, mb = statistics.median(a[key]), statistics.median(b[key])
