@@ -105,7 +105,9 @@ const std::vector<EnvVariable>& table() {
            "the net plugin's interfaces without a topology (NCCL_SOCKET_IFNAME's syntax)"),
       text("TOPOCOLL_NET_PLANE_ADDRS", "", "each NIC by the interface or RDMA device of its name",
            "nic=ip list: the address each topology NIC of this host binds"),
-      count("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, "4", "", "TCP sockets per connection"),
+      count("TOPOCOLL_NET_SOCKETS_PER_CONN", 1, 16, "",
+            "in the net plugin without progress threads 1, or one per TOPOCOLL_NET_LANE_MARKS mark; else 4",
+            "TCP sockets per connection"),
       count("TOPOCOLL_NET_THREADS", 0, 16, "", "0 in the net plugin (NCCL's proxy moves every byte); 2 in bench and accept",
             "progress threads per connection (at most the sockets; 0 = none, the net plugin only)"),
       count("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, "60000", "",
@@ -306,7 +308,8 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_comm_id = value_of<std::string>(e, "NCCL_COMM_ID");
   e.nccl_topo_file = value_of<std::string>(e, "NCCL_TOPO_FILE");
   e.net_plane_addrs = value_of<std::string>(e, "TOPOCOLL_NET_PLANE_ADDRS");
-  e.net_sockets_per_conn = int(value_of<int64_t>(e, "TOPOCOLL_NET_SOCKETS_PER_CONN"));
+  if (const EnvValue& sockets = e.setting("TOPOCOLL_NET_SOCKETS_PER_CONN").value; std::holds_alternative<int64_t>(sockets))
+    e.net_sockets_per_conn = int(std::get<int64_t>(sockets));
   if (const EnvValue& threads = e.setting("TOPOCOLL_NET_THREADS").value; std::holds_alternative<int64_t>(threads))
     e.net_threads = int(std::get<int64_t>(threads));
   e.net_timeout_ms = int(value_of<int64_t>(e, "TOPOCOLL_NET_TIMEOUT_MS"));

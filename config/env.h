@@ -104,7 +104,7 @@ struct Env {
   std::string nccl_comm_id;         // NCCL_COMM_ID
   std::string nccl_topo_file;       // NCCL_TOPO_FILE
   std::string net_plane_addrs;      // TOPOCOLL_NET_PLANE_ADDRS
-  int net_sockets_per_conn = 0;     // TOPOCOLL_NET_SOCKETS_PER_CONN
+  std::optional<int> net_sockets_per_conn;  // TOPOCOLL_NET_SOCKETS_PER_CONN; none: the face's default
   std::optional<int> net_threads;   // TOPOCOLL_NET_THREADS; none: the face's default
   int net_timeout_ms = 0;           // TOPOCOLL_NET_TIMEOUT_MS
   std::optional<int> net_stall_timeout_ms;  // TOPOCOLL_NET_STALL_TIMEOUT_MS; none: the face's

@@ -12,7 +12,9 @@
 namespace topocoll::net {
 
 struct TransportOptions {
-  int sockets_per_conn = 4;         // TOPOCOLL_NET_SOCKETS_PER_CONN (1..16)
+  // TOPOCOLL_NET_SOCKETS_PER_CONN (1..16). Unset: 4, but in the net plugin without progress
+  // threads 1 (one per lane mark with marks): for_nccl_net_plugin.
+  int sockets_per_conn = 4;
   // TOPOCOLL_NET_THREADS (0..sockets_per_conn): progress threads per connection. 0 (only
   // where the caller polls, the net plugin's default): none, the caller moves every byte, as
   // NCCL's own Socket transport does outside cloud NICs; threads help where one core cannot

@@ -38,7 +38,7 @@
 #   nccl-tests      all_reduce_perf -c 1 under mpirun, 2 and 4 ranks, NCCL alone, through
 #                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
-#                   with one socket per connection) beside NCCL's own Socket transport,
+#                   striping over 4 sockets per connection) beside NCCL's own Socket transport,
 #                   interleaved rounds, under MPS, on a topology whose NICs report what
 #                   Socket reports for lo (10 Gb/s, latency 0), so NCCL tunes both alike;
 #                   net-vs-socket-n*.md gives each arm's median over the rounds and its
@@ -436,15 +436,15 @@ if want nccl-tests || want net-vs-socket; then
         # NCCL_TUNER_PLUGIN=none: NCCL would take the tuner from the net plugin's library too,
         # and the two arms would differ in more than the transport.
         nvs_topology nt "nvs-n$n-topocoll-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none -- -b 1K -e 64M -f 4 -w 5 -n 20
-        # The plugin on one socket per connection, as Socket sends: what striping a message
-        # over 4 sockets costs or gains on loopback (with 2 progress threads it was slower
-        # than the default at both rank counts: perf/results/gpu-H200-20261128).
-        nvs_topology nt "nvs-n$n-onesocket-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
-            TOPOCOLL_NET_SOCKETS_PER_CONN=1 -- -b 1K -e 64M -f 4 -w 5 -n 20
+        # The plugin striping each message over 4 sockets, its default before one socket
+        # (perf/results/net-plugin-sockets-20261128: on the build machine one socket was at par
+        # or up to 1.24x faster): what striping costs or gains here.
+        nvs_topology nt "nvs-n$n-foursockets-r$round" "$n" all_reduce_perf NCCL_NET_PLUGIN="$plugin" NCCL_TUNER_PLUGIN=none \
+            TOPOCOLL_NET_SOCKETS_PER_CONN=4 -- -b 1K -e 64M -f 4 -w 5 -n 20
       done
       args=()
       for round in 1 2 3; do
-        for arm in socket topocoll onesocket; do
+        for arm in socket topocoll foursockets; do
           [ -f "$out/nvs-n$n-$arm-r$round.log" ] && args+=("$arm-r$round=$out/nvs-n$n-$arm-r$round.log")
         done
       done

@@ -66,7 +66,7 @@ TEST(EnvRead, NothingSetGivesTheDefaultsAndNoWarning) {
   EXPECT_FALSE(e.pipeline_chunk_bytes);
   EXPECT_EQ(e.pipeline_max_chunks, 8);
   EXPECT_TRUE(e.tuner);
-  EXPECT_EQ(e.net_sockets_per_conn, 4);
+  EXPECT_FALSE(e.net_sockets_per_conn) << "unset: each face has its own default (net/transport_options.h)";
   EXPECT_FALSE(e.net_threads) << "unset: each face has its own default (net/transport_options.h)";
   EXPECT_EQ(e.net_timeout_ms, 60000);
   EXPECT_EQ(e.net_chunk_bytes, 512 << 10);

@@ -21,8 +21,29 @@ TEST(TransportOptions, OnlyTheNetPluginLeavesSmallMessagesToAPollingCaller) {
   EXPECT_EQ(host.describe().find("caller_polls"), std::string::npos) << host.describe();
   EXPECT_NE(plugin.describe().find("caller_polls"), std::string::npos) << plugin.describe();
   // The rest is the same environment read the same way.
-  EXPECT_EQ(host.sockets_per_conn, plugin.sockets_per_conn);
   EXPECT_EQ(host.min_stripe_bytes, plugin.min_stripe_bytes);
+  EXPECT_EQ(host.chunk_bytes, plugin.chunk_bytes);
+}
+
+// Without progress threads the proxy moves a connection's sockets in turn: one socket, as
+// NCCL's Socket transport outside cloud NICs, or one per lane mark (each its own path).
+TEST(TransportOptions, ThePluginWithoutThreadsUsesOneSocketPerPathUnlessTold) {
+  const config::Env unset = config::read_env({});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(unset).sockets_per_conn, 1);
+  EXPECT_EQ(TransportOptions::from_env(unset).sockets_per_conn, 4) << "the host backend's threads share them";
+  EXPECT_NE(TransportOptions::for_nccl_net_plugin(unset).describe().find("sockets=1 "), std::string::npos);
+  const config::Env marks = config::read_env({{"TOPOCOLL_NET_LANE_MARKS", "256,257,258"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(marks).sockets_per_conn, 3);
+  const config::Env threads = config::read_env({{"TOPOCOLL_NET_THREADS", "2"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(threads).sockets_per_conn, 4);
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(threads).threads_per_conn, 2);
+  const config::Env told = config::read_env({{"TOPOCOLL_NET_SOCKETS_PER_CONN", "4"}});
+  EXPECT_TRUE(told.warnings.empty());
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(told).sockets_per_conn, 4);
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(told).threads_per_conn, 0);
+  const config::Env told_marks =
+      config::read_env({{"TOPOCOLL_NET_SOCKETS_PER_CONN", "2"}, {"TOPOCOLL_NET_LANE_MARKS", "256,257,258"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(told_marks).sockets_per_conn, 2);
 }
 
 TEST(TransportOptions, UnsetStallTimeoutIsTheConnectTimeoutForTheHostBackendAndNeverForThePlugin) {
