@@ -122,13 +122,16 @@ ncclResult_t out_of_host_memory(CommState& st, const CollectiveCall& call, const
 
 std::shared_ptr<const Route> route_for(CommState& st, const CollectiveCall& call, std::size_t elem) {
   const CallKey key{call.collective, int(call.datatype), int64_t(call.count)};
-  if (auto route = st.routes.find(key)) return route;
   RouteRequest in;
   in.topology = st.topology.get();
   in.placement = &st.placement;
   in.rank = st.rank;
   in.key = key;
   in.elem_bytes = elem;
+  // Settled by the settings: neither planned nor cached, so nothing allocates on the way
+  // to NCCL.
+  if (auto settled = route_settled_by_config(in, interposer_config())) return settled;
+  if (auto route = st.routes.find(key)) return route;
   // std::bad_alloc goes to the caller (serve_collective): the peers plan the same call with
   // memory to spare and may serve it, so no route to NCCL may stand in for it.
   return st.routes.insert(key, decide_route(in, interposer_config()));

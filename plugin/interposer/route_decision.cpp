@@ -63,6 +63,12 @@ std::shared_ptr<Route> nccl_route(std::string reason, double nccl_us = 0) {
   return p;
 }
 
+// The routes the settings decide (route_settled_by_config), made at load.
+const std::shared_ptr<const Route> kAlgoIsNccl = nccl_route("TOPOCOLL_ALGO=nccl");
+const std::shared_ptr<const Route> kBelowMinBytes = nccl_route("below TOPOCOLL_MIN_BYTES");
+const std::shared_ptr<const Route> kAboveMaxBytes = nccl_route("above TOPOCOLL_MAX_BYTES");
+const std::shared_ptr<const Route> kSingleRank = nccl_route("single-rank communicator");
+
 // A schedule route, or NCCL when the planner's result cannot run here.
 std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& in, double nccl_us,
                                       std::string reason) {
@@ -87,15 +93,22 @@ std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& i
 
 }  // namespace
 
+std::shared_ptr<const Route> route_settled_by_config(const RouteRequest& in, const InterposerConfig& config) {
+  const int n = in.placement->nranks();
+  const double bytes = double(sched::size_of_count(in.key.collective, in.key.count, in.elem_bytes, n));
+  if (config.algo == AlgoChoice::Nccl) return kAlgoIsNccl;
+  if (bytes < double(config.min_bytes)) return kBelowMinBytes;
+  if (bytes > double(config.max_bytes)) return kAboveMaxBytes;
+  if (n < 2) return kSingleRank;
+  return nullptr;
+}
+
 std::shared_ptr<const Route> decide_route(const RouteRequest& in, const InterposerConfig& config) {
+  if (std::shared_ptr<const Route> settled = route_settled_by_config(in, config)) return settled;
   const int n = in.placement->nranks();
   const Collective c = in.key.collective;
   const double bytes = double(sched::size_of_count(c, in.key.count, in.elem_bytes, n));
   try {
-    if (config.algo == AlgoChoice::Nccl) return nccl_route("TOPOCOLL_ALGO=nccl");
-    if (bytes < double(config.min_bytes)) return nccl_route("below TOPOCOLL_MIN_BYTES");
-    if (bytes > double(config.max_bytes)) return nccl_route("above TOPOCOLL_MAX_BYTES");
-    if (n < 2) return nccl_route("single-rank communicator");
 
     // NCCL itself: the fastest of its algorithms and protocols (nccl_baseline.h), or its
     // ring in rank order (all-to-all: direct pairs) with in-kernel steps where that is

@@ -12,8 +12,9 @@
 //   schedules       the planner's fastest topocoll schedule ("auto" over the algorithms of
 //                   sched/algorithm_registry.h), each step charged TOPOCOLL_STEP_OVERHEAD_US
 //                   more for the host work and launches of one step on the NCCL/CUDA backend
-// and takes the fastest; NCCL keeps the call unless another is predicted 5% faster. A
-// schedule the verifier rejects is never run.
+// and takes the fastest; NCCL keeps the call unless another is predicted
+// TOPOCOLL_AUTO_MARGIN times faster (1.3 by default). A schedule the verifier rejects is
+// never run.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +35,15 @@ struct RouteRequest {
   std::size_t elem_bytes = 4;
 };
 
-// Never throws: a generator or cost-model failure gives RouteTarget::Nccl with the reason.
+// A generator or cost-model failure gives RouteTarget::Nccl with the reason; only
+// std::bad_alloc goes to the caller (the peers, with memory to spare, may serve the call, so
+// no route may stand in for the one this rank could not plan).
 std::shared_ptr<const Route> decide_route(const RouteRequest& request, const InterposerConfig& config);
+
+// The route the settings alone decide, the same on every rank (TOPOCOLL_ALGO=nccl, outside
+// TOPOCOLL_MIN_BYTES..TOPOCOLL_MAX_BYTES, a single rank): NCCL, or null when the call needs
+// planning. Made when the library loads, so taking it allocates nothing: a rank out of host
+// memory still sends such a call to NCCL, as its peers do.
+std::shared_ptr<const Route> route_settled_by_config(const RouteRequest& request, const InterposerConfig& config);
 
 }  // namespace topocoll::plugin::interposer

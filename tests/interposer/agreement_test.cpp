@@ -252,6 +252,41 @@ TEST_F(RouteDecision, OverridesDecide) {
   EXPECT_EQ(decide_route(input(sched::Collective::AllToAll, 4096), cfg)->target, RouteTarget::Nccl);
 }
 
+// What the settings decide alone (every rank alike) is decided without allocating: a rank
+// out of host memory sends such a call to NCCL as its peers do, and a call that needs
+// planning is left to it (null).
+TEST_F(RouteDecision, WhatTheSettingsDecideAllocatesNothing) {
+  sched::Placement one = sched::first_endpoints(topology_, 1);
+  RouteRequest single = input(sched::Collective::AllReduce, 1 << 20);
+  single.placement = &one;
+  struct Case {
+    const char* reason;
+    InterposerConfig cfg;
+    RouteRequest in;
+  };
+  std::vector<Case> cases(4);
+  cases[0] = {"TOPOCOLL_ALGO=nccl", {}, input(sched::Collective::AllReduce, 1 << 20)};
+  cases[0].cfg.algo = AlgoChoice::Nccl;
+  cases[1] = {"below TOPOCOLL_MIN_BYTES", {}, input(sched::Collective::AllGather, 1 << 10)};
+  cases[1].cfg.min_bytes = 1 << 20;
+  cases[2] = {"above TOPOCOLL_MAX_BYTES", {}, input(sched::Collective::ReduceScatter, 1 << 20)};
+  cases[2].cfg.max_bytes = 1 << 20;
+  cases[3] = {"single-rank communicator", {}, single};
+  for (const Case& c : cases) {
+    std::shared_ptr<const Route> settled, decided;
+    EXPECT_FALSE(testing::with_allocation_failing(1, [&] {
+      settled = route_settled_by_config(c.in, c.cfg);
+      decided = decide_route(c.in, c.cfg);
+    })) << c.reason << ": an allocation";
+    ASSERT_NE(settled, nullptr) << c.reason;
+    EXPECT_EQ(settled->target, RouteTarget::Nccl);
+    EXPECT_EQ(settled->reason, c.reason);
+    EXPECT_EQ(decided, settled) << c.reason;
+  }
+  EXPECT_EQ(route_settled_by_config(input(sched::Collective::AllReduce, 1 << 20), InterposerConfig{}), nullptr)
+      << "auto plans it";
+}
+
 // Reduce-scatter and allgather on the topology-ordered split pay for permuting their
 // blocks (one copy of the whole buffer, read and written); allreduce needs none.
 TEST_F(RouteDecision, TopologyOrderedSplitChargesTheBlockPermutation) {

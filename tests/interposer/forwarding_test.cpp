@@ -17,6 +17,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_scratch.h"
 #include "plugin/interposer/interposer.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/call_route_cache.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/ring_comm.h"
@@ -1115,6 +1116,40 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhilePlanningMarksTheCommunicator
   expect_failed_and_out_of_step(first, in, out, 4);
   EXPECT_EQ(served_state(comm_)->routes.size(), 1u) << "no route is kept for the failed decision";
   EXPECT_EQ(allreduces_reaching_nccl(), before) << "NCCL must not get the call";
+}
+
+// A call the settings send to NCCL (here: a single-rank communicator; TOPOCOLL_ALGO=nccl and
+// the size bounds take the same path, RouteDecision.WhatTheSettingsDecideAllocatesNothing)
+// is neither planned nor cached on its way: out of host memory, it still reaches NCCL, as on
+// every peer, and the communicator stays in step.
+TEST_F(ServedForwarding, RunningOutOfHostMemoryNeverKeepsACallTheSettingsSendToNcclFromIt) {
+  const ncclComm_t alone = fake_comm(0x3000);
+  topo::BiGraphShape shape;
+  shape.switches_per_group = 2;
+  shape.endpoints_per_switch = 2;
+  auto st = std::make_unique<CommState>();
+  st->comm = alone;
+  st->nranks = 1;
+  st->rank = 0;
+  st->topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+  st->placement = sched::first_endpoints(*st->topology, 1);
+  st->min_compute_capability = 90;
+  st->served = true;
+  CommRegistry::instance().insert(std::move(st));
+  alignas(16) char in[64] = {}, out[64] = {};
+  interposer_config();  // the settings, read once per process (at its first init)
+  stub_nccl::set_recording(false);  // the stub's records allocate; counted only
+  const long long before = stub_nccl::call_count();
+  ncclResult_t r = ncclInternalError;
+  EXPECT_FALSE(testing::with_allocation_failing(1, [&] { r = ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, alone, nullptr); }))
+      << "an allocation on the way to NCCL";
+  stub_nccl::set_recording(true);
+  EXPECT_EQ(r, ncclSuccess);
+  EXPECT_EQ(stub_nccl::call_count(), before + 1) << "NCCL got the call";
+  const std::shared_ptr<CommState> state = CommRegistry::instance().remove(alone);
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->out_of_step.load(), ncclSuccess);
+  EXPECT_EQ(state->routes.size(), 0u) << "nothing cached";
 }
 
 // The same once the route is known (cached): out of memory while the call is queued or run
