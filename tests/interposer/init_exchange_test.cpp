@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <string>
 
@@ -709,7 +710,11 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
 // its record said so or it voted 0: every rank falls back), or reports the communicator
 // failed. Never unserved on its own while every peer serves (its calls would go to NCCL while
 // theirs run topocoll's schedules), nor out of its peers' collectives without saying so.
-TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
+// Out of host memory at each of an init's allocations in turn (`init` makes rank 0's
+// communicator as a user would): this rank never leaves its peers' init collectives without
+// saying so, never stays unserved alone, fails the user's init when it could not join, and
+// leaves nothing NCCL made alive once the user aborts what it got.
+void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_t*)>& init) {
   const std::vector<unsigned char> records = serving_records(n_);
   int tried = 0, served = 0, told = 0, init_failed = 0, failed_after = 0;
   // The k-th allocation fails, for every k (a few hundred, milliseconds: a stride skipped
@@ -721,7 +726,6 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
     stub_nccl::set_allgather_result(records);
     stub_nccl::set_allreduce_min_peers(1);
     ncclComm_t comm = nullptr;
-    ncclUniqueId id{};
     ncclResult_t r = ncclSuccess;
     const long live_before = stub_nccl::live_comms();
     // Whatever NCCL made (the user's communicator, the topology-ordered split) is gone once
@@ -730,7 +734,7 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
       EXPECT_EQ(stub_nccl::live_comms(), live_before) << "allocation " << k << ": a communicator NCCL made outlives the abort";
     };
     ::testing::internal::CaptureStderr();
-    const bool reached = testing::with_allocation_failing(k, [&] { r = ncclCommInitRank(&comm, n_, id, 0); });
+    const bool reached = testing::with_allocation_failing(k, [&] { r = init(&comm); });
     ::testing::internal::GetCapturedStderr();
     if (r != ncclSuccess || !comm) {  // the user sees the init fail (and aborts what NCCL made)
       EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
@@ -772,6 +776,36 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAlo
   EXPECT_GT(served, 0) << "the last run, without a failure, serves";
   EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
   EXPECT_GT(init_failed, 0) << "a failure before joining fails the user's init";
+}
+
+TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInInitNeverLeavesThisRankAloneUnserved) {
+  sweep_init_out_of_memory(n_, [&](ncclComm_t* comm) {
+    ncclUniqueId id{};
+    return ncclCommInitRank(comm, n_, id, 0);
+  });
+}
+
+// The same for an init inside a group: topocoll's part runs at the group's end, whose result
+// the user checks.
+TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInAGroupsInitNeverLeavesThisRankAloneUnserved) {
+  sweep_init_out_of_memory(n_, [&](ncclComm_t* comm) {
+    ncclUniqueId id{};
+    if (const ncclResult_t started = ncclGroupStart(); started != ncclSuccess) return started;
+    const ncclResult_t r = ncclCommInitRank(comm, n_, id, 0);
+    const ncclResult_t ended = ncclGroupEnd();  // closes the group however the init went
+    return r != ncclSuccess ? r : ended;
+  });
+}
+
+// The same for a split of a served communicator: the child's exchange and vote, its own
+// topology-ordered split, all in the user's ncclCommSplit.
+TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInASplitNeverLeavesThisRankAloneUnserved) {
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t parent = nullptr;
+  init_rank0(&parent);
+  ASSERT_TRUE(CommRegistry::instance().find(parent) && CommRegistry::instance().find(parent)->served);
+  sweep_init_out_of_memory(n_, [&](ncclComm_t* comm) { return ncclCommSplit(parent, 0, 0, comm, nullptr); });
+  ASSERT_EQ(ncclCommDestroy(parent), ncclSuccess);
 }
 
 TEST_F(InitReadyVote, ARankWhoseLocalRegistrationFailsVotesZeroAndStaysUnserved) {
