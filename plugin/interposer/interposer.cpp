@@ -326,8 +326,11 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
 }
 
 ncclResult_t group_start() {
-  thread_group().depth.enter();
-  return pncclGroupStart();
+  // Counted only when NCCL's group opened: the two depths stay in step, and a user who sees
+  // the start fail does not end a group.
+  const ncclResult_t r = pncclGroupStart();
+  if (r == ncclSuccess) thread_group().depth.enter();
+  return r;
 }
 
 ncclResult_t group_end() {

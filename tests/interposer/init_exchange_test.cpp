@@ -808,6 +808,24 @@ TEST_F(InitReadyVote, RunningOutOfHostMemoryAnywhereInASplitNeverLeavesThisRankA
   ASSERT_EQ(ncclCommDestroy(parent), ncclSuccess);
 }
 
+// A group NCCL could not open is no group: the next init runs topocoll's part at once, as
+// NCCL's own part does, instead of waiting for a group end the user will not call.
+TEST_F(InitReadyVote, AGroupNcclCouldNotOpenDefersNoInit) {
+  stub_nccl::set_failure("pncclGroupStart", ncclSystemError);
+  ASSERT_EQ(ncclGroupStart(), ncclSystemError);
+  stub_nccl::reset();
+  stub_nccl::set_capture_payload(true);
+  stub_nccl::set_comm_shape(n_, 0, 0);
+  stub_nccl::set_allgather_result(serving_records(n_));
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  init_rank0(&comm);
+  const CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(st->served) << "the exchange ran inside ncclCommInitRank: " << st->fallback_reason;
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 TEST_F(InitReadyVote, ARankWhoseLocalRegistrationFailsVotesZeroAndStaysUnserved) {
   stub_nccl::set_allreduce_min_peers(1);  // its peers were ready
   local_service_check() = [](const CommState&) { throw std::runtime_error("no memory for the plan"); };

@@ -252,8 +252,10 @@ STUB_EXPORT ncclResult_t pncclRecv(void* r, size_t n, ncclDataType_t t, int peer
   return record({"pncclRecv", nullptr, r, n, int(t), -1, peer, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclGroupStart() {
-  ++stub_nccl::g_depth;
-  return record({"pncclGroupStart"});
+  // A start that fails opens no group (NCCL's own never fails: group.h).
+  const ncclResult_t r = record({"pncclGroupStart"});
+  if (r == ncclSuccess) ++stub_nccl::g_depth;
+  return r;
 }
 STUB_EXPORT ncclResult_t pncclGroupEnd() {
   if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
