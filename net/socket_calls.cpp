@@ -19,10 +19,10 @@ std::string errno_text(int e) {
   // TOPOCOLL_NET_SOCKETS_PER_CONN sockets; name the limit and the knob.
   if (e == EMFILE)
     text += ": this process reached its open-file limit (ulimit -n); each connection holds "
-            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (default 4): raise the limit or lower that";
+            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (`topocoll env` shows the value): raise the limit or lower that";
   else if (e == ENFILE)
     text += ": the system-wide open-file limit (fs.file-max) is reached; each connection holds "
-            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (default 4)";
+            "TOPOCOLL_NET_SOCKETS_PER_CONN sockets (`topocoll env` shows the value)";
   return text;
 }
 

@@ -243,7 +243,8 @@ ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
   const ncclResult_t dropped = released != ncclSuccess ? released : stepped;
   std::vector<PendingCollective> ring, schedules;
   for (auto& p : pending) (p.route->target == RouteTarget::NcclTopoRing ? ring : schedules).push_back(p);
-  pending.clear();
+  // `pending` keeps the calls it runs: a caller that catches std::bad_alloc marks each of
+  // their communicators out of step (group_end), whichever part ran before memory ran out.
   ncclResult_t r = run_ring_calls(ring);
   const ncclResult_t s = run_schedules(schedules);
   return dropped != ncclSuccess ? dropped : r != ncclSuccess ? r : s;

@@ -1,6 +1,7 @@
 #include "plugin/interposer/ring_comm.h"
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -47,18 +48,21 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   if (todo.empty()) return;
   std::vector<ncclComm_t> made(todo.size(), nullptr);
   std::vector<ncclResult_t> results(todo.size(), ncclSuccess);
-  // A split made and neither adopted nor released below, when something throws after the
-  // split (out of host memory in its vote): released here, locally, so it does not outlive
-  // the user's communicator, which the caller reports out of step (the user aborts it).
+  // When something throws after the split (out of host memory in its vote): a split made
+  // and neither adopted nor released below is released here, locally, so it does not
+  // outlive the user's communicator (which the caller reports out of step; the user aborts
+  // it), and every communicator without an adopted split is marked failed, a split made or
+  // not: a later call must not split it again alone, its peers not joining.
   struct SplitsNotAdopted {
     std::vector<ncclComm_t>& made;
     const std::vector<CommState*>& todo;
+    const int exceptions = std::uncaught_exceptions();
     ~SplitsNotAdopted() {
-      for (std::size_t i = 0; i < made.size(); ++i)
-        if (made[i]) {
-          pncclCommAbort(std::exchange(made[i], nullptr));
-          todo[i]->ring_comm_failed = true;
-        }
+      const bool thrown = std::uncaught_exceptions() > exceptions;
+      for (std::size_t i = 0; i < made.size(); ++i) {
+        if (made[i]) pncclCommAbort(std::exchange(made[i], nullptr));
+        if (thrown && !todo[i]->ring_comm.load()) todo[i]->ring_comm_failed = true;
+      }
     }
   } release_unadopted{made, todo};
   // Allocated before the split: from it on, a rank out of host memory could not vote as its

@@ -63,11 +63,15 @@ std::shared_ptr<Route> nccl_route(std::string reason, double nccl_us = 0) {
   return p;
 }
 
-// The routes the settings decide (route_settled_by_config), made at load.
-const std::shared_ptr<const Route> kAlgoIsNccl = nccl_route("TOPOCOLL_ALGO=nccl");
-const std::shared_ptr<const Route> kBelowMinBytes = nccl_route("below TOPOCOLL_MIN_BYTES");
-const std::shared_ptr<const Route> kAboveMaxBytes = nccl_route("above TOPOCOLL_MAX_BYTES");
-const std::shared_ptr<const Route> kSingleRank = nccl_route("single-rank communicator");
+// The routes the settings decide (route_settled_by_config), made at load and never
+// destroyed: a call on a thread still running at exit may take one.
+const std::shared_ptr<const Route>& settled_route(const char* reason) {
+  return *new std::shared_ptr<const Route>(nccl_route(reason));
+}
+const std::shared_ptr<const Route>& kAlgoIsNccl = settled_route("TOPOCOLL_ALGO=nccl");
+const std::shared_ptr<const Route>& kBelowMinBytes = settled_route("below TOPOCOLL_MIN_BYTES");
+const std::shared_ptr<const Route>& kAboveMaxBytes = settled_route("above TOPOCOLL_MAX_BYTES");
+const std::shared_ptr<const Route>& kSingleRank = settled_route("single-rank communicator");
 
 // A schedule route, or NCCL when the planner's result cannot run here.
 std::shared_ptr<Route> schedule_route(sched::Plan planned, const RouteRequest& in, double nccl_us,

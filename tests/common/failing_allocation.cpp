@@ -7,10 +7,16 @@
 namespace topocoll::testing {
 namespace {
 thread_local long countdown = 0;  // 0: no failure armed
+thread_local bool from_then_on = false;
+thread_local bool failed = false;
 }  // namespace
 
-void fail_allocation(long k) { countdown = k > 0 ? k : 0; }
-bool allocation_failure_pending() { return countdown > 0; }
+void fail_allocation(long k, bool persistent) {
+  countdown = k > 0 ? k : 0;
+  from_then_on = persistent && k > 0;
+  failed = false;
+}
+bool allocation_failure_pending() { return countdown > 0 && !failed; }
 
 }  // namespace topocoll::testing
 
@@ -18,7 +24,11 @@ namespace {
 
 void* allocate(std::size_t n, std::size_t align) {
   using topocoll::testing::countdown;
-  if (countdown > 0 && --countdown == 0) throw std::bad_alloc();
+  if (countdown > 0 && --countdown == 0) {
+    topocoll::testing::failed = true;
+    if (topocoll::testing::from_then_on) countdown = 1;  // the next one fails too
+    throw std::bad_alloc();
+  }
   if (n == 0) n = 1;
   void* p = align <= alignof(std::max_align_t) ? std::malloc(n)
                                                : std::aligned_alloc(align, (n + align - 1) / align * align);

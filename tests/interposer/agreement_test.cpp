@@ -349,33 +349,36 @@ TEST_F(RouteDecision, RunningOutOfMemoryWhilePlanningNeverChangesTheRoute) {
       const RouteRequest in = input(c, 1 << 20);
       const std::shared_ptr<const Route> normal = decide_route(in, cfg);
       ASSERT_EQ(normal->target, RouteTarget::Schedule) << normal->reason;
-      int failed = 0, tried = 0;
-      // The k-th allocation fails, for every k, until planning makes fewer than k.
-      for (long k = 1;; ++k) {
-        std::shared_ptr<const Route> route;
-        bool threw = false;
-        const bool reached = testing::with_allocation_failing(k, [&] {
-          try {
-            route = decide_route(in, cfg);
-          } catch (const std::bad_alloc&) {
-            threw = true;
+      for (const bool persistent : {false, true}) {
+        int failed = 0, tried = 0;
+        // The k-th allocation fails (alone, or with every one after it), for every k, until
+        // planning makes fewer than k.
+        for (long k = 1;; ++k) {
+          std::shared_ptr<const Route> route;
+          bool threw = false;
+          const bool reached = testing::with_allocation_failing(k, persistent, [&] {
+            try {
+              route = decide_route(in, cfg);
+            } catch (const std::bad_alloc&) {
+              threw = true;
+            }
+          });
+          if (!reached) break;
+          ++tried;
+          if (threw) {
+            ++failed;
+            continue;
           }
-        });
-        if (!reached) break;
-        ++tried;
-        if (threw) {
-          ++failed;
-          continue;
-        }
-        ASSERT_NE(route, nullptr);
-        EXPECT_EQ(route->target, normal->target) << "allocation " << k << ": " << route->reason;
-        EXPECT_EQ(route->algo, normal->algo) << "allocation " << k << ": " << route->reason;
-        EXPECT_EQ(route->reason, normal->reason) << "allocation " << k;
-        EXPECT_DOUBLE_EQ(route->predicted_us, normal->predicted_us) << "allocation " << k;
-        EXPECT_DOUBLE_EQ(route->nccl_us, normal->nccl_us) << "allocation " << k;
+          ASSERT_NE(route, nullptr);
+          EXPECT_EQ(route->target, normal->target) << "allocation " << k << ": " << route->reason;
+          EXPECT_EQ(route->algo, normal->algo) << "allocation " << k << ": " << route->reason;
+          EXPECT_EQ(route->reason, normal->reason) << "allocation " << k;
+          EXPECT_DOUBLE_EQ(route->predicted_us, normal->predicted_us) << "allocation " << k;
+          EXPECT_DOUBLE_EQ(route->nccl_us, normal->nccl_us) << "allocation " << k;
       }
       EXPECT_GT(tried, 10) << "planning allocates; the failures must reach it";
       EXPECT_GT(failed, 0);
+      }
     }
   }
 }

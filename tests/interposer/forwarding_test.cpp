@@ -904,6 +904,52 @@ void route_allreduce_to_topo_ring(ncclComm_t comm) {
   served_state(comm)->routes.insert({sched::Collective::AllReduce, int(ncclFloat32), 4}, route);
 }
 
+// Out of host memory while the topology-ordered split is made or voted on (a failed
+// allocation alone, or memory exhausted from then on): once this rank joined the split,
+// whatever it threw, the communicator is left decided, with its split adopted or marked
+// failed (never to try again alone: its peers would not join), and no split NCCL made is
+// left behind unadopted. (Before it joined, the caller marks the communicator out of step.)
+TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileMakingTheSplitLeavesItDecided) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  for (const bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "every allocation from the k-th on fails" : "the k-th allocation fails");
+    int threw = 0;
+    for (long k = 1;; ++k) {
+      SCOPED_TRACE("allocation " + std::to_string(k));
+      if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
+      st->ring_comm_failed = false;
+      stub_nccl::reset();
+      stub_nccl::set_allreduce_min_peers(1);
+      bool joined = false;
+      stub_nccl::set_split_hook([&] { joined = true; });
+      stub_nccl::set_recording(false);  // the stub's records allocate
+      const long live_before = stub_nccl::live_comms();
+      bool thrown = false;
+      const auto make = [&] {
+        try {
+          create_ring_comms({st});
+        } catch (const std::bad_alloc&) {
+          thrown = true;
+        }
+      };
+      const bool reached = testing::with_allocation_failing(k, persistent, make);
+      stub_nccl::set_recording(true);
+      const bool adopted = st->ring_comm.load() != nullptr;
+      if (joined) EXPECT_TRUE(adopted || st->ring_comm_failed) << "undecided: a later call would split alone";
+      EXPECT_EQ(stub_nccl::live_comms(), live_before + (adopted ? 1 : 0)) << "a split left behind";
+      if (thrown) ++threw;
+      if (!reached) {
+        EXPECT_TRUE(adopted) << "without a failure the split is adopted";
+        break;
+      }
+    }
+    EXPECT_GT(threw, 0);
+  }
+  if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
+  stub_nccl::reset();
+}
+
 // A split NCCL completes on some ranks and fails on another would leave ranks on two
 // different communicators, each waiting for the other: every rank votes on its own split
 // over the user's communicator and adopts it only when all made one. Here a peer could not
@@ -1161,22 +1207,36 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileServingMarksTheCommunicatorF
   const int64_t count = 4096;
   route_allreduce_to_hd(st, count);
   std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  for (const bool grouped : {false, true}) {
-    SCOPED_TRACE(grouped ? "at the group's end" : "outside a group");
-    st->out_of_step = ncclSuccess;
-    ncclResult_t r = ncclSuccess;
-    if (grouped) {
-      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-      ASSERT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
-      stub_nccl::set_recording(false);  // the stub's own record of pncclGroupEnd allocates
-      ASSERT_TRUE(testing::with_allocation_failing(1, [&] { r = ncclGroupEnd(); }));
-      stub_nccl::set_recording(true);
-    } else {
-      ASSERT_TRUE(testing::with_allocation_failing(
-          1, [&] { r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr); }));
+  for (const bool persistent : {false, true})
+    for (const bool grouped : {false, true}) {
+      SCOPED_TRACE(grouped ? "at the group's end" : "outside a group");
+      SCOPED_TRACE(persistent ? "every allocation from the k-th on fails" : "the k-th allocation fails");
+      int tried = 0;
+      // Every allocation in turn: the call's batch, its vote, its steps.
+      for (long k = 1;; ++k) {
+        SCOPED_TRACE("allocation " + std::to_string(k));
+        st->out_of_step = ncclSuccess;
+        ncclResult_t r = ncclSuccess;
+        bool reached = false;
+        stub_nccl::set_recording(false);  // the stub's records allocate
+        if (grouped) {
+          ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+          ASSERT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+          reached = testing::with_allocation_failing(k, persistent, [&] { r = ncclGroupEnd(); });
+        } else {
+          reached = testing::with_allocation_failing(
+              k, persistent, [&] { r = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm_, nullptr); });
+        }
+        stub_nccl::set_recording(true);
+        if (!reached) {
+          EXPECT_EQ(r, ncclSuccess) << "without a failure the call runs";
+          break;
+        }
+        ++tried;
+        expect_failed_and_out_of_step(r, in.data(), out.data(), count);
+      }
+      EXPECT_GT(tried, 2);
     }
-    expect_failed_and_out_of_step(r, in.data(), out.data(), count);
-  }
   stub_nccl::reset();
 }
 

@@ -714,11 +714,18 @@ TEST_F(InitReadyVote, APeerThatCouldNotFinishMakesAServedRankFallBackAndFreeItsS
 // communicator as a user would): this rank never leaves its peers' init collectives without
 // saying so, never stays unserved alone, fails the user's init when it could not join, and
 // leaves nothing NCCL made alive once the user aborts what it got.
+void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_t*)>& init, bool persistent);
 void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_t*)>& init) {
+  for (const bool persistent : {false, true}) sweep_init_out_of_memory(n_, init, persistent);
+}
+
+// One sweep: the k-th allocation fails, for every k (a few hundred, milliseconds: a stride
+// skipped the few allocations between the topology-ordered split and its vote), alone or
+// with every one after it (`persistent`: memory stays exhausted).
+void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_t*)>& init, bool persistent) {
+  SCOPED_TRACE(persistent ? "every allocation from the k-th on fails" : "the k-th allocation fails");
   const std::vector<unsigned char> records = serving_records(n_);
   int tried = 0, served = 0, told = 0, init_failed = 0, failed_after = 0;
-  // The k-th allocation fails, for every k (a few hundred, milliseconds: a stride skipped
-  // the few allocations between the topology-ordered split and its vote).
   for (long k = 1;; ++k) {
     stub_nccl::reset();
     stub_nccl::set_capture_payload(true);
@@ -734,7 +741,7 @@ void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_
       EXPECT_EQ(stub_nccl::live_comms(), live_before) << "allocation " << k << ": a communicator NCCL made outlives the abort";
     };
     ::testing::internal::CaptureStderr();
-    const bool reached = testing::with_allocation_failing(k, [&] { r = init(&comm); });
+    const bool reached = testing::with_allocation_failing(k, persistent, [&] { r = init(&comm); });
     ::testing::internal::GetCapturedStderr();
     if (r != ncclSuccess || !comm) {  // the user sees the init fail (and aborts what NCCL made)
       EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
@@ -774,7 +781,7 @@ void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_
   }
   EXPECT_GT(tried, 10);
   EXPECT_GT(served, 0) << "the last run, without a failure, serves";
-  EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
+  if (!persistent) EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
   EXPECT_GT(init_failed, 0) << "a failure before joining fails the user's init";
 }
 

@@ -292,11 +292,11 @@ STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
                                         ncclConfig_t* config) {
   *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
-  if (color != NCCL_SPLIT_NOCOLOR && !*out) return ncclSystemError;
   if (config) stub_nccl::note_split_config(*config);
   // `op` carries the config's splitShare (-1 without a config).
-  const ncclResult_t r = record({"pncclCommSplit", nullptr, nullptr, 0, -1,
-                                 config ? config->splitShare : -1, color, key, c});
+  ncclResult_t r = record({"pncclCommSplit", nullptr, nullptr, 0, -1,
+                           config ? config->splitShare : -1, color, key, c});
+  if (color != NCCL_SPLIT_NOCOLOR && !*out) r = ncclSystemError;  // out of memory here
   std::function<void()> hook;
   {
     std::lock_guard lock(stub_nccl::g_mutex);

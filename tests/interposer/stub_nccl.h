@@ -66,7 +66,7 @@ struct SplitConfig {
 };
 STUB_NCCL_API SplitConfig last_split_config();
 // Runs inside each pncclCommSplit, after the split is recorded and before it returns (a
-// split waiting for its peers); reset() clears it.
+// split waiting for its peers), whether or not it made a communicator; reset() clears it.
 STUB_NCCL_API void set_split_hook(std::function<void()> hook);
 STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
 // Communicators the stub made (init, split, shrink) and nothing destroyed or aborted yet;

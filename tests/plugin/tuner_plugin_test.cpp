@@ -302,56 +302,61 @@ TEST_F(TunerPlugin, RunningOutOfMemoryFailsRatherThanTuneUnlikeThePeers) {
   const auto normal = tables_of(normal_ctx);
   ncclTunerPlugin_v5.finalize(normal_ctx);
 
-  int init_failed = 0, tried = 0;
-  for (long k = 1;; ++k) {
-    void* ctx = reinterpret_cast<void*>(0x1);
-    ncclNvlDomainInfo_v5_t nvl{32, 1, 1};
-    ncclTunerConstants_v5_t constants = nccl_constants();
-    ncclResult_t r = ncclSuccess;
-    const bool reached = testing::with_allocation_failing(
-        k, [&] { r = ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, &nvl, &constants); });
-    if (!reached) {
+  for (const bool persistent : {false, true}) {
+    SCOPED_TRACE(persistent ? "every allocation from the k-th on fails" : "the k-th allocation fails");
+    int init_failed = 0, tried = 0;
+    for (long k = 1;; ++k) {
+      void* ctx = reinterpret_cast<void*>(0x1);
+      ncclNvlDomainInfo_v5_t nvl{32, 1, 1};
+      ncclTunerConstants_v5_t constants = nccl_constants();
+      ncclResult_t r = ncclSuccess;
+      const bool reached = testing::with_allocation_failing(
+          k, persistent, [&] { r = ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, &nvl, &constants); });
+      if (!reached) {
+        ncclTunerPlugin_v5.finalize(ctx);
+        break;
+      }
+      ++tried;
+      if (r != ncclSuccess) {
+        EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
+        EXPECT_EQ(ctx, nullptr) << "allocation " << k;
+        ++init_failed;
+        continue;
+      }
+      ASSERT_NE(ctx, nullptr);
+      EXPECT_EQ(tables_of(ctx), normal) << "allocation " << k << " failed and the tuner tunes otherwise";
       ncclTunerPlugin_v5.finalize(ctx);
-      break;
     }
-    ++tried;
-    if (r != ncclSuccess) {
-      EXPECT_EQ(r, ncclSystemError) << "allocation " << k;
-      EXPECT_EQ(ctx, nullptr) << "allocation " << k;
-      ++init_failed;
-      continue;
-    }
-    ASSERT_NE(ctx, nullptr);
-    EXPECT_EQ(tables_of(ctx), normal) << "allocation " << k << " failed and the tuner tunes otherwise";
-    ncclTunerPlugin_v5.finalize(ctx);
+    EXPECT_GT(tried, 10);
+    EXPECT_GT(init_failed, 0);
   }
-  EXPECT_GT(tried, 10);
-  EXPECT_GT(init_failed, 0);
 
   // Tuning a call: the first of a size bucket is logged (allocating); the model's predictions
   // allocate nothing today, but a failure there must fail the call, not leave NCCL's table.
   void* ctx = init_v5(32, 32);
   int call_reached = 0;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const auto [coll, bytes] = calls[i];
-    for (long k = 1;; ++k) {
-      Table t, untouched;
-      nccl_table(t, coll);
-      nccl_table(untouched, coll);
-      int channels = 0;
-      ncclResult_t r = ncclSuccess;
-      const bool reached = testing::with_allocation_failing(k, [&] {
-        r = ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P, 0, &channels);
-      });
-      const std::vector<float> got(&t[0][0], &t[0][0] + A * P);
-      if (r != ncclSuccess) {
-        EXPECT_EQ(r, ncclSystemError);
-        EXPECT_TRUE(same(t, untouched)) << "a failed call leaves NCCL's table as it was";
-      } else {
-        EXPECT_EQ(got, normal[i]) << collective_name(coll) << " allocation " << k;
+  for (const bool persistent : {false, true}) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const auto [coll, bytes] = calls[i];
+      for (long k = 1;; ++k) {
+        Table t, untouched;
+        nccl_table(t, coll);
+        nccl_table(untouched, coll);
+        int channels = 0;
+        ncclResult_t r = ncclSuccess;
+        const bool reached = testing::with_allocation_failing(k, persistent, [&] {
+          r = ncclTunerPlugin_v5.getCollInfo(ctx, coll, bytes, 1, reinterpret_cast<float**>(t), A, P, 0, &channels);
+        });
+        const std::vector<float> got(&t[0][0], &t[0][0] + A * P);
+        if (r != ncclSuccess) {
+          EXPECT_EQ(r, ncclSystemError);
+          EXPECT_TRUE(same(t, untouched)) << "a failed call leaves NCCL's table as it was";
+        } else {
+          EXPECT_EQ(got, normal[i]) << collective_name(coll) << " allocation " << k;
+        }
+        if (!reached) break;
+        ++call_reached;
       }
-      if (!reached) break;
-      ++call_reached;
     }
   }
   EXPECT_GT(call_reached, 0) << "the first call of a bucket logs: some failure must reach it";
