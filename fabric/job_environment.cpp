@@ -78,12 +78,16 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
     set("LD_PRELOAD", options.preload + (before && !before->empty() ? ":" + *before : ""));
   }
   if (!options.tuner_plugin.empty()) set("NCCL_TUNER_PLUGIN", options.tuner_plugin);
-  // The tuner learns from NCCL only the rank and node counts: the job's hosts in rank order
-  // let it tune a job on part of the fabric (plugin/tuner/communicator_fit.h). Only where the
-  // ranks go host by host, the numbering the tuner assumes.
-  if (!inherited("TOPOCOLL_TUNER_HOSTS"))
-    if (const std::optional<std::string> hosts = hosts_in_rank_order(plan, endpoints))
-      set("TOPOCOLL_TUNER_HOSTS", *hosts);
+  // The tuner learns from NCCL only the rank and node counts and assumes the ranks go host by
+  // host, GPUs ascending (plugin/tuner/communicator_fit.h). The launcher knows the placement:
+  // numbered so, the job's hosts in rank order let the tuner tune a job on part of the
+  // fabric (and replace any value left in the environment by another job); numbered
+  // otherwise, the tuner would model rings the job does not run, even over the whole
+  // fabric, so it is turned off for the job.
+  if (const std::optional<std::string> hosts = hosts_in_rank_order(plan, endpoints))
+    set("TOPOCOLL_TUNER_HOSTS", *hosts);
+  else
+    set("TOPOCOLL_TUNER", "0");
   if (!options.net_plugin.empty()) set("NCCL_NET_PLUGIN", options.net_plugin);
   // NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset
   // (src/plugin/tuner.cc): --net-plugin alone means the transport alone.

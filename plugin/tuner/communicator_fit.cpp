@@ -1,5 +1,7 @@
 #include "plugin/tuner/communicator_fit.h"
 
+#include "config/value_grammar.h"
+
 #include <algorithm>
 #include <set>
 
@@ -37,8 +39,8 @@ std::vector<std::string> parse_job_hosts(const std::string& value) {
     size_t end = value.find(',', begin);
     if (end == std::string::npos) end = value.size();
     std::string name = value.substr(begin, end - begin);
-    const size_t first = name.find_first_not_of(" \t");
-    const size_t last = name.find_last_not_of(" \t");
+    const size_t first = name.find_first_not_of(" \t\r\n\v\f");
+    const size_t last = name.find_last_not_of(" \t\r\n\v\f");
     if (first != std::string::npos) hosts.push_back(name.substr(first, last - first + 1));
     begin = end + 1;
   }
@@ -60,17 +62,22 @@ CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, 
   for (const std::string& name : job_hosts) {
     const auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.name == name; });
     if (it == hosts.end()) {
-      fit.hosts_error = "TOPOCOLL_TUNER_HOSTS names host \"" + name + "\", which topology \"" + topology.name() +
-                        "\" does not have";
+      fit.hosts_error = "TOPOCOLL_TUNER_HOSTS names host " + config::quoted_value(name) + ", which topology \"" +
+                        topology.name() + "\" does not have";
       break;
     }
     if (!seen.insert(name).second) {
-      fit.hosts_error = "TOPOCOLL_TUNER_HOSTS names host \"" + name + "\" twice";
+      fit.hosts_error = "TOPOCOLL_TUNER_HOSTS names host " + config::quoted_value(name) + " twice";
       break;
     }
     job.push_back(size_t(it - hosts.begin()));
   }
-  if (!fit.hosts_error.empty()) job.clear();
+  // A list that is wrong says nothing about the numbering: no guess (the whole topology in
+  // its file's order, below) stands in for it.
+  if (!fit.hosts_error.empty()) {
+    fit.reason = fit.hosts_error;
+    return fit;
+  }
 
   if (!job.empty() && nnodes == job.size() && nranks % nnodes == 0) {
     if (auto ranks = ranks_on_hosts(topology, job, nranks / nnodes, fit.reason))

@@ -11,7 +11,10 @@
 //   either way on that host's (r % ppn)-th endpoint in ascending GPU index.
 //
 // Any other communicator on part of the cluster does not fit: which part is unknowable from
-// the counts, and a wrong guess would tune for links the job never uses.
+// the counts, and a wrong guess would tune for links the job never uses. Nor does any
+// communicator when TOPOCOLL_TUNER_HOSTS names a host twice or one the topology lacks: the
+// numbering is then unknown. A communicator of the right counts numbered otherwise (a split
+// whose keys reorder the ranks) is tuned as if numbered as above: the counts cannot tell.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +33,8 @@ struct CommunicatorFit {
   std::string hosts_error;                    // TOPOCOLL_TUNER_HOSTS names what the topology lacks
 };
 
-// The host names of a TOPOCOLL_TUNER_HOSTS value: comma-separated, blanks around each name
-// ignored, empty names skipped.
+// The host names of a TOPOCOLL_TUNER_HOSTS value: comma-separated, white space around each
+// name ignored, empty names skipped.
 std::vector<std::string> parse_job_hosts(const std::string& value);
 
 CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, size_t nnodes,

@@ -97,7 +97,10 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     }
     std::shared_ptr<const topo::Topology> topology = context.topology;
     CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes, parse_job_hosts(env.tuner_hosts));
-    if (!fit.hosts_error.empty()) warn_once(about(fit.hosts_error + "; the list is ignored"));
+    if (!fit.hosts_error.empty()) {
+      warn_once(about(fit.hosts_error + ": the ranks' hosts are unknown; the tuner changes nothing"));
+      return tuner;
+    }
     if (!fit.placement) {
       info_once(about("topology " + topo_file + " does not describe it (" + fit.reason +
                       "); the tuner changes nothing"));

@@ -110,24 +110,30 @@ TEST(JobEnvironment, TheNetPluginAloneDoesNotBringItsTuner) {
 
 // The tuner learns only rank and node counts from NCCL: every rank is told the job's hosts in
 // rank order, so a job on part of the fabric is tuned too (plugin/tuner/communicator_fit.h),
-// but only where the ranks go host by host, the numbering the tuner assumes.
+// but only where the ranks go host by host, the numbering the tuner assumes; numbered
+// otherwise, the tuner is off for the job, even where it spans the whole fabric.
 TEST(JobEnvironment, TheTunerIsToldTheJobsHostsInRankOrder) {
   const FabricPlan plan = plan_of("bigraph-32.json");
-  EXPECT_EQ(as_map(rank_setting(plan, "jt", {5, 9, 2}, 2, {}, nothing()).environment).at("TOPOCOLL_TUNER_HOSTS"),
-            "s5,s9,s2");
-  EXPECT_FALSE(as_map(rank_setting(plan, "jt", {5, 9}, 0, {}, from({{"TOPOCOLL_TUNER_HOSTS", "mine"}})).environment)
-                   .count("TOPOCOLL_TUNER_HOSTS"))
-      << "the launcher's own value is kept";
+  const auto env_of = [](const FabricPlan& p, const std::vector<int>& endpoints, const InheritedEnvironment& inherited) {
+    return as_map(rank_setting(p, "jt", endpoints, 0, {}, inherited).environment);
+  };
+  auto env = env_of(plan, {5, 9, 2}, nothing());
+  EXPECT_EQ(env.at("TOPOCOLL_TUNER_HOSTS"), "s5,s9,s2");
+  EXPECT_EQ(env.count("TOPOCOLL_TUNER"), 0u);
+  EXPECT_EQ(env_of(plan, {5, 9}, from({{"TOPOCOLL_TUNER_HOSTS", "s0,s1"}})).at("TOPOCOLL_TUNER_HOSTS"), "s5,s9")
+      << "a value left in the environment by another job is replaced: the launcher knows the placement";
   const FabricPlan multi = plan_of("bigraph-16x8.json");
   // Endpoints 0-7 are s0's, 8-15 s1's.
-  EXPECT_EQ(as_map(rank_setting(multi, "jt", {8, 9, 0, 1}, 0, {}, nothing()).environment).at("TOPOCOLL_TUNER_HOSTS"),
-            "s1,s0");
-  EXPECT_FALSE(as_map(rank_setting(multi, "jt", {0, 8, 1, 9}, 0, {}, nothing()).environment)
-                   .count("TOPOCOLL_TUNER_HOSTS"))
-      << "s0's ranks interleaved with s1's: not host by host";
-  EXPECT_FALSE(as_map(rank_setting(multi, "jt", {1, 0, 8, 9}, 0, {}, nothing()).environment)
-                   .count("TOPOCOLL_TUNER_HOSTS"))
-      << "s0's GPUs in descending order: not the numbering the tuner assumes";
+  EXPECT_EQ(env_of(multi, {8, 9, 0, 1}, nothing()).at("TOPOCOLL_TUNER_HOSTS"), "s1,s0");
+  std::vector<int> interleaved, descending;
+  for (int g = 0; g < 8; ++g) interleaved.insert(interleaved.end(), {g, 8 + g});
+  for (int e = 15; e >= 0; --e) descending.push_back(e);
+  for (const auto& [endpoints, why] : {std::pair{interleaved, "s0's ranks interleaved with s1's: not host by host"},
+                                       std::pair{descending, "GPUs in descending order"}}) {
+    env = env_of(multi, endpoints, nothing());
+    EXPECT_EQ(env.count("TOPOCOLL_TUNER_HOSTS"), 0u) << why;
+    EXPECT_EQ(env.at("TOPOCOLL_TUNER"), "0") << why << ", over every endpoint: the tuner would assume the file's order";
+  }
 }
 
 // NCCL 2.28 unloads the net plugin with its last communicator and forgets its name

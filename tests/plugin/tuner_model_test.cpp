@@ -64,7 +64,7 @@ TEST(TunerFit, WholeClusterFitsPartsDoNot) {
 // A job on part of the cluster names its hosts in rank order (TOPOCOLL_TUNER_HOSTS): a
 // communicator over exactly those is tuned, rank r on job host r / ppn; other parts are not.
 TEST(TunerFit, TheJobsHostsFitACommunicatorOnPartOfTheCluster) {
-  EXPECT_EQ(parse_job_hosts(" s3, s1 ,,s2 "), (std::vector<std::string>{"s3", "s1", "s2"}));
+  EXPECT_EQ(parse_job_hosts(" s3, s1 ,,s2 \r\n"), (std::vector<std::string>{"s3", "s1", "s2"}));
   EXPECT_TRUE(parse_job_hosts("").empty());
 
   auto bigraph = example_topology("bigraph-32");
@@ -78,12 +78,16 @@ TEST(TunerFit, TheJobsHostsFitACommunicatorOnPartOfTheCluster) {
   EXPECT_FALSE(fit_communicator(bigraph, 8, 4, job).placement) << "s7 has one endpoint, not two";
   EXPECT_TRUE(fit_communicator(bigraph, 32, 32, job).placement) << "the whole cluster still fits";
 
-  auto unknown = fit_communicator(bigraph, 4, 4, {"s7", "nowhere", "s1", "s2"});
-  EXPECT_FALSE(unknown.placement);
-  EXPECT_NE(unknown.hosts_error.find("\"nowhere\""), std::string::npos) << unknown.hosts_error;
-  auto twice = fit_communicator(bigraph, 4, 4, {"s7", "s1", "s7", "s2"});
-  EXPECT_FALSE(twice.placement);
-  EXPECT_NE(twice.hosts_error.find("\"s7\" twice"), std::string::npos) << twice.hosts_error;
+  // A wrong list leaves the numbering unknown: nothing fits, not even the whole cluster in
+  // the file's order.
+  for (const size_t n : {size_t(4), size_t(32)}) {
+    auto unknown = fit_communicator(bigraph, n, n, {"s7", "nowhere\r", "s1", "s2"});
+    EXPECT_FALSE(unknown.placement) << n;
+    EXPECT_NE(unknown.hosts_error.find("\"nowhere\\x0d\""), std::string::npos) << unknown.hosts_error;
+    auto twice = fit_communicator(bigraph, n, n, {"s7", "s1", "s7", "s2"});
+    EXPECT_FALSE(twice.placement) << n;
+    EXPECT_NE(twice.hosts_error.find("\"s7\" twice"), std::string::npos) << twice.hosts_error;
+  }
 
   // 8 GPUs a server: ranks host by host, GPUs ascending.
   auto multi = example_topology("bigraph-16x8");

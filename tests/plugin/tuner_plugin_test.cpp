@@ -273,11 +273,15 @@ TEST_F(TunerPlugin, ACommunicatorOnTheJobsHostsIsTuned) {
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
-TEST_F(TunerPlugin, AJobHostTheTopologyLacksIsNamedAndTheListIgnored) {
+// A wrong list leaves the ranks' hosts unknown: nothing is tuned, not even a communicator
+// over the whole topology (which without a list would be tuned in the file's host order).
+TEST_F(TunerPlugin, AJobHostTheTopologyLacksIsNamedAndNothingIsTuned) {
   use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER_HOSTS", "s0,s99"}});
-  void* ctx = init_v5(2, 2);
+  void* ctx = init_v5(32, 32);
   expect_no_change(ctx);
-  EXPECT_EQ(logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER_HOSTS names host \"s99\"").size(), 1u);
+  EXPECT_EQ(logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER_HOSTS names host \"s99\", which topology \"bigraph-32\" does "
+                                  "not have: the ranks' hosts are unknown; the tuner changes nothing").size(),
+            1u);
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
