@@ -15,6 +15,7 @@ namespace topocoll::plugin::interposer {
 namespace {
 
 struct DeviceSlot {
+  int device = -1;  // whose memory and stream
   void* buffer = nullptr;
   cudaStream_t stream = nullptr;
   bool joined = false;
@@ -32,6 +33,7 @@ cudaError_t open_slot(const ExchangeCudaCalls& cuda, int device, std::size_t byt
   cudaError_t e = cuda.get_device(&current);
   if (e == cudaSuccess && current != device) e = cudaErrorInvalidDevice;
   if (e != cudaSuccess) return e;
+  s->device = device;
   *stream_error = cuda.stream_create(&s->stream, cudaStreamNonBlocking);
   if (*stream_error != cudaSuccess) {
     // The per-thread default stream waits for the legacy stream's work only, not for every
@@ -50,6 +52,7 @@ cudaError_t use_cell(const ExchangeCudaCalls& cuda, int device, const VoteCell& 
   cudaError_t e = cuda.get_device(&current);
   if (e == cudaSuccess && current != device) e = cudaErrorInvalidDevice;
   if (e != cudaSuccess) return e;
+  s->device = device;
   s->buffer = cell.buffer();
   s->stream = cell.stream();
   s->kept = true;
@@ -68,14 +71,19 @@ void close_slot(const ExchangeCudaCalls& cuda, DeviceSlot& s) {
 }
 
 // The slots of one exchange or vote, closed when it ends however it ends (an exception from a
-// host allocation included: freed behind their own work, on their own streams), and this
-// thread's capture mode given back.
+// host allocation included: freed behind their own work, on their own streams, each with its
+// own device current, as the normal path closes them), and this thread's capture mode given
+// back.
 struct SlotsInUse {
   const ExchangeCudaCalls& cuda;
   std::vector<DeviceSlot>& slots;
   cudaStreamCaptureMode& mode;
+  CurrentDeviceGuard& device_guard;
   ~SlotsInUse() {
-    for (DeviceSlot& s : slots) close_slot(cuda, s);
+    for (DeviceSlot& s : slots) {
+      if (s.buffer || s.stream) device_guard.use(s.device);
+      close_slot(cuda, s);
+    }
     cudaThreadExchangeStreamCaptureMode(&mode);
   }
 };
@@ -229,7 +237,7 @@ void exchange_identities(std::span<IdentityExchange> batch) {
   const ExchangeCudaCalls& cuda = exchange_cuda_calls();
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
-  const SlotsInUse in_use{cuda, slots, mode};
+  const SlotsInUse in_use{cuda, slots, mode, device_guard};
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     IdentityExchange& x = batch[i];
@@ -348,7 +356,7 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
   const ExchangeCudaCalls& cuda = exchange_cuda_calls();
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
-  const SlotsInUse in_use{cuda, slots, mode};
+  const SlotsInUse in_use{cuda, slots, mode, device_guard};
 
   for (std::size_t i = 0; i < batch.size(); ++i) {
     ReadyVote& v = batch[i];
