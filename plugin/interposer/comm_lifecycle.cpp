@@ -40,7 +40,8 @@ bool config_blocking(const ncclConfig_t* config, ncclComm_t parent) {
   if (config && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
   if (!config && parent) {
     // A split without a config inherits the parent's.
-    if (CommState* p = CommRegistry::instance().find(parent)) return p->blocking;
+    // Shared: an abort of the parent from another thread may release its state meanwhile.
+    if (const std::shared_ptr<CommState> p = CommRegistry::instance().share(parent)) return p->blocking;
   }
   return default_blocking();
 }
@@ -412,7 +413,7 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
   if (config) {
     user_config = CommConfigCopy(*config);
   } else if (parent) {
-    if (CommState* p = CommRegistry::instance().find(parent)) user_config = p->config;
+    if (const std::shared_ptr<CommState> p = CommRegistry::instance().share(parent)) user_config = p->config;
   }
   ThreadGroup& g = thread_group();
   g.inits.push_back({comm, blocking, std::move(user_config)});

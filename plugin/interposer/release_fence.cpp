@@ -17,8 +17,10 @@ thread_local ServedCallsInside* innermost = nullptr;
 ServedCallsInside::ServedCallsInside(const std::vector<PendingCollective>& calls) : outer_(innermost) {
   for (const PendingCollective& c : calls) {
     if (!c.state || std::find(entered_.begin(), entered_.end(), c.state) != entered_.end()) continue;
-    c.state->calls_inside.fetch_add(1);
+    // Kept first, counted after: a push that throws (out of host memory) leaves no count
+    // the destructor, which then never runs, would not take back.
     entered_.push_back(c.state);
+    c.state->calls_inside.fetch_add(1);
   }
   innermost = this;
 }
