@@ -19,7 +19,7 @@ TransportOptions TransportOptions::normalized() const {
 
 TransportOptions TransportOptions::from_env(const config::Env& env) {
   TransportOptions o;
-  o.sockets_per_conn = env.net_sockets_per_conn.value_or(4);
+  if (env.net_sockets_per_conn) o.sockets_per_conn = *env.net_sockets_per_conn;
   o.threads_per_conn = env.net_threads.value_or(2);
   o.timeout_ms = env.net_timeout_ms;
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(env.net_timeout_ms);
@@ -42,8 +42,8 @@ TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   // other, so more sockets only add system calls (and on the build machine lost up to 1.24x
   // at 256 KiB; perf/results/net-plugin-sockets-20261128): one, as NCCL's Socket transport
   // outside cloud NICs, or one per lane mark, whose sockets take different paths.
-  if (!env.net_sockets_per_conn)
-    o.sockets_per_conn = o.threads_per_conn == 0 ? std::max<int>(1, int(o.lane_marks.size())) : 4;
+  if (!env.net_sockets_per_conn && o.threads_per_conn == 0)
+    o.sockets_per_conn = std::max<int>(1, int(o.lane_marks.size()));
   return o.normalized();
 }
 
