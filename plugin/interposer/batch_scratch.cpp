@@ -50,7 +50,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   std::vector<std::pair<CommState*, char*>> bases;
   for (auto& [st, total] : totals) {
     if (!st->scratch) throw std::logic_error("served communicator without scratch");
-    if (st->aborting.load()) continue;  // Released below: no scratch, no vote
+    if (st->calls_stopped.load()) continue;  // Released below: no scratch, no vote
     if (total > max_bytes) {
       fall_back(st, "above TOPOCOLL_SCRATCH_MAX_BYTES");
       continue;
@@ -66,7 +66,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.comm = st->comm;
       v.device = st->device;
       v.ready = base ? 1 : 0;
-      v.abandon = &st->aborting;
+      v.abandon = &st->calls_stopped;
       v.cell = st->vote_cell.get();
       votes.push_back(std::move(v));
       voted.push_back({st, total});
@@ -76,9 +76,9 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
     }
     bases.push_back({st, base});
   }
-  // While it waits, a communicator of the batch being aborted gets nothing more (marked
-  // Released below): its release need not wait for the batch's other votes.
-  agree_ready(votes, leave_aborted_communicators);
+  // While it waits, a communicator of the batch whose calls were stopped gets nothing more
+  // (marked Released below): its release need not wait for the batch's other votes.
+  agree_ready(votes, leave_stopped_communicators);
   for (std::size_t k = 0; k < votes.size(); ++k)
     if (votes[k].all_ready) voted[k].first->scratch->agree(voted[k].second);
   for (const ReadyVote& v : votes)
@@ -86,8 +86,8 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       for (auto& [st, base] : bases)
         if (st->comm == v.comm) {
           if (!v.error.empty()) TC_WARN("comm %p: scratch vote: %s", static_cast<void*>(st->comm), v.error.c_str());
-          // Abandoned: nothing more goes to a communicator being aborted, not even to NCCL,
-          // whose runtime connect could wait for the very peer that hung.
+          // Abandoned: nothing more goes to a communicator whose calls were stopped, not even
+          // to NCCL, whose runtime connect could wait for the very peer that hung.
           if (v.abandoned) {
             settle(st, ScratchOutcome::Released);
           } else if (!v.known) {
@@ -103,11 +103,12 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
   for (auto& [st, base] : bases)
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (needs[i] > 0 && calls[i].state.get() == st && base) regions[i] = base + offsets[i];
-  // A communicator being aborted gets nothing more, voted on or not: its release may have
-  // stopped waiting for this thread (leave_aborted_communicators), here or in an earlier
-  // part of the batch.
+  // A communicator whose calls were stopped gets nothing more, voted on or not (its vote
+  // may have ended just before): its release may have stopped waiting for this thread
+  // (leave_stopped_communicators), here or in an earlier part of the batch, and a destroy
+  // past its bound frees it next.
   for (std::size_t i = 0; i < calls.size(); ++i)
-    if (calls[i].state->aborting.load()) outcomes[i] = ScratchOutcome::Released;
+    if (calls[i].state->calls_stopped.load()) outcomes[i] = ScratchOutcome::Released;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     if (needs[i] == 0 || outcomes[i] != ScratchOutcome::Served) continue;
     device_guard.use(calls[i].state->device);
@@ -129,9 +130,8 @@ ncclResult_t report_released(const std::vector<PendingCollective>& calls,
       continue;
     }
     if (outcomes[i] != ScratchOutcome::Released) continue;
-    TC_WARN("comm %p: aborted by another thread before its call of %zu elements was issued; "
-            "the collective was not run",
-            static_cast<void*>(calls[i].state->comm), calls[i].call.count);
+    TC_WARN("comm %p: %s before its call of %zu elements was issued; the collective was not run",
+            static_cast<void*>(calls[i].state->comm), stopped_by(*calls[i].state), calls[i].call.count);
     r = ncclInvalidUsage;
   }
   return r;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
 
 namespace topocoll::plugin::interposer {
@@ -60,14 +61,22 @@ ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error) {
 }
 
 ncclResult_t comm_revoke(ncclComm_t comm, int flags) {
-  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+  // Flags NCCL refuses revoke nothing: nothing is stopped either.
+  if (flags != NCCL_REVOKE_DEFAULT) return pncclCommRevoke(comm, flags);
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    // Before NCCL ends the kernels: a vote waiting on another thread must not take the end
+    // of its allreduce for its peers' answer (release_fence.h).
+    stop_calls_for_revoke(*st);
     if (ncclComm_t ring = st->ring_comm.load()) pncclCommRevoke(ring, flags);
+  }
   return pncclCommRevoke(comm, flags);
 }
 
 void revoke_ring_comm(ncclComm_t comm) {
-  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm))
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    stop_calls_for_revoke(*st);
     if (ncclComm_t ring = st->ring_comm.load()) pncclCommRevoke(ring, NCCL_REVOKE_DEFAULT);
+  }
 }
 
 void publish_ring_comm(CommState& st, ncclComm_t made) {

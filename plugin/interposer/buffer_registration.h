@@ -1,7 +1,8 @@
 // What the user does to a served communicator that the topology-ordered split (ring_comm.h)
 // must see too: buffers registered with ncclCommRegister are registered on the split as
 // well (and deregistered with it), an asynchronous error of the split is reported by
-// ncclCommGetAsyncError on the user's communicator, and ncclCommRevoke revokes both.
+// ncclCommGetAsyncError on the user's communicator, and ncclCommRevoke revokes both (having
+// stopped topocoll's calls on it first: release_fence.h).
 #pragma once
 
 #include <nccl.h>
@@ -17,7 +18,8 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle);
 // The user's communicator's error, else the split's (other than ncclInProgress).
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error);
 ncclResult_t comm_revoke(ncclComm_t comm, int flags);
-// Revokes the split alone: before ncclCommShrink(NCCL_SHRINK_ABORT), which ends the user
+// Stops topocoll's calls on the user's communicator (release_fence.h) and revokes the
+// split alone: before ncclCommShrink(NCCL_SHRINK_ABORT), which ends the user
 // communicator's operations and then waits for its device stream, behind which a split's
 // kernel hung on a dead peer would keep it waiting forever.
 void revoke_ring_comm(ncclComm_t comm);

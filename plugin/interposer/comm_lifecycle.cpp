@@ -509,7 +509,7 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
-    if (st) fence_served_calls(*st, abort, kReleaseWaitsForCalls);
+    if (st) fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
     if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) {
       CurrentDeviceGuard device_guard;
       device_guard.use(st->device);

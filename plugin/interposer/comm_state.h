@@ -105,6 +105,14 @@ struct CommState {
   std::atomic<bool> releasing{false};
   std::atomic<bool> aborting{false};
   std::atomic<int> calls_inside{0};
+  // The calls inside issue nothing more on it, the votes they wait in end
+  // (ReadyVote::abandon), and later calls are not run: set as an abort begins; by a revoke
+  // (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT), as NCCL then ends the
+  // communicator's kernels and a vote's allreduce would read back this rank's own vote; and
+  // by a destroy that stopped waiting for the calls at its bound, as it frees the
+  // communicator next. Never cleared (release_fence.h).
+  std::atomic<bool> calls_stopped{false};
+  std::atomic<bool> revoked{false};  // what stopped them was a revoke
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};

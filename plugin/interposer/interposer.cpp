@@ -237,8 +237,8 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
 }
 
 ncclResult_t run_pending(std::vector<PendingCollective>& pending) {
-  ServedCallsInside inside(pending);  // not const: a vote's wait leaves aborted ones early
-  const ncclResult_t released = drop_released_calls(pending, DropCalls::OfReleasing, "before it ran");
+  ServedCallsInside inside(pending);  // not const: a vote's wait leaves stopped ones early
+  const ncclResult_t released = drop_released_calls(pending, DropCalls::OfReleasingOrStopped, "before it ran");
   const ncclResult_t stepped = drop_out_of_step_calls(pending);
   const ncclResult_t dropped = released != ncclSuccess ? released : stepped;
   std::vector<PendingCollective> ring, schedules;

@@ -92,7 +92,7 @@ struct SlotsInUse {
 bool abandoned_now(ReadyVote& v) {
   if (!v.abandon || !v.abandon->load()) return false;
   v.abandoned = true;
-  v.error = "the communicator was aborted while its ready vote waited for its peers";
+  v.error = "the communicator was aborted, revoked or released while its ready vote waited for its peers";
   return true;
 }
 
@@ -446,6 +446,10 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
       }
       v.all_ready = e == cudaSuccess && min == 1 && v.ready;
       v.known = e == cudaSuccess || !v.ready;
+      // Stopped before the result was read (release_fence.h): a revoke ends the allreduce's
+      // kernel early, leaving this rank's own vote in the buffer, so the result is not its
+      // peers'; and a destroy past its bound frees the communicator next.
+      if (abandoned_now(v)) v.all_ready = v.known = false;
     } else if (v.error.empty() && s.buffer) {
       v.error = std::string("ncclGroupEnd: ") + pncclGetErrorString(er);
     }

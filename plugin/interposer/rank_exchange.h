@@ -92,7 +92,8 @@ ExchangeCudaCalls& exchange_cuda_calls();
 // The vote's result is waited for by polling, not in CUDA: a peer that hung keeps the
 // allreduce pending until NCCL's abort ends its kernel, and that abort comes from another
 // thread (PyTorch's watchdog), which first waits for this call to leave (comm_release).
-// `abandon`, when set while the vote waits, ends the wait: all_ready stays false. So do
+// `abandon`, when set while the vote waits or before its result is read, ends it: all_ready
+// stays false (a revoke ends the allreduce early, with this rank's own vote as its result). So do
 // NCCL's asynchronous error on the communicator and `limit`. The exchange's allgather is
 // waited for the same way.
 // Device memory a served communicator keeps for the votes on its calls' path (scratch
@@ -126,10 +127,10 @@ struct ReadyVote {
   // The communicator's kept vote memory and stream (null: allocated for this vote; the
   // init's vote, before the communicator has one).
   const VoteCell* cell = nullptr;
-  const std::atomic<bool>* abandon = nullptr;  // the communicator's release has begun
+  const std::atomic<bool>* abandon = nullptr;  // the communicator's calls were stopped
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
   WaitLimit limit;
-  bool abandoned = false;  // out: `abandon` was set before the result arrived
+  bool abandoned = false;  // out: `abandon` was set before the result was read
   // out: `limit` passed, or NCCL reported an asynchronous error on the communicator, before
   // the result arrived (`error` says which); all_ready stays false.
   bool gave_up = false;

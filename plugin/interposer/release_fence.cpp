@@ -32,48 +32,79 @@ ServedCallsInside::~ServedCallsInside() {
 
 ServedCallsInside* ServedCallsInside::of_this_thread() { return innermost; }
 
-void ServedCallsInside::leave_aborted() {
+void ServedCallsInside::leave_stopped() {
   // The states stay alive (the batch's calls hold them); only the count lets the release go.
   std::erase_if(entered_, [](const std::shared_ptr<CommState>& st) {
-    if (!st->aborting.load()) return false;
+    if (!st->calls_stopped.load()) return false;
     st->calls_inside.fetch_sub(1);
     return true;
   });
 }
 
-void leave_aborted_communicators() {
-  if (ServedCallsInside* scope = ServedCallsInside::of_this_thread()) scope->leave_aborted();
+void leave_stopped_communicators() {
+  if (ServedCallsInside* scope = ServedCallsInside::of_this_thread()) scope->leave_stopped();
 }
 
-bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound) {
-  if (abort) st.aborting.store(true);
-  st.releasing.store(true);
-  const auto deadline = std::chrono::steady_clock::now() + bound;
+const char* stopped_by(const CommState& st) {
+  if (st.aborting.load()) return "aborted by another thread";
+  if (st.revoked.load()) return "revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT)";
+  return "destroyed by another thread";
+}
+
+namespace {
+// Waits until no served call is inside `st` or `deadline` passes; whether none is.
+bool calls_left_by(const CommState& st, std::chrono::steady_clock::time_point deadline) {
   while (st.calls_inside.load() > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      TC_WARN("comm %p: %d served topocoll call(s) on other threads still inside after %lld ms; "
-              "releasing it anyway (NCCL's abort ends what they wait for in NCCL, but a call "
-              "on a communicator being released is undefined in NCCL)",
-              static_cast<void*>(st.comm), st.calls_inside.load(), static_cast<long long>(bound.count()));
-      return false;
-    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
 }
+}  // namespace
+
+bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound,
+                        std::chrono::milliseconds stopped_leave) {
+  if (abort) {
+    st.aborting.store(true);
+    st.calls_stopped.store(true);
+  }
+  st.releasing.store(true);
+  if (calls_left_by(st, std::chrono::steady_clock::now() + bound)) return true;
+  // A destroy lets the calls inside finish, as the peers are expected to be alive; past the
+  // bound they are stopped as an abort would (a vote behind peers that never vote must not
+  // poll a communicator freed next, nor issue on it once its vote ends).
+  st.calls_stopped.store(true);
+  if (calls_left_by(st, std::chrono::steady_clock::now() + stopped_leave)) {
+    TC_WARN("comm %p: served topocoll call(s) on other threads were still inside after %lld ms; "
+            "stopped, they left: they issue nothing more",
+            static_cast<void*>(st.comm), static_cast<long long>(bound.count()));
+    return true;
+  }
+  TC_WARN("comm %p: %d served topocoll call(s) on other threads still inside after %lld ms; "
+          "releasing it anyway (NCCL's abort ends what they wait for in NCCL, but a call "
+          "on a communicator being released is undefined in NCCL)",
+          static_cast<void*>(st.comm), st.calls_inside.load(),
+          static_cast<long long>((bound + stopped_leave).count()));
+  return false;
+}
+
+void stop_calls_for_revoke(CommState& st) {
+  st.revoked.store(true);
+  st.calls_stopped.store(true);
+}
 
 ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCalls which, const char* when) {
   auto dropped = [which](const CommState& st) {
-    if (which == DropCalls::OfReleasing) return releasing(st);
+    if (which == DropCalls::OfReleasingOrStopped) return releasing(st) || st.calls_stopped.load();
     // Seen from inside the fence, a release has taken the split only once it gave up waiting.
-    return st.aborting.load() || st.ring_comm_taken.load();
+    return st.calls_stopped.load() || st.ring_comm_taken.load();
   };
   const auto gone = std::stable_partition(calls.begin(), calls.end(),
                                           [&](const PendingCollective& p) { return !dropped(*p.state); });
   if (gone == calls.end()) return ncclSuccess;
   for (auto it = gone; it != calls.end(); ++it)
-    TC_WARN("comm %p: %s by another thread %s; its %s of %zu elements was not run",
-            static_cast<void*>(it->state->comm), it->state->aborting.load() ? "aborted" : "destroyed", when,
+    TC_WARN("comm %p: %s %s; its %s of %zu elements was not run", static_cast<void*>(it->state->comm),
+            stopped_by(*it->state), when,
             std::string(sched::to_string(it->call.collective)).c_str(), it->call.count);
   calls.erase(gone, calls.end());
   return ncclInvalidUsage;

@@ -18,7 +18,16 @@
 // is made only after the release's bound passed. The wait is bounded: a call stuck inside NCCL
 // itself (connecting to a peer that hung) leaves only when NCCL's abort sets its flag, so
 // past the bound the release goes on with a WARN, and from there it is NCCL's own race of
-// an abort against a call on another thread.
+// an abort against a call on another thread. A destroy that reaches its bound first stops
+// the calls as an abort does (CommState::calls_stopped): one waiting in a vote behind peers
+// that never vote leaves it, rather than polling a communicator NCCL is about to free, and
+// one whose vote ends after the bound issues nothing on it.
+//
+// A revoke (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) stops the calls too,
+// before NCCL ends the communicator's kernels: a vote's allreduce ended that way reads back
+// this rank's own vote, which must not count as its peers'. It waits for no call: NCCL
+// frees nothing there. The communicator's later served calls are not run (NCCL refuses a
+// revoked communicator's collectives too).
 //
 // Counted are the calls that run topocoll's schedules or permutations (run_pending). A
 // call forwarded straight to NCCL (on the user's or the topology-ordered communicator) is
@@ -47,33 +56,38 @@ class ServedCallsInside {
 
   // The innermost scope of the calling thread, or null.
   static ServedCallsInside* of_this_thread();
-  // Stops counting as inside every communicator an abort has begun on: the batch issues
+  // Stops counting as inside every communicator whose calls were stopped: the batch issues
   // nothing more on them.
-  void leave_aborted();
+  void leave_stopped();
 
  private:
   std::vector<std::shared_ptr<CommState>> entered_;
   ServedCallsInside* outer_ = nullptr;
 };
 
-// The calling thread's batch issues nothing more on the communicators an abort has begun on
-// (their calls not issued yet are Released: batch_scratch.h): their releases go on without
-// waiting for the rest of the batch, whose other communicators may keep it waiting (a vote
-// behind a peer that hung). Called while the batch waits for a vote.
-void leave_aborted_communicators();
+// The calling thread's batch issues nothing more on the communicators whose calls were
+// stopped (their calls not issued yet are Released: batch_scratch.h): their releases go on
+// without waiting for the rest of the batch, whose other communicators may keep it waiting
+// (a vote behind a peer that hung). Called while the batch waits for a vote.
+void leave_stopped_communicators();
 
 // Whether `st` is being destroyed or aborted; a call that sees it must not touch st.comm.
 inline bool releasing(const CommState& st) { return st.releasing.load(); }
 
-// Which calls drop_released_calls takes out: before a call starts, those of any
-// communicator being released; once it has waited for its peers (inside the fence), those
-// of a communicator being aborted, or whose release went on without waiting for it (a
-// destroy otherwise lets a call that is inside finish).
-enum class DropCalls : char { OfReleasing, OfAbortedOrLeftBehind };
+// What stopped st's calls, for messages: "aborted by another thread", "destroyed by
+// another thread", or the revoke.
+const char* stopped_by(const CommState& st);
 
-// Takes out of `calls` those `which` names, with a WARN each naming the communicator, the
-// release, the collective and `when` the release came; they are not run. ncclInvalidUsage
-// when any, else ncclSuccess.
+// Which calls drop_released_calls takes out: before a call starts, those of any
+// communicator being released or whose calls were stopped (revoked); once it has waited
+// for its peers (inside the fence), those whose calls were stopped meanwhile, or whose
+// release went on without waiting for them (a destroy otherwise lets a call that is inside
+// finish).
+enum class DropCalls : char { OfReleasingOrStopped, OfStopped };
+
+// Takes out of `calls` those `which` names, with a WARN each naming the communicator, what
+// stopped it, the collective and `when` that came; they are not run. ncclInvalidUsage when
+// any, else ncclSuccess.
 ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCalls which, const char* when);
 
 // Takes the calls of communicators marked out of step (CommState::out_of_step) out of
@@ -90,12 +104,19 @@ void adopt_ring_comm(CommState& st, ncclComm_t made);
 // communicator, or null. From then on a split that ends adopts nothing (adopt_ring_comm).
 ncclComm_t take_ring_comm_for_release(CommState& st);
 
-// Marks `st` as releasing (and aborting, for an abort) and waits up to `bound` for the
-// served calls inside it to leave. False (with a WARN naming the communicator) when some
-// are still inside at the bound.
-bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound);
+// Marks `st` as releasing (and aborting, for an abort: its calls stop at once) and waits
+// up to `bound` for the served calls inside it to leave. At the bound it stops them and
+// waits up to `stopped_leave` more for those waiting in a vote to leave it. False (with a
+// WARN naming the communicator) when some are still inside then.
+bool fence_served_calls(CommState& st, bool abort, std::chrono::milliseconds bound,
+                        std::chrono::milliseconds stopped_leave);
 
-// How long a destroy or abort waits for served calls on other threads.
+// Stops st's calls before NCCL revokes it (or a shrink aborts its operations): see above.
+void stop_calls_for_revoke(CommState& st);
+
+// How long a destroy or abort waits for served calls on other threads, and then for those
+// it stopped to leave their votes (they see it within a poll: 100 us to 10 ms).
 inline constexpr std::chrono::milliseconds kReleaseWaitsForCalls{5000};
+inline constexpr std::chrono::milliseconds kStoppedCallsLeave{1000};
 
 }  // namespace topocoll::plugin::interposer

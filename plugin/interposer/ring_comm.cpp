@@ -29,9 +29,9 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     if (st->ring_comm || st->ring_comm_failed) continue;
     // Two calls of one communicator in a batch (lazy mode) make one split, not two.
     if (std::find(todo.begin(), todo.end(), st) != todo.end()) continue;
-    // An abort from another thread has begun: its calls run no more (release_fence.h), so
-    // nothing is split from it.
-    if (st->aborting.load()) continue;
+    // Its calls were stopped (an abort from another thread began, a revoke): they run no
+    // more (release_fence.h), so nothing is split from it.
+    if (st->calls_stopped.load()) continue;
     st->ring_order = sched::topology_aware_ring(*st->topology, st->placement);
     // A permutation of 0..n-1 is the identity exactly when it is sorted.
     st->ring_permutes = !std::is_sorted(st->ring_order.begin(), st->ring_order.end());
@@ -91,7 +91,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
   // its split only when every rank made one.
   for (std::size_t i = 0; i < todo.size(); ++i) {
     CommState* st = todo[i];
-    if (st->aborting.load() || st->ring_comm_taken.load()) {
+    if (st->calls_stopped.load() || st->ring_comm_taken.load()) {
       // Released meanwhile (the user's communicator may be gone already): nothing more goes
       // to it; a split made is released the way the release would (adopt_ring_comm).
       if (made[i]) adopt_ring_comm(*st, std::exchange(made[i], nullptr));
@@ -102,12 +102,12 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     v.comm = st->comm;
     v.device = st->device;
     v.ready = r == ncclSuccess && end == ncclSuccess && results[i] == ncclSuccess && made[i];
-    v.abandon = &st->aborting;
+    v.abandon = &st->calls_stopped;
     v.cell = st->vote_cell.get();
     votes.push_back(std::move(v));
     voter.push_back(i);
   }
-  agree_ready(votes, leave_aborted_communicators);
+  agree_ready(votes, leave_stopped_communicators);
   for (std::size_t k = 0; k < votes.size(); ++k) {
     const std::size_t i = voter[k];
     CommState* st = todo[i];
@@ -133,7 +133,7 @@ void create_ring_comms(const std::vector<CommState*>& states) {
       continue;
     }
     const char* why = !v.ready           ? "it could not be created on this rank"
-                      : v.abandoned      ? "the user's communicator was aborted meanwhile"
+                      : v.abandoned      ? "the user's communicator was aborted or revoked meanwhile"
                       : !v.error.empty() ? v.error.c_str()
                                          : "another rank could not create it";
     TC_WARN("comm %p rank %d: topology-ordered communicator not used (%s); nccl-topo-ring runs "
@@ -158,9 +158,9 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
   create_ring_comms(states);
-  // A split waits for every rank: an abort from another thread may have begun meanwhile, or
-  // a release that gave up waiting have gone on.
-  const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfAbortedOrLeftBehind,
+  // A split waits for every rank: an abort from another thread or a revoke may have come
+  // meanwhile, or a release that gave up waiting have gone on.
+  const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfStopped,
                                                    "while its topology-ordered communicator was made");
   // A split vote this rank could not read back left its communicator out of step: its
   // peers may run the call on their splits, so it runs nowhere here.

@@ -481,7 +481,7 @@ TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote)
   caller.join();
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(result, ncclInvalidUsage);
-  EXPECT_NE(err.find("aborted while its ready vote waited"), std::string::npos) << err;
+  EXPECT_NE(err.find("aborted, revoked or released while its ready vote waited"), std::string::npos) << err;
   EXPECT_NE(err.find("the collective was not run"), std::string::npos) << err;
   EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
   // NCCL's abort is the last call: the served call issued nothing after it.
@@ -601,6 +601,127 @@ TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
   ASSERT_GE(forwarded, 0) << "the user's allreduce did not reach NCCL";
   EXPECT_LT(forwarded, first_call(all, "pncclCommDestroy", comm));
   stub_nccl::reset();
+}
+
+// Sets `seen` once the stub's log holds a call `fn` on `comm` (or after 30 s), on its own
+// thread: the end of a hung vote tied to what NCCL was asked meanwhile.
+std::thread when_nccl_called(const char* fn, ncclComm_t comm, std::atomic<bool>& seen) {
+  return std::thread([fn, comm, &seen] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!seen.load() && std::chrono::steady_clock::now() < deadline) {
+      for (const Call& c : stub_nccl::calls())
+        if (c.fn == fn && c.comm == comm) seen = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    seen = true;
+  });
+}
+
+// The stub's calls on `comm` after the first `fn` on it.
+std::vector<std::string> calls_after(const char* fn, ncclComm_t comm) {
+  std::vector<std::string> after;
+  bool past = false;
+  for (const Call& c : stub_nccl::calls()) {
+    if (c.comm != comm) continue;
+    if (past) after.push_back(c.fn);
+    if (c.fn == fn) past = true;
+  }
+  return after;
+}
+
+// A destroy that stops waiting at its bound (the peers never voted while it waited) stops
+// the call as an abort would: the call leaves its vote rather than polling a communicator
+// NCCL frees next, and issues nothing on it when the vote would have ended after the
+// destroy (the peers' votes arrive only then).
+TEST_F(ServedForwarding, ADestroyPastItsBoundStopsTheCallWaitingInTheScratchVote) {
+  const int64_t count = 4096;
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
+  std::shared_ptr<CommState> st = served_state(comm);
+  ASSERT_NE(st, nullptr);
+  std::vector<float> in(count, 1.0f), out(count, 0.0f);
+  HostMemoryVote vote;
+  stub_nccl::set_allreduce_min_peers(1);
+  std::atomic<bool> destroyed{false};
+  HungVote::install(std::chrono::seconds(20), &destroyed);
+  ncclResult_t result = ncclInternalError;
+  std::string err;
+  std::thread caller([&] {
+    ::testing::internal::CaptureStderr();
+    result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    err = ::testing::internal::GetCapturedStderr();
+  });
+  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+  std::thread peers = when_nccl_called("pncclCommDestroy", comm, destroyed);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  caller.join();
+  peers.join();
+  EXPECT_EQ(result, ncclInvalidUsage);
+  EXPECT_NE(err.find("destroyed by another thread before its call of 4096 elements was issued"), std::string::npos)
+      << err;
+  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+  EXPECT_EQ(calls_after("pncclCommDestroy", comm), std::vector<std::string>{})
+      << "the call touched the communicator after NCCL's destroy";
+  EXPECT_TRUE(st->calls_stopped.load());
+  EXPECT_FALSE(st->aborting.load());
+  stub_nccl::reset();
+}
+
+// A revoke (ncclCommRevoke, or a shrink that aborts the communicator's operations) ends the
+// kernels of its collectives, the vote's allreduce among them, which then holds this
+// rank's own vote: the call waiting in it must not take that for its peers' answer, even
+// when the allreduce ends the instant the calls are stopped (here: the stream is done from
+// then on, before the wait sees the stop). It is stopped first, issues nothing, and later
+// calls on the communicator are not run either (NCCL refuses a revoked communicator's
+// collectives too).
+TEST_F(ServedForwarding, ARevokeEndsACallWaitingInTheScratchVoteAndRunsNoLaterCall) {
+  for (const bool shrink : {false, true}) {
+    SCOPED_TRACE(shrink ? "ncclCommShrink(NCCL_SHRINK_ABORT)" : "ncclCommRevoke");
+    const int64_t count = 4096;
+    const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
+    std::shared_ptr<CommState> st = served_state(comm);
+    ASSERT_NE(st, nullptr);
+    std::vector<float> in(count, 1.0f), out(count, 0.0f);
+    HostMemoryVote vote;
+    stub_nccl::set_allreduce_min_peers(1);
+    HungVote::install(std::chrono::seconds(20), &st->calls_stopped);
+    ncclResult_t result = ncclInternalError;
+    std::string err;
+    std::thread caller([&] {
+      ::testing::internal::CaptureStderr();
+      result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+      err = ::testing::internal::GetCapturedStderr();
+    });
+    ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+    ncclComm_t shrunk = nullptr;
+    int excluded = 7;
+    if (shrink) {
+      EXPECT_EQ(ncclCommShrink(comm, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT), ncclSuccess);
+    } else {
+      EXPECT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess);
+    }
+    caller.join();
+    EXPECT_EQ(result, ncclInvalidUsage);
+    EXPECT_NE(err.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before its call of "
+                       "4096 elements was issued"),
+              std::string::npos)
+        << err;
+    EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+    const std::string later = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(later.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before it ran; its "
+                         "allreduce of 4096 elements was not run"),
+              std::string::npos)
+        << later;
+    EXPECT_TRUE(user_allreduces().empty()) << "a call was issued on the revoked communicator";
+    if (shrunk) {
+      EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
+    }
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    stub_nccl::reset();
+    insert_served_state(comm_);  // the next round's
+  }
 }
 
 // A served call queued in another thread's open group when the communicator is aborted is
@@ -936,7 +1057,9 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileMakingTheSplitLeavesItDecide
       const bool reached = testing::with_allocation_failing(k, persistent, make);
       stub_nccl::set_recording(true);
       const bool adopted = st->ring_comm.load() != nullptr;
-      if (joined) EXPECT_TRUE(adopted || st->ring_comm_failed) << "undecided: a later call would split alone";
+      if (joined) {
+        EXPECT_TRUE(adopted || st->ring_comm_failed) << "undecided: a later call would split alone";
+      }
       EXPECT_EQ(stub_nccl::live_comms(), live_before + (adopted ? 1 : 0)) << "a split left behind";
       if (thrown) ++threw;
       if (!reached) {

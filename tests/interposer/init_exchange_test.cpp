@@ -629,6 +629,34 @@ TEST_F(InitReadyVote, AVoteNotReadBackIsKnownOnlyToARankThatVotedNo) {
   ASSERT_EQ(pncclCommDestroy(comm), ncclSuccess);
 }
 
+// A revoke ends the communicator's kernels, the vote's allreduce among them, which then
+// holds this rank's own vote; its calls are stopped just before (release_fence.h). A vote
+// whose stream is done the instant that happens (before the wait can see the stop) must not
+// take the buffer for its peers' answer.
+std::atomic<bool> g_stopped_by_revoke{false};
+TEST_F(InitReadyVote, AVoteStoppedAsItsAllreduceEndsIsNotTakenForThePeersAnswer) {
+  exchange_cuda_calls().stream_query = [](cudaStream_t) {
+    g_stopped_by_revoke = true;  // the revoke: the stop, then NCCL ends the kernel
+    return cudaSuccess;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(pncclCommInitRank(&comm, n_, ncclUniqueId{}, 0), ncclSuccess);  // NCCL's own: no exchange
+  g_stopped_by_revoke = false;
+  ReadyVote v;
+  v.comm = comm;
+  v.device = 0;
+  v.ready = 1;
+  v.abandon = &g_stopped_by_revoke;
+  std::vector<ReadyVote> votes{v};
+  agree_ready(votes);
+  EXPECT_TRUE(votes[0].joined);
+  EXPECT_FALSE(votes[0].all_ready) << "this rank's own vote was read back as the peers' answer";
+  EXPECT_TRUE(votes[0].abandoned);
+  EXPECT_FALSE(votes[0].known);
+  ASSERT_EQ(pncclCommDestroy(comm), ncclSuccess);
+}
+
 // This rank voted to serve at init and could not read the outcome back: its peers may serve
 // while it cannot know, so the communicator is marked out of step.
 TEST_F(InitReadyVote, AnInitVoteNotReadBackMarksTheCommunicatorFailed) {
@@ -781,7 +809,9 @@ void sweep_init_out_of_memory(int n_, const std::function<ncclResult_t(ncclComm_
   }
   EXPECT_GT(tried, 10);
   EXPECT_GT(served, 0) << "the last run, without a failure, serves";
-  if (!persistent) EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
+  if (!persistent) {
+    EXPECT_GT(told, 0) << "a failure while preparing is shared through the exchange or the vote";
+  }
   EXPECT_GT(init_failed, 0) << "a failure before joining fails the user's init";
 }
 
