@@ -461,29 +461,55 @@ int first_call(const std::vector<Call>& all, const char* fn, ncclComm_t comm) {
   return -1;
 }
 
+// An fp32 allreduce of kCount elements (routed to HD on `comm`), run on another thread from
+// construction on, waiting on the host in the scratch vote: its stream is done once
+// `peers_voted` holds (when set) or `hang` has passed. join() (or the destructor) waits for it.
+class CallInTheScratchVote {
+ public:
+  static constexpr int64_t kCount = 4096;
+  CallInTheScratchVote(ncclComm_t comm, std::chrono::seconds hang, const std::atomic<bool>* peers_voted = nullptr)
+      : in(kCount, 1.0f), out(kCount, 0.0f), comm_(comm) {
+    HungVote::install(hang, peers_voted);
+    caller_ = std::thread([this] {
+      ::testing::internal::CaptureStderr();
+      result = ncclAllReduce(in.data(), out.data(), kCount, ncclFloat32, ncclSum, comm_, nullptr);
+      err = ::testing::internal::GetCapturedStderr();
+    });
+  }
+  ~CallInTheScratchVote() { join(); }
+  CallInTheScratchVote(const CallInTheScratchVote&) = delete;
+  CallInTheScratchVote& operator=(const CallInTheScratchVote&) = delete;
+  // Whether the call reached the vote and polls it.
+  static bool waiting() { return HungVote::wait_for_polls(10); }
+  void join() {
+    if (caller_.joinable()) caller_.join();
+  }
+  // Whether the user's allreduce reached NCCL (on the user's communicator).
+  bool forwarded() const { return forwarded_users_allreduce(in.data(), out.data(), kCount, comm_); }
+
+  std::vector<float> in, out;
+  ncclResult_t result = ncclInternalError;
+  std::string err;  // what the call wrote to stderr
+
+ private:
+  ncclComm_t comm_;
+  std::thread caller_;
+};
+
 // PyTorch's watchdog aborts a communicator from its own thread when a collective times out.
 // A served call may be waiting on the host for the scratch vote just then, behind a peer
 // that hung: the abort ends that wait, the call issues nothing more and fails, and NCCL's
 // abort runs only after the call has left (release_fence.h).
 TEST_F(ServedForwarding, AnAbortFromAnotherThreadEndsACallStuckInTheScratchVote) {
-  const int64_t count = 4096;
-  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
-  std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  HostMemoryVote vote;
-  HungVote::install(std::chrono::seconds(15));
-  ncclResult_t result = ncclInternalError;
-  std::thread caller([&] {
-    ::testing::internal::CaptureStderr();
-    result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-  });
-  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, CallInTheScratchVote::kCount);
+  CallInTheScratchVote call(comm, std::chrono::seconds(15));
+  ASSERT_TRUE(call.waiting()) << "the call never waited for the vote";
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
-  caller.join();
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(result, ncclInvalidUsage);
-  EXPECT_NE(err.find("aborted, revoked or released while its ready vote waited"), std::string::npos) << err;
-  EXPECT_NE(err.find("the collective was not run"), std::string::npos) << err;
-  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+  call.join();
+  EXPECT_EQ(call.result, ncclInvalidUsage);
+  EXPECT_NE(call.err.find("aborted, revoked or released while its ready vote waited"), std::string::npos) << call.err;
+  EXPECT_NE(call.err.find("the collective was not run"), std::string::npos) << call.err;
+  EXPECT_FALSE(call.forwarded());
   // NCCL's abort is the last call: the served call issued nothing after it.
   const auto all = stub_nccl::calls();
   ASSERT_FALSE(all.empty());
@@ -566,19 +592,14 @@ TEST_F(ServedForwarding, ABatchLetsAnAbortedCommunicatorWithoutAVoteGoToo) {
 // A destroy from another thread also waits for the call inside, but lets its vote finish
 // (the peers are alive): the call completes as it would have, then NCCL's destroy runs.
 TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
-  const int64_t count = 4096;
-  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, CallInTheScratchVote::kCount);
   std::shared_ptr<CommState> st = served_state(comm);
   ASSERT_NE(st, nullptr);
-  std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  HostMemoryVote vote;
   stub_nccl::set_allreduce_min_peers(1);
   // The peers' votes arrive while the destroy waits: well after it marked the communicator.
   std::atomic<bool> peers_voted{false};
-  HungVote::install(std::chrono::seconds(15), &peers_voted);
-  ncclResult_t result = ncclInternalError;
-  std::thread caller([&] { result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr); });
-  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+  CallInTheScratchVote call(comm, std::chrono::seconds(15), &peers_voted);
+  ASSERT_TRUE(call.waiting()) << "the call never waited for the vote";
   std::thread peers([&] {
     while (!st->releasing.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // Ten more polls of the waiting call (at most 5 s: a call that gave up polls no more).
@@ -589,15 +610,15 @@ TEST_F(ServedForwarding, ADestroyFromAnotherThreadLetsTheScratchVoteFinish) {
     peers_voted = true;
   });
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
-  caller.join();
+  call.join();
   peers.join();
-  EXPECT_EQ(result, ncclSuccess);
+  EXPECT_EQ(call.result, ncclSuccess);
   EXPECT_FALSE(st->aborting.load());
   // No device here, so this rank voted "cannot" and the call went to NCCL: before the destroy.
   const auto all = stub_nccl::calls();
   int forwarded = -1;
   for (std::size_t i = 0; i < all.size(); ++i)
-    if (all[i].fn == "pncclAllReduce" && all[i].sendbuff == in.data() && all[i].comm == comm) forwarded = int(i);
+    if (all[i].fn == "pncclAllReduce" && all[i].sendbuff == call.in.data() && all[i].comm == comm) forwarded = int(i);
   ASSERT_GE(forwarded, 0) << "the user's allreduce did not reach NCCL";
   EXPECT_LT(forwarded, first_call(all, "pncclCommDestroy", comm));
   stub_nccl::reset();
@@ -634,31 +655,22 @@ std::vector<std::string> calls_after(const char* fn, ncclComm_t comm) {
 // NCCL frees next, and issues nothing on it when the vote would have ended after the
 // destroy (the peers' votes arrive only then).
 TEST_F(ServedForwarding, ADestroyPastItsBoundStopsTheCallWaitingInTheScratchVote) {
-  const int64_t count = 4096;
-  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
+  const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, CallInTheScratchVote::kCount);
   std::shared_ptr<CommState> st = served_state(comm);
   ASSERT_NE(st, nullptr);
-  std::vector<float> in(count, 1.0f), out(count, 0.0f);
-  HostMemoryVote vote;
   stub_nccl::set_allreduce_min_peers(1);
   std::atomic<bool> destroyed{false};
-  HungVote::install(std::chrono::seconds(20), &destroyed);
-  ncclResult_t result = ncclInternalError;
-  std::string err;
-  std::thread caller([&] {
-    ::testing::internal::CaptureStderr();
-    result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    err = ::testing::internal::GetCapturedStderr();
-  });
-  ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+  CallInTheScratchVote call(comm, std::chrono::seconds(20), &destroyed);
+  ASSERT_TRUE(call.waiting()) << "the call never waited for the vote";
   std::thread peers = when_nccl_called("pncclCommDestroy", comm, destroyed);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
-  caller.join();
+  call.join();
   peers.join();
-  EXPECT_EQ(result, ncclInvalidUsage);
-  EXPECT_NE(err.find("destroyed by another thread before its call of 4096 elements was issued"), std::string::npos)
-      << err;
-  EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+  EXPECT_EQ(call.result, ncclInvalidUsage);
+  EXPECT_NE(call.err.find("destroyed by another thread before its call of 4096 elements was issued"),
+            std::string::npos)
+      << call.err;
+  EXPECT_FALSE(call.forwarded());
   EXPECT_EQ(calls_after("pncclCommDestroy", comm), std::vector<std::string>{})
       << "the call touched the communicator after NCCL's destroy";
   EXPECT_TRUE(st->calls_stopped.load());
@@ -676,22 +688,13 @@ TEST_F(ServedForwarding, ADestroyPastItsBoundStopsTheCallWaitingInTheScratchVote
 TEST_F(ServedForwarding, ARevokeEndsACallWaitingInTheScratchVoteAndRunsNoLaterCall) {
   for (const bool shrink : {false, true}) {
     SCOPED_TRACE(shrink ? "ncclCommShrink(NCCL_SHRINK_ABORT)" : "ncclCommRevoke");
-    const int64_t count = 4096;
+    const int64_t count = CallInTheScratchVote::kCount;
     const ncclComm_t comm = stub_comm_with_hd_allreduce(comm_, count);
     std::shared_ptr<CommState> st = served_state(comm);
     ASSERT_NE(st, nullptr);
-    std::vector<float> in(count, 1.0f), out(count, 0.0f);
-    HostMemoryVote vote;
     stub_nccl::set_allreduce_min_peers(1);
-    HungVote::install(std::chrono::seconds(20), &st->calls_stopped);
-    ncclResult_t result = ncclInternalError;
-    std::string err;
-    std::thread caller([&] {
-      ::testing::internal::CaptureStderr();
-      result = ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-      err = ::testing::internal::GetCapturedStderr();
-    });
-    ASSERT_TRUE(HungVote::wait_for_polls(10)) << "the call never waited for the vote";
+    CallInTheScratchVote call(comm, std::chrono::seconds(20), &st->calls_stopped);
+    ASSERT_TRUE(call.waiting()) << "the call never waited for the vote";
     ncclComm_t shrunk = nullptr;
     int excluded = 7;
     if (shrink) {
@@ -699,16 +702,17 @@ TEST_F(ServedForwarding, ARevokeEndsACallWaitingInTheScratchVoteAndRunsNoLaterCa
     } else {
       EXPECT_EQ(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclSuccess);
     }
-    caller.join();
-    EXPECT_EQ(result, ncclInvalidUsage);
-    EXPECT_NE(err.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before its call of "
-                       "4096 elements was issued"),
+    call.join();
+    EXPECT_EQ(call.result, ncclInvalidUsage);
+    EXPECT_NE(call.err.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before its call of "
+                            "4096 elements was issued"),
               std::string::npos)
-        << err;
-    EXPECT_FALSE(forwarded_users_allreduce(in.data(), out.data(), count, comm));
+        << call.err;
+    EXPECT_FALSE(call.forwarded());
 
     ::testing::internal::CaptureStderr();
-    EXPECT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+    EXPECT_EQ(ncclAllReduce(call.in.data(), call.out.data(), count, ncclFloat32, ncclSum, comm, nullptr),
+              ncclInvalidUsage);
     const std::string later = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(later.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before it ran; its "
                          "allreduce of 4096 elements was not run"),
