@@ -111,7 +111,8 @@ const std::vector<EnvVariable>& table() {
       count("TOPOCOLL_NET_THREADS", 0, 16, "", "0 in the net plugin (NCCL's proxy moves every byte); 2 in bench and accept",
             "progress threads per connection (at most the sockets; 0 = none, the net plugin only)"),
       count("TOPOCOLL_NET_TIMEOUT_MS", 1, 24LL * 3600 * 1000, "60000", "",
-            "connect, handshake and accept timeout in milliseconds"),
+            "connect and handshake timeout in milliseconds; in bench and accept also how long an accept waits "
+            "for a connection (the net plugin's waits as long as NCCL asks)"),
       count("TOPOCOLL_NET_STALL_TIMEOUT_MS", 0, 24LL * 3600 * 1000, "",
             "never in the net plugin (as NCCL's own transports); TOPOCOLL_NET_TIMEOUT_MS in bench and accept",
             "a message in flight that moves no byte for this many milliseconds fails its request (0 = never)"),

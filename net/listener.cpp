@@ -31,6 +31,9 @@ constexpr size_t kMaxArrivingSockets = 256;
 constexpr std::chrono::milliseconds kHelloDeadline{10000};
 // Strays warned one by one; past these, every kStrayWarnEvery-th one is a summary.
 constexpr uint64_t kStraysWarnedEach = 10, kStrayWarnEvery = 1000;
+// accept4 failing this many times in a row with a connection's pending network error fails
+// the listener: NCCL_SOCKET_RETRY_CNT's default, NCCL's bound on the same retries.
+constexpr int kFailedAcceptsInARow = 34;
 }  // namespace
 
 struct Listener::State {
@@ -60,11 +63,15 @@ struct Listener::State {
   std::vector<Assembling> assembling;
   std::optional<Clock::time_point> idle_since;  // first accept() call that found nothing
   uint64_t strays = 0;
+  int failed_accepts = 0;  // accept4 failures in a row with a connection's pending network error
 
   void close_stray(const SocketAddress& peer, const SocketAddress& local, const std::string& why) {
+    close_stray(peer.to_string(), local, why);
+  }
+  void close_stray(const std::string& peer, const SocketAddress& local, const std::string& why) {
     ++strays;
     if (strays <= kStraysWarnedEach || strays % kStrayWarnEvery == 0)
-      config::warn("closed a stray connection from " + peer.to_string() + " to " + local.to_string() + ": " +
+      config::warn("closed a stray connection from " + peer + " to " + local.to_string() + ": " +
                    why + " (" + std::to_string(strays) + " stray connection" + (strays == 1 ? "" : "s") +
                    " so far; still accepting)");
   }
@@ -114,6 +121,7 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
   out->reset();
   State& st = *state_;
   const auto timeout = std::chrono::milliseconds(st.options.timeout_ms);
+  const auto idle_timeout = std::chrono::milliseconds(st.options.accept_idle_timeout_ms);
   const auto wait_deadline = Clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
   try {
     for (;;) {
@@ -125,11 +133,23 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         int fd = ::accept4(st.socket.get(), reinterpret_cast<sockaddr*>(&ss), &len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-          if (errno == EINTR || errno == ECONNABORTED) continue;
-          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-          return NetStatus::error(NetCode::SystemError, "accept on " + address_.to_string() +
-                                                            " failed: " + errno_text(errno));
+          const int err = errno;
+          if (err == EINTR) continue;
+          if (err == EAGAIN || err == EWOULDBLOCK) break;
+          // A connection that failed before it was taken (Linux reports its network error
+          // through accept): a stray, not the listener's failure, as in NCCL's Socket transport
+          // (misc/socket.cc socketTryAccept), up to as many in a row as NCCL retries.
+          if (is_pending_network_error(err) && ++st.failed_accepts < kFailedAcceptsInARow) {
+            st.close_stray("a peer", address_, "it failed before it was accepted: " + errno_text(err));
+            continue;
+          }
+          return NetStatus::error(NetCode::SystemError, "accept on " + address_.to_string() + " failed" +
+                                                            (st.failed_accepts >= kFailedAcceptsInARow
+                                                                 ? " " + std::to_string(st.failed_accepts) + " times in a row"
+                                                                 : std::string()) +
+                                                            ": " + errno_text(err));
         }
+        st.failed_accepts = 0;
         if (st.arriving.size() >= kMaxArrivingSockets) {
           st.close_stray(st.arriving.front().peer, address_,
                          "crowded out by " + std::to_string(kMaxArrivingSockets) +
@@ -233,9 +253,10 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
     }
     const auto now = Clock::now();
     if (!st.idle_since) st.idle_since = now;
-    if (st.arriving.empty() && st.assembling.empty() && now - *st.idle_since > timeout)
-      return NetStatus::error(NetCode::Timeout, "no connection arrived on " + address_.to_string() +
-                                                    " within " + std::to_string(st.options.timeout_ms) + " ms");
+    if (st.options.accept_idle_timeout_ms > 0 && st.arriving.empty() && st.assembling.empty() &&
+        now - *st.idle_since > idle_timeout)
+      return NetStatus::error(NetCode::Timeout, "no connection arrived on " + address_.to_string() + " within " +
+                                                    std::to_string(st.options.accept_idle_timeout_ms) + " ms");
     return {};
   } catch (const std::exception& e) {
     return NetStatus::error(NetCode::SystemError, std::string("accept: ") + e.what());

@@ -115,6 +115,11 @@ int connect_error(int fd) {
   return err;
 }
 
+bool is_pending_network_error(int e) {
+  return e == ECONNABORTED || e == ENETDOWN || e == EPROTO || e == ENOPROTOOPT || e == EHOSTDOWN || e == ENONET ||
+         e == EHOSTUNREACH || e == EOPNOTSUPP || e == ENETUNREACH;
+}
+
 FileDescriptor accept_connection(int listen_fd, SocketAddress* peer) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -17,6 +17,10 @@ namespace topocoll::net {
 using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int error_number);
+// Whether accept(2) failed with an error of the connection it would have returned, not of
+// the listening socket: Linux passes a new socket's pending network error to accept, which
+// is then retried (accept(2); NCCL's misc/socket.cc socketTryAccept), as is ECONNABORTED.
+bool is_pending_network_error(int error_number);
 // "0x%08x": how magic numbers and ids appear in error messages.
 std::string hex32(uint32_t value);
 uint64_t random_u64();

@@ -10,6 +10,7 @@ TransportOptions TransportOptions::normalized() const {
   o.threads_per_conn = std::clamp(o.threads_per_conn, o.caller_polls ? 0 : 1, o.sockets_per_conn);
   o.timeout_ms = std::max(o.timeout_ms, 1);
   o.stall_timeout_ms = std::max(o.stall_timeout_ms, 0);
+  o.accept_idle_timeout_ms = std::max(o.accept_idle_timeout_ms, 0);
   o.idle_poll_ms = std::max(o.idle_poll_ms, 1);
   o.chunk_bytes = std::clamp<size_t>(o.chunk_bytes, 4096, size_t(64) << 20);
   o.min_stripe_bytes = std::clamp<size_t>(o.min_stripe_bytes, 1, o.chunk_bytes);
@@ -22,6 +23,7 @@ TransportOptions TransportOptions::from_env(const config::Env& env) {
   if (env.net_sockets_per_conn) o.sockets_per_conn = *env.net_sockets_per_conn;
   o.threads_per_conn = env.net_threads.value_or(2);
   o.timeout_ms = env.net_timeout_ms;
+  o.accept_idle_timeout_ms = env.net_timeout_ms;
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(env.net_timeout_ms);
   o.chunk_bytes = size_t(env.net_chunk_bytes);
   o.min_stripe_bytes = size_t(env.net_min_stripe_bytes);
@@ -34,6 +36,7 @@ TransportOptions TransportOptions::from_env(const config::Env& env) {
 TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   TransportOptions o = from_env(env);
   o.stall_timeout_ms = env.net_stall_timeout_ms.value_or(0);
+  o.accept_idle_timeout_ms = 0;
   o.caller_polls = true;  // NCCL's proxy tests every request until it is done
   // Unset: no progress threads, NCCL's proxy moves every byte (net/connection.h, "the
   // caller's share"; perf/results/net-plugin-caller-moves-every-piece-20261127).
@@ -55,6 +58,7 @@ std::string TransportOptions::describe() const {
          " stripe=" + std::to_string(min_stripe_bytes) + " eager=" + std::to_string(eager_bytes) + (rendezvous ? " rendezvous" : "") +
          " timeout_ms=" + std::to_string(timeout_ms) +
          " stall_ms=" + (stall_timeout_ms > 0 ? std::to_string(stall_timeout_ms) : std::string("never")) +
+         " accept_idle_ms=" + (accept_idle_timeout_ms > 0 ? std::to_string(accept_idle_timeout_ms) : std::string("never")) +
          (marks.empty() ? "" : " marks=" + marks) + (caller_polls ? " caller_polls" : "");
 }
 

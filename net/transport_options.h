@@ -21,6 +21,9 @@ struct TransportOptions {
   // fill the link, and a caller that sleeps (the host backend) needs at least one.
   int threads_per_conn = 2;
   int timeout_ms = 60000;           // TOPOCOLL_NET_TIMEOUT_MS: connect/accept/handshake
+  // An accept that finds no connection arriving at all for this long fails; 0 = never.
+  // timeout_ms for topocoll's own engine; never in the net plugin (for_nccl_net_plugin).
+  int accept_idle_timeout_ms = 60000;
   // TOPOCOLL_NET_STALL_TIMEOUT_MS: a message in flight that moves no byte for this long fails
   // its request (a peer that accepts but never reads, one stopped mid-message); 0 = never.
   int stall_timeout_ms = 60000;
@@ -57,12 +60,15 @@ struct TransportOptions {
   // accept): an unset stall timeout is timeout_ms, since its bootstrap bounds rank skew
   // (docs/reliability.md).
   static TransportOptions from_env(const config::Env& env);
-  // The same for NCCL's net plugin, where an unset stall timeout is never: NCCL's own
-  // transports wait for a late receiver however long it takes (a rank writing a checkpoint
-  // while the others wait in the next allreduce), and the framework's watchdog (PyTorch's
-  // process-group timeout) is what ends a job whose peer hung.
+  // The same for NCCL's net plugin, where an unset stall timeout is never and an accept
+  // waits for its connection however long it takes: NCCL's own transports wait for a late
+  // receiver (a rank writing a checkpoint while the others wait in the next allreduce) and
+  // for a late peer's connect (NCCL connects lazily, at a pair's first collective, which a
+  // rank reaches late when it waits for another rank first: net_socket.cc's accept has no
+  // deadline), and the framework's watchdog (PyTorch's process-group timeout) is what ends
+  // a job whose peer hung. A connection that began arriving still has timeout_ms to finish.
   static TransportOptions for_nccl_net_plugin(const config::Env& env);
-  std::string describe() const;  // "sockets=4 threads=2 ... timeout_ms=60000 stall_ms=never caller_polls"
+  std::string describe() const;  // "sockets=4 threads=2 ... timeout_ms=60000 stall_ms=never accept_idle_ms=never caller_polls"
 };
 
 }  // namespace topocoll::net

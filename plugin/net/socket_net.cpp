@@ -471,7 +471,11 @@ ncclResult_t test(void* request, int* done, int* sizes) {
 }
 
 namespace {
+// Null is nothing to close, as in NCCL's Socket transport: NCCL's bootstrap closes its
+// ring's comms and listener unlooked (bootstrap.cc bootstrapClose), null when its init
+// ended before they were made, and an error would end NCCL's teardown there.
 ncclResult_t close_comm(void* p, const char* call) {
+  if (!p) return ncclSuccess;
   return guarded(call, [&] {
     Comm* c = as_comm(p, call);
     if (!c || !live_objects().remove(c)) return ncclInvalidArgument;
@@ -507,6 +511,7 @@ ncclResult_t close_send(void* send_comm) { return close_comm(send_comm, "closeSe
 ncclResult_t close_recv(void* recv_comm) { return close_comm(recv_comm, "closeRecv"); }
 
 ncclResult_t close_listen(void* listen_comm) {
+  if (!listen_comm) return ncclSuccess;  // as close_comm
   return guarded("closeListen", [&] {
     ListenComm* l = as_listen_comm(listen_comm, "closeListen");
     if (!l || !live_objects().remove(l)) return ncclInvalidArgument;

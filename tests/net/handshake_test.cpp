@@ -161,7 +161,7 @@ TEST(Handshake, FloodOfSilentConnectionsDoesNotKeepTheRealPeerOut) {
 
 TEST(Handshake, AcceptPollReturnsNothingThenTimesOut) {
   TransportOptions o = fast_options();
-  o.timeout_ms = 200;
+  o.accept_idle_timeout_ms = 200;
   std::unique_ptr<Listener> l;
   ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), o, &l).ok());
   std::unique_ptr<RecvComm> recv;

@@ -54,6 +54,17 @@ TEST(TransportOptions, UnsetStallTimeoutIsTheConnectTimeoutForTheHostBackendAndN
   EXPECT_EQ(TransportOptions::for_nccl_net_plugin(set).stall_timeout_ms, 700);
 }
 
+// An accept with no connection arriving waits as long as NCCL asks (its Socket transport's
+// accept has no deadline; NCCL connects lazily, so a peer can come late), whatever
+// TOPOCOLL_NET_TIMEOUT_MS; topocoll's engine, whose bootstrap bounds rank skew, gives up then.
+TEST(TransportOptions, AnIdleAcceptGivesUpAtTheTimeoutInTheEngineAndNeverInThePlugin) {
+  const config::Env env = config::read_env({{"TOPOCOLL_NET_TIMEOUT_MS", "5000"}});
+  EXPECT_EQ(TransportOptions::from_env(env).accept_idle_timeout_ms, 5000);
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(env).accept_idle_timeout_ms, 0);
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(env).timeout_ms, 5000) << "connect and handshake stay bounded";
+  EXPECT_NE(TransportOptions::for_nccl_net_plugin(env).describe().find("accept_idle_ms=never"), std::string::npos);
+}
+
 // The net plugin runs no progress thread unless told (NCCL's proxy moves every byte, as in
 // NCCL's own Socket transport); the host backend, whose waiter sleeps, keeps at least one.
 TEST(TransportOptions, ThePluginRunsNoProgressThreadUnlessToldAndTheHostBackendAlwaysOne) {
