@@ -181,7 +181,12 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       }
       continue;
     }
-    if (pid < 0 && errno == ECHILD) break;
+    if (pid < 0 && errno == ECHILD) {
+      // Ranks left that no wait can find: their children were reaped without us (SIGCHLD
+      // ignored, inherited), so their exit statuses are lost; never reported as success.
+      throw std::runtime_error("launch: " + std::to_string(left) + " rank(s) ended unseen (waitpid: no child): "
+                               "their exit statuses are lost (is SIGCHLD ignored?)");
+    }
     if (const int sig = g_stop_signal; sig != 0) {
       g_stop_signal = 0;
       for (pid_t p : pids)

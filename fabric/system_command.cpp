@@ -27,6 +27,20 @@ std::string joined(const std::vector<std::string>& argv) {
   return out;
 }
 
+// `pid`'s exit code (128 + signal when killed). A wait that fails is an error, never a
+// success: with SIGCHLD ignored (inherited from a parent that ignores it) Linux reaps
+// children itself and waitpid finds none (ECHILD), which would read as exit 0.
+int exit_status_of(pid_t pid, const std::string& what) {
+  int st = 0;
+  for (;;) {
+    if (::waitpid(pid, &st, 0) >= 0) break;
+    if (errno == EINTR) continue;
+    throw FabricError("cannot learn how " + what + " ended: waitpid: " + errno_text(errno) +
+                      (errno == ECHILD ? " (is SIGCHLD ignored? topocoll needs its children's exit statuses)" : ""));
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 }  // namespace
 
 std::string find_program(const std::string& name) {
@@ -126,10 +140,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   if (in[1] >= 0) ::close(in[1]);
   ::close(out[0]);
   ::signal(SIGPIPE, previous_sigpipe);
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  result.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  result.status = exit_status_of(pid, argv.empty() ? std::string() : argv[0]);
   return result;
 }
 
@@ -156,10 +167,7 @@ int run_in_netns(const std::string& name, const std::function<int()>& body) {
     _exit(body());
   }
   ::close(fd);
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  const int code = exit_status_of(pid, "a child in network namespace " + name);
   if (code == 126) throw FabricError("cannot enter network namespace " + name + " (setns)");
   return code;
 }

@@ -1,5 +1,6 @@
 // `topocoll`: the command-line face of the library. Dispatches to registered subcommands.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -40,6 +41,9 @@ static void print_usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
   using namespace topocoll::cli;
+  // Exit statuses of the commands and ranks topocoll starts decide what it reports: a
+  // parent that ignores SIGCHLD (kept across exec) would have Linux reap them unseen.
+  ::signal(SIGCHLD, SIG_DFL);
   if (argc < 2) {
     print_usage(stderr);
     return 2;

@@ -66,6 +66,27 @@ bool process_ended(long pid) {
   return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
+// A launcher that inherited an ignored SIGCHLD (Linux then reaps the ranks unseen) never
+// reports their lost exit statuses as success.
+TEST(LocalLauncher, RanksEndedUnseenAreNeverASuccess) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGCHLD, SIG_IGN);
+    LaunchOptions options;
+    options.serve_bootstrap = false;
+    int code = 99;  // launch_local_group threw
+    try {
+      code = launch_local_group("/bin/sh", {"-c", "exit 3"}, 2, options);
+    } catch (const std::exception&) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0) << "the ranks' failure read as success";
+}
+
 TEST(LocalLauncher, AStopSignalToTheLauncherReachesEveryRank) {
   const ScratchDir scratch("launcher_forward");
   const std::string dir = scratch.path();
