@@ -21,6 +21,7 @@
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
 #include "fabric/job_environment.h"
+#include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "fabric/loopback_relay.h"
 #include "fabric/system_command.h"
@@ -168,10 +169,14 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& inhe
   return out;
 }
 
+// Through no link and checked to the last byte (run is root's: a link planted at the path,
+// in /tmp say, must not make it overwrite the link's target): a fresh file renamed into place.
 void write_hostfile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw std::invalid_argument("--hostfile " + path + ": cannot write");
+  try {
+    fabric::write_fabric_file(path, text);
+  } catch (const fabric::FabricError& e) {
+    throw std::invalid_argument("--hostfile " + path + ": " + e.what());
+  }
 }
 
 std::string endpoint_list(const topo::Topology& t, const std::vector<int>& endpoints) {

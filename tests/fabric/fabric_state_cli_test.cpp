@@ -119,6 +119,22 @@ TEST(FabricState, ALinkPlantedAsALockOrRecordIsNeverWrittenThroughNorTrusted) {
   EXPECT_EQ(read_file(scratch.file("victim.json")), record_of("victim"));
 }
 
+// --hostfile is written by `run`, as root: a link planted at its path (in /tmp, by another
+// user) is replaced, never written through to its target.
+TEST(FabricState, AHostfileIsNeverWrittenThroughALinkAtItsPath) {
+  const ScratchDir scratch("fabric_hostfile_link");
+  const std::string precious = scratch.file("precious");
+  write_file(precious, "precious\n");
+  const std::string hostfile = scratch.file("hosts");
+  fs::create_symlink(precious, hostfile);
+  const auto r = shell_run(kCli + " fabric place --topo " + std::string(TOPOCOLL_SOURCE_DIR) +
+                           "/examples/bigraph-32.json --ranks 2 --hostfile " + hostfile);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_file(precious), "precious\n") << "written through the link";
+  EXPECT_FALSE(fs::is_symlink(hostfile));
+  EXPECT_NE(read_file(hostfile).find("slots="), std::string::npos) << read_file(hostfile);
+}
+
 // Faults, jobs and routes act on the namespaces a fabric's plan names, `down` on those its
 // record lists: a record that lists others (edited, or written by a topocoll that names
 // them differently) is refused by every verb that would act on it, naming what differs.
