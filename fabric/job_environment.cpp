@@ -74,6 +74,15 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
     set("TOPOCOLL_NET_LANE_MARKS", marks);
   }
   if (!options.preload.empty()) {
+    // The dynamic loader splits LD_PRELOAD at spaces and colons: a path holding one would
+    // load its pieces instead (a relative one from the rank's directory, as root), and the
+    // run would measure plain NCCL. A relative path with a directory depends on where the
+    // rank starts.
+    if (options.preload.find_first_of(" :\t\n") != std::string::npos)
+      throw std::invalid_argument("--preload '" + options.preload +
+                                  "': LD_PRELOAD splits at spaces and colons; give a path without them");
+    if (options.preload.find('/') != std::string::npos && options.preload.front() != '/')
+      throw std::invalid_argument("--preload '" + options.preload + "': give an absolute path (or a bare library name)");
     const std::optional<std::string> before = inherited("LD_PRELOAD");
     set("LD_PRELOAD", options.preload + (before && !before->empty() ? ":" + *before : ""));
   }
@@ -124,6 +133,9 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
     for (const auto& kv : options.rank0_environment) {
       if (kv.find('=') == std::string::npos || kv.front() == '=')
         throw std::invalid_argument("rank 0's variable '" + kv + "': expected NAME=VALUE");
+      // Replaces what the fabric set (getenv takes the first of two entries of a name).
+      const std::string key = kv.substr(0, kv.find('=') + 1);
+      std::erase_if(s.environment, [&](const std::string& e) { return e.starts_with(key); });
       s.environment.push_back(kv);
     }
   return s;

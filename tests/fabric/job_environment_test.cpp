@@ -160,6 +160,31 @@ TEST(JobEnvironment, RankZerosOwnVariablesGoToRankZeroOnly) {
   EXPECT_THROW(rank_setting(plan, "jt", {0, 1}, 0, o, nothing()), std::invalid_argument);
 }
 
+// A variable the fabric sets is replaced, not shadowed by a second entry getenv never reads.
+TEST(JobEnvironment, RankZerosOwnVariablesReplaceTheFabrics) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  o.rank0_environment = {"NCCL_SOCKET_IFNAME=eth9"};
+  std::vector<std::string> named;
+  for (const std::string& kv : rank_setting(plan, "jt", {0, 1}, 0, o, nothing()).environment)
+    if (kv.starts_with("NCCL_SOCKET_IFNAME=")) named.push_back(kv);
+  EXPECT_EQ(named, std::vector<std::string>{"NCCL_SOCKET_IFNAME=eth9"});
+}
+
+// LD_PRELOAD splits at spaces and colons: such a path would preload its pieces.
+TEST(JobEnvironment, APreloadPathTheLoaderWouldSplitOrResolveElsewhereIsRefused) {
+  const FabricPlan plan = plan_of("bigraph-32.json");
+  JobOptions o;
+  for (const char* bad : {"/opt/my libs/libnccl-topocoll.so", "/opt/a:b/libnccl-topocoll.so", "build/libnccl-topocoll.so"}) {
+    o.preload = bad;
+    EXPECT_THROW(rank_setting(plan, "jt", {0, 1}, 0, o, nothing()), std::invalid_argument) << bad;
+  }
+  for (const char* good : {"/opt/topocoll/libnccl-topocoll.so", "libnccl-topocoll.so"}) {
+    o.preload = good;
+    EXPECT_EQ(as_map(rank_setting(plan, "jt", {0, 1}, 0, o, nothing()).environment).at("LD_PRELOAD"), good);
+  }
+}
+
 TEST(JobEnvironment, LocalRanksCountTheJobsEndpointsOnOneHost) {
   const FabricPlan plan = plan_of("bigraph-16x8.json");
   // Endpoints 3 and 1 of host s0, endpoint 8 of s1.
