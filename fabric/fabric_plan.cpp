@@ -17,6 +17,8 @@ using topo::NodeRef;
 using topo::Topology;
 
 constexpr double kDefaultRateMbit = 20;
+// The fastest cable emulated, as --rate-mbit's bound: tbf's limit and burst stay 32-bit.
+constexpr double kMaxCableMbit = 10000;
 // Route compilation walks Topology::route for every pair of endpoints.
 constexpr int kMaxFabricEndpoints = 1024;
 
@@ -269,6 +271,12 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
     c.address_b = addressing.address_of_node[t.graph_node(l.to)];
     c.mbit_ab = l.gbps * 1000.0 * plan.rate_scale;
     c.mbit_ba = t.links()[l.reverse].gbps * 1000.0 * plan.rate_scale;
+    // --scale alone bounds no rate: a 400 Gb/s cable at scale 1 would ask tbf for a queue
+    // limit past its 32-bit field (fabric_script.cpp), refused by tc once the namespaces exist.
+    if (c.mbit_ab > kMaxCableMbit || c.mbit_ba > kMaxCableMbit)
+      throw std::invalid_argument("cable " + c.name + " would run at " + shown(std::max(c.mbit_ab, c.mbit_ba)) +
+                                  " Mbit/s, above the " + shown(kMaxCableMbit) +
+                                  " Mbit/s this machine's shapers emulate; lower --scale");
     if (c.mbit_ab < 0.01 || c.mbit_ba < 0.01)
       throw std::invalid_argument("cable " + c.name + " would run at " +
                                   std::to_string(std::min(c.mbit_ab, c.mbit_ba)) +

@@ -284,7 +284,7 @@ one_run() {
   local limit=$run_timeout
   [ "$dry" != 1 ] && [ "$(left)" -lt "$limit" ] && limit=$(( $(left) > 30 ? $(left) : 30 ))
   # pml ob1: Ubuntu's Open MPI prefers UCX where it finds RDMA devices, and UCX ignores btl.
-  local cmd=(timeout "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl "self,vader"
+  local cmd=(timeout -k 20 "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl "self,vader"
              "${xs[@]}" "$cli" fabric rank-exec --name "$fabric" --placement "$placement" "${faces[@]}"
              --rank0-env NCCL_DEBUG=INFO --rank0-env "NCCL_DEBUG_SUBSYS=INIT,TUNING" --
              "$nt_build/${binary}_perf" -g 1 "${nt_words[@]}")

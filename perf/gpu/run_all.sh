@@ -396,7 +396,7 @@ nt() {
     failed=1
     return 1
   }
-  run "$name" timeout 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
+  run "$name" timeout -k 20 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
       "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@" || return 1
   local mark
   for mark in "${marks[@]}"; do

@@ -135,6 +135,14 @@ TEST(FabricPlan, RatesScaleFromTheFastestCable) {
   o.rate_mbit = 0;
   o.scale = 1e-4;
   EXPECT_DOUBLE_EQ(plan_fabric(t, o).cables[0].mbit_ab, 512 * 1000 * 1e-4);
+  // --scale bounds the fastest cable as --rate-mbit does: no rate tbf cannot hold.
+  o.scale = 1;
+  try {
+    plan_fabric(t, o);
+    ADD_FAILURE() << "a 512000 Mbit/s cable was planned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("above the 10000 Mbit/s"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FabricPlan, NamesAndOptionsAreChecked) {
