@@ -143,7 +143,7 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     const pid_t pid = ::fork();
     if (pid < 0) {
       for (pid_t p : pids)
-        if (p > 0) ::kill(p, SIGKILL);
+        if (p > 0) ::kill(-p, SIGKILL);
       close_namespaces();
       throw std::runtime_error("launch: fork failed: " + std::string(std::strerror(errno)));
     }
@@ -151,6 +151,9 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       // Only system calls between fork and exec. A launcher killed outright (SIGKILL) takes
       // its ranks with it; one that died before this line already has.
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher) _exit(125);
+      // A process group of its own: what the rank starts (a wrapper's program, workers) is
+      // signalled with it, and what it leaves behind is ended with the job.
+      if (::setpgid(0, 0) != 0) _exit(125);
       if (netns_fds[r] >= 0 && ::setns(netns_fds[r], CLONE_NEWNET) != 0) _exit(126);
       if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
                            ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))
@@ -158,9 +161,11 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       ::execve(program.c_str(), argvs[r].data(), envps[r].data());
       _exit(127);
     }
+    ::setpgid(pid, pid);  // as the child does: in place before any signal below
     pids[r] = pid;
   }
   close_namespaces();
+  std::vector<pid_t> groups = pids;  // each rank's process group, kept after the rank is reaped
 
   int result = 0;
   int left = nranks;
@@ -190,17 +195,21 @@ int launch_local_group(const std::string& program, const std::vector<std::string
     if (const int sig = g_stop_signal; sig != 0) {
       g_stop_signal = 0;
       for (pid_t p : pids)
-        if (p > 0) ::kill(p, sig);
+        if (p > 0) ::kill(-p, sig);
       if (result == 0) result = 128 + sig;
       kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
     }
     if (std::chrono::steady_clock::now() > kill_at) {
       for (pid_t p : pids)
-        if (p > 0) ::kill(p, SIGKILL);
+        if (p > 0) ::kill(-p, SIGKILL);
       kill_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  // Every rank has ended: what they started and left running in their groups (a background
+  // job, a worker) ends with them, not inside a namespace after the job. A group no process
+  // is left in is no one's (Linux reuses no pid still naming a group).
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
   return result;
 }
 

@@ -45,7 +45,9 @@ struct LaunchOptions {
 // placed (a namespace that cannot be entered). While it waits, SIGINT, SIGTERM and SIGHUP
 // sent to the launcher are passed to every rank (then 128 + that signal, the ranks killed
 // after `grace`), and a launcher killed outright takes its ranks with it (PR_SET_PDEATHSIG):
-// no rank outlives it inside a namespace. Call it from a thread that lives until it returns.
+// no rank outlives it inside a namespace. Each rank runs in a process group of its own,
+// which the signals reach whole: what a rank started (a wrapper's program, a background
+// job) is stopped with it, and what is left in the groups once every rank ended is killed. Call it from a thread that lives until it returns.
 int launch_local_group(const std::string& program, const std::vector<std::string>& args,
                        int nranks, const LaunchOptions& options = {});
 

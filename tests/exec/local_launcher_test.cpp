@@ -87,6 +87,25 @@ TEST(LocalLauncher, RanksEndedUnseenAreNeverASuccess) {
   EXPECT_NE(WEXITSTATUS(status), 0) << "the ranks' failure read as success";
 }
 
+// What a rank leaves running (a background job of a wrapper script) ends with the job, as
+// does what a rank started when the launcher is stopped: nothing stays inside a namespace.
+TEST(LocalLauncher, WhatARankStartedEndsWithTheJob) {
+  const ScratchDir scratch("launcher_descendants");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher(
+      "exec >/dev/null 2>&1; sleep 1000 & echo $! > " + dir + "/bg.$TOPOCOLL_RANK; exit 3", 2);
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  for (int r = 0; r < 2; ++r) {
+    const long bg = pid_in(dir + "/bg." + std::to_string(r));
+    ASSERT_GT(bg, 0);
+    EXPECT_TRUE(wait_for([&] { return process_ended(bg); }, 10)) << "rank " << r << "'s background job " << bg << " outlived the job";
+    ::kill(pid_t(bg), SIGKILL);  // never left to the machine, whatever the outcome
+  }
+}
+
 TEST(LocalLauncher, AStopSignalToTheLauncherReachesEveryRank) {
   const ScratchDir scratch("launcher_forward");
   const std::string dir = scratch.path();
