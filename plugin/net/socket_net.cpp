@@ -241,6 +241,9 @@ namespace {
 struct PendingConnect {
   std::unique_ptr<net::ConnectAttempt> attempt;
   std::string peer;
+  // The handle's bytes up to the stage when the attempt began: a handle that names another
+  // listener but carries this attempt's stage (copied, or forged) must not take it over.
+  std::array<unsigned char, 64> named{};
 };
 struct ConnectStage {
   uint64_t magic = 0;
@@ -248,13 +251,15 @@ struct ConnectStage {
 };
 constexpr uint64_t kConnectStageMagic = 0x54434f4e4e454354;  // "TCONNECT"
 constexpr size_t kConnectStageOffset = 64;
+static_assert(sizeof(PendingConnect::named) == kConnectStageOffset);
 static_assert(sizeof(net::Handle) <= kConnectStageOffset &&
               kConnectStageOffset + sizeof(ConnectStage) <= NCCL_NET_HANDLE_MAXSIZE);
 
 PendingConnect* pending_in(void* handle) {
   ConnectStage stage;
   std::memcpy(&stage, static_cast<char*>(handle) + kConnectStageOffset, sizeof stage);
-  if (stage.magic != kConnectStageMagic || !live_objects().contains(stage.pending, LiveKind::Connecting))
+  if (stage.magic != kConnectStageMagic || !live_objects().contains(stage.pending, LiveKind::Connecting) ||
+      std::memcmp(stage.pending->named.data(), handle, stage.pending->named.size()) != 0)
     return nullptr;
   return stage.pending;
 }
@@ -310,6 +315,7 @@ ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm)
       const net::SocketAddress& local = cat.devices[chosen].address;
       auto fresh = std::make_unique<PendingConnect>();
       fresh->peer = peer.to_string();
+      std::memcpy(fresh->named.data(), handle, fresh->named.size());
       s = net::ConnectAttempt::start(h, planned && local.family == peer.family ? &local : nullptr,
                                      catalog().options, 0, &fresh->attempt);
       if (!s.ok()) return report("connect", s);

@@ -354,6 +354,43 @@ size_t open_descriptors() {
   return n - 1;  // the directory stream's own
 }
 
+// connect() keeps an attempt's stage in the handle's unused bytes (NCCL calls it again with
+// the same handle). A handle naming another listener but carrying that stage (copied, or
+// forged from a peer's) starts its own attempt: it must not take over the first one (here
+// one that stays under way, to a listener that never accepts) and so connect to a peer
+// other than the one it names.
+TEST(NetPluginErrors, AHandleCarryingAnotherAttemptsStageConnectsWhereItNames) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    const ncclNet_v11_t* net = net_v11();
+    RANK_REQUIRE(net);
+    void* ctx = nullptr;
+    RANK_REQUIRE(net->init(&ctx, 7, nullptr, test_logger, nullptr) == ncclSuccess);
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* listen = nullptr;
+    RANK_REQUIRE(net->listen(ctx, 0, handle, &listen) == ncclSuccess);
+    UnacceptingListener full(handle);
+    RANK_REQUIRE(full.ok());
+    std::vector<char> stuck = full.target();
+    void* never = nullptr;
+    RANK_REQUIRE(net->connect(ctx, 0, stuck.data(), &never, nullptr) == ncclSuccess);
+    RANK_REQUIRE(!never, "a connect to a full backlog completed");
+    std::memcpy(handle + 64, stuck.data() + 64, sizeof handle - 64);  // its stage
+    void* send = nullptr;
+    void* recv = nullptr;
+    for (int i = 0; i < 100000 && (!send || !recv); ++i) {
+      if (!send) RANK_REQUIRE(net->connect(ctx, 0, handle, &send, nullptr) == ncclSuccess);
+      if (!recv) RANK_REQUIRE(net->accept(listen, &recv, nullptr) == ncclSuccess);
+    }
+    RANK_REQUIRE(send && recv, "no connection reached the listener the handle names (send %p recv %p)", send, recv);
+    RANK_REQUIRE(net->closeSend(send) == ncclSuccess);
+    RANK_REQUIRE(net->closeRecv(recv) == ncclSuccess);
+    RANK_REQUIRE(net->closeListen(listen) == ncclSuccess);
+    RANK_REQUIRE(net->finalize(ctx) == ncclSuccess);  // closes the attempt still under way
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
 // Issue 15, finding 6: connect() never blocks. Against a listener whose backlog is full (it
 // never accepts), each call returns at once without a comm, and the attempt fails with a
 // WARN once TOPOCOLL_NET_TIMEOUT_MS has passed.
