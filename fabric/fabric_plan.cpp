@@ -73,8 +73,11 @@ class AddressLabeler {
  public:
   std::string take(const std::string& nic, int endpoint) {
     std::string label = "lo-" + sanitized(nic);
-    if (label.size() > 15 || !used_.insert(label).second) label = "lo-e" + std::to_string(endpoint);
-    used_.insert(label);
+    if (label.size() <= 15 && used_.insert(label).second) return label;
+    // The fallbacks are checked too: "lo-e1" may be another NIC's own label already, and two
+    // addresses of one label would let NCCL_SOCKET_IFNAME=lo-e1 bind the wrong one.
+    label = "lo-e" + std::to_string(endpoint);
+    for (int i = 0; !used_.insert(label).second; ++i) label = "lo-x" + std::to_string(i);
     return label;
   }
 

@@ -3,7 +3,9 @@
 // kernel's policy routing would) crosses exactly the cables of the model's path.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "fabric/fabric_plan.h"
@@ -170,6 +172,38 @@ TEST(FabricPlan, SizeEstimateGrowsWithTheTopology) {
   const auto large = estimate_fabric_size(example_topology("nap-16x8.json"));
   EXPECT_EQ(small.namespaces, 41);
   EXPECT_GT(large.memory_mib, small.memory_mib);
+}
+
+}  // namespace
+}  // namespace topocoll::fabric
+
+namespace topocoll::fabric {
+namespace {
+
+// Every address on a namespace's lo carries a label of its own: a NIC whose "lo-<nic>" does
+// not fit falls back to "lo-e<endpoint>", which may be another NIC's own label already; two
+// addresses of one label would let NCCL_SOCKET_IFNAME pick the wrong endpoint's.
+TEST(FabricPlan, AddressLabelsOnLoAreUniquePerNamespace) {
+  std::ifstream in(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/nap-4x8.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  // Nodes 0 and 1 on one host: node 0's NIC named "e1", node 1's too long for "lo-<nic>".
+  doc["nodes"][1]["host"] = doc["nodes"][0]["host"];
+  doc["nodes"][1]["gpu"] = 1;
+  doc["nodes"][0]["nic"] = "e1";
+  doc["nodes"][1]["nic"] = "averyverylongnicname";
+  const topo::Topology t = topo::topology_from_json(doc);
+  FabricOptions o;
+  o.name = "lb";
+  const FabricPlan plan = plan_fabric(t, o);
+  std::map<int, std::set<std::string>> labels;
+  int labelled = 0;
+  for (const FabricEndpoint& e : plan.endpoints) {
+    if (e.address_label.empty()) continue;
+    ++labelled;
+    EXPECT_TRUE(labels[e.ns].insert(e.address_label).second) << "label " << e.address_label << " twice";
+    EXPECT_LE(e.address_label.size(), 15u) << e.address_label;
+  }
+  EXPECT_GT(labelled, 1);
 }
 
 }  // namespace
