@@ -107,6 +107,25 @@ TEST_F(Iproute2Search, PathFirstThenTheSystemThenTheDebsBesideTheBuild) {
   EXPECT_EQ(tc->library_path, prefixed_libs);
 }
 
+// A PATH entry is trusted by what it resolves to and by every directory on the way, and the
+// resolved directory is what runs: a link in a directory anyone may write (or a link's
+// target later changed) must not decide which `tc` root runs.
+TEST_F(Iproute2Search, APathEntryIsTrustedByEveryDirectoryOnTheWayAndRunsResolved) {
+  const std::string tool = make_tool("real/bin/tc");
+  const std::string open_dir = dir("open");
+  fs::permissions(open_dir, fs::perms::all);  // 0777, not sticky: anyone may replace its entries
+  fs::create_symlink(root_ / "real/bin", root_ / "open/bin");
+  ToolSearch s = empty_search();
+  s.path = {(root_ / "open/bin").string()};
+  EXPECT_FALSE(find_tool("tc", s)) << "a link in a directory anyone may write was trusted";
+  const std::string safe_dir = dir("safe");
+  fs::create_symlink(root_ / "real/bin", root_ / "safe/bin");
+  s.path = {(root_ / "safe/bin").string()};
+  const auto tc = find_tool("tc", s);
+  ASSERT_TRUE(tc);
+  EXPECT_EQ(tc->path, fs::canonical(tool).string()) << "the link, not its target, would be run";
+}
+
 TEST_F(Iproute2Search, SystemToolsNeedNoLibraries) {
   ToolSearch s = empty_search();
   s.system_dirs = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
