@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "config/env.h"
 #include "fabric/fabric_lock.h"
@@ -104,24 +106,44 @@ void configure_namespace(const FabricPlan& plan, int index, bool with_rules) {
 std::string remove_namespaces(const std::vector<std::string>& names) {
   std::string batch;
   std::vector<std::string> removing;
+  std::string refused;
   for (const auto& n : names) {
+    // Each name becomes a line of `ip -batch`: one with white space, a line break or a
+    // leading '-' (as "-all") would be another command or option there. The fabric's own
+    // names never have them; a record or a /run/netns entry someone made may.
+    const bool plain = !n.empty() && n.front() != '-' && n.size() <= 255 &&
+                       std::all_of(n.begin(), n.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '~';
+                       });
+    if (!plain) {
+      refused += (refused.empty() ? "" : ", ") + std::string("'") + n + "'";
+      continue;
+    }
     if (!netns_exists(n)) continue;
-    const CommandResult pids = run_command({"ip", "netns", "pids", n});
-    std::istringstream in(pids.output);
-    long pid = 0;
-    while (in >> pid)
-      if (pid > 1 && pid != ::getpid()) ::kill(pid_t(pid), SIGKILL);
+    // Until none is left (a few rounds at most): a process may fork between the listing and
+    // the kill, and its child, not listed, would keep running as root in the namespace.
+    for (int round = 0; round < 20; ++round) {
+      std::istringstream in(run_command({"ip", "netns", "pids", n}).output);
+      bool any = false;
+      long pid = 0;
+      while (in >> pid)
+        if (pid > 1 && pid != ::getpid()) any = ::kill(pid_t(pid), SIGKILL) == 0 || any;
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     batch += "netns del " + n + "\n";
     removing.push_back(n);
   }
-  if (batch.empty()) return "";
+  const std::string not_removed = refused.empty() ? "" : "left alone namespace name(s) " + refused + ", which no fabric makes";
+  if (batch.empty()) return not_removed;
   const CommandResult r = run_command({"ip", "-force", "-batch", "-"}, batch);
   std::string left;
   for (const auto& n : removing)
     if (netns_exists(n)) left += (left.empty() ? "" : ", ") + n;
-  if (left.empty()) return "";
+  if (left.empty()) return not_removed;
   return "could not remove " + left + " (`ip netns del` exit " + std::to_string(r.status) +
-         (r.output.empty() ? "" : ": " + r.output.substr(0, r.output.find('\n'))) + ")";
+         (r.output.empty() ? "" : ": " + r.output.substr(0, r.output.find('\n'))) + ")" +
+         (not_removed.empty() ? "" : "; " + not_removed);
 }
 
 // Which end of a cable named `text` the user named second (the end that moves in a swap).
