@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -47,7 +49,12 @@ ThreadNetnsScope::ThreadNetnsScope(const std::string& path) {
 }
 
 ThreadNetnsScope::~ThreadNetnsScope() {
-  ::setns(original_, CLONE_NEWNET);
+  // A thread that cannot go back would go on inside the namespace, its sockets there (a
+  // relay connecting to itself until no descriptor is left): nothing sane continues.
+  if (::setns(original_, CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "topocoll: cannot return this thread to its network namespace: %s\n", std::strerror(errno));
+    std::abort();
+  }
   ::close(original_);
 }
 
