@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -170,6 +171,8 @@ int launch_local_group(const std::string& program, const std::vector<std::string
   int result = 0;
   int left = nranks;
   std::chrono::steady_clock::time_point kill_at = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point stop_at = std::chrono::steady_clock::time_point::max();
+  if (options.time_limit.count() > 0) stop_at = std::chrono::steady_clock::now() + options.time_limit;
   while (left > 0) {
     int st = 0;
     const pid_t pid = ::waitpid(-1, &st, WNOHANG);
@@ -197,6 +200,15 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       for (pid_t p : pids)
         if (p > 0) ::kill(-p, sig);
       if (result == 0) result = 128 + sig;
+      kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
+    }
+    if (std::chrono::steady_clock::now() > stop_at) {
+      stop_at = std::chrono::steady_clock::time_point::max();
+      std::fprintf(stderr, "launch: time limit of %lld s passed with %d of %d rank(s) still running: stopping them\n",
+                   static_cast<long long>(options.time_limit.count()), left, nranks);
+      for (pid_t p : pids)
+        if (p > 0) ::kill(-p, SIGTERM);
+      if (result == 0) result = kTimeLimitExitCode;
       kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
     }
     if (std::chrono::steady_clock::now() > kill_at) {

@@ -37,7 +37,14 @@ struct LaunchOptions {
   // false: no rendezvous and no TOPOCOLL_BOOTSTRAP for programs that meet their own way
   // (`topocoll fabric run` starting NCCL programs); ranks still get TOPOCOLL_RANK/NRANKS.
   bool serve_bootstrap = true;
+  // A job still running after this long is stopped as a stop signal would stop it (SIGTERM
+  // to every rank's group, SIGKILL after `grace`) and returns kTimeLimitExitCode: a hung
+  // NCCL job on the emulated fabric ends on its own. Zero: no limit.
+  std::chrono::seconds time_limit{0};
 };
+
+// What a job stopped by its time limit returns: timeout(1)'s status, so scripts read it alike.
+constexpr int kTimeLimitExitCode = 124;
 
 // Runs `program` with `args` (argv[1..]) as nranks processes and waits for all of them.
 // Returns 0 when every rank exited 0, else the first failing rank's exit code (128 + signal

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +54,7 @@ const char* const kFabricJobUsage =
     "                 ports (PMIx) are relayed into the namespace, so MPI_Init works there.\n"
     "  run            starts R ranks itself, each through rank-exec, waits for all (the first\n"
     "                 failure ends the others after 15 s) and exits as the first failing rank\n"
+    "                 (--time-limit S: stops the job after S seconds and exits 124, as timeout)\n"
     "  place          prints which endpoint each rank gets, or the hostfile of that order\n"
     "JOB OPTIONS:\n"
     "  --placement P  scheduler (default: the first R endpoints, as `bench --fabric`), spread\n"
@@ -91,6 +93,7 @@ struct JobArgs {
   bool show = false;
   std::string format;
   std::string hostfile;
+  std::chrono::seconds time_limit{0};  // run: none
   std::vector<std::string> command;
 };
 
@@ -122,6 +125,8 @@ JobArgs parse_job_args(std::span<const std::string> args, const std::string& ver
     else if (f == "--show" && verb == "rank-exec") a.show = true;
     else if (f == "--format" && verb == "place") a.format = flag_value(args, i);
     else if (f == "--hostfile" && verb != "rank-exec") a.hostfile = flag_value(args, i);
+    else if (f == "--time-limit" && verb == "run")
+      a.time_limit = std::chrono::seconds(config::count_argument(f, flag_value(args, i), 1, 7 * 24 * 3600));
     else throw std::invalid_argument("fabric " + verb + ": unknown argument '" + f + "'\nusage:" + kFabricJobUsage);
   }
   a.placement = sched::parse_job_placement(a.placement_text);
@@ -312,6 +317,7 @@ int fabric_run(std::span<const std::string> args) {
   rank_args.insert(rank_args.end(), a.command.begin(), a.command.end());
   exec::LaunchOptions launch;
   launch.serve_bootstrap = false;
+  launch.time_limit = a.time_limit;
   return exec::launch_local_group(exec::current_executable(), rank_args, nranks, launch);
 }
 

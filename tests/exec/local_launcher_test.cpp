@@ -24,12 +24,13 @@ namespace fs = std::filesystem;
 using testing_support::ScratchDir;
 
 // Forks a launcher of `nranks` copies of `sh -c script`; returns its pid.
-pid_t fork_launcher(const std::string& script, int nranks) {
+pid_t fork_launcher(const std::string& script, int nranks, std::chrono::seconds time_limit = {}) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     LaunchOptions options;
     options.serve_bootstrap = false;
     options.grace = std::chrono::seconds(5);
+    options.time_limit = time_limit;
     int code = 99;
     try {
       code = launch_local_group("/bin/sh", {"-c", script}, nranks, options);
@@ -123,6 +124,31 @@ TEST(LocalLauncher, AStopSignalToTheLauncherReachesEveryRank) {
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(fs::exists(dir + "/stopped." + std::to_string(r))) << "rank " << r << " never saw the SIGTERM";
     const long pid = pid_in(dir + "/pid." + std::to_string(r));
+    EXPECT_TRUE(wait_for([&] { return process_ended(pid); }, 10)) << "rank " << r;
+    if (!process_ended(pid)) ::kill(pid_t(pid), SIGKILL);
+  }
+}
+
+// A job past its time limit is stopped whole (a rank that ignores SIGTERM is killed after the
+// grace) and reads as timed out, not as a success or as one rank's failure.
+TEST(LocalLauncher, AJobPastItsTimeLimitIsStoppedAndReadsAsTimedOut) {
+  const ScratchDir scratch("launcher_time_limit");
+  const std::string dir = scratch.path();
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t launcher = fork_launcher(
+      "exec >/dev/null 2>&1; echo $$ > " + dir + "/pid.$TOPOCOLL_RANK; "
+      "if [ $TOPOCOLL_RANK = 1 ]; then trap '' TERM; else trap 'exit 0' TERM; fi; while :; do sleep 0.05; done",
+      2, std::chrono::seconds(1));
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), kTimeLimitExitCode) << "a rank's clean exit on SIGTERM hid the timeout";
+  EXPECT_LT(took, 30) << "the limit (1 s) and the grace (5 s) did not end the job";
+  for (int r = 0; r < 2; ++r) {
+    const long pid = pid_in(dir + "/pid." + std::to_string(r));
+    ASSERT_GT(pid, 0) << "rank " << r << " never started";
     EXPECT_TRUE(wait_for([&] { return process_ended(pid); }, 10)) << "rank " << r;
     if (!process_ended(pid)) ::kill(pid_t(pid), SIGKILL);
   }

@@ -152,6 +152,10 @@ else:
   // The first failing rank's exit code is the job's.
   const auto failed = shell_run("timeout 60 " + kCli + " fabric run --name tlrun --ranks 3 -- sh -c 'exit $((RANK == 1 ? 3 : 0))'");
   EXPECT_EQ(failed.status, 3) << failed.output;
+  // A job that hangs ends at its time limit and reads as timed out (timeout(1)'s 124).
+  const auto hung = shell_run("timeout 60 " + kCli + " fabric run --name tlrun --ranks 2 --time-limit 1 -- sleep 100");
+  EXPECT_EQ(hung.status, 124) << hung.output;
+  EXPECT_NE(hung.output.find("time limit of 1 s passed"), std::string::npos) << hung.output;
 }
 
 // nccl-tests' way: mpirun starts the ranks, each enters its namespace after launch; Open MPI
