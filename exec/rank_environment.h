@@ -3,7 +3,8 @@
 //   rank:   TOPOCOLL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID, RANK
 //   size:   TOPOCOLL_NRANKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS, WORLD_SIZE
 //   root:   TOPOCOLL_BOOTSTRAP=host:port, else MASTER_ADDR:MASTER_PORT
-// The first variable set in each list wins. Values come from an Env (config/env.h): trimmed,
+// The first variable set in each list wins. TOPOCOLL_RANK and TOPOCOLL_NRANKS go together
+// and agree with another launcher's size where one is set (else: stale, refused). Values come from an Env (config/env.h): trimmed,
 // plain integers; a bad one is refused, not replaced.
 #pragma once
 

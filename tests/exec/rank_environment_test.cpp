@@ -75,6 +75,26 @@ TEST(RankEnvironment, MalformedValuesAreRefusedNamingTheVariable) {
   EXPECT_EQ(error_of({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"RANK", "x"}}), "");
 }
 
+// A TOPOCOLL_RANK left exported from an earlier job, under mpirun: taken first, it would give
+// every rank the same number. Half a pair, or a size another launcher contradicts, is refused.
+TEST(RankEnvironment, AStaleTopocollRankUnderAnotherLauncherIsRefused) {
+  EXPECT_EQ(error_of({{"TOPOCOLL_RANK", "0"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}}),
+            "TOPOCOLL_RANK=0 without TOPOCOLL_NRANKS: set both (topocoll's launchers do) or neither (left from "
+            "another job?)");
+  EXPECT_NE(error_of({{"TOPOCOLL_NRANKS", "4"}, {"PMI_RANK", "1"}, {"PMI_SIZE", "4"}}).find("TOPOCOLL_NRANKS=4 without "
+                                                                                          "TOPOCOLL_RANK"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"TOPOCOLL_RANK", "0"}, {"TOPOCOLL_NRANKS", "2"}, {"OMPI_COMM_WORLD_RANK", "3"},
+                      {"OMPI_COMM_WORLD_SIZE", "8"}}),
+            "TOPOCOLL_NRANKS=2 but OMPI_COMM_WORLD_SIZE=8: TOPOCOLL_RANK/TOPOCOLL_NRANKS left from another job? unset "
+            "them to take this launcher's rank");
+  // Agreeing sizes: TOPOCOLL_RANK is an override on purpose (a wrapper renumbering ranks).
+  const auto renumbered = from({{"TOPOCOLL_RANK", "3"}, {"TOPOCOLL_NRANKS", "4"}, {"OMPI_COMM_WORLD_RANK", "0"},
+                                {"OMPI_COMM_WORLD_SIZE", "4"}});
+  ASSERT_TRUE(renumbered);
+  EXPECT_EQ(renumbered->rank, 3);
+}
+
 TEST(RankEnvironment, TheLauncherMayServeTheRendezvous) {
   for (const char* served : {"1", "yes", "true"}) {
     const auto env = from({{"TOPOCOLL_RANK", "1"}, {"TOPOCOLL_NRANKS", "2"}, {"TOPOCOLL_BOOTSTRAP", "node0:4000"},
