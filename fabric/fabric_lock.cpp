@@ -5,34 +5,60 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
+#include <thread>
+#include <utility>
 
 #include "fabric/fabric_record.h"
 #include "fabric/system_command.h"
 
 namespace topocoll::fabric {
 
-FabricLock::FabricLock(const std::string& name, const std::string& command) {
-  const std::string path = fabric_file_path(name, ".lock");
+namespace {
+
+int open_lock_file(const std::string& path) {
   make_state_dir();
   // O_NOFOLLOW: a link planted under the lock's name is refused, never written through.
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd_ < 0) throw FabricError("cannot open " + path + ": " + std::strerror(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    char text[128] = {};
-    [[maybe_unused]] const ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw FabricError("cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+// "up" / "down" and its pid, as the exclusive holder wrote them (shared holders write nothing).
+std::pair<std::string, long> exclusive_holder(int fd) {
+  char text[128] = {};
+  [[maybe_unused]] const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  std::istringstream holder(text);
+  long pid = 0;
+  std::string verb;
+  holder >> pid >> verb;
+  return {verb.empty() ? std::string("up") : verb, pid};
+}
+
+}  // namespace
+
+FabricLock::FabricLock(const std::string& name, const std::string& command) {
+  const std::string path = fabric_file_path(name, ".lock");
+  fd_ = open_lock_file(path);
+  int error = 0;
+  for (int waited_ms = 0;; waited_ms += 10) {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
+    error = errno;
+    if (error != EWOULDBLOCK || waited_ms >= kEntryWaitMs) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    error = 0;
+  }
+  if (error != 0) {
+    const auto [verb, pid] = exclusive_holder(fd_);
     ::close(fd_);
     fd_ = -1;
     if (error != EWOULDBLOCK) throw FabricError("cannot lock " + path + ": " + std::strerror(error));
-    std::istringstream holder(text);
-    long pid = 0;
-    std::string verb;
-    holder >> pid >> verb;
-    throw FabricError("another `fabric " + (verb.empty() ? std::string("up") : verb) +
-                      "` of this name is running" + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
-                      ": wait for it to end, or end it");
+    throw FabricError("another `fabric " + verb + "` of this name is running" +
+                      (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
+                      ", or a process held its namespaces' entry for over " + std::to_string(kEntryWaitMs / 1000) +
+                      " s: wait for it to end, or end it");
   }
   // Who holds it, for the next one's message.
   const std::string me = std::to_string(::getpid()) + " " + command + "\n";
@@ -41,6 +67,23 @@ FabricLock::FabricLock(const std::string& name, const std::string& command) {
 
 FabricLock::~FabricLock() {
   if (fd_ >= 0) ::close(fd_);  // closing drops the flock
+}
+
+FabricEntryLock::FabricEntryLock(const std::string& name) {
+  const std::string path = fabric_file_path(name, ".lock");
+  fd_ = open_lock_file(path);
+  if (::flock(fd_, LOCK_SH | LOCK_NB) == 0) return;
+  const int error = errno;
+  const auto [verb, pid] = exclusive_holder(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  if (error != EWOULDBLOCK) throw FabricError("cannot lock " + path + ": " + std::strerror(error));
+  throw FabricError("`fabric " + verb + "` of fabric " + name + " is running" +
+                    (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") + ": its namespaces cannot be entered now");
+}
+
+FabricEntryLock::~FabricEntryLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace topocoll::fabric

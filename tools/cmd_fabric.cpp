@@ -284,6 +284,7 @@ int run_exec(const Args& a) {
   if (a.command.empty()) throw std::invalid_argument("fabric exec: give the command after --");
   const LiveFabric f = LiveFabric::open(a.name);
   const auto& e = f.plan().endpoints[f.endpoint(a.positional[0])];
+  const FabricEntryLock entering(f.name());  // until the exec below: no `down` in between
   become_endpoint_host(f.plan().ns_of(e).name, e.host);
   ::setenv("TOPOCOLL_FABRIC", f.name().c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ENDPOINT", e.id.c_str(), 1);

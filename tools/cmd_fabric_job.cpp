@@ -22,6 +22,7 @@
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
 #include "fabric/job_environment.h"
+#include "fabric/fabric_lock.h"
 #include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "fabric/loopback_relay.h"
@@ -270,6 +271,7 @@ int fabric_rank_exec(std::span<const std::string> args) {
 
   start_loopback_relay(net::netns_path(s.netns), relayed, ::getpid());
 
+  const FabricEntryLock entering(f.name());  // until the exec below: no `down` in between
   become_endpoint_host(s.netns, s.hostname);
   std::vector<std::string> environment = merged_environment(inherited, s);
   std::vector<char*> envp;

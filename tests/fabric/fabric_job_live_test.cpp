@@ -11,8 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <thread>
 
+#include "fabric/fabric_lock.h"
 #include "tests/common/fabric_fixture.h"
 #include "tests/common/scratch_dir.h"
 
@@ -99,7 +102,29 @@ TEST(FabricJob, RankExecRunsTheProgramInItsEndpointsNamespaceUnderItsHostName) {
   const auto nv = values_in(n.output);
   EXPECT_EQ(nv.at("IFNAME"), "=lo-nic0");
   EXPECT_NE(nv.at("ADDRS").find("10.1.0.2/32"), std::string::npos) << n.output;
-  shell_run(kCli + " fabric down --name tljob");
+
+  // No `down` between a process's opening a namespace and its entering it (it would run on in
+  // a namespace no name reaches): while `down` holds the fabric, entering is refused ...
+  {
+    const FabricLock down_running("tljob", "down");
+    const std::string holder = "`fabric down` of fabric tljob is running (pid " + std::to_string(::getpid()) +
+                               "): its namespaces cannot be entered now";
+    const auto exec = shell_run(kCli + " fabric exec --name tljob s0.g0 -- true");
+    EXPECT_NE(exec.status, 0);
+    EXPECT_NE(exec.output.find(holder), std::string::npos) << exec.output;
+    const auto rank = shell_run("TOPOCOLL_RANK=0 TOPOCOLL_NRANKS=2 " + kCli + " fabric rank-exec --name tljob -- true");
+    EXPECT_NE(rank.status, 0);
+    EXPECT_NE(rank.output.find(holder), std::string::npos) << rank.output;
+  }
+  // ... and `down` waits for a process entering now.
+  auto entering = std::make_unique<FabricEntryLock>("tljob");
+  std::thread entered([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    entering.reset();
+  });
+  const auto down = shell_run(kCli + " fabric down --name tljob");
+  entered.join();
+  EXPECT_EQ(down.status, 0) << down.output;
   EXPECT_FALSE(fs::exists(topo_file));
 }
 
