@@ -510,12 +510,7 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
     if (st) fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
-    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) {
-      CurrentDeviceGuard device_guard;
-      device_guard.use(st->device);
-      if (abort) pncclCommAbort(ring);
-      else pncclCommDestroy(ring);
-    }
+    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) release_ring_comm(*st, ring, abort);
   } catch (const std::exception& e) {
     TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
   }

@@ -134,11 +134,25 @@ void adopt_ring_comm(CommState& st, ncclComm_t made) {
             "waiting for the call making it; %s it now",
             static_cast<void*>(st.comm), static_cast<void*>(mine),
             st.aborting.load() ? "aborting" : "destroying");
-    CurrentDeviceGuard device_guard;
-    device_guard.use(st.device);
-    if (st.aborting.load()) pncclCommAbort(mine);
-    else pncclCommDestroy(mine);
+    release_ring_comm(st, mine, st.aborting.load());
   }
+}
+
+void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort) {
+  CurrentDeviceGuard device_guard;
+  device_guard.use(st.device);
+  ncclResult_t failed = ncclSuccess;
+  if (!abort && !st.revoked.load() && pncclCommGetAsyncError(ring, &failed) != ncclSuccess) failed = ncclSystemError;
+  if (!abort && (st.revoked.load() || (failed != ncclSuccess && failed != ncclInProgress))) {
+    TC_INFO(NCCL_INIT, "comm %p: its topology-ordered communicator %p %s: aborting it, not destroying it",
+            static_cast<void*>(st.comm), static_cast<void*>(ring),
+            st.revoked.load() ? "was revoked" : "failed");
+    abort = true;
+  }
+  const ncclResult_t r = abort ? pncclCommAbort(ring) : pncclCommDestroy(ring);
+  if (r != ncclSuccess)
+    TC_WARN("comm %p: %s its topology-ordered communicator %p failed: %s", static_cast<void*>(st.comm),
+            abort ? "aborting" : "destroying", static_cast<void*>(ring), pncclGetErrorString(r));
 }
 
 ncclComm_t take_ring_comm_for_release(CommState& st) {

@@ -104,6 +104,14 @@ void adopt_ring_comm(CommState& st, ncclComm_t made);
 // communicator, or null. From then on a split that ends adopts nothing (adopt_ring_comm).
 ncclComm_t take_ring_comm_for_release(CommState& st);
 
+// Ends st's topology-ordered communicator `ring` with its user's: aborted for an abort, and
+// also for a destroy when the ring failed (an asynchronous error) or was revoked. NCCL 2.28's
+// ncclCommDestroy returns a failed communicator's error from inside its own group
+// (init.cc: ncclGroupStartInternal, then NCCLCHECK(ncclCommEnsureReady)), so the thread's group
+// depth stays raised: the user's own destroy that follows would be queued in a group that
+// never ends, and the thread's every later NCCL call with it.
+void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort);
+
 // Marks `st` as releasing (and aborting, for an abort: its calls stop at once) and waits
 // up to `bound` for the served calls inside it to leave. At the bound it stops them and
 // waits up to `stopped_leave` more for those waiting in a vote to leave it. False (with a

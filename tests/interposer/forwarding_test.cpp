@@ -237,6 +237,32 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
 }
 
+// A destroy of a communicator whose topology-ordered one failed (its own connections, an
+// asynchronous error): NCCL's destroy of that failed ring would return from inside a group it
+// never closes, and the user's destroy after it would be queued there and never run. The ring
+// is aborted instead; the user's communicator is destroyed, and no group is left open.
+TEST_F(Forwarding, ADestroyAbortsAFailedTopologyRingAndLeavesNoGroupOpen) {
+  ncclComm_t comm = nullptr, ring = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
+  ASSERT_EQ(pncclCommInitRank(&ring, 8, id, 3), ncclSuccess);
+  auto st = std::make_unique<CommState>();
+  st->comm = comm;
+  st->nranks = 8;
+  st->rank = 3;
+  st->ring_comm = ring;
+  CommRegistry::instance().insert(std::move(st));
+  stub_nccl::reset();
+  stub_nccl::set_async_error(ring, ncclRemoteError);
+  const long live = stub_nccl::live_comms();
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0) << "a group left open by the ring's destroy";
+  std::vector<std::string> released;
+  for (const auto& c : stub_nccl::calls())
+    if (c.fn == "pncclCommAbort" || c.fn == "pncclCommDestroy") released.push_back(c.fn + (c.comm == ring ? " ring" : " user"));
+  EXPECT_EQ(released, (std::vector<std::string>{"pncclCommAbort ring", "pncclCommDestroy user"}));
+  EXPECT_EQ(stub_nccl::live_comms(), live - 2);
+}
 
 // A served communicator (state inserted by hand): calls topocoll does not take still reach
 // NCCL exactly once with the user's buffers.

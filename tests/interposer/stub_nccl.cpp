@@ -330,6 +330,12 @@ STUB_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t c) {
 }
 STUB_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t c) {
   record({"pncclCommDestroy", nullptr, nullptr, 0, -1, -1, -1, -1, c});
+  // As NCCL 2.28.9's (init.cc): a failed communicator's error returns from inside the group
+  // the destroy opened, which stays open, and the communicator is not freed.
+  if (const ncclResult_t e = stub_nccl::async_error_of(c); e != ncclSuccess && e != ncclInProgress) {
+    ++stub_nccl::g_depth;
+    return e;
+  }
   stub_nccl::free_comm(c);
   return ncclSuccess;
 }
