@@ -87,8 +87,8 @@ const std::vector<EnvVariable>& table() {
       choice("TOPOCOLL_RING_COMM", kRingCommModes, "init",
              "when the topology-ordered communicator is split: at init, at first use (lazy), or never"),
       count("TOPOCOLL_INIT_TIMEOUT_S", 0, 7LL * 24 * 3600, "600", "",
-            "seconds a new communicator's init exchange waits for its peers (0 = no limit); past it the "
-            "communicator falls back to NCCL and ncclCommGetAsyncError reports ncclSystemError"),
+            "seconds a new communicator's init exchange, and a served call's scratch or split vote, waits "
+            "for its peers (0 = no limit); past it ncclCommGetAsyncError reports ncclSystemError"),
       boolean("TOPOCOLL_STEP_TIMES", "0",
               "1 logs each schedule collective's step times (CUDA events) at INFO, subsystem TUNING"),
       // Pipelining of large steps (exec/pipeline.h).

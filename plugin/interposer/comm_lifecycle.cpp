@@ -140,7 +140,7 @@ void split_ring_comms_at_init(const std::vector<CommState*>& served) {
     for (CommState* st : served) st->ring_comm_failed = true;
     return;
   }
-  if (mode == RingCommMode::Init) create_ring_comms(served);
+  if (mode == RingCommMode::Init) create_ring_comms(served, WaitLimit::after(interposer_config().init_timeout_s));
 }
 
 // cudaDeviceGetPCIBusId's form, "" when CUDA cannot say (host_gpu_index then keeps the

@@ -155,9 +155,9 @@ void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& wa
         continue;
       }
       if (now >= w.limit.at) {
-        w.gave_up = std::string(w.what) + " still waited for its peers when the init's time limit passed "
-                    "(TOPOCOLL_INIT_TIMEOUT_S=" + std::to_string(w.limit.seconds) +
-                    "): a peer whose NCCL init failed never joins";
+        w.gave_up = std::string(w.what) + " still waited for its peers when " + w.limit.name +
+                    " passed (TOPOCOLL_INIT_TIMEOUT_S=" + std::to_string(w.limit.seconds) + "): " +
+                    w.limit.never_comes;
         w.waiting = false;
         continue;
       }
@@ -178,6 +178,14 @@ WaitLimit WaitLimit::after(int64_t seconds) {
     limit.at = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     limit.seconds = seconds;
   }
+  return limit;
+}
+
+WaitLimit WaitLimit::for_a_call(int64_t seconds) {
+  WaitLimit limit = after(seconds);
+  limit.name = "topocoll's time limit for its votes";
+  limit.never_comes = "a peer that never reaches this call (it ended, hung, or waits for work this rank issues "
+                      "later) never votes";
   return limit;
 }
 
@@ -412,7 +420,7 @@ void agree_ready(std::span<ReadyVote> batch, const std::function<void()>& while_
     waits[i].comm = v.comm;
     waits[i].abandon = v.abandon;
     waits[i].limit = v.limit;
-    waits[i].what = "the topocoll ready vote";
+    waits[i].what = v.what;
     waits[i].waiting = slots[i].joined && er == ncclSuccess;
     batch[i].joined = waits[i].waiting;
   }

@@ -22,14 +22,21 @@
 
 namespace topocoll::plugin::interposer {
 
-// When a wait for the peers ends without them (WaitLimit::max(): never). Init sets one
-// (TOPOCOLL_INIT_TIMEOUT_S); the votes on a served call's path have none: an abort from
-// another thread ends those.
+// When a wait for the peers ends without them (default: never). Init sets one, and so do
+// the votes on a served call's path (scratch growth, the topology-ordered split), from the
+// same TOPOCOLL_INIT_TIMEOUT_S: NCCL's own collective returns at once and only the GPU
+// waits, so PyTorch's watchdog times it out; a call waiting on the host for a peer that
+// never comes is invisible to the watchdog (its work is queued only when the call returns),
+// and only this limit, an abort from another thread or NCCL's asynchronous error end it.
 struct WaitLimit {
   std::chrono::steady_clock::time_point at = std::chrono::steady_clock::time_point::max();
   int64_t seconds = 0;  // what `at` was set from, for messages; 0: no limit
+  const char* name = "the init's time limit";                        // for messages
+  const char* never_comes = "a peer whose NCCL init failed never joins";  // why peers may not
   // `seconds` from now; no limit when 0.
   static WaitLimit after(int64_t seconds);
+  // The same for a vote on a served call's path.
+  static WaitLimit for_a_call(int64_t seconds);
 };
 
 struct IdentityExchange {
@@ -130,6 +137,7 @@ struct ReadyVote {
   const std::atomic<bool>* abandon = nullptr;  // the communicator's calls were stopped
   bool all_ready = false;  // out: every rank voted 1 and the minimum was read back
   WaitLimit limit;
+  const char* what = "the topocoll ready vote";  // for messages
   bool abandoned = false;  // out: `abandon` was set before the result was read
   // out: `limit` passed, or NCCL reported an asynchronous error on the communicator, before
   // the result arrived (`error` says which); all_ready stays false.

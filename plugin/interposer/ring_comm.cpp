@@ -12,6 +12,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
+#include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
@@ -23,7 +24,7 @@ namespace topocoll::plugin::interposer {
 using sched::Collective;
 
 
-void create_ring_comms(const std::vector<CommState*>& states) {
+void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& limit) {
   std::vector<CommState*> todo;
   for (CommState* st : states) {
     if (st->ring_comm || st->ring_comm_failed) continue;
@@ -104,6 +105,8 @@ void create_ring_comms(const std::vector<CommState*>& states) {
     v.ready = r == ncclSuccess && end == ncclSuccess && results[i] == ncclSuccess && made[i];
     v.abandon = &st->calls_stopped;
     v.cell = st->vote_cell.get();
+    v.limit = limit;
+    v.what = "the topocoll vote on the topology-ordered split";
     votes.push_back(std::move(v));
     voter.push_back(i);
   }
@@ -157,7 +160,7 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
     else if (!c.state->ring_comm)
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
-  create_ring_comms(states);
+  create_ring_comms(states, WaitLimit::for_a_call(interposer_config().init_timeout_s));
   // A split waits for every rank: an abort from another thread or a revoke may have come
   // meanwhile, or a release that gave up waiting have gone on.
   const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfStopped,

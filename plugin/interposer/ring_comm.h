@@ -14,12 +14,15 @@
 namespace topocoll::plugin::interposer {
 
 struct CommState;
+struct WaitLimit;
 
 // Splits each state's communicator in topology ring order (ring_comm), all in one NCCL
 // group (one thread may drive several ranks), then votes on the outcome over the user's
 // communicator: a split is adopted only when every rank made one. A failure on any rank
 // marks ring_comm_failed on every rank: its calls then stay on the user's communicator.
-void create_ring_comms(const std::vector<CommState*>& states);
+// The vote waits for the peers up to `limit` (rank_exchange.h): a rank that cannot know
+// the outcome then reports the communicator out of step.
+void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& limit);
 
 // The batch's nccl-topo-ring calls, as NCCL would deliver them on the user's communicator.
 // Calls whose communicator an abort from another thread began on while the split was made

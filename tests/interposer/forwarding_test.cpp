@@ -596,7 +596,7 @@ TEST_F(ServedForwarding, ABatchLetsAnAbortedCommunicatorWithoutAVoteGoToo) {
   const int64_t count = 4096;
   const ncclComm_t ringed = stub_comm_with_topo_ring_allreduce(comm_, 4);
   // Its split made (and voted on) before: its call has no vote in the batch.
-  create_ring_comms({CommRegistry::instance().find(ringed)});
+  create_ring_comms({CommRegistry::instance().find(ringed)}, WaitLimit{});
   ASSERT_NE(CommRegistry::instance().find(ringed)->ring_comm.load(), nullptr);
   const ncclComm_t other_fake = fake_comm(0x3000);
   insert_served_state(other_fake);
@@ -902,7 +902,7 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
   alignas(16) static char early[256], late[256];
   void* early_handle = nullptr;
   ASSERT_EQ(ncclCommRegister(comm_, early, sizeof early, &early_handle), ncclSuccess);
-  create_ring_comms({st});
+  create_ring_comms({st}, WaitLimit{});
   const ncclComm_t ring = st->ring_comm.load();
   ASSERT_NE(ring, nullptr);
   void* late_handle = nullptr;
@@ -971,7 +971,7 @@ TEST_F(ServedForwarding, ASplitVoteNotReadBackMarksTheCommunicatorFailed) {
     return cudaSuccess;
   };
   ::testing::internal::CaptureStderr();
-  create_ring_comms({st});
+  create_ring_comms({st}, WaitLimit{});
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(st->ring_comm.load(), nullptr);
   EXPECT_TRUE(st->ring_comm_failed);
@@ -1037,7 +1037,7 @@ TEST_F(ServedForwarding, TwoCallsOfOneCommunicatorInABatchMakeOneSplit) {
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
   stub_nccl::reset();
-  create_ring_comms({st, st});
+  create_ring_comms({st, st}, WaitLimit{});
   int splits = 0;
   for (const Call& c : stub_nccl::calls())
     if (c.fn == "pncclCommSplit") ++splits;
@@ -1079,7 +1079,7 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryWhileMakingTheSplitLeavesItDecide
       bool thrown = false;
       const auto make = [&] {
         try {
-          create_ring_comms({st});
+          create_ring_comms({st}, WaitLimit{});
         } catch (const std::bad_alloc&) {
           thrown = true;
         }
@@ -1114,7 +1114,7 @@ TEST_F(ServedForwarding, TopologyOrderedSplitIsUsedOnlyWhenEveryRankMadeOne) {
   stub_nccl::reset();
   stub_nccl::set_allreduce_min_peers(0);  // some peer's split failed
   ::testing::internal::CaptureStderr();
-  create_ring_comms({st});
+  create_ring_comms({st}, WaitLimit{});
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{1})) << "this rank made its split";
   EXPECT_EQ(st->ring_comm.load(), nullptr);
@@ -1139,7 +1139,7 @@ TEST_F(ServedForwarding, TopologyOrderedSplitIsUsedOnlyWhenEveryRankMadeOne) {
   stub_nccl::set_allreduce_min_peers(1);
   stub_nccl::set_failure("pncclCommSplit", ncclSystemError);
   ::testing::internal::CaptureStderr();
-  create_ring_comms({st});
+  create_ring_comms({st}, WaitLimit{});
   err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{0}));
   EXPECT_EQ(st->ring_comm.load(), nullptr);
@@ -1248,7 +1248,7 @@ TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
 TEST_F(ServedForwarding, Fp8ReductionsGoToNcclBelowSm90WhateverTheRoute) {
   CommState* st = served_state(comm_).get();
   ASSERT_NE(st, nullptr);
-  create_ring_comms({st});
+  create_ring_comms({st}, WaitLimit{});
   const ncclComm_t ring = st->ring_comm.load();
   ASSERT_NE(ring, nullptr);
   st->ring_permutes = false;  // every call below goes straight to the split

@@ -424,6 +424,35 @@ TEST_F(InitReadyVote, AVoteWhosePeersNeverJoinEndsAtTheInitTimeout) {
   expect_out_of_step_then_abort(comm);
 }
 
+// The exchange and the ready vote complete, the vote on the topology-ordered split does not
+// (a peer died making its split): inside the user's init nothing else would end that wait.
+// It ends at TOPOCOLL_INIT_TIMEOUT_S; this rank cannot know whether its peers adopted their
+// splits, so the communicator reports ncclSystemError.
+TEST_F(InitReadyVote, TheSplitsVoteWhosePeersNeverVoteEndsAtTheTimeLimit) {
+  static std::atomic<int> queries{0};
+  queries = 0;
+  exchange_cuda_calls().stream_query = [](cudaStream_t) {
+    return queries.fetch_add(1) < 2 ? cudaSuccess : cudaErrorNotReady;
+  };
+  stub_nccl::set_allreduce_min_peers(1);
+  ncclComm_t comm = nullptr;
+  const auto began = std::chrono::steady_clock::now();
+  const std::string err = init_rank0(&comm);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
+  EXPECT_NE(err.find("the topocoll vote on the topology-ordered split still waited for its peers when "
+                     "the init's time limit passed (TOPOCOLL_INIT_TIMEOUT_S=1)"),
+            std::string::npos) << err;
+  EXPECT_EQ(stub_nccl::allreduce_min_votes(), (std::vector<int>{1, 1}));
+  CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->ring_comm.load(), nullptr);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSystemError);
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
 // A ring order that is the rank order (always so for two ranks) needs no split: it would be
 // the user's communicator again, one more NCCL init for nothing (PyTorch makes a two-rank
 // communicator per pair that exchanges point to point).
