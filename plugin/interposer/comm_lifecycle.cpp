@@ -68,6 +68,19 @@ std::shared_ptr<CommState> register_comm(ncclComm_t comm, bool blocking) {
   return st;
 }
 
+// A communicator NCCL may not answer queries on yet (a non-blocking one still being made,
+// one whose init failed in the user's group): registered unserved as is, never asked its
+// size, rank or device (NCCL 2.28's queries warn and fail on a communicator in progress,
+// init.cc ncclCommEnsureReady; a failed blocking init leaves them unset). Its blocking mode
+// is kept, so a split of it with no config inherits it (config_blocking).
+void register_unqueried(ncclComm_t comm, bool blocking, const char* reason) {
+  auto st = std::make_shared<CommState>();
+  st->comm = comm;
+  st->blocking = blocking;
+  st->fallback_reason = reason;
+  CommRegistry::instance().insert(std::move(st));
+}
+
 // A registered communicator stays with NCCL; `reason` is kept for the logs when memory allows.
 void leave_unserved(CommState& st, const std::string& reason) noexcept {
   try {
@@ -395,15 +408,26 @@ void children_created(std::vector<PendingChild>& pending, ncclResult_t group_res
     if (group_result == ncclInProgress) {
       comm_created_in_progress(comm);
     } else if (group_result == ncclSuccess) {
+      // Queued only: group_end exchanges the group's inits and children in one batch. One
+      // batch per child would differ between ranks where a child is NCCL_SPLIT_NOCOLOR on
+      // some (rank A: {init, c2}; rank B: {init, c1}, then {c2}), and A, waiting for c2's
+      // exchange, and B, waiting for the init's vote behind it, would wait for each other.
       const std::optional<ncclConfig_t> config = c.config ? std::optional(c.config->user()) : std::nullopt;
-      comm_created(comm, config ? &*config : nullptr, c.parent);
+      comm_created(comm, config ? &*config : nullptr, c.parent, /*finish_now=*/false);
     }
   }
 }
 
-void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent) {
+void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent, bool finish_now) {
   if (!comm || !interposer_enabled()) return;
   const bool blocking = config_blocking(config, parent);
+  if (!blocking) {
+    // Decided alike on every rank (same config), so no exchange: nobody waits. Inside a
+    // group NCCL makes it only at the group's end, in progress.
+    TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
+    register_unqueried(comm, false, "non-blocking communicator");
+    return;
+  }
   if (!exchange_wanted()) {
     leave_unserved(*register_comm(comm, blocking), "no topology configured");
     return;
@@ -418,7 +442,7 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
   ThreadGroup& g = thread_group();
   g.inits.push_back({comm, blocking, std::move(user_config)});
   // Inside a group the communicator is usable only after the outermost ncclGroupEnd.
-  if (!g.depth.inside()) finish_inits(g.inits);
+  if (!g.depth.inside() && finish_now) finish_inits(g.inits);
 }
 
 void comm_created_in_progress(ncclComm_t comm) {
@@ -426,16 +450,57 @@ void comm_created_in_progress(ncclComm_t comm) {
   // Only a non-blocking init returns ncclInProgress, and NCCL may not answer queries on the
   // communicator yet: registered as is, so a split of it with no config inherits
   // non-blocking (config_blocking) and falls back like it, never NCCL_COMM_BLOCKING.
-  auto st = std::make_shared<CommState>();
-  st->comm = comm;
-  st->blocking = false;
-  st->fallback_reason = "non-blocking communicator";
   TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-  CommRegistry::instance().insert(std::move(st));
+  register_unqueried(comm, false, "non-blocking communicator");
+}
+
+void inits_failed_in_group(std::vector<PendingInit>& pending, ncclResult_t group_result) {
+  std::vector<PendingInit> inits;
+  inits.swap(pending);
+  if (inits.empty()) return;
+  // NCCL's failed group end left these communicators half made (a blocking init's failure
+  // shows only in its initState, not in ncclCommGetAsyncError): no exchange runs on them.
+  TC_WARN("ncclGroupEnd failed (%s): the %zu communicator(s) created in the group are left to NCCL unexchanged",
+          pncclGetErrorString(group_result), inits.size());
+  for (const PendingInit& p : inits) register_unqueried(p.comm, p.blocking, "its init's group failed");
+}
+
+void comms_created_in_simulated_group(std::vector<PendingInit>& pending_inits,
+                                      std::vector<PendingChild>& pending_children, ncclResult_t group_result) {
+  std::vector<PendingInit> inits;
+  std::vector<PendingChild> children;
+  inits.swap(pending_inits);
+  children.swap(pending_children);
+  const char* reason = "created in a group ended by ncclGroupSimulateEnd";
+  if (group_result == ncclSuccess || group_result == ncclInProgress)
+    for (const PendingInit& p : inits) register_unqueried(p.comm, p.blocking, reason);
+  else if (!inits.empty())
+    inits_failed_in_group(inits, group_result);
+  for (const PendingChild& c : children)
+    if (const ncclComm_t comm = __atomic_load_n(c.handle, __ATOMIC_ACQUIRE)) {
+      const std::optional<ncclConfig_t> config = c.config ? std::optional(c.config->user()) : std::nullopt;
+      register_unqueried(comm, config_blocking(config ? &*config : nullptr, c.parent), reason);
+    }
+  if (!inits.empty() || !children.empty())
+    TC_ONCE(TC_INFO(NCCL_INIT, "communicators created in a group ended by ncclGroupSimulateEnd are left to NCCL"));
+}
+
+bool created_by_nonblocking_parent(ncclComm_t parent) {
+  const std::string& forced = process_context().env.nccl_comm_blocking;
+  if (forced == "0" || forced == "1") return forced == "0";
+  const std::shared_ptr<CommState> p = CommRegistry::instance().share(parent);
+  return p && !p->blocking;
 }
 
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {
   if (!interposer_enabled() || ndev < 1) return;
+  if (thread_group().depth.inside()) {
+    // NCCL makes them only at the user's outermost group end (init.cc ncclCommInitAll queues
+    // its inits in the group): until then they have no size, rank or device to read.
+    TC_FALLBACK_ONCE("ncclCommInitAll inside a group: its communicators fall back to NCCL");
+    for (int i = 0; i < ndev; ++i) register_unqueried(comms[i], default_blocking(), "ncclCommInitAll inside a group");
+    return;
+  }
   if (!exchange_wanted()) {
     for (int i = 0; i < ndev; ++i) leave_unserved(*register_comm(comms[i], true), "no topology configured");
     return;

@@ -15,5 +15,12 @@ void finish_inits(std::vector<PendingInit>& pending);
 // At the outermost group end, with NCCL's result of it: the splits and shrinks made in the
 // group, whose handles NCCL has now written, go through comm_created (emptied first).
 void children_created(std::vector<PendingChild>& pending, ncclResult_t group_result);
+// At an outermost group end NCCL failed: the group's inits are registered unserved, with no
+// exchange and no query (emptied first).
+void inits_failed_in_group(std::vector<PendingInit>& pending, ncclResult_t group_result);
+// At an outermost ncclGroupSimulateEnd: NCCL made the group's communicators (not its
+// failed ones): registered unserved, with no exchange and no query (both emptied first).
+void comms_created_in_simulated_group(std::vector<PendingInit>& inits, std::vector<PendingChild>& children,
+                                      ncclResult_t group_result);
 
 }  // namespace topocoll::plugin::interposer

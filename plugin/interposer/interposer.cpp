@@ -345,7 +345,8 @@ ncclResult_t group_end() {
   bool init_out_of_memory = false;
   try {
     children_created(g.children, nccl);
-    finish_inits(g.inits);
+    if (nccl != ncclSuccess && nccl != ncclInProgress) inits_failed_in_group(g.inits, nccl);
+    else finish_inits(g.inits);
   } catch (const std::bad_alloc&) {
     // As outside a group (nccl_entry.cpp, after_create): peers may wait in topocoll's init
     // collectives for this rank, so the group's end reports the failure.
@@ -384,11 +385,18 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
   if (!g.depth.leave()) return pncclGroupSimulateEnd(info);
   const ncclResult_t nccl = pncclGroupSimulateEnd(info);
   if (g.depth.inside()) return nccl;
-  if (!g.collectives.empty() || !g.inits.empty())
+  if (!g.collectives.empty())
     TC_ONCE(TC_WARN("ncclGroupSimulateEnd: topocoll collectives queued in the group are not run "
-                    "(NCCL runs none of the group's operations); communicators created in it "
-                    "are left to NCCL"));
+                    "(NCCL launches none of the group's operations)"));
   g.collectives.clear();
+  // NCCL did make the group's communicators (group.cc asyncJobLaunch runs a simulated
+  // group's inits and splits too): known to topocoll, left to NCCL, with no exchange (no
+  // collective of ours in a group the user only simulated).
+  try {
+    comms_created_in_simulated_group(g.inits, g.children, nccl);
+  } catch (const std::exception& e) {
+    TC_WARN("topocoll: noting the communicators of a simulated group failed: %s", e.what());
+  }
   g.inits.clear();
   g.children.clear();
   return nccl;

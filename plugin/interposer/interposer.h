@@ -49,7 +49,10 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info);
 
 // After NCCL created `comm` (InitRank*, Split, Shrink). `config` may be null; `parent` is
 // the communicator it was split from (null for InitRank*).
-void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent);
+// Outside a group it runs the init exchange at once, unless `finish_now` is false (the
+// group's end, which exchanges all it made in one batch). A non-blocking one is registered
+// unserved, never asked anything.
+void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent, bool finish_now = true);
 // A split or shrink inside the caller's user group: NCCL writes the child's handle only at
 // the outermost ncclGroupEnd (NCCL 2.28 init.cc: "*newcomm should be NCCL_COMM_NULL until
 // comm split fully complete"), so the call is remembered with a copy of its config and
@@ -59,6 +62,10 @@ bool child_created_in_group(ncclComm_t* handle, const ncclConfig_t* config, nccl
 // After a non-blocking create returned ncclInProgress: registers `comm` as non-blocking
 // and unserved, so its children fall back too.
 void comm_created_in_progress(ncclComm_t comm);
+// Whether a split or shrink of `parent` is made in NCCL's own thread (a non-blocking parent,
+// or NCCL_COMM_BLOCKING=0: the group's blocking mode is the parent's, init.cc
+// ncclCommInitChildComm): its child's handle is written whenever that thread is done.
+bool created_by_nonblocking_parent(ncclComm_t parent);
 // ncclCommInitAll: every rank lives in this process, so no exchange is needed.
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist);
 // Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's

@@ -88,6 +88,16 @@ ncclResult_t after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclC
     }
     if (deferred) return r;
   }
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm && ti::interposer_enabled() &&
+      ti::created_by_nonblocking_parent(parent)) {
+    // NCCL's own thread writes the handle when the child is made, maybe while we look.
+    if (const ncclComm_t made = __atomic_load_n(newcomm, __ATOMIC_ACQUIRE))
+      guarded("topocoll communicator init", [&] {
+        ti::comm_created_in_progress(made);
+        return ncclSuccess;
+      });
+    return r;
+  }
   return after_create(r, newcomm ? *newcomm : nullptr, config, parent);
 }
 

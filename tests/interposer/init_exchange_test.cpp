@@ -148,8 +148,100 @@ TEST(InitExchange, NonBlockingCommunicatorsSkipTheExchange) {
   EXPECT_EQ(names(), std::vector<std::string>{"pncclCommSplit"});
   ASSERT_NE(CommRegistry::instance().find(child), nullptr);
   EXPECT_FALSE(CommRegistry::instance().find(child)->blocking);
+  // One with a blocking config is made in NCCL's own thread all the same (a split's group
+  // blocks as its parent does): no exchange, which the ranks whose split was not yet
+  // written would never join.
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1;
+  ncclComm_t blocking_child = nullptr;
+  stub_nccl::reset();
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommSplit(comm, 0, 1, &blocking_child, &blocking), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(names(), std::vector<std::string>{"pncclCommSplit"});
+  ASSERT_NE(CommRegistry::instance().find(blocking_child), nullptr);
+  EXPECT_FALSE(CommRegistry::instance().find(blocking_child)->served);
+  ASSERT_EQ(ncclCommDestroy(blocking_child), ncclSuccess);
   ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+size_t count_of(const std::vector<std::string>& names, const char* fn) {
+  return size_t(std::count(names.begin(), names.end(), std::string(fn)));
+}
+
+// NCCL's failed group end leaves a blocking init half made, with nothing in its
+// ncclCommGetAsyncError to say so: topocoll runs no exchange on it.
+TEST(InitExchange, AFailedGroupEndExchangesNothingOnItsInits) {
+  stub_nccl::reset();
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t comm = nullptr;
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&comm, 4, id, 2), ncclSuccess);
+  stub_nccl::set_failure("pncclGroupEnd", ncclSystemError);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclGroupEnd(), ncclSystemError);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  stub_nccl::set_failure("", ncclSuccess);
+  EXPECT_EQ(count_of(names(), "pncclAllGather"), 0u) << err;
+  const CommState* st = CommRegistry::instance().find(comm);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_EQ(st->fallback_reason, "its init's group failed");
+  EXPECT_NE(err.find("ncclGroupEnd failed"), std::string::npos) << err;
+  ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+}
+
+// ncclCommInitAll inside a group: NCCL makes the communicators only at the group's end, so
+// at the call they have no size, rank or device; they are left to NCCL, and nothing of
+// topocoll's (a split, a vote) is issued inside the user's group.
+TEST(InitExchange, InitAllInsideAGroupIsLeftToNccl) {
+  stub_nccl::reset();
+  stub_nccl::set_comm_shape(2, 0, 0);
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(names(), (std::vector<std::string>{"pncclGroupStart", "pncclCommInitAll"}));
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (ncclComm_t c : comms) {
+    const CommState* st = CommRegistry::instance().find(c);
+    ASSERT_NE(st, nullptr);
+    EXPECT_FALSE(st->served);
+    EXPECT_EQ(st->fallback_reason, "ncclCommInitAll inside a group");
+    ASSERT_EQ(ncclCommDestroy(c), ncclSuccess);
+  }
+}
+
+// NCCL makes a simulated group's communicators (only its launches are skipped): topocoll
+// knows them, leaves them to NCCL, and runs no exchange in a group the user only simulated.
+TEST(InitExchange, ASimulatedGroupsCommunicatorsAreKnownAndLeftToNccl) {
+  stub_nccl::reset();
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t parent = nullptr, made = nullptr, child = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&parent, 4, id, 2), ncclSuccess);
+  stub_nccl::reset();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&made, 4, id, 2), ncclSuccess);
+  ASSERT_EQ(ncclCommSplit(parent, 1, 0, &child, nullptr), ncclSuccess);
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_of(names(), "pncclAllGather"), 0u);
+  ASSERT_NE(child, nullptr);
+  for (ncclComm_t c : {made, child}) {
+    const CommState* st = CommRegistry::instance().find(c);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(st->fallback_reason, "created in a group ended by ncclGroupSimulateEnd");
+    ASSERT_EQ(ncclCommDestroy(c), ncclSuccess);
+  }
+  ASSERT_EQ(ncclCommDestroy(parent), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
 }
 
 // Host memory in place of the device's, so the exchange runs without a GPU; the stream
@@ -197,6 +289,41 @@ class InitExchangeFakeCuda : public ::testing::Test {
   }
   ExchangeCudaCalls saved_{};
 };
+
+// A group making an init and two splits, one of them NCCL_SPLIT_NOCOLOR on some ranks:
+// exchanged in one batch at the group's end. A batch per split would differ between ranks
+// ({init, c2} on one, {init, c1} then {c2} on another), and each would wait for the other.
+TEST_F(InitExchangeFakeCuda, AGroupsInitsAndSplitsAreExchangedInOneBatch) {
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t parent = nullptr, made = nullptr, c1 = nullptr, c2 = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommInitRank(&parent, 4, id, 2), ncclSuccess);
+  stub_nccl::reset();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&made, 4, id, 2), ncclSuccess);
+  ASSERT_EQ(ncclCommSplit(parent, 1, 0, &c1, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclCommSplit(parent, 2, 0, &c2, nullptr), ncclSuccess);
+  EXPECT_EQ(c1, nullptr) << "NCCL writes a split's handle at the group's end";
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(c1, nullptr);
+  ASSERT_NE(c2, nullptr);
+  const auto n = names();
+  // NCCL's group end, then one exchange group: three allgathers in it.
+  const auto end = std::find(n.begin(), n.end(), std::string("pncclGroupEnd"));
+  ASSERT_NE(end, n.end());
+  ASSERT_LT(end + 1, n.end());
+  EXPECT_EQ(*(end + 1), "pncclGroupStart");
+  const auto exchange_end = std::find(end + 1, n.end(), std::string("pncclGroupEnd"));
+  EXPECT_EQ(std::count(end + 1, exchange_end, std::string("pncclAllGather")), 3) << ::testing::PrintToString(n);
+  for (ncclComm_t c : {made, c1, c2}) {
+    ASSERT_NE(CommRegistry::instance().find(c), nullptr);
+    ASSERT_EQ(ncclCommDestroy(c), ncclSuccess);
+  }
+  ASSERT_EQ(ncclCommDestroy(parent), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+}
 
 // The exchange runs at creation, in its own group; the stub gathers no peer's record, so the
 // records disagree (no peer runs topocoll, as far as they show) and every rank falls back,

@@ -28,6 +28,11 @@ std::vector<Call> g_calls;
 std::atomic<bool> g_recording{true};
 std::atomic<long long> g_count{0};
 thread_local int g_depth = 0;
+// Splits made inside a group: as NCCL 2.28 (init.cc: "*newcomm should be NCCL_COMM_NULL
+// until comm split fully complete"), the handle is written at the outermost group end.
+// A fixed array: the stub allocates nothing in the calls the out-of-memory sweeps fail.
+thread_local std::array<std::pair<ncclComm_t*, ncclComm_t>, 64> g_children_at_group_end;
+thread_local std::size_t g_nchildren_at_group_end = 0;
 int g_nranks = 2, g_rank = 0, g_device = 0;
 
 struct FakeComm {
@@ -257,15 +262,33 @@ STUB_EXPORT ncclResult_t pncclGroupStart() {
   if (r == ncclSuccess) ++stub_nccl::g_depth;
   return r;
 }
+namespace stub_nccl {
+// At the outermost end of a group (a simulated one too: NCCL 2.28 runs a group's inits and
+// splits there, group.cc asyncJobLaunch, and skips only the launches).
+void end_group(ncclResult_t r) {
+  if (g_depth != 0) return;
+  const std::size_t n = std::exchange(g_nchildren_at_group_end, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto [handle, made] = g_children_at_group_end[i];
+    if (r == ncclSuccess) __atomic_store_n(handle, made, __ATOMIC_RELEASE);
+    else free_comm(made);  // a failed group makes none of its children
+  }
+}
+}  // namespace stub_nccl
+
 STUB_EXPORT ncclResult_t pncclGroupEnd() {
   if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
   --stub_nccl::g_depth;
-  return record({"pncclGroupEnd"});
+  const ncclResult_t r = record({"pncclGroupEnd"});
+  stub_nccl::end_group(r);
+  return r;
 }
 STUB_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t*) {
   if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
   --stub_nccl::g_depth;
-  return record({"pncclGroupSimulateEnd"});
+  const ncclResult_t r = record({"pncclGroupSimulateEnd"});
+  stub_nccl::end_group(r);
+  return r;
 }
 STUB_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
   *comm = stub_nccl::make_comm();
@@ -291,12 +314,17 @@ STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int
 }
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
                                         ncclConfig_t* config) {
-  *out = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
+  const ncclComm_t made = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
+  *out = nullptr;
+  if (made && stub_nccl::g_depth > 0 && stub_nccl::g_nchildren_at_group_end < stub_nccl::g_children_at_group_end.size())
+    stub_nccl::g_children_at_group_end[stub_nccl::g_nchildren_at_group_end++] = {out, made};
+  else
+    *out = made;
   if (config) stub_nccl::note_split_config(*config);
   // `op` carries the config's splitShare (-1 without a config).
   ncclResult_t r = record({"pncclCommSplit", nullptr, nullptr, 0, -1,
                            config ? config->splitShare : -1, color, key, c});
-  if (color != NCCL_SPLIT_NOCOLOR && !*out) r = ncclSystemError;  // out of memory here
+  if (color != NCCL_SPLIT_NOCOLOR && !made) r = ncclSystemError;  // out of memory here
   std::function<void()> hook;
   {
     std::lock_guard lock(stub_nccl::g_mutex);
