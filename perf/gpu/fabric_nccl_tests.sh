@@ -4,7 +4,8 @@
 # MPS, every rank its own process, its own NCCL host and its own network namespace of
 # `topocoll fabric`, all ranks on the one GPU:
 #
-#   NCCL_TESTS_SRC=perf/gpu/nccl-tests STAGES=fabric-nccl RESULTS_DIR=$OUT/gpu bash perf/gpu/run_all.sh
+#   NCCL_TESTS_SRC=perf/gpu/nccl-tests STAGES=fabric-nccl RESULTS_DIR=/tmp/gpu RESULTS_TAR=$OUT/gpu.tgz \
+#     DEADLINE_S=540 bash perf/gpu/run_all.sh
 #   bash perf/gpu/fabric_nccl_tests.sh [BUILD_DIR]      (nccl-tests built in BUILD_DIR/nccl-tests)
 #   DRY_RUN=1 bash perf/gpu/fabric_nccl_tests.sh build  (no GPU, no root: prints every command,
 #                                                        writes the predictions and hostfiles)
@@ -43,14 +44,17 @@
 # bandwidth per size per path for each case.
 #
 # It fits 10-minute calls: runs go in the order above, each only if its predicted duration
-# fits what is left of BUDGET seconds (default 540, counted from the script's start); a run
-# that does not fit is left for the next call with the same RESULTS_DIR (default
-# perf/results/gpu-fabric-<device>-<date>), which skips the runs it already has. COPY_TO=DIR
-# copies the record there after every run and when the script ends (the device tool's $OUT:
-# a call cut off at its limit keeps what it measured); put it back at RESULTS_DIR in the work
-# tree before the next call, so it travels with it (docs/fabric.md). The dry run prints the
-# device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds one run, and so does
-# what is left of the budget.
+# fits what is left of BUDGET seconds (default 540, counted from the script's start; run_all.sh
+# passes what is left of its call, or of its DEADLINE_S); a run that does not fit is left for
+# the next call with the same RESULTS_DIR (default perf/results/gpu-fabric-<device>-<date>),
+# which skips the runs that passed (exit 0) and runs again those that failed or timed out.
+# COPY_TO=DIR copies the record into DIR after every run and when the script ends (run_all.sh
+# names its own RESULTS_DIR). RESULTS_TAR=FILE (the device tool's $OUT/gpu.tgz; only $OUT comes
+# back, at most 8 files) then archives DIR, or without COPY_TO the record, into that one file
+# at the same moments: a call cut off at its limit keeps what it measured. Put the record back
+# at RESULTS_DIR in the work tree before the next call, so it travels with it (docs/fabric.md).
+# The dry run prints the device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds
+# one run, and so does what is left of the budget.
 # Exit status 0 when every run that ran passed (runs left for the next call are no
 # failure; calls.md lists them).
 set -uo pipefail
@@ -99,8 +103,15 @@ quoted() {
   printf '%s' "${s% }"
 }
 left() { echo $((budget - (SECONDS - t0))); }
-# The record so far into COPY_TO (the call's $OUT), so it survives a call cut off later.
-copy_out() { [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"; }
+# The record so far into COPY_TO, then COPY_TO (or the record) into RESULTS_TAR, so it
+# survives a call cut off later (written beside it and renamed: a kill mid-write leaves the
+# previous archive whole).
+copy_out() {
+  [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"
+  [ -n "${RESULTS_TAR:-}" ] && [ "$dry" != 1 ] || return 0
+  local dir=${COPY_TO:-$out} tmp=$RESULTS_TAR.tmp$BASHPID
+  tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" 2> /dev/null | gzip -1 > "$tmp" && mv -f "$tmp" "$RESULTS_TAR"
+}
 
 [ -x "$cli" ] || { echo "fabric_nccl_tests.sh: no topocoll CLI at $cli (build first)" >&2; exit 1; }
 # The shaper the record ran with: every call of one record uses the same.
@@ -129,25 +140,35 @@ fi
 . "$root/perf/gpu/gpu_env.sh"
 
 # --- MPS: without it every rank waits for its GPU time slice and no timing means anything ---
+# As run_all.sh: a daemon already running is used and left running; device.txt says whether
+# MPS was on. Every control call under `timeout 5`: a wedged client must not hang the trap.
 mps_started=0
+mps_control() { timeout 5 nvidia-cuda-mps-control "$@"; }
 start_mps() {
-  [ "$dry" != 1 ] && [ "${MPS:-1}" = 1 ] && command -v nvidia-cuda-mps-control > /dev/null || return 0
+  [ "$dry" != 1 ] || return 0
+  if [ "${MPS:-1}" != 1 ]; then echo "MPS: off (MPS=${MPS:-})" >> "$out/device.txt"; return 0; fi
+  if ! command -v nvidia-cuda-mps-control > /dev/null; then
+    echo "MPS: off, nvidia-cuda-mps-control not found: the ranks time-slice the GPU" >> "$out/device.txt"
+    return 0
+  fi
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1; then
-    echo "MPS: already running ($(date -u +%T))" >> "$out/device.txt"
-  elif nvidia-cuda-mps-control -d; then
+  if echo get_server_list | mps_control > /dev/null 2>&1; then
+    echo "MPS: on, already running ($(date -u +%T)); left running at exit" >> "$out/device.txt"
+  elif mps_control -d; then
     mps_started=1
-    echo "MPS: started for the runs ($(date -u +%T))" >> "$out/device.txt"
+    echo "MPS: on, started for the runs ($(date -u +%T))" >> "$out/device.txt"
+  else
+    echo "MPS: off, nvidia-cuda-mps-control -d failed: the ranks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
   fi
 }
 fabric_is_up=0
 # shellcheck disable=SC2317  # reached through the trap
 cleanup() {
-  [ "$fabric_is_up" = 1 ] && "$cli" fabric down --name "$fabric" > /dev/null 2>&1
-  [ "$mps_started" = 1 ] && echo quit | nvidia-cuda-mps-control
-  # The record leaves the machine with the call ($OUT), also when a call is cut short.
+  [ "$fabric_is_up" = 1 ] && timeout -k 5 60 "$cli" fabric down --name "$fabric" > /dev/null 2>&1
+  [ "$mps_started" = 1 ] && echo quit | mps_control
+  # The record leaves the machine with the call (COPY_TO, RESULTS_TAR), also when a call is cut short.
   copy_out
 }
 trap cleanup EXIT
@@ -212,8 +233,10 @@ fabric_for() {
     fabric_is_up=1
     # Whether a cable carries its rate on this machine's kernel (one TCP flow, ~3 s): the
     # record sets it beside the runs (table.md, "The cables").
-    python3 "$root/perf/fabric/cable_check.py" --cli "$cli" --name "$fabric" --json "$out/cable-check-$1-r$2.json" \
-        >> "$out/fabric-up-$1-r$2.log" 2>&1 || say "the cable check failed (fabric-up-$1-r$2.log)"
+    # Bounded here too (its own steps are): a check that hangs would take the budget's runs.
+    timeout -k 5 120 python3 "$root/perf/fabric/cable_check.py" --cli "$cli" --name "$fabric" \
+        --json "$out/cable-check-$1-r$2.json" >> "$out/fabric-up-$1-r$2.log" 2>&1 ||
+      say "the cable check failed (fabric-up-$1-r$2.log)"
     if [ -z "$recorded_slack" ]; then
       recorded_slack=$("$cli" fabric status --name "$fabric" --json |
                        python3 -c 'import json, sys; print("%g" % json.load(sys.stdin)[0]["peak_slack_us"])')
@@ -258,7 +281,11 @@ one_run() {
   local name="$topo-n$n-r$r-$binary-$path" placement
   placement=$(placement_of "$path")
   local log="$topo-r$r/n$n-$binary-$path.log"
-  if grep -q "^$name	" "$manifest"; then say "$name: in the record already"; return 0; fi
+  # A run that passed is in the record; one that failed or timed out (a call cut short, a
+  # machine that misbehaved) is run again, its row replaced (the record reads every row).
+  local before
+  before=$(awk -F'\t' -v n="$name" '$1 == n { rc = $8 } END { print rc }' "$manifest")
+  if [ "$before" = 0 ]; then say "$name: in the record already"; return 0; fi
   fabric_for "$topo" "$r" || { failed=1; return 1; }
   case_files "$topo" "$r" "$n" "$placement" || { failed=1; return 1; }
   local predict="$out/$topo-r$r/predict-$placement-n$n.json"
@@ -301,6 +328,10 @@ one_run() {
   local started=$SECONDS rc
   { echo "# $(quoted "${cmd[@]}")"; "${cmd[@]}"; } > "$out/$log" 2>&1
   rc=$?
+  if [ -n "$before" ]; then
+    say "$name: run again (exit $before before)"
+    awk -F'\t' -v n="$name" '$1 != n' "$manifest" > "$manifest.tmp" && mv "$manifest.tmp" "$manifest"
+  fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
     "$placement" "$rc" "$((SECONDS - started))" "$log" >> "$manifest"
   [ $rc -eq 0 ] || { say "$name: FAILED (exit $rc), see $log"; failed=1; }

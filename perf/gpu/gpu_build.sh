@@ -124,8 +124,11 @@ prebuilt_use() {
   why=$(prebuilt_mismatch "$stamp" "$root" "$build" "$arch" "$header")
   [ -z "$why" ] || { echo "$why"; return 1; }
   name=$(basename "$build")
-  tmp=$(dirname "$build")/.$name.unpack.$$
-  rm -rf "$tmp"
+  # Beside BUILD under BUILD's name, so the ignore rule that keeps BUILD out of the sources
+  # (/build*/) keeps this out too: a directory left by a killed unpack must not change the
+  # source stamp. Those of killed unpacks go first.
+  tmp=$build.unpack.$$
+  rm -rf "$build".unpack.*
   mkdir -p "$tmp" || { echo "cannot make $tmp"; return 1; }
   if ! err=$(tar -C "$tmp" -xJf "$archive" 2>&1); then
     # No xz program: Python's tarfile reads the archive itself.

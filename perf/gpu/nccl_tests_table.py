@@ -6,7 +6,9 @@
 Each LOG is one nccl-tests output. Per size: the out-of-place time (us) and bus bandwidth
 (GB/s) of every run, each run's time as a ratio of the first run's (below 1 = faster than
 the first), and the largest #wrong of any run. Prints a Markdown table; --json writes the
-same numbers. Exit status 1 if a log has no result lines or any result is wrong.
+same numbers. A log with no result lines (a run that failed or was killed) is named on stderr
+and in a line under the table, its columns "-", and the others are still compared. Exit
+status 1 if no log has result lines or any result is wrong.
 
 Rounds: when every LABEL ends in -r<N> (socket-r1 topocoll-r1 socket-r2 ...), the runs are
 rounds of the arms before the suffix, interleaved. A first table then gives per arm and size
@@ -140,11 +142,18 @@ def main():
         label, _, path = spec.partition("=")
         if not path:
             ap.error(f"{spec}: expected LABEL=LOG")
-        rows = parse(path)
+        why = "no nccl-tests result lines"
+        try:
+            rows = parse(path)
+        except OSError as e:
+            rows, why = {}, e.strerror
         if not rows:
-            print(f"{path}: no nccl-tests result lines", file=sys.stderr)
-            return 1
+            print(f"{path}: {why}; its columns are left empty", file=sys.stderr)
         runs.append((label, path, rows))
+    missing = [(label, path) for label, path, rows in runs if not rows]
+    if len(missing) == len(runs):
+        print("no log has nccl-tests result lines", file=sys.stderr)
+        return 1
     sizes = sorted(set().union(*(r[2].keys() for r in runs)))
     base = runs[0][2]
     arms = arms_of(runs)
@@ -183,9 +192,13 @@ def main():
         bad |= wrong > 0
         table.append(entry)
         print("| " + " | ".join(cells) + " |")
+    if missing:
+        print("\nMissing (no result lines in the log; the run failed or was killed): " +
+              ", ".join(f"{label} ({path})" for label, path in missing))
     if a.json:
         with open(a.json, "w") as f:
-            out = {"title": a.title, "runs": [{"label": l, "log": p} for l, p, _ in runs], "sizes": table}
+            out = {"title": a.title, "runs": [{"label": l, "log": p, "missing": not r} for l, p, r in runs],
+                   "sizes": table}
             if arm_entries is not None:
                 out["arms"] = arm_entries
             json.dump(out, f, indent=1)

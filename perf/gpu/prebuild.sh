@@ -8,11 +8,12 @@
 #
 # Writes perf/gpu/prebuilt/build-gpu.tar.xz (~16 MB) and build-gpu.txt (its stamp), both ignored
 # by git: carry perf/gpu/prebuilt. run_all.sh unpacks it into build-gpu when the stamp says it was
-# built from the same sources (every file git tracks or would track, by content, perf/results
-# aside: perf/gpu/source_stamp.py), for the same source root and build directory (ctest's lists
-# name absolute paths: the device machine's copy of the repository is at the same path as this
-# one), the GPU's architecture, the NCCL version the checks load there and the same CUDA major;
-# otherwise it says why and builds. The programs need, on the GPU machine, only what its own
+# built from the same sources (every file git tracks or would track, by content, less what no
+# build reads: perf/results, docs, *.md and perf/gpu's own scripts: perf/gpu/source_stamp.py),
+# for the same source root and build directory (ctest's lists name absolute paths: the device
+# machine's copy of the repository is at the same path as this one), the GPU's architecture,
+# the NCCL version the checks load there and the same CUDA major; otherwise it says why and
+# builds. The programs need, on the GPU machine, only what its own
 # build's programs need: glibc and libstdc++ at least as new as here's, CUDA 13's libcudart for
 # the test programs that link it, and the NCCL run_all.sh puts first on LD_LIBRARY_PATH.
 set -euo pipefail

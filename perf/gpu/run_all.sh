@@ -7,7 +7,7 @@
 # unpacked instead when it matches, in ~2 s):
 #
 #   perf/gpu/run_all.sh [BUILD_DIR]          (default BUILD_DIR: build-gpu in the repository)
-#   STAGES="kernels ctest" RESULTS_DIR=$OUT/gpu perf/gpu/run_all.sh
+#   STAGES="kernels ctest" RESULTS_DIR=/tmp/gpu RESULTS_TAR=$OUT/gpu.tgz DEADLINE_S=540 perf/gpu/run_all.sh
 #
 # Stages (STAGES, default: all of them, in this order):
 #   build           configure and build (implied by every other stage when nothing is built;
@@ -64,7 +64,22 @@
 #            without MPS, 0.22 ms with it), and the checks take 3-4x as long.
 #   STOP_AFTER_S: a check that would start later than this many seconds into the script is
 #            listed in summary.md as not run, not started (a call bounded by the device's
-#            10 minutes always ends with its record; a later call runs what it owes).
+#            10 minutes always ends with its record; a later call runs what it owes); the
+#            fabric stage starts only runs predicted to end by then.
+#   DEADLINE_S: a hard end, in seconds from the script's start (unset: none). Every command
+#            runs under `timeout -k 10` of what is left (the ranks' RANK_TIMEOUT_S, nt's
+#            NT_TIMEOUT_S and the fabric stage's budget are cut to it), none starts with
+#            under 10 s left, and a check it ends is "killed at deadline" in summary.md: a
+#            started check can take minutes (ctest up to 900 s), so STOP_AFTER_S alone
+#            does not keep a call inside the device's limit.
+#   RESULTS_TAR: a file (the device tool's $OUT/gpu.tgz) that RESULTS_DIR is archived into
+#            after every check and at exit: only $OUT comes back, and a call killed at its
+#            limit before its own tar would return nothing of what it measured.
+#   SMOKE:   with any multi-process stage, one 2-rank check (smoke-n2-auto, SMOKE_TIMEOUT_S,
+#            default 60) runs first and a failure ends the script: a broken build or NCCL
+#            fails in seconds instead of in every check of the call. SMOKE=0 skips it.
+#   NT_TIMEOUT_S (default 60) bounds one nccl-tests run (they take 3-7 s), RANK_TIMEOUT_S
+#            (default 300) one rank of a check and the torch stage's torchrun.
 #
 # Everything lands in RESULTS_DIR (default perf/results/gpu-<device>-<date>/): commands.txt,
 # device.txt, one log per check, bench-*.json/txt, nccl-tests tables and summary.md (one
@@ -97,22 +112,66 @@ stages=${stages/ check / check-small check-n8 check-nap check-variants }
 want() { [[ "$stages" == *" $1 "* ]]; }
 
 log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
-# run NAME CMD...: runs, logs to $out/NAME.log, records pass/fail in the summary.
+
+# The results so far into RESULTS_TAR: only the device tool's $OUT comes back, so a call
+# killed before its last command still returns what it measured. Written beside it and
+# renamed, so a kill mid-write leaves the previous archive whole (the temporary file is the
+# process's own: nccl-tests' build packs from the background); gzip -1, as it runs after
+# every check.
+pack_results() {
+  [ -n "${RESULTS_TAR:-}" ] || return 0
+  local tmp=$RESULTS_TAR.tmp$BASHPID
+  tar -C "$(dirname "$out")" -cf - "$(basename "$out")" 2> /dev/null | gzip -1 > "$tmp" && mv -f "$tmp" "$RESULTS_TAR"
+}
+
+# --- the deadline (DEADLINE_S) -----------------------------------------------------------------
+# left: seconds before DEADLINE_S, or 100000 when there is none.
+left() { if [ -n "${DEADLINE_S:-}" ]; then echo $((DEADLINE_S - SECONDS)); else echo 100000; fi; }
+# cap SECONDS: SECONDS, or less when the deadline comes first (5 s before it, so what the
+# bounded command leaves behind, the ranks' logs, is still written before the deadline).
+cap() { local l=$(($(left) - 5)); [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo "$1"; }
+# bounded CMD...: CMD under `timeout -k 10` of what is left before the deadline; as it is
+# without one. timeout's kill reaches CMD's process group but not a nested timeout's
+# (each makes its own): commands with their own timeouts get them cut with cap as well.
+bounded() {
+  if [ -n "${DEADLINE_S:-}" ]; then timeout -k 10 "$(left)" "$@"; else "$@"; fi
+}
+
+current=""  # the check running now, for the exit trap's row when the script is stopped
+# run NAME CMD...: runs CMD (a program, or a function of this script that bounds its own
+# commands), logs to $out/NAME.log, records pass/fail in the summary.
 run() {
   local name=$1; shift
   # A call's time is bounded (10 minutes on the lent GPU machine): what would start after
-  # STOP_AFTER_S seconds is listed as not run, so the record says what a later call owes.
-  if [ -n "${STOP_AFTER_S:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER_S" ]; then
-    echo "| $name | not run: STOP_AFTER_S ($STOP_AFTER_S s) had passed | |" >> "$summary"
+  # STOP_AFTER_S seconds, or with under 10 s before DEADLINE_S, is listed as not run, so the
+  # record says what a later call owes.
+  local why=""
+  if [ -n "${STOP_AFTER_S:-}" ] && [ "$SECONDS" -ge "$STOP_AFTER_S" ]; then why="STOP_AFTER_S ($STOP_AFTER_S s) had passed"
+  elif [ "$(left)" -lt 10 ]; then why="under 10 s before DEADLINE_S ($DEADLINE_S s)"; fi
+  if [ -n "$why" ]; then
+    echo "| $name | not run: $why | |" >> "$summary"
     not_run="$not_run $name"
     return 1
   fi
   log_cmd "$*"
-  local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
-  local rc=$?
+  local t0=$SECONDS rc
+  current=$name
+  {
+    if [ -z "${DEADLINE_S:-}" ] || [ "$1" = ranks ]; then "$@"  # ranks cuts its own limits
+    # Another function of this script (the build's), in a shell of its own that timeout can end.
+    elif declare -F "$1" > /dev/null; then bounded bash -c "$(declare -f "$1")"'; "$@"' "$1" "$@"
+    else bounded "$@"; fi
+  } > "$out/$name.log" 2>&1
+  rc=$?
+  current=""
   if [ $rc -eq 0 ]; then echo "| $name | pass | $((SECONDS - t0)) s |" >> "$summary"
+  elif [ -n "${DEADLINE_S:-}" ] && [ "$(left)" -le 6 ]; then
+    # Ended by the deadline (its timeout, or its ranks' cut RANK_TIMEOUT_S): not a verdict
+    # on the check, but no pass either.
+    echo "| $name | FAIL: killed at deadline (DEADLINE_S $DEADLINE_S s; rc $rc) | $((SECONDS - t0)) s |" >> "$summary"
+    failed=1
   else echo "| $name | FAIL (rc $rc) | $((SECONDS - t0)) s |" >> "$summary"; failed=1; fi
+  pack_results
   return $rc
 }
 skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
@@ -124,39 +183,54 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 . "$root/perf/gpu/gpu_build.sh"
 
 # --- MPS for the benchmark stages ------------------------------------------------------------
+# mps_started: this script started the daemon (and stops it); one already running (an earlier
+# call's, or fabric_nccl_tests.sh's) is used and left as it is. Every control call is under
+# `timeout 5`: a wedged control client must not hang a stage, or the exit trap.
 mps_started=0
+mps_checked=0
+mps_control() { timeout 5 nvidia-cuda-mps-control "$@"; }
 start_mps() {
-  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] || return 0
+  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] && [ $mps_checked = 0 ] || return 0
+  mps_checked=1
   if ! command -v nvidia-cuda-mps-control > /dev/null; then
-    echo "MPS: nvidia-cuda-mps-control not found: the benchmarks time-slice the GPU" >> "$out/device.txt"
+    echo "MPS: off, nvidia-cuda-mps-control not found: the benchmarks time-slice the GPU" >> "$out/device.txt"
     return 0
   fi
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
+  if echo get_server_list | mps_control > /dev/null 2>&1; then
+    echo "MPS: on, already running ($(date -u +%T)); left running at exit" >> "$out/device.txt"
+  elif mps_control -d; then
     mps_started=1
-    echo "MPS: started for the benchmark stages ($(date -u +%T))" >> "$out/device.txt"
+    echo "MPS: on, started for the benchmark stages ($(date -u +%T))" >> "$out/device.txt"
   else
-    echo "MPS: nvidia-cuda-mps-control -d failed: the benchmarks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
+    echo "MPS: off, nvidia-cuda-mps-control -d failed: the benchmarks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
   fi
 }
 stop_mps() {
+  mps_checked=0
   [ $mps_started = 1 ] || return 0
-  echo quit | nvidia-cuda-mps-control
+  echo quit | mps_control
   cp -r "$CUDA_MPS_LOG_DIRECTORY" "$out/mps-log" 2>/dev/null
   # Gone before the next stage starts its own (a daemon still shutting down would answer).
   for _ in $(seq 50); do
-    echo get_server_list | nvidia-cuda-mps-control > /dev/null 2>&1 || break
+    echo get_server_list | mps_control > /dev/null 2>&1 || break
     sleep 0.2
   done
   mps_started=0
+  echo "MPS: stopped ($(date -u +%T))" >> "$out/device.txt"
 }
 nt_background=""  # nccl-tests' build, when it runs beside topocoll's (below)
-# A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off.
+# A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off;
+# one stopped from outside (a timeout's TERM) says which check it stopped, and the record is
+# archived (RESULTS_TAR) before and after the waits.
 on_exit() {
+  [ -z "$current" ] || echo "| $current | killed: the script was stopped during it | |" >> "$summary"
+  pack_results
   stop_mps
   [ -z "$nt_background" ] || wait "$nt_background" 2> /dev/null
+  pack_results
 }
 trap on_exit EXIT
 
@@ -166,7 +240,18 @@ trap on_exit EXIT
   nvidia-smi 2>&1 | head -n 20
   echo "nvcc: $(nvcc --version 2>/dev/null | tail -n 1)"
   echo "NCCL_HOME: ${NCCL_HOME:-unset, CMake searched}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
-  python3 -c "import torch; print('torch', torch.__version__, 'NCCL', torch.cuda.nccl.version())" 2>/dev/null
+  # The installed packages' versions, read from their metadata: importing torch to ask it
+  # takes many seconds on a cold machine.
+  timeout 20 python3 - <<'EOF' 2> /dev/null
+from importlib import metadata
+found = []
+for name in ("torch", "nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl"):
+    try:
+        found.append(f"{name} {metadata.version(name)}")
+    except metadata.PackageNotFoundError:
+        pass
+print("python packages: " + (", ".join(found) or "no torch, no nvidia-nccl wheel"))
+EOF
   mpirun --version 2>/dev/null | head -n 1
 } >> "$out/device.txt"
 if [ ! -f "$summary" ]; then
@@ -274,6 +359,37 @@ for s in ctest check-small check-n8 check-nap check-variants net bench torch ncc
   want "$s" && { start_mps; break; }
 done
 
+# --- ranks of the interposer check ------------------------------------------------------------
+# ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check
+# (tests/interposer/run_ranks.sh, shared with the host emulation's tests; FACES picks how
+# NCCL meets the library: preload, net, tuner).
+# Each rank runs under run_ranks.sh's own `timeout RANK_TIMEOUT_S`, in a process group of
+# its own that a timeout around run_ranks.sh does not reach: RANK_TIMEOUT_S is cut to the
+# deadline instead.
+ranks() {
+  local name=$1 n=$2 mode=$3 algo=$4; shift 4
+  local rc=0
+  RANK_TIMEOUT_S=$(cap "${RANK_TIMEOUT_S:-300}") bounded \
+    bash "$root/tests/interposer/run_ranks.sh" "$out/$name" "$plugin" "$check" "$n" "$mode" "$algo" "$@" || rc=1
+  log_cmd "$(cat "$out/$name/command.txt" 2>/dev/null)"
+  return $rc
+}
+# --- smoke ------------------------------------------------------------------------------------
+# One 2-rank check (~10 s) before the multi-process stages spend the call: a build, NCCL, MPS
+# or driver that cannot run the simplest check fails here, and the script stops instead of
+# failing every check at its timeout. SMOKE=0 skips it.
+smoke() {
+  [ "${SMOKE:-1}" = 1 ] || return 0
+  local s
+  for s in check-small check-n8 check-nap check-variants net bench torch nccl-tests net-vs-socket; do
+    want "$s" || continue
+    RANK_TIMEOUT_S=${SMOKE_TIMEOUT_S:-60} run smoke-n2-auto ranks smoke-n2-auto 2 check auto && return 0
+    echo "the smoke check failed or did not run (summary.md, smoke-n2-auto/): stopping; SMOKE=0 skips it"
+    exit 1
+  done
+}
+smoke
+
 # --- ctest ------------------------------------------------------------------------------------
 want ctest && {
   run ctest-gpu ctest --test-dir "$build" -L gpu -E 'Kernels' --output-on-failure --timeout 600
@@ -284,16 +400,6 @@ want ctest && {
 }
 
 # --- multi-process checks ---------------------------------------------------------------------
-# ranks NAME NRANKS MODE ALGO [extra args]: NRANKS processes of interposer_gpu_check
-# (tests/interposer/run_ranks.sh, shared with the host emulation's tests; FACES picks how
-# NCCL meets the library: preload, net, tuner).
-ranks() {
-  local name=$1 n=$2 mode=$3 algo=$4; shift 4
-  local rc=0
-  bash "$root/tests/interposer/run_ranks.sh" "$out/$name" "$plugin" "$check" "$n" "$mode" "$algo" "$@" || rc=1
-  log_cmd "$(cat "$out/$name/command.txt" 2>/dev/null)"
-  return $rc
-}
 check_bigraph() {
   for n in "$@"; do
     for algo in auto hd ring-topo nccl-topo-ring; do
@@ -344,13 +450,21 @@ if want bench; then
 fi
 
 # --- PyTorch ----------------------------------------------------------------------------------
+# torchrun under RANK_TIMEOUT_S like the ranks of a check (a hung collective would hold the
+# call to its end), and a pass only when the interposer served: PyTorch uses NCCL's own code
+# when the preloaded library does not load or declines, and the check would pass all the same.
+# The mark is what plugin/interposer/comm_lifecycle.cpp logs for a communicator it serves.
 if ! want torch; then :
-elif python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
+elif bounded timeout 120 python3 -c "import torch, torch.distributed; assert torch.cuda.is_available()" 2>/dev/null; then
   for n in 2 4; do
     "$check" topology --nranks "$n" --out "$out/torch-topology-n$n.json" > /dev/null
     run "torch-n$n" env LD_PRELOAD="$plugin" TOPOCOLL_TOPO_FILE="$out/torch-topology-n$n.json" NCCL_SOCKET_IFNAME=lo \
-        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL \
-        python3 -m torch.distributed.run --standalone --nproc_per_node "$n" "$root/perf/gpu/torch_check.py"
+        NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL timeout -k 10 "$(cap "${RANK_TIMEOUT_S:-300}")" \
+        python3 -m torch.distributed.run --standalone --nproc_per_node "$n" "$root/perf/gpu/torch_check.py" &&
+      if ! grep -qF "served on topology" "$out/torch-n$n.log"; then
+        echo "| torch-n$n | FAIL: the log lacks \"served on topology\" (the interposer did not serve) | |" >> "$summary"
+        failed=1
+      fi
   done
 else
   skip torch "PyTorch with CUDA not installed"
@@ -396,7 +510,8 @@ nt() {
     failed=1
     return 1
   }
-  run "$name" timeout -k 20 240 mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
+  # NT_TIMEOUT_S: a run takes 3-7 s; a hung one should not take minutes of the call.
+  run "$name" timeout -k 10 "$(cap "${NT_TIMEOUT_S:-60}")" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl self,vader "${xs[@]}" \
       "$rank_wrapper" "$nt_build/$binary" -g 1 -c 1 "$@" || return 1
   local mark
   for mark in "${marks[@]}"; do
@@ -463,7 +578,13 @@ if want fabric-nccl; then
     skip fabric-nccl "needs mpirun, and nccl-tests' binaries in $nt_build or NCCL_TESTS_SRC naming its source tree"
   elif nccl_tests_build; then
     stop_mps
-    run fabric-nccl env BUDGET=$((${CALL_SECONDS:-570} - SECONDS)) NT_BUILD="$nt_build" PLUGIN="$plugin" \
+    # Its budget (a run starts only when its predicted time fits): what is left of the call,
+    # CALL_SECONDS (570) from the start, or less: of STOP_AFTER_S, and of DEADLINE_S less 30 s
+    # for the fabric's teardown and its record.
+    budget=$((${CALL_SECONDS:-570} - SECONDS))
+    [ -z "${STOP_AFTER_S:-}" ] || [ $((STOP_AFTER_S - SECONDS)) -ge "$budget" ] || budget=$((STOP_AFTER_S - SECONDS))
+    [ -z "${DEADLINE_S:-}" ] || [ $(($(left) - 30)) -ge "$budget" ] || budget=$(($(left) - 30))
+    run fabric-nccl env BUDGET="$budget" NT_BUILD="$nt_build" PLUGIN="$plugin" \
         RESULTS_DIR="${FABRIC_RESULTS_DIR:-$root/perf/results/gpu-fabric-$device-$(date -u +%Y%m%d)}" COPY_TO="$out" \
         bash "$root/perf/gpu/fabric_nccl_tests.sh" "$build"
   fi
@@ -481,6 +602,6 @@ fi
     for f in "$out"/bench-n*.txt; do [ -f "$f" ] && { echo; echo "### $(basename "$f" .txt)"; echo '```'; cat "$f"; echo '```'; }; done
   fi
 } >> "$summary"
-[ -z "$not_run" ] || echo "not run (STOP_AFTER_S):$not_run"
+[ -z "$not_run" ] || echo "not run (STOP_AFTER_S or DEADLINE_S):$not_run"
 echo "results: $out (failed=$failed)"
 exit $failed

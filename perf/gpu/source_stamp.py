@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Prints one hash of the sources a build is made from: every file git tracks or would track
-(untracked files it does not ignore), by path and content, as they are in the working tree.
+(untracked files it does not ignore), by path and content, as they are in the working tree,
+less the files no build reads (is_source).
 
 perf/gpu/prebuild.sh stamps the build it carries to the GPU machine with it, and run_all.sh
-takes that build only where the hash is the same (perf/gpu/gpu_build.sh). Content, not git's
-view of it: the device machine's copy of the tree has other stat data, may lose file modes,
-and its git may be configured otherwise. perf/results/ is left out: records are written and
-copied back there between calls, and no program is built from them.
+takes that build only where the hash is the same (perf/gpu/gpu_build.sh's prebuilt_stamp, the
+one rule both use). Content, not git's view of it: the device machine's copy of the tree has
+other stat data, may lose file modes, and its git may be configured otherwise.
 
     source_stamp.py ROOT
 """
@@ -15,7 +15,24 @@ import os
 import subprocess
 import sys
 
-EXCLUDED_PREFIXES = ("perf/results/",)
+# Not compiled and not read by CMake, so an edit to them must not cost the GPU machine a
+# rebuild (~90-130 s of a 15-minute session): records (written and copied back between calls),
+# documentation, and the GPU run scripts themselves (perf/gpu/*.sh, *.py: they run from the
+# tree, the build holds no copy). Tests that read docs or these scripts read them from the
+# source tree at test time, not from the build.
+EXCLUDED_PREFIXES = ("perf/results/", "docs/")
+EXCLUDED_SUFFIXES = (".md",)
+SCRIPT_DIR = "perf/gpu/"
+SCRIPT_SUFFIXES = (".sh", ".py")
+
+
+def is_source(path):
+    """Whether a build can depend on PATH (relative to the root, '/'-separated)."""
+    if path.startswith(EXCLUDED_PREFIXES) or path.endswith(EXCLUDED_SUFFIXES):
+        return False
+    if path.startswith(SCRIPT_DIR) and "/" not in path[len(SCRIPT_DIR):] and path.endswith(SCRIPT_SUFFIXES):
+        return False
+    return True
 
 
 def source_files(root):
@@ -23,7 +40,7 @@ def source_files(root):
         ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         check=True, capture_output=True).stdout
     paths = {p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p}
-    return sorted(p for p in paths if not p.startswith(EXCLUDED_PREFIXES))
+    return sorted(p for p in paths if is_source(p))
 
 
 def stamp(root):

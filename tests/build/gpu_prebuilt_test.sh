@@ -52,7 +52,7 @@ refused() {
   if out=$(prebuilt_use "$archive" "$repo" "${3:-$build}" "$1" "${4:-}"); then fail "taken although $2: $out"; fi
   grep -qF "$2" <<< "$out" || fail "refused without saying \"$2\": $out"
   [ ! -e "$build/CMakeCache.txt" ] || fail "unpacked although refused ($2)"
-  [ -z "$(find "$repo" -name '.build-gpu.unpack.*')" ] || fail "a refused unpack left its directory ($2)"
+  [ -z "$(find "$repo" -name 'build-gpu.unpack.*')" ] || fail "a refused unpack left its directory ($2)"
 }
 
 echo 'int main() { return 1; }' > "$repo/src/main.cpp"

@@ -10,7 +10,9 @@
 # rank 0). Exit 0 only if every rank exited 0 and rank 0 logged that topocoll served the
 # communicator (a check that silently fell back to NCCL proves nothing). Used by
 # perf/gpu/run_all.sh on the GPU machine and by the host emulation's tests (tests/emu).
-# RANK_TIMEOUT_S (default 300) bounds each process; extra environment passes through.
+# RANK_TIMEOUT_S (default 300) bounds each process (SIGKILL 10 s after its SIGTERM); after the
+# first rank fails, the others get RANK_GRACE_S (default 15) to end before they are killed,
+# rather than waiting out their whole timeout for it. Extra environment passes through.
 # FACES (default "preload") names how NCCL meets PLUGIN, comma-separated: preload
 # (LD_PRELOAD, the interposer), net (NCCL_NET_PLUGIN: all inter-rank traffic over topocoll's
 # net plugin; NCCL_TUNER_PLUGIN=none unless tuner is named too, as NCCL would otherwise take
@@ -53,17 +55,40 @@ if has_face net && ! has_face tuner; then face_env+=(NCCL_TUNER_PLUGIN=none); fi
 rm -f "$dir/id"
 pids=()
 for ((r = 0; r < n; r++)); do
+  # shellcheck disable=SC2054  # the commas are in one value (NCCL_DEBUG_SUBSYS)
   cmd=(env NCCL_HOSTID="${hosts[$r]}" NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_DEBUG=INFO
        NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING,ENV,NET TOPOCOLL_TOPO_FILE="$dir/topology.json"
-       TOPOCOLL_ALGO="$algo" "${face_env[@]}" timeout "${RANK_TIMEOUT_S:-300}"
+       TOPOCOLL_ALGO="$algo" "${face_env[@]}" timeout -k 10 "${RANK_TIMEOUT_S:-300}"
        "$check" "$mode" --rank "$r" --nranks "$n" --id-file "$dir/id" "$@")
   [ "$r" -eq 0 ] && echo "(x$n, rank r: NCCL_HOSTID=<host r of hosts.txt> --rank <r>) ${TOPOLOGY_ARGS:+TOPOLOGY_ARGS=\"$TOPOLOGY_ARGS\" }${cmd[*]}" > "$dir/command.txt"
   "${cmd[@]}" > "$dir/rank$r.log" 2>&1 &
   pids+=($!)
 done
 rc=0
-for ((r = 0; r < n; r++)); do
-  wait "${pids[$r]}" || { echo "rank $r failed: $dir/rank$r.log" >&2; rc=1; }
+reaped=()
+left=$n
+deadline=
+while [ "$left" -gt 0 ]; do
+  for ((r = 0; r < n; r++)); do
+    # Bash reaps an ended child at once and keeps its status for `wait`: kill -0 fails then.
+    [ -z "${reaped[$r]:-}" ] || continue
+    kill -0 "${pids[$r]}" 2>/dev/null && continue
+    reaped[r]=1
+    left=$((left - 1))
+    if ! wait "${pids[$r]}"; then
+      echo "rank $r failed: $dir/rank$r.log" >&2
+      rc=1
+      [ -n "$deadline" ] || deadline=$((SECONDS + ${RANK_GRACE_S:-15}))
+    fi
+  done
+  [ "$left" -gt 0 ] || break
+  if [ -n "$deadline" ] && [ "$SECONDS" -ge "$deadline" ]; then
+    # timeout passes SIGTERM to the rank, and SIGKILL 10 s later (-k).
+    echo "run_ranks.sh: $left rank(s) still running ${RANK_GRACE_S:-15} s after the first failure: stopping them" >&2
+    for ((r = 0; r < n; r++)); do [ -n "${reaped[$r]:-}" ] || kill -TERM "${pids[$r]}" 2>/dev/null; done
+    deadline=$((SECONDS + 3600))
+  fi
+  sleep 0.2
 done
 grep -h "topocoll:" "$dir/rank0.log" > "$dir/decisions.txt" 2>/dev/null
 if has_face preload && ! grep -q "served on topology" "$dir/rank0.log"; then
