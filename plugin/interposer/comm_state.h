@@ -77,8 +77,9 @@ struct CommState {
   // Not ncclSuccess once topocoll has left this rank out of step with its peers on the
   // communicator, or cannot know that it is not: its init stopped waiting for them
   // (TOPOCOLL_INIT_TIMEOUT_S, or NCCL's own error) with its collective still enqueued, it
-  // could not join an init collective they run, or a vote's outcome could not be read back
-  // after this rank voted yes. ncclCommGetAsyncError reports it, which NCCL 2.28's enqueue
+  // could not join an init collective they run, a vote's outcome could not be read back
+  // after this rank voted yes, or a served call failed after it may have issued steps its
+  // peers match (mark_out_of_step). ncclCommGetAsyncError reports it, which NCCL 2.28's enqueue
   // asks first (through its PLT, so the interposer's answers): NCCL refuses the
   // communicator's next operations; a served communicator's calls return it before NCCL
   // sees them (serve_collective). The user (PyTorch's watchdog) then aborts it.

@@ -229,6 +229,8 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     // Innermost first, as NCCL groups close; then the error goes to the entry point.
     for (auto it = backends.rbegin(); it != backends.rend(); ++it) (*it)->close_open_batches();
     timed.end(false);
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (outcomes[i] == ScratchOutcome::Served) mark_out_of_step(*calls[i].state, "a schedule's collective");
     throw;
   }
   timed.end(true);

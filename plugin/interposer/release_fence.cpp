@@ -155,6 +155,14 @@ void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort) {
             abort ? "aborting" : "destroying", static_cast<void*>(ring), pncclGetErrorString(r));
 }
 
+void mark_out_of_step(CommState& st, const char* what) noexcept {
+  ncclResult_t none = ncclSuccess;
+  if (!st.out_of_step.compare_exchange_strong(none, ncclSystemError)) return;
+  TC_WARN("comm %p rank %d: %s failed after its steps may have begun: the communicator is out of step with "
+          "its peers and ncclCommGetAsyncError reports ncclSystemError for it: abort it",
+          static_cast<void*>(st.comm), st.rank, what);
+}
+
 ncclComm_t take_ring_comm_for_release(CommState& st) {
   st.ring_comm_taken.store(true);
   return st.ring_comm.exchange(nullptr);

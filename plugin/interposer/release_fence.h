@@ -95,6 +95,14 @@ ncclResult_t drop_released_calls(std::vector<PendingCollective>& calls, DropCall
 // it. ncclSystemError when any, else ncclSuccess.
 ncclResult_t drop_out_of_step_calls(std::vector<PendingCollective>& calls);
 
+// A served call failed partway (a kernel launch, a copy, an NCCL step of its schedule, a
+// block permutation): some of its steps may be out, and its peers run all of theirs. NCCL's
+// own enqueue never leaves a call half issued (enqueue.cc ncclEnqueueCheck fails before
+// anything is enqueued), so nothing would tell the user that the communicator's next
+// operation meets leftover steps: st is marked out of step (ncclSystemError, the first
+// mark kept), with one WARN naming `what` failed.
+void mark_out_of_step(CommState& st, const char* what) noexcept;
+
 // The topology-ordered communicator a split just made becomes st's (publish_ring_comm). The
 // split can end after a release's bound passed (the release then took no ring_comm to
 // destroy): then it is released here, as the release would have (aborted for an abort).

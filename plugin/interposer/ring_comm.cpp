@@ -195,10 +195,13 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
     device_guard.use(calls[i].state->device);
     const cudaError_t e =
         permute_blocks(calls[i].state->ring_order, to_ring, user, regions[i], blocks[i], call.stream);
-    if (e != cudaSuccess)
-      TC_WARN("comm %p: permuting blocks for the topology-ordered communicator failed: %s",
-              static_cast<void*>(calls[i].state->comm), cudaGetErrorString(e));
-    return e == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+    if (e == cudaSuccess) return ncclSuccess;
+    TC_WARN("comm %p: permuting blocks for the topology-ordered communicator failed: %s",
+            static_cast<void*>(calls[i].state->comm), cudaGetErrorString(e));
+    // Before the group, this rank issues no collective its peers issue; after it, the
+    // user's buffer holds blocks out of order: either way out of step.
+    mark_out_of_step(*calls[i].state, "permuting blocks for the topology-ordered communicator");
+    return ncclUnhandledCudaError;
   };
 
   // Stream order: reduce-scatter inputs are permuted before NCCL's group is enqueued (at

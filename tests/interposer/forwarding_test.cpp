@@ -20,6 +20,7 @@
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/call_route_cache.h"
 #include "plugin/interposer/rank_exchange.h"
+#include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/ring_comm.h"
 #include "sched/generator.h"
 #include "sched/placement.h"
@@ -1349,6 +1350,27 @@ TEST_F(ServedForwarding, RunningOutOfHostMemoryNeverKeepsACallTheSettingsSendToN
   ASSERT_NE(state, nullptr);
   EXPECT_EQ(state->out_of_step.load(), ncclSuccess);
   EXPECT_EQ(state->routes.size(), 0u) << "nothing cached";
+}
+
+// A served call that failed after its steps may have begun (a schedule's kernel or NCCL
+// step, a block permutation; run_schedules and run_ring_calls mark it: this process has no
+// device to run a schedule on): NCCL's own enqueue never leaves a call half issued, so the
+// mark is what tells the user. ncclCommGetAsyncError reports it, the first mark is kept, and
+// the communicator's next call runs nothing.
+TEST_F(ServedForwarding, ACallThatFailedPartwayLeavesTheCommunicatorOutOfStep) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  ::testing::internal::CaptureStderr();
+  mark_out_of_step(*st, "a schedule's collective");
+  mark_out_of_step(*st, "permuting blocks");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("a schedule's collective failed after its steps may have begun"), std::string::npos) << err;
+  EXPECT_EQ(err.find("permuting blocks"), std::string::npos) << "one WARN, for the first failure: " << err;
+  alignas(16) char in[64] = {}, out[64] = {};
+  stub_nccl::reset();
+  expect_failed_and_out_of_step(ncclSystemError, in, out, 4);
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty()) << "a call ran on a communicator out of step";
+  st->out_of_step = ncclSuccess;
 }
 
 // The same once the route is known (cached): out of memory while the call is queued or run
