@@ -79,6 +79,15 @@ void revoke_ring_comm(ncclComm_t comm) {
   }
 }
 
+void leave_to_nccl_after_shrink_abort(ncclComm_t comm) {
+  if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    if (!st->served) return;
+    CommRegistry::instance().set_unserved(*st);
+    TC_INFO(NCCL_INIT, "comm %p: shrunk with NCCL_SHRINK_ABORT; its calls go to NCCL from now on",
+            static_cast<void*>(comm));
+  }
+}
+
 void publish_ring_comm(CommState& st, ncclComm_t made) {
   // Under the lock that comm_register takes: a buffer registered meanwhile is either in the
   // list mirrored here or sees the published split and registers itself there.

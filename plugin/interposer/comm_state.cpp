@@ -51,6 +51,15 @@ void CommRegistry::set_served(CommState& state) noexcept {
   generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+void CommRegistry::set_unserved(CommState& state) noexcept {
+  std::unique_lock lock(mutex_);
+  const auto it = states_.find(state.comm);
+  if (!state.served || it == states_.end() || it->second.get() != &state) return;
+  state.served = false;
+  served_count_.fetch_sub(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 CommState* CommRegistry::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
   auto it = states_.find(comm);

@@ -43,7 +43,9 @@ struct CommState {
   int device = -1;        // CUDA device of the communicator
   bool blocking = true;   // config blocking != 0
   CommConfigCopy config;  // the user's config: the topology-ordered split gets it too
-  bool served = false;    // every rank agreed: topocoll may take this communicator's calls
+  // Every rank agreed: topocoll may take this communicator's calls. Flipped only under the
+  // registry's lock (set_served, set_unserved); read by calls without it.
+  std::atomic<bool> served{false};
   std::string fallback_reason;  // why not served (logged once at init)
 
   std::shared_ptr<const topo::Topology> topology;
@@ -134,6 +136,10 @@ class CommRegistry {
   // serve it cannot fail here and be left out (init registers every communicator unserved
   // before its collectives and only flips it after the vote).
   void set_served(CommState& state) noexcept;
+  // From now on its calls go to NCCL unchanged (a shrink with NCCL_SHRINK_ABORT: NCCL keeps
+  // the parent usable, topocoll's own state of it is not; decided alike on every rank that
+  // shrinks). Calls already inside keep their state.
+  void set_unserved(CommState& state) noexcept;
   // Null when the communicator was not created through the interposer. For the thread that
   // creates and releases the communicator (init, finalize, tests); calls take share().
   CommState* find(ncclComm_t comm) const;

@@ -209,6 +209,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
     });
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if ((shrinkFlags & NCCL_SHRINK_ABORT) && ti::interposer_enabled())
+    guarded("ncclCommShrink", [&] {
+      ti::leave_to_nccl_after_shrink_abort(comm);
+      return ncclSuccess;
+    });
   return after_child_create(r, newcomm, config, comm);
 }
 
