@@ -209,21 +209,27 @@ TEST_F(Forwarding, ServedCallsInsideAGroupWaitForTheOutermostEndAndDieWithTheirC
   EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
 }
 
+// A communicator (rank 3 of 8) the stub made, registered with a topology-ordered one the
+// stub made too; the stub's record starts after them.
+void comm_with_ring(ncclComm_t* comm, ncclComm_t* ring) {
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclCommInitRank(comm, 8, id, 3), ncclSuccess);
+  ASSERT_EQ(pncclCommInitRank(ring, 8, id, 3), ncclSuccess);
+  auto st = std::make_unique<CommState>();
+  st->comm = *comm;
+  st->nranks = 8;
+  st->rank = 3;
+  st->ring_comm = *ring;
+  CommRegistry::instance().insert(std::move(st));
+  stub_nccl::reset();
+}
+
 // Abort order: the topology-ring communicator, then NCCL's abort of the user's communicator,
 // and only after that topocoll's state (whose scratch free synchronises the device and would
 // wait forever on kernels only the abort can end). NCCL's result reaches the caller.
 TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult) {
   ncclComm_t comm = nullptr, ring = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
-  ASSERT_EQ(pncclCommInitRank(&ring, 8, id, 3), ncclSuccess);
-  auto st = std::make_unique<CommState>();
-  st->comm = comm;
-  st->nranks = 8;
-  st->rank = 3;
-  st->ring_comm = ring;
-  CommRegistry::instance().insert(std::move(st));
-  stub_nccl::reset();
+  comm_with_ring(&comm, &ring);
   ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
   const auto all = stub_nccl::calls();
   ASSERT_EQ(all.size(), 2u);
@@ -234,7 +240,7 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
   EXPECT_EQ(CommRegistry::instance().find(comm), nullptr);
   // A communicator topocoll never saw is NCCL's alone, result included.
   ncclComm_t other = nullptr;
-  ASSERT_EQ(pncclCommInitRank(&other, 2, id, 0), ncclSuccess);
+  ASSERT_EQ(pncclCommInitRank(&other, 2, ncclUniqueId{}, 0), ncclSuccess);
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
 }
 
@@ -244,16 +250,7 @@ TEST_F(Forwarding, AbortReachesNcclBeforeTopocollStateIsFreedAndKeepsNcclsResult
 // is aborted instead; the user's communicator is destroyed, and no group is left open.
 TEST_F(Forwarding, ADestroyAbortsAFailedTopologyRingAndLeavesNoGroupOpen) {
   ncclComm_t comm = nullptr, ring = nullptr;
-  ncclUniqueId id{};
-  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 3), ncclSuccess);
-  ASSERT_EQ(pncclCommInitRank(&ring, 8, id, 3), ncclSuccess);
-  auto st = std::make_unique<CommState>();
-  st->comm = comm;
-  st->nranks = 8;
-  st->rank = 3;
-  st->ring_comm = ring;
-  CommRegistry::instance().insert(std::move(st));
-  stub_nccl::reset();
+  comm_with_ring(&comm, &ring);
   stub_nccl::set_async_error(ring, ncclRemoteError);
   const long live = stub_nccl::live_comms();
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);

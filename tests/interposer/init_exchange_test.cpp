@@ -166,6 +166,21 @@ TEST(InitExchange, NonBlockingCommunicatorsSkipTheExchange) {
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// Rank 2 of 4: a communicator made outside any group, then an open group with another init
+// in it, where a test makes splits of the first. The stub's record starts at the group;
+// stderr is being captured (the test ends the capture).
+ncclComm_t parent_then_a_group_with_an_init(ncclComm_t* made) {
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t parent = nullptr;
+  ncclUniqueId id{};
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclCommInitRank(&parent, 4, id, 2), ncclSuccess);
+  stub_nccl::reset();
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(made, 4, id, 2), ncclSuccess);
+  return parent;
+}
+
 size_t count_of(const std::vector<std::string>& names, const char* fn) {
   return size_t(std::count(names.begin(), names.end(), std::string(fn)));
 }
@@ -220,14 +235,8 @@ TEST(InitExchange, InitAllInsideAGroupIsLeftToNccl) {
 // knows them, leaves them to NCCL, and runs no exchange in a group the user only simulated.
 TEST(InitExchange, ASimulatedGroupsCommunicatorsAreKnownAndLeftToNccl) {
   stub_nccl::reset();
-  stub_nccl::set_comm_shape(4, 2, 0);
-  ncclComm_t parent = nullptr, made = nullptr, child = nullptr;
-  ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&parent, 4, id, 2), ncclSuccess);
-  stub_nccl::reset();
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  ASSERT_EQ(ncclCommInitRank(&made, 4, id, 2), ncclSuccess);
+  ncclComm_t made = nullptr, child = nullptr;
+  const ncclComm_t parent = parent_then_a_group_with_an_init(&made);
   ASSERT_EQ(ncclCommSplit(parent, 1, 0, &child, nullptr), ncclSuccess);
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   ASSERT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
@@ -294,14 +303,8 @@ class InitExchangeFakeCuda : public ::testing::Test {
 // exchanged in one batch at the group's end. A batch per split would differ between ranks
 // ({init, c2} on one, {init, c1} then {c2} on another), and each would wait for the other.
 TEST_F(InitExchangeFakeCuda, AGroupsInitsAndSplitsAreExchangedInOneBatch) {
-  stub_nccl::set_comm_shape(4, 2, 0);
-  ncclComm_t parent = nullptr, made = nullptr, c1 = nullptr, c2 = nullptr;
-  ncclUniqueId id{};
-  ::testing::internal::CaptureStderr();
-  ASSERT_EQ(ncclCommInitRank(&parent, 4, id, 2), ncclSuccess);
-  stub_nccl::reset();
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  ASSERT_EQ(ncclCommInitRank(&made, 4, id, 2), ncclSuccess);
+  ncclComm_t made = nullptr, c1 = nullptr, c2 = nullptr;
+  const ncclComm_t parent = parent_then_a_group_with_an_init(&made);
   ASSERT_EQ(ncclCommSplit(parent, 1, 0, &c1, nullptr), ncclSuccess);
   ASSERT_EQ(ncclCommSplit(parent, 2, 0, &c2, nullptr), ncclSuccess);
   EXPECT_EQ(c1, nullptr) << "NCCL writes a split's handle at the group's end";
@@ -448,6 +451,24 @@ class InitReadyVote : public InitExchangeFakeCuda {
     EXPECT_EQ(r, ncclSuccess) << err;
     return err;
   }
+  // init_rank0 whose waits end at the time limit (1 s here), never hang (30 s allowed for
+  // a loaded machine).
+  std::string init_rank0_ending_at_the_limit(ncclComm_t* comm) const {
+    const auto began = std::chrono::steady_clock::now();
+    std::string err = init_rank0(comm);
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
+    return err;
+  }
+  // The first `n` stream queries find the collective done, every later one still running:
+  // the waits after the n-th (each needs one query here) never end on their own.
+  static void only_first_waits_finish(int n) {
+    static std::atomic<int> queries{0}, finishing{0};
+    queries = 0;
+    finishing = n;
+    exchange_cuda_calls().stream_query = [](cudaStream_t) {
+      return queries.fetch_add(1) < finishing.load() ? cudaSuccess : cudaErrorNotReady;
+    };
+  }
   // The calls after the exchange's allgather.
   static std::vector<stub_nccl::Call> after_allgather() {
     const auto calls = stub_nccl::calls();
@@ -501,10 +522,8 @@ TEST_F(InitReadyVote, AnExchangeWhosePeersNeverJoinEndsAtTheInitTimeout) {
   exchange_cuda_calls().stream_query = [](cudaStream_t) { return cudaErrorNotReady; };
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
-  const auto began = std::chrono::steady_clock::now();
-  const std::string err = init_rank0(&comm);
+  const std::string err = init_rank0_ending_at_the_limit(&comm);
   ASSERT_NE(comm, nullptr);
-  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
   EXPECT_NE(err.find("the topocoll init exchange still waited for its peers when the init's time limit passed "
                      "(TOPOCOLL_INIT_TIMEOUT_S=1)"),
             std::string::npos) << err;
@@ -535,11 +554,7 @@ TEST_F(InitReadyVote, NcclsAsyncErrorEndsTheExchangesWait) {
 // The exchange completes, the vote does not (a peer died in between): this rank voted 1
 // but cannot know the outcome, so it falls back and reports the communicator failed.
 TEST_F(InitReadyVote, AVoteWhosePeersNeverJoinEndsAtTheInitTimeout) {
-  static std::atomic<int> queries{0};
-  queries = 0;
-  exchange_cuda_calls().stream_query = [](cudaStream_t) {
-    return queries.fetch_add(1) == 0 ? cudaSuccess : cudaErrorNotReady;
-  };
+  only_first_waits_finish(1);  // the exchange's
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
   const std::string err = init_rank0(&comm);
@@ -556,17 +571,11 @@ TEST_F(InitReadyVote, AVoteWhosePeersNeverJoinEndsAtTheInitTimeout) {
 // It ends at TOPOCOLL_INIT_TIMEOUT_S; this rank cannot know whether its peers adopted their
 // splits, so the communicator reports ncclSystemError.
 TEST_F(InitReadyVote, TheSplitsVoteWhosePeersNeverVoteEndsAtTheTimeLimit) {
-  static std::atomic<int> queries{0};
-  queries = 0;
-  exchange_cuda_calls().stream_query = [](cudaStream_t) {
-    return queries.fetch_add(1) < 2 ? cudaSuccess : cudaErrorNotReady;
-  };
+  only_first_waits_finish(2);  // the exchange's and the ready vote's
   stub_nccl::set_allreduce_min_peers(1);
   ncclComm_t comm = nullptr;
-  const auto began = std::chrono::steady_clock::now();
-  const std::string err = init_rank0(&comm);
+  const std::string err = init_rank0_ending_at_the_limit(&comm);
   ASSERT_NE(comm, nullptr);
-  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
   EXPECT_NE(err.find("the topocoll vote on the topology-ordered split still waited for its peers when "
                      "the init's time limit passed (TOPOCOLL_INIT_TIMEOUT_S=1)"),
             std::string::npos) << err;
