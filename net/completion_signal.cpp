@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <new>
+
 namespace topocoll::net {
 
 uint64_t CompletionSignal::generation() const {
@@ -49,8 +51,12 @@ void CompletionSignal::wait_for(uint64_t seen, std::chrono::milliseconds timeout
 }
 
 CompletionSignal& completion_signal() {
-  static CompletionSignal signal;
-  return signal;
+  // Never destroyed: progress threads still running while exit() runs the static
+  // destructors (a process that never closed its connections; NCCL's proxy threads) notify
+  // it. In static storage, so nothing is allocated for it per load of the library.
+  alignas(CompletionSignal) static unsigned char storage[sizeof(CompletionSignal)];
+  static CompletionSignal* signal = new (storage) CompletionSignal();
+  return *signal;
 }
 
 }  // namespace topocoll::net

@@ -9,22 +9,13 @@
 
 #include "exec/engine.h"
 #include "plugin/interposer/nccl_baseline.h"
+#include "plugin/kept_for_process.h"
 #include "sched/cost_model.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/ring_order.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TOPOCOLL_LEAK_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
-#define TOPOCOLL_LEAK_SANITIZER 1
-#endif
-#endif
-#if TOPOCOLL_LEAK_SANITIZER
-#include <sanitizer/lsan_interface.h>
-#endif
 
 namespace topocoll::plugin::interposer {
 namespace {
@@ -75,15 +66,9 @@ std::shared_ptr<Route> nccl_route(std::string reason, double nccl_us = 0) {
 }
 
 // The routes the settings decide (route_settled_by_config), made at load and never
-// destroyed: a call on a thread still running at exit may take one. Kept on purpose, so
-// told to LeakSanitizer: a library unloaded and loaded again (NCCL's net plugin) makes them
-// anew, and the old ones, no longer referenced from the unloaded library, are no leak of a call's.
+// destroyed: a call on a thread still running at exit may take one (kept_for_process.h).
 const std::shared_ptr<const Route>& settled_route(const char* reason) {
-  auto* kept = new std::shared_ptr<const Route>(nccl_route(reason));
-#if TOPOCOLL_LEAK_SANITIZER
-  __lsan_ignore_object(kept);
-#endif
-  return *kept;
+  return *kept_for_process(new std::shared_ptr<const Route>(nccl_route(reason)));
 }
 const std::shared_ptr<const Route>& kAlgoIsNccl = settled_route("TOPOCOLL_ALGO=nccl");
 const std::shared_ptr<const Route>& kBelowMinBytes = settled_route("below TOPOCOLL_MIN_BYTES");

@@ -12,6 +12,7 @@
 
 #include "net/connect_attempt.h"
 #include "net/socket_transport.h"
+#include "plugin/kept_for_process.h"
 #include "plugin/log.h"
 #include "plugin/net/live_objects.h"
 #include "plugin/net/net_device.h"
@@ -39,32 +40,34 @@ struct Catalog {
   net::TransportOptions options;
 };
 
+// Kept for the process (kept_for_process.h): NCCL's proxy threads connect and send while
+// exit() runs this library's static destructors.
 const Catalog& catalog() {
-  static const Catalog c = [] {
-    Catalog result;
+  static const Catalog* c = kept_for_process([] {
+    auto* result = new Catalog;
     const ProcessContext& context = process_context();
-    result.options = net::TransportOptions::for_nccl_net_plugin(context.env);
-    TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result.options.describe().c_str());
-    result.devices = discover_devices(context);
+    result->options = net::TransportOptions::for_nccl_net_plugin(context.env);
+    TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: socket transport %s", result->options.describe().c_str());
+    result->devices = discover_devices(context);
     return result;
-  }();
-  return c;
+  }());
+  return *c;
 }
 
-// Names and PCI paths NCCL keeps as char* for the life of the process.
+// Names and PCI paths NCCL keeps as char* for the life of the process: kept as long.
 struct DeviceStrings {
   std::vector<std::string> names, pci_paths;
 };
 DeviceStrings& device_strings() {
-  static DeviceStrings s = [] {
-    DeviceStrings d;
+  static DeviceStrings* s = kept_for_process([] {
+    auto* d = new DeviceStrings;
     for (const auto& dev : catalog().devices.devices) {
-      d.names.push_back(dev.nccl_name);
-      d.pci_paths.push_back(dev.pci_path);
+      d->names.push_back(dev.nccl_name);
+      d->pci_paths.push_back(dev.pci_path);
     }
     return d;
-  }();
-  return s;
+  }());
+  return *s;
 }
 
 struct ListenComm {

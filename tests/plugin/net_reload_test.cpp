@@ -11,6 +11,8 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -98,6 +100,37 @@ TEST(NetPluginReload, UnloadedAndLoadedAgainAsNcclDoes) {
       RANK_REQUIRE(after == threads_before, "round %d: threads after unloading: %s; before: %s", round,
                    joined(after).c_str(), joined(threads_before).c_str());
     }
+    return 0;
+  });
+  EXPECT_TRUE(all_ok(results)) << describe(results);
+}
+
+// A process that exits without closing its communicators: NCCL's proxy threads still ask the
+// plugin for device properties, connect and send while exit() runs the library's static
+// destructors. What they reach (the device catalog, the names NCCL keeps as char*) is kept
+// for the process, so a call made after those destructors ran (here: from an exit handler
+// registered before the plugin made them, which exit runs after them) still finds it whole.
+// A sanitizer build reports the use of a destroyed catalog's memory; any build, a name changed.
+const ncclNet_v11_t* g_exiting_net = nullptr;
+char g_name_at_start[256];
+
+TEST(NetPluginExit, WhatNcclsThreadsReachOutlivesTheStaticDestructors) {
+  auto results = run_ranks(1, [](int, RankMesh&) {
+    std::atexit([] {
+      ncclNetProperties_v11_t props;
+      const bool same = g_exiting_net->getProperties(0, &props) == ncclSuccess && props.name &&
+                        std::strcmp(props.name, g_name_at_start) == 0;
+      if (!same) std::fprintf(stderr, "after the static destructors: %s\n", props.name ? props.name : "(null)");
+      std::fflush(stderr);
+      ::_exit(same ? 0 : 3);
+    });
+    g_exiting_net = net_v11();
+    void* ctx = nullptr;
+    RANK_REQUIRE(g_exiting_net && g_exiting_net->init(&ctx, 1, nullptr, test_logger, nullptr) == ncclSuccess, "init");
+    ncclNetProperties_v11_t props;
+    RANK_REQUIRE(g_exiting_net->getProperties(0, &props) == ncclSuccess && props.name, "properties");
+    std::snprintf(g_name_at_start, sizeof g_name_at_start, "%s", props.name);
+    std::exit(0);  // the exit handler decides
     return 0;
   });
   EXPECT_TRUE(all_ok(results)) << describe(results);
