@@ -566,6 +566,7 @@ ncclResult_t comm_finalize(ncclComm_t comm) {
 ncclResult_t comm_release(ncclComm_t comm, bool abort,
                           ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   std::shared_ptr<CommState> st;
+  bool calls_left = true;  // no served call is inside st any more
   try {
     // Calls still queued in this thread's open group (an abort during error recovery) go
     // with the communicator.
@@ -574,7 +575,7 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     std::erase_if(g.inits, [&](const PendingInit& p) { return p.comm == comm; });
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
-    if (st) fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
+    if (st) calls_left = fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
     if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) release_ring_comm(*st, ring, abort);
   } catch (const std::exception& e) {
     TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
@@ -586,8 +587,9 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     CurrentDeviceGuard device_guard;
     device_guard.use(st->device);
     // The last step times are read now (a destroy: its collectives end); an abort's may
-    // never, and are dropped unread.
-    if (st->step_timeline && !abort) st->step_timeline->drain();
+    // never, and are dropped unread, as are those of a call still inside past the fence's
+    // bound (the timeline is its thread's while it runs: it goes with the call's reference).
+    if (st->step_timeline && !abort && calls_left) st->step_timeline->drain();
     // Drops the registry's reference: the scratch is freed (stream-ordered) now, or by a
     // call still running on another thread when it ends.
     st.reset();
