@@ -16,6 +16,7 @@
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
+#include "plugin/split_placements.h"
 #include "sched/ring.h"
 #include "sched/ring_order.h"
 
@@ -72,6 +73,14 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
   std::vector<std::size_t> voter;
   votes.reserve(todo.size());
   voter.reserve(todo.size());
+  // Where each split's ranks sit, for NCCL's tuner while NCCL makes them (split_placements.h):
+  // split rank j is the user's rank ring_order[j].
+  std::vector<std::vector<int>> placements;
+  for (const CommState* st : todo) {
+    std::vector<int>& endpoints = placements.emplace_back();
+    for (int user_rank : st->ring_order) endpoints.push_back(st->placement.endpoint_of_rank.at(std::size_t(user_rank)));
+  }
+  const SplitPlacements::Scope tuned_in_ring_order(std::move(placements));
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "plugin/log.h"
+#include "plugin/split_placements.h"
 #include "plugin/process_context.h"
 #include "plugin/tuner/communicator_fit.h"
 #include "plugin/tuner/cost_table.h"
@@ -96,7 +97,21 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
       return tuner;
     }
     std::shared_ptr<const topo::Topology> topology = context.topology;
-    CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes, parse_job_hosts(env.tuner_hosts));
+    // A topology-ordered split the interposer is making now: its counts are its parent's,
+    // its rank order is not (split_placements.h).
+    const SplitPlacements::Lookup split = SplitPlacements::find(*topology, nranks, nnodes);
+    if (split.ambiguous) {
+      info_once(about("one of several topology-ordered splits the interposer is making at once, which one is "
+                      "unknown; the tuner changes nothing"));
+      return tuner;
+    }
+    CommunicatorFit fit;
+    if (!split.endpoint_of_rank.empty()) {
+      fit.placement = sched::explicit_endpoints(*topology, split.endpoint_of_rank);
+      comm += ", the interposer's topology-ordered split";
+    } else {
+      fit = fit_communicator(*topology, nranks, nnodes, parse_job_hosts(env.tuner_hosts));
+    }
     if (!fit.hosts_error.empty()) {
       warn_once(about(fit.hosts_error + ": the ranks' hosts are unknown; the tuner changes nothing"));
       return tuner;

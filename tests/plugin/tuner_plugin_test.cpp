@@ -25,10 +25,13 @@
 #include "config/env.h"
 #include "plugin/nccl_api/tuner_v5.h"
 #include "plugin/process_context.h"
+#include "plugin/split_placements.h"
 #include "plugin/tuner/communicator_fit.h"
 #include "plugin/tuner/topology_tuner.h"
 #include "plugin/tuner/tuner_api_mapping.h"
 #include "sched/nccl_algorithm_model.h"
+#include "sched/placement.h"
+#include "sched/ring_order.h"
 #include "topo/topology_json.h"
 #include "tests/common/examples.h"
 #include "tests/common/failing_allocation.h"
@@ -432,6 +435,49 @@ TEST_F(TunerPlugin, ChoicesFollowTheModelOnBigraphAndNap) {
         << sched::nccl_protocol_name(pick(t).second);
     ncclTunerPlugin_v5.finalize(ctx);
   }
+}
+
+// The interposer's topology-ordered split has its parent's counts and another rank order.
+// While it is being made (its placement registered, split_placements.h), NCCL's tuner models
+// that order: on bigraph-32 the ring in topology order shares no inter-group link, and wins
+// over the tree that the rank-order ring's congestion gives the parent. Two different splits
+// of the same counts at once: which one NCCL tunes is unknown, and nothing is changed.
+TEST_F(TunerPlugin, TheInterposersSplitIsTunedInItsOwnRankOrder) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
+  const auto topology = topo::load_topology_file(example_path("bigraph-32"));
+  const sched::Placement parent = sched::first_endpoints(topology, 32);
+  const std::vector<int> order = sched::topology_aware_ring(topology, parent);
+  std::vector<int> split;
+  for (int user_rank : order) split.push_back(parent.endpoint_of_rank[std::size_t(user_rank)]);
+  const size_t big = size_t(256) << 20;
+  Table t;
+  void* plain = init_v5(32, 32);
+  EXPECT_TRUE(changes(plain, ncclFuncAllReduce, big, t));
+  EXPECT_EQ(pick(t).first, NCCL_ALGO_TREE) << "the parent, in rank order";
+  ncclTunerPlugin_v5.finalize(plain);
+  {
+    const SplitPlacements::Scope making({split});
+    void* ctx = init_v5(32, 32);
+    EXPECT_TRUE(changes(ctx, ncclFuncAllReduce, big, t));
+    EXPECT_EQ(pick(t), std::make_pair(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE))
+        << "picked " << sched::nccl_algorithm_name(pick(t).first);
+    EXPECT_EQ(logged(NCCL_LOG_INFO, "32 ranks on 32 nodes, the interposer's topology-ordered split").size(), 1u);
+    ncclTunerPlugin_v5.finalize(ctx);
+  }
+  std::vector<int> other = split;
+  std::swap(other[1], other[2]);
+  {
+    const SplitPlacements::Scope making({split, other});
+    void* ctx = init_v5(32, 32);
+    expect_no_change(ctx);
+    EXPECT_EQ(logged(NCCL_LOG_INFO, "one of several topology-ordered splits").size(), 1u);
+    ncclTunerPlugin_v5.finalize(ctx);
+  }
+  // Gone with its scope: the next communicator of these counts is the parent's kind again.
+  void* after = init_v5(32, 32);
+  EXPECT_TRUE(changes(after, ncclFuncAllReduce, big, t));
+  EXPECT_EQ(pick(t).first, NCCL_ALGO_TREE);
+  ncclTunerPlugin_v5.finalize(after);
 }
 
 TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {

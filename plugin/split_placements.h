@@ -1,0 +1,40 @@
+// Where the ranks of the communicators the interposer is splitting now sit (its
+// topology-ordered splits, plugin/interposer/ring_comm.h). NCCL tells its tuner only a new
+// communicator's rank and node counts (tuner_v5.h init), and a split that renumbers the
+// ranks has the counts of its parent: tuned from the counts alone, it would be modelled in
+// the parent's rank order, exactly the order the split exists to leave. The tuner (the same
+// library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "topo/topology.h"
+
+namespace topocoll::plugin {
+
+class SplitPlacements {
+ public:
+  // Registers the splits' placements (endpoint of each split rank) for the scope's life:
+  // the splits' ncclGroupEnd, where NCCL runs their inits, and with them the tuner's.
+  class Scope {
+   public:
+    explicit Scope(std::vector<std::vector<int>> endpoint_of_rank);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    uint64_t id_ = 0;
+  };
+
+  struct Lookup {
+    std::vector<int> endpoint_of_rank;  // the one placement that fits; empty when none or several
+    bool ambiguous = false;             // several that differ fit: which one NCCL tunes is unknown
+  };
+  // The placement registered now with `nranks` ranks on `nnodes` hosts of `topology`.
+  static Lookup find(const topo::Topology& topology, std::size_t nranks, std::size_t nnodes);
+};
+
+}  // namespace topocoll::plugin
