@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "plugin/tuner/tuner_api_mapping.h"
 
@@ -73,11 +75,24 @@ int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFu
                 double nbytes, int num_pipe_ops) {
   const Predictions predicted = predict_enabled(table, model, coll, nbytes, num_pipe_ops);
   const double ring_factor = ring_relegated(table, model, predicted) ? kRingRelegation : 1.0;
+  auto modelled = [&](int a, int p) {
+    if (a >= sched::kNumNcclAlgorithms || p >= sched::kNumNcclProtocols) return -1.0;
+    const double t = predicted[std::size_t(a * sched::kNumNcclProtocols + p)];
+    return t < 0 ? -1.0 : t * (a == NCCL_ALGO_RING ? ring_factor : 1.0);
+  };
+  const std::optional<std::pair<int, int>> nccl_pick = table.best();
+  if (!nccl_pick) return 0;
+  const double pick_modelled = modelled(nccl_pick->first, nccl_pick->second);
+  if (pick_modelled < 0) return 0;  // NCCL's pick is hardware the model does not know
+  bool any_unmodelled = false;
+  for (int a = 0; a < table.num_algo(); ++a)
+    for (int p = 0; p < table.num_proto(); ++p) any_unmodelled |= table.enabled(a, p) && modelled(a, p) < 0;
+  const double scale =
+      any_unmodelled && pick_modelled > 0 ? double(table.at(nccl_pick->first, nccl_pick->second)) / pick_modelled : 1.0;
   int changed = 0;
   for (int a = 0; a < sched::kNumNcclAlgorithms; ++a)
     for (int p = 0; p < sched::kNumNcclProtocols; ++p)
-      if (const double t = predicted[std::size_t(a * sched::kNumNcclProtocols + p)]; t >= 0)
-        changed += table.set_enabled(a, p, t * (a == NCCL_ALGO_RING ? ring_factor : 1.0));
+      if (const double t = modelled(a, p); t >= 0) changed += table.set_enabled(a, p, t * scale);
   return changed;
 }
 

@@ -49,9 +49,13 @@ bool ring_relegated(const CostTable& table, const sched::NcclAlgorithmModel& mod
                     double nbytes, int num_pipe_ops);
 
 // Writes the model's predicted times over the enabled entries it models for this collective
-// and size (`num_pipe_ops` as NCCL passes it: a group's collectives, nbytes their sum);
-// entries it does not model (CollNet, NVLS) keep NCCL's own times, which are microseconds
-// too. Where NCCL relegated Ring (ring_relegated), the model's Ring times get the same 1024x.
+// and size (`num_pipe_ops` as NCCL passes it: a group's collectives, nbytes their sum).
+// Entries it does not model (NVLS, NVLSTree, CollNet) keep NCCL's own times, which come from
+// NCCL's view of the hardware (NVSwitch, SHARP) the model knows nothing of: where NCCL's own
+// pick is one of them the table is left whole, and otherwise, with any of them enabled, the
+// model's times are scaled so that NCCL's pick keeps NCCL's time, which keeps NCCL's own
+// comparison against those entries (the model reorders only what it models). Where NCCL
+// relegated Ring (ring_relegated), the model's Ring times get the same 1024x.
 // Returns how many entries changed.
 int apply_model(CostTable& table, const sched::NcclAlgorithmModel& model, ncclFunc_t coll,
                 double nbytes, int num_pipe_ops = 1);

@@ -158,6 +158,10 @@ void fill_table(float (&table)[kNumAlgorithms][kNumProtocols], ncclFunc_t coll, 
       if (off(rng)) table[a][p] = float(NCCL_ALGO_PROTO_IGNORE);
 }
 
+// The entries the model does not know (NVLS here: NCCL's view of an NVSwitch) keep NCCL's
+// times. Where NCCL picks one of them the table stays whole; otherwise, with one of them
+// enabled, the model's times are scaled so NCCL's pick keeps NCCL's time, and NCCL's own
+// comparison against the unmodelled entries stands.
 TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
   std::mt19937 rng(7);
   for (const char* name : {"bigraph-32", "nap-4x8", "bigraph-16x8"}) {
@@ -170,6 +174,17 @@ TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
         float before[kNumAlgorithms][kNumProtocols];
         std::copy(&table[0][0], &table[0][0] + kNumAlgorithms * kNumProtocols, &before[0][0]);
         CostTable view(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+        const CostTable nccls(reinterpret_cast<float**>(before), kNumAlgorithms, kNumProtocols);
+        const auto nccl_pick = nccls.best();
+        const bool pick_modelled = nccl_pick && predict_us(m, c, nccl_pick->first, nccl_pick->second, bytes);
+        bool any_unmodelled = false;
+        for (int a = 0; a < kNumAlgorithms; ++a)
+          for (int p = 0; p < kNumProtocols; ++p) any_unmodelled |= before[a][p] >= 0 && !predict_us(m, c, a, p, bytes);
+        double scale = 1.0;
+        if (pick_modelled && any_unmodelled) {
+          const double at_pick = *predict_us(m, c, nccl_pick->first, nccl_pick->second, bytes);
+          if (at_pick > 0) scale = before[nccl_pick->first][nccl_pick->second] / at_pick;
+        }
         apply_model(view, m, c, bytes);
         for (int a = 0; a < kNumAlgorithms; ++a)
           for (int p = 0; p < kNumProtocols; ++p) {
@@ -182,15 +197,49 @@ TEST(TunerCostTable, DisabledEntriesStayDisabledUnmodelledKeepNcclTimes) {
               EXPECT_TRUE(std::isfinite(table[a][p]));
               EXPECT_GE(table[a][p], 0.0f);
               auto predicted = predict_us(m, c, a, p, bytes);
-              if (predicted) {
-                EXPECT_FLOAT_EQ(table[a][p], float(*predicted));
+              if (predicted && pick_modelled) {
+                EXPECT_FLOAT_EQ(table[a][p], float(*predicted * scale));
               } else {
-                EXPECT_EQ(table[a][p], before[a][p]);
+                EXPECT_EQ(table[a][p], before[a][p]) << (predicted ? "NCCL picked an entry the model does not know" : "");
               }
             }
           }
       }
   }
+}
+
+// NVLSTree on an NVSwitch system, which NCCL picked below its Ring and Tree: the model knows
+// nothing of NVLink SHARP, so NCCL's pick stands. Where NCCL picks Ring instead (NVLS enabled
+// above it), the model's Tree, faster than the ring on bigraph-32's congested rank order, is
+// measured against NVLS on NCCL's scale: it wins, and NVLS keeps NCCL's time.
+TEST(TunerCostTable, EntriesTheModelDoesNotKnowAreComparedOnNcclsScale) {
+  auto m = model_of(example_topology("bigraph-32"));
+  const double bytes = 256e6;
+  float table[kNumAlgorithms][kNumProtocols];
+  auto reset = [&] {
+    for (auto& row : table)
+      for (float& t : row) t = float(NCCL_ALGO_PROTO_IGNORE);
+  };
+  reset();
+  table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 30000;
+  table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 32000;
+  table[NCCL_ALGO_NVLS_TREE][NCCL_PROTO_SIMPLE] = 20000;
+  CostTable view(reinterpret_cast<float**>(table), kNumAlgorithms, kNumProtocols);
+  EXPECT_EQ(apply_model(view, m, ncclFuncAllReduce, bytes), 0);
+  EXPECT_EQ(view.best(), std::make_pair(NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE));
+
+  reset();
+  table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 30000;
+  table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 32000;
+  table[NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE] = 45000;
+  const double ring = *predict_us(m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, bytes);
+  const double tree = *predict_us(m, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, bytes);
+  ASSERT_LT(tree, ring) << "the model's tree beats its congested ring";
+  EXPECT_GT(apply_model(view, m, ncclFuncAllReduce, bytes), 0);
+  EXPECT_FLOAT_EQ(table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 30000.0f) << "NCCL's pick keeps NCCL's time";
+  EXPECT_FLOAT_EQ(table[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE], float(tree * 30000 / ring));
+  EXPECT_EQ(table[NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE], 45000.0f);
+  EXPECT_EQ(view.best(), std::make_pair(NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE));
 }
 
 // NCCL 2.28 multiplies Ring by 1024 for fp8 reductions on more than 8 ranks; the tuner keeps
