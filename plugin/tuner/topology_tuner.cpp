@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "config/value_grammar.h"
 #include "plugin/log.h"
 #include "plugin/split_placements.h"
 #include "plugin/process_context.h"
@@ -110,7 +111,14 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
       fit.placement = sched::explicit_endpoints(*topology, split.endpoint_of_rank);
       comm += ", the interposer's topology-ordered split";
     } else {
-      fit = fit_communicator(*topology, nranks, nnodes, parse_job_hosts(env.tuner_hosts));
+      const std::vector<std::string> job_hosts = parse_job_hosts(env.tuner_hosts);
+      if (!env.tuner_hosts.empty() && job_hosts.empty()) {
+        // Set, so the launcher meant a numbering: none is not "unset" (the whole topology).
+        warn_once(about("TOPOCOLL_TUNER_HOSTS=" + config::quoted_value(env.tuner_hosts) +
+                        " names no host: the ranks' hosts are unknown; the tuner changes nothing"));
+        return tuner;
+      }
+      fit = fit_communicator(*topology, nranks, nnodes, job_hosts);
     }
     if (!fit.hosts_error.empty()) {
       warn_once(about(fit.hosts_error + ": the ranks' hosts are unknown; the tuner changes nothing"));

@@ -288,6 +288,18 @@ TEST_F(TunerPlugin, AJobHostTheTopologyLacksIsNamedAndNothingIsTuned) {
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
+// A list that names no host (",") was taken for no list, and the whole topology tuned in
+// its file's order: the launcher meant a numbering, which is unknown.
+TEST_F(TunerPlugin, AHostListNamingNoHostIsAnErrorNotAnUnsetList) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER_HOSTS", " , "}});
+  void* ctx = init_v5(32, 32);
+  expect_no_change(ctx);
+  EXPECT_EQ(logged(NCCL_LOG_WARN, "TOPOCOLL_TUNER_HOSTS=\",\" names no host: the ranks' hosts are unknown; the "
+                                  "tuner changes nothing").size(),
+            1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
 // NCCL needs every rank to pick the same algorithm. A rank out of host memory while it builds
 // the model or tunes a call must not be left with NCCL's own table while its peers tune:
 // init fails (no context), or the call fails with NCCL's table untouched; every allocation
