@@ -489,7 +489,10 @@ bool created_by_nonblocking_parent(ncclComm_t parent) {
   const std::string& forced = process_context().env.nccl_comm_blocking;
   if (forced == "0" || forced == "1") return forced == "0";
   const std::shared_ptr<CommState> p = CommRegistry::instance().share(parent);
-  return p && !p->blocking;
+  // Unknown to topocoll while it runs: a child of a non-blocking communicator whose handle
+  // NCCL had not written yet when its split returned (so never registered), whose own
+  // children NCCL makes in its own thread too.
+  return !p || !p->blocking;
 }
 
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist) {

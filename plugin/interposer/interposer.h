@@ -64,7 +64,9 @@ bool child_created_in_group(ncclComm_t* handle, const ncclConfig_t* config, nccl
 void comm_created_in_progress(ncclComm_t comm);
 // Whether a split or shrink of `parent` is made in NCCL's own thread (a non-blocking parent,
 // or NCCL_COMM_BLOCKING=0: the group's blocking mode is the parent's, init.cc
-// ncclCommInitChildComm): its child's handle is written whenever that thread is done.
+// ncclCommInitChildComm): its child's handle is written whenever that thread is done. A
+// parent topocoll does not know counts as one (a child of a non-blocking communicator
+// written after its split returned).
 bool created_by_nonblocking_parent(ncclComm_t parent);
 // ncclCommInitAll: every rank lives in this process, so no exchange is needed.
 void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist);

@@ -181,6 +181,27 @@ ncclComm_t parent_then_a_group_with_an_init(ncclComm_t* made) {
   return parent;
 }
 
+// A child of a non-blocking communicator whose handle NCCL wrote only after its split
+// returned is unknown to topocoll (here: a communicator made past the interposer). NCCL makes
+// its own children in its own thread too: no exchange on them, and they are left to NCCL.
+TEST(InitExchange, ASplitOfACommunicatorTopocollDoesNotKnowIsLeftToNccl) {
+  stub_nccl::reset();
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t unknown = nullptr, child = nullptr;
+  ASSERT_EQ(pncclCommInitRank(&unknown, 4, ncclUniqueId{}, 2), ncclSuccess);
+  stub_nccl::reset();
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclCommSplit(unknown, 0, 2, &child, nullptr), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(names(), std::vector<std::string>{"pncclCommSplit"});
+  const CommState* st = CommRegistry::instance().find(child);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_FALSE(st->blocking) << "its own children are left to NCCL too";
+  ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);
+  ASSERT_EQ(pncclCommDestroy(unknown), ncclSuccess);
+}
+
 size_t count_of(const std::vector<std::string>& names, const char* fn) {
   return size_t(std::count(names.begin(), names.end(), std::string(fn)));
 }
