@@ -3,7 +3,9 @@
 // communicator's rank and node counts (tuner_v5.h init), and a split that renumbers the
 // ranks has the counts of its parent: tuned from the counts alone, it would be modelled in
 // the parent's rank order, exactly the order the split exists to leave. The tuner (the same
-// library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first.
+// library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first. The counts are
+// all NCCL gives it: a communicator of the same counts that another thread makes during the
+// splits' ncclGroupEnd is taken for the split (one thread's init, PyTorch's, makes both).
 #pragma once
 
 #include <cstddef>
