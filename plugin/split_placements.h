@@ -5,7 +5,7 @@
 // the parent's rank order, exactly the order the split exists to leave. The tuner (the same
 // library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first. The counts are
 // all NCCL gives it: a communicator of the same counts that another thread makes during the
-// splits' ncclGroupEnd is taken for the split (one thread's init, PyTorch's, makes both).
+// splits' ncclGroupEnd is taken for the split (PyTorch makes its communicators on one thread).
 #pragma once
 
 #include <cstddef>
