@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(cmake g++ make pkg-config python3 nlohmann-json3-dev libgtest-dev libgmock-dev
           libibverbs-dev graphviz clang binutils python3-jsonschema iproute2
-          openmpi-bin libopenmpi-dev shellcheck)
+          openmpi-bin libopenmpi-dev shellcheck procps)
 # The fuzzers' runtime (tools/fuzz.sh) under Debian 12's name; where no package has that name
 # (Ubuntu 22.04's clang carries its runtime itself) it is skipped, not an error.
 OPTIONAL_PACKAGES=(libclang-rt-14-dev)
