@@ -28,11 +28,13 @@ ncclResult_t group_start() { return pncclGroupStart(); }
 ncclResult_t group_end() { return pncclGroupEnd(); }
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) { return pncclGroupSimulateEnd(info); }
 
-void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t) {
+void comm_created(ncclComm_t, const ncclConfig_t*, ncclComm_t, bool) {
   if (!interposer_config().topo_file.empty())
     TC_ONCE(TC_WARN("this libnccl-topocoll.so was built without CUDA; all calls go to NCCL"));
 }
 void comm_created_in_progress(ncclComm_t) {}
+bool created_by_nonblocking_parent(ncclComm_t) { return false; }
+bool child_created_in_group(ncclComm_t*, const ncclConfig_t*, ncclComm_t) { return false; }
 void comms_created_locally(const ncclComm_t*, int, const int*) {}
 ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
 ncclResult_t comm_release(ncclComm_t comm, bool, ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
@@ -45,5 +47,6 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle) { return pncclCommDe
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* e) { return pncclCommGetAsyncError(comm, e); }
 ncclResult_t comm_revoke(ncclComm_t comm, int flags) { return pncclCommRevoke(comm, flags); }
 void revoke_ring_comm(ncclComm_t) {}
+void leave_to_nccl_after_shrink_abort(ncclComm_t) {}
 
 }  // namespace topocoll::plugin::interposer
