@@ -87,8 +87,11 @@ const std::vector<EnvVariable>& table() {
       choice("TOPOCOLL_RING_COMM", kRingCommModes, "init",
              "when the topology-ordered communicator is split: at init, at first use (lazy), or never"),
       count("TOPOCOLL_INIT_TIMEOUT_S", 0, 7LL * 24 * 3600, "600", "",
-            "seconds a new communicator's init exchange, and a served call's scratch or split vote, waits "
-            "for its peers (0 = no limit); past it ncclCommGetAsyncError reports ncclSystemError"),
+            "seconds a new communicator's init exchange waits for its peers (0 = no limit); past it the "
+            "communicator falls back to NCCL and ncclCommGetAsyncError reports ncclSystemError"),
+      count("TOPOCOLL_VOTE_TIMEOUT_S", 0, 7LL * 24 * 3600, "1800", "",
+            "seconds a served call's vote (scratch growth, a split made at first use) waits for its peers "
+            "(0 = no limit); past it the call fails and ncclCommGetAsyncError reports ncclSystemError"),
       boolean("TOPOCOLL_STEP_TIMES", "0",
               "1 logs each schedule collective's step times (CUDA events) at INFO, subsystem TUNING"),
       // Pipelining of large steps (exec/pipeline.h).
@@ -294,6 +297,7 @@ Env read_env_from(const EnvSource& source) {
   e.ring_comm = value_of<std::string>(e, "TOPOCOLL_RING_COMM");
   e.step_times = value_of<bool>(e, "TOPOCOLL_STEP_TIMES");
   e.init_timeout_s = value_of<int64_t>(e, "TOPOCOLL_INIT_TIMEOUT_S");
+  e.vote_timeout_s = value_of<int64_t>(e, "TOPOCOLL_VOTE_TIMEOUT_S");
   e.nccl_comm_blocking = value_of<std::string>(e, "NCCL_COMM_BLOCKING");
   e.cuda_visible_devices = value_of<std::string>(e, "CUDA_VISIBLE_DEVICES");
   if (const EnvValue& chunk = e.setting("TOPOCOLL_PIPELINE_CHUNK_BYTES").value;

@@ -89,6 +89,7 @@ struct Env {
   std::string ring_comm;            // TOPOCOLL_RING_COMM: init | lazy | off
   bool step_times = false;          // TOPOCOLL_STEP_TIMES
   int64_t init_timeout_s = 0;       // TOPOCOLL_INIT_TIMEOUT_S; 0 = no limit
+  int64_t vote_timeout_s = 0;       // TOPOCOLL_VOTE_TIMEOUT_S; 0 = no limit
   std::string nccl_comm_blocking;   // NCCL_COMM_BLOCKING
   std::string cuda_visible_devices; // CUDA_VISIBLE_DEVICES
   // Pipelining (exec/pipeline.h).

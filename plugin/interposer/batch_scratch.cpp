@@ -68,7 +68,7 @@ bool reserve_batch_scratch(const std::vector<PendingCollective>& calls,
       v.ready = base ? 1 : 0;
       v.abandon = &st->calls_stopped;
       v.cell = st->vote_cell.get();
-      v.limit = WaitLimit::for_a_call(interposer_config().init_timeout_s);
+      v.limit = WaitLimit::for_a_call(interposer_config().vote_timeout_s);
       v.what = "the topocoll scratch vote";
       votes.push_back(std::move(v));
       voted.push_back({st, total});

@@ -83,6 +83,9 @@ void leave_to_nccl_after_shrink_abort(ncclComm_t comm) {
   if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
     if (!st->served) return;
     CommRegistry::instance().set_unserved(*st);
+    // Out of step with its peers' topocoll calls, which no longer run: NCCL's calls on it,
+    // after an abort that ended every rank's kernels, are NCCL's to judge.
+    st->out_of_step = ncclSuccess;
     TC_INFO(NCCL_INIT, "comm %p: shrunk with NCCL_SHRINK_ABORT; its calls go to NCCL from now on",
             static_cast<void*>(comm));
   }

@@ -193,7 +193,12 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
       if (outcomes[i] == ScratchOutcome::ToNccl) r = forward_collective(calls[i].call, calls[i].call.comm);
     const ncclResult_t end = pncclGroupEnd();
-    if (r != ncclSuccess || end != ncclSuccess) return r != ncclSuccess ? r : end;
+    if (r != ncclSuccess || end != ncclSuccess) {
+      // The batch's schedules do not run here; its peers run theirs.
+      for (std::size_t i = 0; i < calls.size(); ++i)
+        if (outcomes[i] == ScratchOutcome::Served) mark_out_of_step(*calls[i].state, "a batch whose NCCL group failed");
+      return r != ncclSuccess ? r : end;
+    }
   }
   CollectiveQueue queue;
   std::vector<std::shared_ptr<exec::NcclBackend>> backends;

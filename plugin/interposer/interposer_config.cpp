@@ -74,6 +74,7 @@ InterposerConfig interposer_config_from(const config::Env& env) {
                                          : RingCommMode::Init;
   c.step_times = env.step_times;
   c.init_timeout_s = env.init_timeout_s;
+  c.vote_timeout_s = env.vote_timeout_s;
   c.routing_settings = routing_settings_of(c, env);
   c.routing_fingerprint = fnv1a(c.routing_settings);
   return c;

@@ -62,6 +62,10 @@ struct InterposerConfig {
   // TOPOCOLL_INIT_TIMEOUT_S: how long a new communicator's init exchange and ready vote wait
   // for the peers (0 = no limit; rank_exchange.h).
   int64_t init_timeout_s = 600;
+  // TOPOCOLL_VOTE_TIMEOUT_S: how long a served call's vote (scratch growth, a split made at
+  // first use) waits for every rank (0: no limit). Above PyTorch's own timeout by default: a
+  // peer may legitimately come late (a checkpoint between steps).
+  int64_t vote_timeout_s = 1800;
   // The settings that decide which NCCL operations a served call issues, as one canonical
   // text (TOPOCOLL_ALGO, _MIN_BYTES, _MAX_BYTES, _STEP_OVERHEAD_US, _AUTO_MARGIN,
   // _SCRATCH_MAX_BYTES, _RING_COMM, _PIPELINE_CHUNK_BYTES, _PIPELINE_MAX_CHUNKS), and its

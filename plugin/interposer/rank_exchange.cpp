@@ -155,9 +155,8 @@ void wait_for_streams(const ExchangeCudaCalls& cuda, std::vector<StreamWait>& wa
         continue;
       }
       if (now >= w.limit.at) {
-        w.gave_up = std::string(w.what) + " still waited for its peers when " + w.limit.name +
-                    " passed (TOPOCOLL_INIT_TIMEOUT_S=" + std::to_string(w.limit.seconds) + "): " +
-                    w.limit.never_comes;
+        w.gave_up = std::string(w.what) + " still waited for its peers when " + w.limit.name + " passed (" +
+                    w.limit.setting + "=" + std::to_string(w.limit.seconds) + "): " + w.limit.never_comes;
         w.waiting = false;
         continue;
       }
@@ -184,6 +183,7 @@ WaitLimit WaitLimit::after(int64_t seconds) {
 WaitLimit WaitLimit::for_a_call(int64_t seconds) {
   WaitLimit limit = after(seconds);
   limit.name = "topocoll's time limit for its votes";
+  limit.setting = "TOPOCOLL_VOTE_TIMEOUT_S";
   limit.never_comes = "a peer that never reaches this call (it ended, hung, or waits for work this rank issues "
                       "later) never votes";
   return limit;

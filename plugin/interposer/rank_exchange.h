@@ -22,9 +22,9 @@
 
 namespace topocoll::plugin::interposer {
 
-// When a wait for the peers ends without them (default: never). Init sets one, and so do
-// the votes on a served call's path (scratch growth, the topology-ordered split), from the
-// same TOPOCOLL_INIT_TIMEOUT_S: NCCL's own collective returns at once and only the GPU
+// When a wait for the peers ends without them (default: never). Init sets one
+// (TOPOCOLL_INIT_TIMEOUT_S), and so do the votes on a served call's path (scratch growth, the
+// topology-ordered split made at first use; TOPOCOLL_VOTE_TIMEOUT_S): NCCL's own collective returns at once and only the GPU
 // waits, so PyTorch's watchdog times it out; a call waiting on the host for a peer that
 // never comes is invisible to the watchdog (its work is queued only when the call returns),
 // and only this limit, an abort from another thread or NCCL's asynchronous error end it.
@@ -32,6 +32,7 @@ struct WaitLimit {
   std::chrono::steady_clock::time_point at = std::chrono::steady_clock::time_point::max();
   int64_t seconds = 0;  // what `at` was set from, for messages; 0: no limit
   const char* name = "the init's time limit";                        // for messages
+  const char* setting = "TOPOCOLL_INIT_TIMEOUT_S";                     // the variable it came from
   const char* never_comes = "a peer whose NCCL init failed never joins";  // why peers may not
   // `seconds` from now; no limit when 0.
   static WaitLimit after(int64_t seconds);

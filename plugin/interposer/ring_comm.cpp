@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -80,7 +81,9 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
     std::vector<int>& endpoints = placements.emplace_back();
     for (int user_rank : st->ring_order) endpoints.push_back(st->placement.endpoint_of_rank.at(std::size_t(user_rank)));
   }
-  const SplitPlacements::Scope tuned_in_ring_order(std::move(placements));
+  // Only while NCCL makes them (their ncclGroupEnd): a communicator of the same counts made
+  // later, during the vote below, is not taken for one.
+  std::optional<SplitPlacements::Scope> tuned_in_ring_order(std::in_place, std::move(placements));
   ncclResult_t r = pncclGroupStart();
   for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
     CommState* st = todo[i];
@@ -94,6 +97,7 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
     results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
   }
   const ncclResult_t end = pncclGroupEnd();
+  tuned_in_ring_order.reset();
   // A split can fail on one rank only (its device memory, its proxy) while NCCL completes
   // it on the others: a rank on the user's communicator and its peers on the split would
   // each wait for the other. So every rank votes on its own outcome over the user's
@@ -169,7 +173,7 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
     else if (!c.state->ring_comm)
       TC_ONCE(TC_INFO(NCCL_COLL, "topology-ordered communicator not created during CUDA graph "
                                  "capture; captured calls use the user's communicator"));
-  create_ring_comms(states, WaitLimit::for_a_call(interposer_config().init_timeout_s));
+  create_ring_comms(states, WaitLimit::for_a_call(interposer_config().vote_timeout_s));
   // A split waits for every rank: an abort from another thread or a revoke may have come
   // meanwhile, or a release that gave up waiting have gone on.
   const ncclResult_t aborted = drop_released_calls(calls, DropCalls::OfStopped,
@@ -218,7 +222,13 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   ncclResult_t r = ncclSuccess;
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
     if (needs[i] > 0 && calls[i].call.collective == Collective::ReduceScatter) r = permute(i, true);
-  if (r != ncclSuccess) return r;
+  if (r != ncclSuccess) {
+    // None of the batch's collectives goes out on this rank; its peers issue all of them.
+    for (std::size_t i = 0; i < calls.size(); ++i)
+      if (outcomes[i] != ScratchOutcome::Released && outcomes[i] != ScratchOutcome::Failed)
+        mark_out_of_step(*calls[i].state, "a batch whose block permutation failed");
+    return r;
+  }
   r = pncclGroupStart();
   for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i) {
     if (outcomes[i] == ScratchOutcome::Released || outcomes[i] == ScratchOutcome::Failed) continue;
@@ -232,8 +242,10 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
   }
   const ncclResult_t end = pncclGroupEnd();
   if (r == ncclSuccess) r = end;
-  for (std::size_t i = 0; i < calls.size() && r == ncclSuccess; ++i)
-    if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather) r = permute(i, false);
+  // Every allgather ran: each one's output is permuted, or marked where that fails.
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (needs[i] > 0 && calls[i].call.collective == Collective::AllGather)
+      if (const ncclResult_t e = permute(i, false); r == ncclSuccess) r = e;
   mark_batch_scratch_used(calls, needs, device_guard);
   return r != ncclSuccess ? r : released != ncclSuccess ? released : aborted != ncclSuccess ? aborted : stepped;
 }
