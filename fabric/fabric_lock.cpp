@@ -72,8 +72,15 @@ FabricLock::~FabricLock() {
 FabricEntryLock::FabricEntryLock(const std::string& name) {
   const std::string path = fabric_file_path(name, ".lock");
   fd_ = open_lock_file(path);
-  if (::flock(fd_, LOCK_SH | LOCK_NB) == 0) return;
-  const int error = errno;
+  // A fault (degrade, cut, swap, restore) holds the lock for a moment: waited out, as up and
+  // down wait for entering processes. An up or a down of the fabric is refused after that.
+  int error = 0;
+  for (int waited_ms = 0;; waited_ms += 10) {
+    if (::flock(fd_, LOCK_SH | LOCK_NB) == 0) return;
+    error = errno;
+    if (error != EWOULDBLOCK || waited_ms >= kEntryWaitMs) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const auto [verb, pid] = exclusive_holder(fd_);
   ::close(fd_);
   fd_ = -1;

@@ -35,7 +35,8 @@ constexpr int kEntryWaitMs = 3000;
 // program that now runs inside the namespace releases it, as does the destructor.
 class FabricEntryLock {
  public:
-  // Throws FabricError ("`fabric down` of fabric X is running: ...") while up or down runs.
+  // Waits up to kEntryWaitMs for a verb holding the fabric (a fault's); throws FabricError
+  // ("`fabric down` of fabric X is running: ...") when it still holds it then.
   explicit FabricEntryLock(const std::string& name);
   ~FabricEntryLock();
   FabricEntryLock(const FabricEntryLock&) = delete;
