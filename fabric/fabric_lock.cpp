@@ -37,20 +37,23 @@ std::pair<std::string, long> exclusive_holder(int fd) {
   return {verb.empty() ? std::string("up") : verb, pid};
 }
 
+// flock(fd, operation) retried for up to kEntryWaitMs while another holder has it: 0 once
+// taken, else the errno of the last try.
+int flock_waiting(int fd, int operation) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    if (::flock(fd, operation | LOCK_NB) == 0) return 0;
+    const int error = errno;
+    if (error != EWOULDBLOCK || waited_ms >= kEntryWaitMs) return error;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 FabricLock::FabricLock(const std::string& name, const std::string& command) {
   const std::string path = fabric_file_path(name, ".lock");
   fd_ = open_lock_file(path);
-  int error = 0;
-  for (int waited_ms = 0;; waited_ms += 10) {
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) break;
-    error = errno;
-    if (error != EWOULDBLOCK || waited_ms >= kEntryWaitMs) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    error = 0;
-  }
-  if (error != 0) {
+  if (const int error = flock_waiting(fd_, LOCK_EX); error != 0) {
     const auto [verb, pid] = exclusive_holder(fd_);
     ::close(fd_);
     fd_ = -1;
@@ -74,13 +77,8 @@ FabricEntryLock::FabricEntryLock(const std::string& name) {
   fd_ = open_lock_file(path);
   // A fault (degrade, cut, swap, restore) holds the lock for a moment: waited out, as up and
   // down wait for entering processes. An up or a down of the fabric is refused after that.
-  int error = 0;
-  for (int waited_ms = 0;; waited_ms += 10) {
-    if (::flock(fd_, LOCK_SH | LOCK_NB) == 0) return;
-    error = errno;
-    if (error != EWOULDBLOCK || waited_ms >= kEntryWaitMs) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const int error = flock_waiting(fd_, LOCK_SH);
+  if (error == 0) return;
   const auto [verb, pid] = exclusive_holder(fd_);
   ::close(fd_);
   fd_ = -1;
