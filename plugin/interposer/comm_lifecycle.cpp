@@ -206,12 +206,6 @@ void finish_inits(std::vector<PendingInit>& pending) {
     try {
       st = register_comm(p.comm, p.blocking);
       st->config = p.config;
-      if (!p.blocking) {
-        // Decided identically on every rank (same config), so no exchange: nobody waits.
-        TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-        leave_unserved(*st, "non-blocking communicator");
-        continue;
-      }
       if (st->nranks < 2) {
         leave_unserved(*st, "single-rank communicator");
         continue;
@@ -222,8 +216,7 @@ void finish_inits(std::vector<PendingInit>& pending) {
       x.mine = make_identity(host_gpu_index(st->device, context.env.cuda_visible_devices, pci_bus_id(st->device)),
                              context, true, compute_capability(st->device), interposer_config().routing_fingerprint);
     } catch (...) {
-      // Same skip rules as above, from NCCL's own answers (no allocation).
-      if (!p.blocking) continue;
+      // Same skip rule as above, from NCCL's own answers (no allocation).
       x.nranks = 0;
       pncclCommCount(p.comm, &x.nranks);
       pncclCommUserRank(p.comm, &x.rank);
@@ -423,9 +416,9 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
   const bool blocking = config_blocking(config, parent);
   if (!blocking) {
     // Decided alike on every rank (same config), so no exchange: nobody waits. Inside a
-    // group NCCL makes it only at the group's end, in progress.
-    TC_FALLBACK_ONCE("non-blocking communicators (config blocking=0) fall back to NCCL");
-    register_unqueried(comm, false, "non-blocking communicator");
+    // group NCCL makes it only at the group's end, in progress. (Only blocking ones reach
+    // finish_inits.)
+    comm_created_in_progress(comm);
     return;
   }
   if (!exchange_wanted()) {
