@@ -235,9 +235,10 @@ void Connection::finish_item(Request* r) {
 
 void Connection::move_on_caller() {
   // A pass over the lanes in order (lane 0 first: a header read there queues the pieces that
-  // follow on every lane), each as far as its socket takes without blocking and about one
-  // chunk at most, so every socket gets its share (each lane's front is the oldest
-  // request's) and one call never holds the proxy thread for long.
+  // follow on every lane), each as far as its socket takes without blocking and about
+  // kCallerPassBytes at most, so every socket gets its share (each lane's front is the
+  // oldest request's) and one call never holds the proxy thread for long.
+  const size_t pass_bytes = std::max(kCallerPassBytes, chunk_bytes_);
   for (int l = 0; l < int(lanes_.size()); ++l) {
     Lane& lane = lanes_[l];
     size_t moved = 0;
@@ -260,7 +261,7 @@ void Connection::move_on_caller() {
       }
       complete_front(l, kCaller);
       wake_after_pass_ |= 1u << l;  // what follows on this lane may be its thread's
-      if (moved >= chunk_bytes_) break;
+      if (moved >= pass_bytes) break;
     }
   }
   // The lanes whose work changed during the pass and that still hold work their thread must

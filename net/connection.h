@@ -126,9 +126,16 @@ class Connection {
   void run_worker(int w);
   IoResult move_bytes(Lane& lane, Item& item, int* error_number);
   // Under mutex_: the caller's share (top of file): the front items the caller may move, as
-  // far as the sockets take them without blocking, then wakes the threads of the lanes left
-  // with their work.
+  // far as the sockets take them without blocking and at most kCallerPassBytes a lane, then
+  // wakes the threads of the lanes left with their work.
   void move_on_caller();
+  // What one pass of the caller moves on a lane at most (it stops after the item that
+  // crosses it), or one chunk when chunks are larger. A bound makes a proxy thread that
+  // serves both directions of a ring turn from one socket to the other before either runs
+  // dry: unbounded (the Socket design), both ways at once run 13-25 % slower than this from
+  // 4 MiB on the build machine; bounded at one 512 KiB chunk (one NCCL Simple step a pass),
+  // 1-10 % slower at every size (perf/results/net-plugin-caller-pass-20261128).
+  static constexpr size_t kCallerPassBytes = size_t(2) << 20;
   // What the caller may move: when it polls, any lane's front (NCCL's proxy moves every byte
   // of NCCL's own Socket transport); otherwise lane 0's headers and one-piece messages only.
   bool caller_may_take(int lane_index, const Item& item) const {

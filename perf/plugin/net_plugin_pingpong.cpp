@@ -11,13 +11,17 @@
 // --baseline measures the same loops over perf/plugin/caller_socket_link.h instead (the
 // design of NCCL's own Socket transport: one socket, every byte moved by the poller), for a
 // side-by-side run (perf/plugin/pingpong_ab.sh).
+// --tests picks the patterns (a comma-separated list; all three by default), e.g. to profile one;
+// --step the factor from one size to the next (4 by default; 2 adds NCCL's 512 KiB Simple step).
 // Prints a table and writes JSON (--json FILE). Timing is a record, never a test.
-//   net_plugin_pingpong [--json FILE] [--seconds S] [--baseline]
+//   net_plugin_pingpong [--json FILE] [--seconds S] [--baseline] [--tests latency,bandwidth,duplex]
+//                       [--step FACTOR]
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -72,13 +76,19 @@ int iterations_for(size_t bytes, double seconds, double guess_gbs) {
 }
 
 // The ping-pong and the stream over `link`, rank 0's rows to `result_fd`.
+// What to measure: the patterns, and the factor between one size and the next.
+struct Sweep {
+  bool latency = true, bandwidth = true, duplex = true;
+  size_t step = 4;
+};
+
 template <typename Link>
-int measure(Link& link, int rank, double seconds, int result_fd) {
+int measure(Link& link, int rank, double seconds, const Sweep& tests, int result_fd) {
   using Op = typename Link::Op;
   std::vector<char> out(64 << 20, 1), in(64 << 20, 0);
   std::vector<Row> rows;
   // Latency: ping-pong.
-  for (size_t bytes = 8; bytes <= (1u << 20); bytes *= 4) {
+  for (size_t bytes = 8; tests.latency && bytes <= (1u << 20); bytes *= tests.step) {
     const int iters = iterations_for(2 * bytes, seconds / 2, 0.5);
     auto t0 = Clock::now();
     for (int i = -5; i < iters; ++i) {
@@ -96,7 +106,7 @@ int measure(Link& link, int rank, double seconds, int result_fd) {
     rows.push_back({"latency", bytes, iters, us / iters / 2});
   }
   // Bandwidth: a stream with kInFlight requests outstanding, then one acknowledgement.
-  for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+  for (size_t bytes = 64 << 10; tests.bandwidth && bytes <= (64u << 20); bytes *= tests.step) {
     const int iters = iterations_for(bytes, seconds, 0.5);
     const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
     auto t0 = Clock::now();
@@ -120,7 +130,7 @@ int measure(Link& link, int rank, double seconds, int result_fd) {
     rows.push_back({"bandwidth", bytes, iters, double(bytes) * iters / s / 1e9});
   }
   // Duplex: both directions at once, the oldest request of each tested once per pass.
-  for (size_t bytes = 64 << 10; bytes <= (64u << 20); bytes *= 4) {
+  for (size_t bytes = 64 << 10; tests.duplex && bytes <= (64u << 20); bytes *= tests.step) {
     const int iters = iterations_for(bytes, seconds, 0.5);
     const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
     struct Stream {
@@ -160,20 +170,20 @@ int measure(Link& link, int rank, double seconds, int result_fd) {
   return 0;
 }
 
-int run_plugin_rank(int rank, RankMesh& mesh, double seconds, int result_fd) {
+int run_plugin_rank(int rank, RankMesh& mesh, double seconds, const Sweep& tests, int result_fd) {
   const ncclNet_v11_t* net = net_v11();
   RANK_REQUIRE(net, "ncclNetPlugin_v11 not found");
   PeerComms comms;
   RANK_REQUIRE(connect_all(net, rank, mesh, 0, &comms), "connections not established");
   const int peer = 1 - rank;
   PluginLink link{net, comms.send[peer], comms.recv[peer]};
-  const int rc = measure(link, rank, seconds, result_fd);
+  const int rc = measure(link, rank, seconds, tests, result_fd);
   close_all(net, &comms);
   return rc;
 }
 
 // Each rank listens, tells the peer its port over the mesh, connects to the peer's, accepts.
-int run_baseline_rank(int rank, RankMesh& mesh, double seconds, int result_fd) {
+int run_baseline_rank(int rank, RankMesh& mesh, double seconds, const Sweep& tests, int result_fd) {
   const int peer = 1 - rank;
   topocoll::perf::CallerSocketLink link;
   const uint16_t port = link.listen();
@@ -181,7 +191,23 @@ int run_baseline_rank(int rank, RankMesh& mesh, double seconds, int result_fd) {
   uint16_t peer_port = 0;
   RANK_REQUIRE(mesh.send(rank, peer, &port, sizeof port) && mesh.recv(peer, rank, &peer_port, sizeof peer_port));
   RANK_REQUIRE(link.connect(peer_port) && link.accept(), "baseline connection failed: %s", std::strerror(errno));
-  return measure(link, rank, seconds, result_fd);
+  return measure(link, rank, seconds, tests, result_fd);
+}
+
+// "latency,duplex" -> those patterns only; false on an unknown name or an empty list.
+bool parse_tests(const std::string& list, Sweep* tests) {
+  tests->latency = tests->bandwidth = tests->duplex = false;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string name = list.substr(pos, comma - pos);
+    if (name == "latency") tests->latency = true;
+    else if (name == "bandwidth") tests->bandwidth = true;
+    else if (name == "duplex") tests->duplex = true;
+    else return false;
+    pos = comma + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -190,13 +216,18 @@ int main(int argc, char** argv) {
   std::string json;
   double seconds = 0.5;
   bool baseline = false;
+  Sweep tests;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
     else if (a == "--baseline") baseline = true;
+    else if (a == "--tests" && i + 1 < argc && parse_tests(argv[++i], &tests)) continue;
+    else if (a == "--step" && i + 1 < argc && (tests.step = std::strtoul(argv[++i], nullptr, 10)) >= 2) continue;
     else {
-      std::fprintf(stderr, "usage: net_plugin_pingpong [--json FILE] [--seconds S] [--baseline]\n");
+      std::fprintf(stderr,
+                   "usage: net_plugin_pingpong [--json FILE] [--seconds S] [--baseline] "
+                   "[--tests latency,bandwidth,duplex] [--step FACTOR]\n");
       return 2;
     }
   }
@@ -204,7 +235,8 @@ int main(int argc, char** argv) {
   if (::pipe(fds) != 0) return 1;
   const auto results = run_ranks(2, [&](int rank, RankMesh& mesh) {
     ::close(fds[0]);
-    return baseline ? run_baseline_rank(rank, mesh, seconds, fds[1]) : run_plugin_rank(rank, mesh, seconds, fds[1]);
+    return baseline ? run_baseline_rank(rank, mesh, seconds, tests, fds[1])
+                    : run_plugin_rank(rank, mesh, seconds, tests, fds[1]);
   });
   ::close(fds[1]);
   std::string text;
