@@ -183,6 +183,15 @@ int launch_local_group(const std::string& program, const std::vector<std::string
         --left;
         const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (code != 0 && result == 0) {
+          // Which rank failed first is what a reader of a many-rank job needs (the others'
+          // failures often follow from it), and a rank's own 124 must not read as the limit.
+          if (left > 0)
+            std::fprintf(stderr, "launch: rank %d %s %d first: the other %d rank(s) get %lld s to end before they are killed\n",
+                         r, WIFEXITED(st) ? "exited with" : "was killed by signal", WIFEXITED(st) ? code : WTERMSIG(st),
+                         left, static_cast<long long>(options.grace.count()));
+          else
+            std::fprintf(stderr, "launch: rank %d %s %d\n", r, WIFEXITED(st) ? "exited with" : "was killed by signal",
+                         WIFEXITED(st) ? code : WTERMSIG(st));
           result = code;
           kill_at = std::chrono::steady_clock::now() + options.grace;
         }

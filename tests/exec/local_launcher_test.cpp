@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -23,10 +25,14 @@ namespace {
 namespace fs = std::filesystem;
 using testing_support::ScratchDir;
 
-// Forks a launcher of `nranks` copies of `sh -c script`; returns its pid.
-pid_t fork_launcher(const std::string& script, int nranks, std::chrono::seconds time_limit = {}) {
+// Forks a launcher of `nranks` copies of `sh -c script`; returns its pid. The launcher's own
+// messages go to `stderr_file` when one is named.
+pid_t fork_launcher(const std::string& script, int nranks, std::chrono::seconds time_limit = {},
+                    const std::string& stderr_file = "") {
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (!stderr_file.empty() && !std::freopen(stderr_file.c_str(), "w", stderr)) ::_exit(98);
+    std::setvbuf(stderr, nullptr, _IONBF, 0);  // the child ends in _exit, which flushes nothing
     LaunchOptions options;
     options.serve_bootstrap = false;
     options.grace = std::chrono::seconds(5);
@@ -152,6 +158,28 @@ TEST(LocalLauncher, AJobPastItsTimeLimitIsStoppedAndReadsAsTimedOut) {
     EXPECT_TRUE(wait_for([&] { return process_ended(pid); }, 10)) << "rank " << r;
     if (!process_ended(pid)) ::kill(pid_t(pid), SIGKILL);
   }
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The launcher names the rank that failed first, so a rank's own exit 124 never reads as the
+// job's time limit and a many-rank job's first failure is found without reading every log.
+TEST(LocalLauncher, TheFirstFailingRankIsNamed) {
+  const ScratchDir scratch("launcher_first_failure");
+  const std::string err = scratch.path() + "/launcher.err";
+  const pid_t launcher = fork_launcher(
+      "exec >/dev/null 2>&1; if [ $TOPOCOLL_RANK = 2 ]; then exit 124; fi; sleep 0.3; exit 0", 3, {}, err);
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 124);
+  const std::string text = file_text(err);
+  EXPECT_NE(text.find("rank 2 exited with 124 first"), std::string::npos) << text;
+  EXPECT_EQ(text.find("time limit"), std::string::npos) << text;
 }
 
 TEST(LocalLauncher, ALauncherKilledOutrightTakesItsRanksWithIt) {
