@@ -69,10 +69,12 @@ reaped=()
 left=$n
 deadline=
 while [ "$left" -gt 0 ]; do
+  # Bash's own list of its running children: an ended rank leaves it at once (its status kept
+  # for `wait`), and unlike `kill -0` a pid reused by another process never looks like a rank.
+  running=" $(jobs -rp | tr '\n' ' ') "
   for ((r = 0; r < n; r++)); do
-    # Bash reaps an ended child at once and keeps its status for `wait`: kill -0 fails then.
     [ -z "${reaped[$r]:-}" ] || continue
-    kill -0 "${pids[$r]}" 2>/dev/null && continue
+    [[ $running == *" ${pids[$r]} "* ]] && continue
     reaped[r]=1
     left=$((left - 1))
     if ! wait "${pids[$r]}"; then
