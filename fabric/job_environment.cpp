@@ -93,10 +93,18 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
   // fabric (and replace any value left in the environment by another job); numbered
   // otherwise, the tuner would model rings the job does not run, even over the whole
   // fabric, so it is turned off for the job.
-  if (const std::optional<std::string> hosts = hosts_in_rank_order(plan, endpoints))
+  if (const std::optional<std::string> hosts = hosts_in_rank_order(plan, endpoints)) {
     set("TOPOCOLL_TUNER_HOSTS", *hosts);
-  else
+  } else {
     set("TOPOCOLL_TUNER", "0");
+    // Said where the tuner was asked for: its own line (disabled by TOPOCOLL_TUNER=0) is at
+    // NCCL's INFO level, which a job rarely logs.
+    if (!options.tuner_plugin.empty())
+      s.notes.push_back("the ranks are not numbered host by host, GPUs ascending, so the tuner (" +
+                        options.tuner_plugin +
+                        ") is turned off for this job (TOPOCOLL_TUNER=0) and NCCL's tables stand: "
+                        "place the ranks with --placement scheduler, or give a hostfile in that order");
+  }
   if (!options.net_plugin.empty()) set("NCCL_NET_PLUGIN", options.net_plugin);
   // NCCL takes the tuner from the net plugin's library when NCCL_TUNER_PLUGIN is unset
   // (src/plugin/tuner.cc): --net-plugin alone means the transport alone.

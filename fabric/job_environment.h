@@ -35,6 +35,9 @@ struct RankSetting {
   std::string hostname;                  // the topology host's name
   std::vector<std::string> environment;  // KEY=VALUE, set over the inherited environment
   std::vector<std::string> unset;        // inherited variables to remove
+  // What the job should hear about a choice made for it (a face asked for and turned off),
+  // the same on every rank: printed once, by rank 0.
+  std::vector<std::string> notes;
 };
 
 // Rank `rank` of a job whose rank r runs on endpoints[r]. Launcher variables the launcher

@@ -266,8 +266,11 @@ int fabric_rank_exec(std::span<const std::string> args) {
     for (const auto& kv : s.environment) std::printf("%s\n", kv.c_str());
     for (const auto& key : s.unset) std::printf("unset %s\n", key.c_str());
     for (const auto& address : relayed) std::printf("relay %s\n", address.to_string().c_str());
+    for (const auto& note : s.notes) std::printf("note %s\n", note.c_str());
     return 0;
   }
+  if (s.rank == 0)
+    for (const auto& note : s.notes) std::fprintf(stderr, "topocoll fabric: %s\n", note.c_str());
 
   start_loopback_relay(net::netns_path(s.netns), relayed, ::getpid());
 

@@ -134,6 +134,14 @@ TEST(JobEnvironment, TheTunerIsToldTheJobsHostsInRankOrder) {
     EXPECT_EQ(env.count("TOPOCOLL_TUNER_HOSTS"), 0u) << why;
     EXPECT_EQ(env.at("TOPOCOLL_TUNER"), "0") << why << ", over every endpoint: the tuner would assume the file's order";
   }
+  // Turned off where the job asked for the tuner: the job is told, once (rank 0 prints it).
+  JobOptions with_tuner;
+  with_tuner.tuner_plugin = "/opt/libnccl-topocoll.so";
+  const RankSetting off = rank_setting(multi, "jt", descending, 0, with_tuner, nothing());
+  ASSERT_EQ(off.notes.size(), 1u);
+  EXPECT_NE(off.notes[0].find("tuner (/opt/libnccl-topocoll.so) is turned off"), std::string::npos) << off.notes[0];
+  EXPECT_TRUE(rank_setting(multi, "jt", descending, 0, {}, nothing()).notes.empty()) << "no tuner asked for";
+  EXPECT_TRUE(rank_setting(multi, "jt", {8, 9, 0, 1}, 0, with_tuner, nothing()).notes.empty()) << "host by host";
 }
 
 // NCCL 2.28 unloads the net plugin with its last communicator and forgets its name
