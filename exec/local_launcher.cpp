@@ -1,6 +1,8 @@
 #include "exec/local_launcher.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,6 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <iterator>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,9 +29,41 @@ extern char** environ;
 namespace topocoll::exec {
 namespace {
 
-volatile sig_atomic_t g_stop_signal = 0;
+// Exchanged, never read then cleared: a second signal between the two would be lost.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "set from a signal handler");
 
-void note_stop_signal(int sig) { g_stop_signal = sig; }
+void note_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Blocks the forwarded signals in this thread while a rank is forked: a child must not run
+// the launcher's handler, which would only note the signal in its own copy of the memory and
+// then lose it at exec.
+class ForwardedSignalsBlocked {
+ public:
+  ForwardedSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kForwardedSignals) sigaddset(&set, sig);
+    ::pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~ForwardedSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  ForwardedSignalsBlocked(const ForwardedSignalsBlocked&) = delete;
+  ForwardedSignalsBlocked& operator=(const ForwardedSignalsBlocked&) = delete;
+  // In the child, before exec: the signals' default actions, then the mask the rank inherits
+  // (a signal sent to its group meanwhile is delivered then and ends it).
+  void restore_in_child() const {
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    for (int sig : kForwardedSignals) ::sigaction(sig, &default_action, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+
+ private:
+  sigset_t previous_;
+};
 
 // While the ranks run, SIGINT, SIGTERM and SIGHUP sent to the launcher alone (`kill`, a
 // scheduler ending the job) reach them too, instead of ending the launcher and leaving them
@@ -34,23 +71,42 @@ void note_stop_signal(int sig) { g_stop_signal = sig; }
 class StopSignalForwarding {
  public:
   StopSignalForwarding() {
-    g_stop_signal = 0;
+    g_stop_signal.store(0);
     struct sigaction forward {};
     forward.sa_handler = note_stop_signal;
     sigemptyset(&forward.sa_mask);
-    for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &forward, &previous_[i]);
+    for (int i = 0; i < kCount; ++i) ::sigaction(kForwardedSignals[i], &forward, &previous_[i]);
   }
   ~StopSignalForwarding() {
-    for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    for (int i = 0; i < kCount; ++i) ::sigaction(kForwardedSignals[i], &previous_[i], nullptr);
   }
   StopSignalForwarding(const StopSignalForwarding&) = delete;
   StopSignalForwarding& operator=(const StopSignalForwarding&) = delete;
 
  private:
-  static constexpr int kCount = 3;
-  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP};
+  static constexpr int kCount = int(std::size(kForwardedSignals));
   struct sigaction previous_[kCount] {};
 };
+
+// Waits until every child has exec'd or ended: each holds the write end of a close-on-exec
+// pipe, which reads as EOF once its last copy is gone. Bounded: a child stopped before its
+// exec is not waited for beyond `limit`.
+void wait_until_exec(std::vector<int>& read_ends, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (int& fd : read_ends) {
+    while (fd >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, int(std::max<int64_t>(left.count(), 0)));
+      if (ready < 0 && errno == EINTR) continue;
+      char byte;
+      if (ready == 0 || ready < 0 || ::read(fd, &byte, 1) <= 0) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -137,16 +193,45 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       hostnames[r] = options.placements[r].hostname.c_str();
   }
 
+  // The ranks' standard input: a job of N ranks has no one terminal to read, and a rank
+  // reading the launcher's (a debugger prompt) would be stopped by the terminal, in a process
+  // group of its own, where nothing notices: it reads end-of-file instead.
+  const int no_input = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (no_input < 0) {
+    const int err = errno;
+    close_namespaces();
+    throw std::runtime_error("launch: /dev/null: " + std::string(std::strerror(err)));
+  }
+  std::vector<int> exec_pipes;  // read ends: EOF once the rank has exec'd (wait_until_exec)
+  auto close_launch_fds = [&] {
+    close_namespaces();
+    ::close(no_input);
+    for (int fd : exec_pipes) ::close(fd);
+    exec_pipes.clear();
+  };
+
   const StopSignalForwarding forwarding;
   const pid_t launcher = ::getpid();
   std::vector<pid_t> pids(nranks, 0);
   for (int r = 0; r < nranks; ++r) {
-    const pid_t pid = ::fork();
-    if (pid < 0) {
+    int exec_pipe[2];
+    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+      const int err = errno;
       for (pid_t p : pids)
         if (p > 0) ::kill(-p, SIGKILL);
-      close_namespaces();
-      throw std::runtime_error("launch: fork failed: " + std::string(std::strerror(errno)));
+      close_launch_fds();
+      throw std::runtime_error("launch: pipe failed: " + std::string(std::strerror(err)));
+    }
+    const ForwardedSignalsBlocked blocked;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      const int err = errno;
+      ::close(exec_pipe[0]);
+      ::close(exec_pipe[1]);
+      for (pid_t p : pids)
+        if (p > 0) ::kill(-p, SIGKILL);
+      close_launch_fds();
+      throw std::runtime_error("launch: fork failed: " + std::string(std::strerror(err)));
     }
     if (pid == 0) {
       // Only system calls between fork and exec. A launcher killed outright (SIGKILL) takes
@@ -155,59 +240,77 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       // A process group of its own: what the rank starts (a wrapper's program, workers) is
       // signalled with it, and what it leaves behind is ended with the job.
       if (::setpgid(0, 0) != 0) _exit(125);
+      if (::dup2(no_input, STDIN_FILENO) < 0) _exit(125);
       if (netns_fds[r] >= 0 && ::setns(netns_fds[r], CLONE_NEWNET) != 0) _exit(126);
       if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
                            ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))
         _exit(126);
+      blocked.restore_in_child();
       ::execve(program.c_str(), argvs[r].data(), envps[r].data());
       _exit(127);
     }
     ::setpgid(pid, pid);  // as the child does: in place before any signal below
     pids[r] = pid;
+    ::close(exec_pipe[1]);
+    exec_pipes.push_back(exec_pipe[0]);
   }
-  close_namespaces();
-  std::vector<pid_t> groups = pids;  // each rank's process group, kept after the rank is reaped
+  // What entering the namespaces needed (the fabric's entry lock: no `down` while a rank is
+  // on its way in) is released once every rank is inside, running its program.
+  wait_until_exec(exec_pipes, std::chrono::seconds(10));
+  close_launch_fds();
+  if (options.started) options.started();
+  std::vector<pid_t> groups = pids;  // each rank's process group (its id: the rank's pid)
 
   int result = 0;
   int left = nranks;
   std::chrono::steady_clock::time_point kill_at = std::chrono::steady_clock::time_point::max();
   std::chrono::steady_clock::time_point stop_at = std::chrono::steady_clock::time_point::max();
   if (options.time_limit.count() > 0) stop_at = std::chrono::steady_clock::now() + options.time_limit;
+  // An ended rank is seen but left unreaped (WNOWAIT) until the job ends: its zombie keeps its
+  // pid, and so its process group's id, from being reused, so the last kill below reaches
+  // what the rank left behind and never another process's group.
+  std::vector<bool> ended(nranks, false);
   while (left > 0) {
-    int st = 0;
-    const pid_t pid = ::waitpid(-1, &st, WNOHANG);
-    if (pid > 0) {
-      for (int r = 0; r < nranks; ++r) {
-        if (pids[r] != pid) continue;
-        pids[r] = 0;
-        --left;
-        const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (code != 0 && result == 0) {
-          // Which rank failed first is what a reader of a many-rank job needs (the others'
-          // failures often follow from it), and a rank's own 124 must not read as the limit.
-          if (left > 0)
-            std::fprintf(stderr, "launch: rank %d %s %d first: the other %d rank(s) get %lld s to end before they are killed\n",
-                         r, WIFEXITED(st) ? "exited with" : "was killed by signal", WIFEXITED(st) ? code : WTERMSIG(st),
-                         left, static_cast<long long>(options.grace.count()));
-          else
-            std::fprintf(stderr, "launch: rank %d %s %d\n", r, WIFEXITED(st) ? "exited with" : "was killed by signal",
-                         WIFEXITED(st) ? code : WTERMSIG(st));
-          result = code;
-          kill_at = std::chrono::steady_clock::now() + options.grace;
-        }
+    bool any_ended = false;
+    for (int r = 0; r < nranks; ++r) {
+      if (ended[r]) continue;
+      siginfo_t info{};
+      if (::waitid(P_PID, id_t(pids[r]), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno == EINTR) continue;
+        // A rank no wait can find: it was reaped without us (SIGCHLD ignored, inherited), so
+        // its exit status is lost; never reported as success.
+        for (pid_t g : groups) ::kill(-g, SIGKILL);
+        throw std::runtime_error("launch: " + std::to_string(left) + " rank(s) ended unseen (waitid: " +
+                                 std::strerror(errno) + "): their exit statuses are lost (is SIGCHLD ignored?)");
       }
-      continue;
+      if (info.si_pid != pids[r]) continue;  // still running
+      ended[r] = true;
+      any_ended = true;
+      --left;
+      const bool exited = info.si_code == CLD_EXITED;
+      const int code = exited ? info.si_status : 128 + info.si_status;
+      if (code != 0 && result == 0) {
+        // Which rank failed first is what a reader of a many-rank job needs (the others'
+        // failures often follow from it), and a rank's own 124 must not read as the limit.
+        if (left > 0)
+          std::fprintf(stderr, "launch: rank %d %s %d first: the other %d rank(s) get %lld s to end before they are killed\n",
+                       r, exited ? "exited with" : "was killed by signal", info.si_status, left,
+                       static_cast<long long>(options.grace.count()));
+        else
+          std::fprintf(stderr, "launch: rank %d %s %d\n", r, exited ? "exited with" : "was killed by signal",
+                       info.si_status);
+        result = code;
+        kill_at = std::chrono::steady_clock::now() + options.grace;
+      }
     }
-    if (pid < 0 && errno == ECHILD) {
-      // Ranks left that no wait can find: their children were reaped without us (SIGCHLD
-      // ignored, inherited), so their exit statuses are lost; never reported as success.
-      throw std::runtime_error("launch: " + std::to_string(left) + " rank(s) ended unseen (waitpid: no child): "
-                               "their exit statuses are lost (is SIGCHLD ignored?)");
-    }
-    if (const int sig = g_stop_signal; sig != 0) {
-      g_stop_signal = 0;
-      for (pid_t p : pids)
-        if (p > 0) ::kill(-p, sig);
+    if (any_ended) continue;
+    if (const int sig = g_stop_signal.exchange(0); sig != 0) {
+      for (int r = 0; r < nranks; ++r)
+        if (!ended[r]) ::kill(-pids[r], sig);
+      // A rank stopped (by the terminal, a debugger) would hold the signal pending until the
+      // grace ran out; continued, it acts on it now.
+      for (int r = 0; r < nranks; ++r)
+        if (!ended[r]) ::kill(-pids[r], SIGCONT);
       if (result == 0) result = 128 + sig;
       kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
     }
@@ -215,22 +318,25 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       stop_at = std::chrono::steady_clock::time_point::max();
       std::fprintf(stderr, "launch: time limit of %lld s passed with %d of %d rank(s) still running: stopping them\n",
                    static_cast<long long>(options.time_limit.count()), left, nranks);
-      for (pid_t p : pids)
-        if (p > 0) ::kill(-p, SIGTERM);
+      for (int r = 0; r < nranks; ++r)
+        if (!ended[r]) ::kill(-pids[r], SIGTERM), ::kill(-pids[r], SIGCONT);
       if (result == 0) result = kTimeLimitExitCode;
       kill_at = std::min(kill_at, std::chrono::steady_clock::now() + options.grace);
     }
     if (std::chrono::steady_clock::now() > kill_at) {
-      for (pid_t p : pids)
-        if (p > 0) ::kill(-p, SIGKILL);
+      for (int r = 0; r < nranks; ++r)
+        if (!ended[r]) ::kill(-pids[r], SIGKILL);
       kill_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // Every rank has ended: what they started and left running in their groups (a background
-  // job, a worker) ends with them, not inside a namespace after the job. A group no process
-  // is left in is no one's (Linux reuses no pid still naming a group).
+  // job, a worker) ends with them, not inside a namespace after the job; then the ranks'
+  // zombies are reaped, which frees their ids.
   for (pid_t g : groups) ::kill(-g, SIGKILL);
+  for (pid_t p : pids)
+    while (::waitpid(p, nullptr, 0) < 0 && errno == EINTR) {
+    }
   return result;
 }
 

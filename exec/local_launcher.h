@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct LaunchOptions {
   // to every rank's group, SIGKILL after `grace`) and returns kTimeLimitExitCode: a hung
   // NCCL job on the emulated fabric ends on its own. Zero: no limit.
   std::chrono::seconds time_limit{0};
+  // Called once every rank has exec'd its program (or ended, or 10 s passed): to release what
+  // entering the ranks' namespaces needed held (the fabric's entry lock, fabric/fabric_lock.h)
+  // once they are in, not for the whole job. May be empty.
+  std::function<void()> started;
 };
 
 // What a job stopped by its time limit returns: timeout(1)'s status, so scripts read it alike.

@@ -99,9 +99,12 @@ RankSetting rank_setting(const FabricPlan& plan, const std::string& fabric_name,
     set("TOPOCOLL_TUNER", "0");
     // Said where the tuner was asked for: its own line (disabled by TOPOCOLL_TUNER=0) is at
     // NCCL's INFO level, which a job rarely logs.
-    if (!options.tuner_plugin.empty())
-      s.notes.push_back("the ranks are not numbered host by host, GPUs ascending, so the tuner (" +
-                        options.tuner_plugin +
+    const std::optional<std::string> inherited_tuner = inherited("NCCL_TUNER_PLUGIN");
+    const std::string tuner = !options.tuner_plugin.empty() ? options.tuner_plugin
+                              : inherited_tuner && *inherited_tuner != "none" ? inherited_tuner.value_or("")
+                                                                              : "";
+    if (!tuner.empty())
+      s.notes.push_back("the ranks are not numbered host by host, GPUs ascending, so the tuner (" + tuner +
                         ") is turned off for this job (TOPOCOLL_TUNER=0) and NCCL's tables stand: "
                         "place the ranks with --placement scheduler, or give a hostfile in that order");
   }

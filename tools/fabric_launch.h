@@ -6,11 +6,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/env.h"
 #include "exec/local_launcher.h"
+#include "fabric/fabric_lock.h"
 #include "fabric/live_fabric.h"
 #include "net/network_namespace.h"
 
@@ -21,6 +23,12 @@ inline exec::LaunchOptions fabric_launch(
     const std::function<std::vector<std::string>(const fabric::FabricEndpoint&)>& extra_args) {
   const auto& plan = f.plan();
   exec::LaunchOptions launch;
+  // No `fabric down` from before the ranks' namespaces are opened (the rendezvous's too)
+  // until every rank runs inside: one opened but not yet entered would run on in a namespace
+  // no name reaches.
+  auto entering = std::make_shared<std::unique_ptr<fabric::FabricEntryLock>>(
+      std::make_unique<fabric::FabricEntryLock>(f.name()));
+  launch.started = [entering] { entering->reset(); };
   launch.bootstrap_host = plan.management_address;
   launch.bootstrap_netns_path = net::netns_path(plan.namespaces[plan.management_ns].name);
   std::string marks;

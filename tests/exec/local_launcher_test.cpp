@@ -28,7 +28,8 @@ using testing_support::ScratchDir;
 // Forks a launcher of `nranks` copies of `sh -c script`; returns its pid. The launcher's own
 // messages go to `stderr_file` when one is named.
 pid_t fork_launcher(const std::string& script, int nranks, std::chrono::seconds time_limit = {},
-                    const std::string& stderr_file = "") {
+                    const std::string& stderr_file = "",
+                    const std::function<void(LaunchOptions&)>& more_options = {}) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (!stderr_file.empty() && !std::freopen(stderr_file.c_str(), "w", stderr)) ::_exit(98);
@@ -37,6 +38,7 @@ pid_t fork_launcher(const std::string& script, int nranks, std::chrono::seconds 
     options.serve_bootstrap = false;
     options.grace = std::chrono::seconds(5);
     options.time_limit = time_limit;
+    if (more_options) more_options(options);
     int code = 99;
     try {
       code = launch_local_group("/bin/sh", {"-c", script}, nranks, options);
@@ -180,6 +182,63 @@ TEST(LocalLauncher, TheFirstFailingRankIsNamed) {
   const std::string text = file_text(err);
   EXPECT_NE(text.find("rank 2 exited with 124 first"), std::string::npos) << text;
   EXPECT_EQ(text.find("time limit"), std::string::npos) << text;
+}
+
+// A rank reading its standard input reads end-of-file, never the launcher's input: in a
+// process group of its own it would be stopped by a terminal, unnoticed, and a pipe the
+// launcher inherited would keep it waiting.
+TEST(LocalLauncher, TheRanksReadEndOfFileNotTheLaunchersInput) {
+  const ScratchDir scratch("launcher_stdin");
+  const std::string dir = scratch.path();
+  int never_written[2];
+  ASSERT_EQ(::pipe(never_written), 0);
+  const pid_t launcher = fork_launcher(
+      "read line; echo $? > " + dir + "/read.$TOPOCOLL_RANK", 2, std::chrono::seconds(20), "",
+      [&](LaunchOptions&) { ::dup2(never_written[0], STDIN_FILENO); });
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ::close(never_written[0]);
+  ::close(never_written[1]);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the ranks waited on the launcher's input until the time limit";
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(file_text(dir + "/read." + std::to_string(r)), "1\n") << "rank " << r;
+}
+
+// A rank that ended is left unreaped until the job ends: its pid, and so its process group's
+// id, cannot be given to another process whose group the job's last kill would then reach.
+TEST(LocalLauncher, AnEndedRanksIdStaysTakenUntilTheJobEnds) {
+  const ScratchDir scratch("launcher_zombie");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher("echo $$ > " + dir + "/pid.$TOPOCOLL_RANK; "
+                                       "if [ $TOPOCOLL_RANK = 1 ]; then sleep 2; fi; exit 0",
+                                       2);
+  ASSERT_GT(launcher, 0);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir + "/pid.0") && pid_in(dir + "/pid.0") > 0; }, 10));
+  const long early = pid_in(dir + "/pid.0");
+  ASSERT_TRUE(wait_for([&] { return process_ended(early); }, 1.5));
+  EXPECT_TRUE(fs::exists("/proc/" + std::to_string(early))) << "rank 0 was reaped while rank 1 still ran";
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// What entering the namespaces needs held (the fabric's entry lock) is released once every
+// rank runs its program, not held for the whole job.
+TEST(LocalLauncher, StartedIsCalledOnceEveryRankRunsNotAtTheEnd) {
+  const ScratchDir scratch("launcher_started");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher(
+      "sleep 1.5; if [ -f " + dir + "/started ]; then echo yes > " + dir + "/saw.$TOPOCOLL_RANK; fi", 2, {}, "",
+      [&](LaunchOptions& o) { o.started = [dir] { std::ofstream(dir + "/started") << "1"; }; });
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(fs::exists(dir + "/saw." + std::to_string(r))) << "rank " << r << " ran on while `started` was not called";
 }
 
 TEST(LocalLauncher, ALauncherKilledOutrightTakesItsRanksWithIt) {

@@ -142,6 +142,10 @@ TEST(JobEnvironment, TheTunerIsToldTheJobsHostsInRankOrder) {
   EXPECT_NE(off.notes[0].find("tuner (/opt/libnccl-topocoll.so) is turned off"), std::string::npos) << off.notes[0];
   EXPECT_TRUE(rank_setting(multi, "jt", descending, 0, {}, nothing()).notes.empty()) << "no tuner asked for";
   EXPECT_TRUE(rank_setting(multi, "jt", {8, 9, 0, 1}, 0, with_tuner, nothing()).notes.empty()) << "host by host";
+  const RankSetting inherited = rank_setting(multi, "jt", descending, 0, {}, from({{"NCCL_TUNER_PLUGIN", "/lib/t.so"}}));
+  ASSERT_EQ(inherited.notes.size(), 1u) << "a tuner the launcher passed on (mpirun -x) is turned off just as well";
+  EXPECT_NE(inherited.notes[0].find("tuner (/lib/t.so)"), std::string::npos) << inherited.notes[0];
+  EXPECT_TRUE(rank_setting(multi, "jt", descending, 0, {}, from({{"NCCL_TUNER_PLUGIN", "none"}})).notes.empty());
 }
 
 // NCCL 2.28 unloads the net plugin with its last communicator and forgets its name
