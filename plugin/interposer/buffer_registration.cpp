@@ -50,7 +50,9 @@ ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* async_error) {
       *async_error = e;
       return r;
     }
-    if (ncclComm_t ring = st->ring_comm.load()) {
+    // A revoked split's failures are the revoke's doing (its kernels were ended), not news
+    // of the user's communicator: NCCL reports none for a revoked communicator either.
+    if (ncclComm_t ring = st->ring_comm.load(); ring && !st->revoked.load()) {
       ncclResult_t ring_error = ncclSuccess;
       if (pncclCommGetAsyncError(ring, &ring_error) == ncclSuccess && ring_error != ncclSuccess &&
           ring_error != ncclInProgress)
@@ -79,14 +81,14 @@ void revoke_ring_comm(ncclComm_t comm) {
   }
 }
 
-void leave_to_nccl_after_shrink_abort(ncclComm_t comm) {
+void leave_to_nccl_for_shrink_abort(ncclComm_t comm) {
   if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    // Out of step with its peers' topocoll calls, which no longer run: NCCL's calls on it,
+    // after an abort that ends every rank's kernels, are NCCL's to judge.
+    st->out_of_step = ncclSuccess;
     if (!st->served) return;
     CommRegistry::instance().set_unserved(*st);
-    // Out of step with its peers' topocoll calls, which no longer run: NCCL's calls on it,
-    // after an abort that ended every rank's kernels, are NCCL's to judge.
-    st->out_of_step = ncclSuccess;
-    TC_INFO(NCCL_INIT, "comm %p: shrunk with NCCL_SHRINK_ABORT; its calls go to NCCL from now on",
+    TC_INFO(NCCL_INIT, "comm %p: shrinking with NCCL_SHRINK_ABORT; its calls go to NCCL from now on",
             static_cast<void*>(comm));
   }
 }

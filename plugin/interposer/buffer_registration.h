@@ -23,11 +23,14 @@ ncclResult_t comm_revoke(ncclComm_t comm, int flags);
 // communicator's operations and then waits for its device stream, behind which a split's
 // kernel hung on a dead peer would keep it waiting forever.
 void revoke_ring_comm(ncclComm_t comm);
-// After ncclCommShrink(NCCL_SHRINK_ABORT): NCCL resets the user's communicator's abort
-// flags and keeps it usable (init.cc ncclCommShrink), while topocoll's state of it is not
-// (a vote ended by the abort may have been read on some ranks only, its split is revoked):
-// its calls go to NCCL unchanged from now on, rather than fail.
-void leave_to_nccl_after_shrink_abort(ncclComm_t comm);
+// For ncclCommShrink(NCCL_SHRINK_ABORT), after revoke_ring_comm and before NCCL's shrink:
+// NCCL resets the user's communicator's abort flags and keeps it usable (init.cc
+// ncclCommShrink), while topocoll's state of it is not (a vote ended by the abort may have
+// been read on some ranks only, its split is revoked): its calls go to NCCL unchanged from
+// now on, rather than fail, and its out-of-step mark is dropped first, served or not: NCCL's
+// shrink asks ncclCommGetAsyncError (ncclCommEnsureReady, through the interposed symbol),
+// which would otherwise fail the shrink, and every retry of it.
+void leave_to_nccl_for_shrink_abort(ncclComm_t comm);
 
 // Registers on a just-made split every buffer registered so far on the user's
 // communicator, then makes it state's ring_comm: nothing touches it after it is published,

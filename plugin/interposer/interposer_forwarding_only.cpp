@@ -47,6 +47,6 @@ ncclResult_t comm_deregister(ncclComm_t comm, void* handle) { return pncclCommDe
 ncclResult_t comm_async_error(ncclComm_t comm, ncclResult_t* e) { return pncclCommGetAsyncError(comm, e); }
 ncclResult_t comm_revoke(ncclComm_t comm, int flags) { return pncclCommRevoke(comm, flags); }
 void revoke_ring_comm(ncclComm_t) {}
-void leave_to_nccl_after_shrink_abort(ncclComm_t) {}
+void leave_to_nccl_for_shrink_abort(ncclComm_t) {}
 
 }  // namespace topocoll::plugin::interposer

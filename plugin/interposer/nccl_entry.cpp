@@ -205,15 +205,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
   if ((shrinkFlags & NCCL_SHRINK_ABORT) && ti::interposer_enabled())
     guarded("ncclCommShrink", [&] {
       ti::revoke_ring_comm(comm);
+      ti::leave_to_nccl_for_shrink_abort(comm);
       return ncclSuccess;
     });
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  if ((shrinkFlags & NCCL_SHRINK_ABORT) && ti::interposer_enabled())
-    guarded("ncclCommShrink", [&] {
-      ti::leave_to_nccl_after_shrink_abort(comm);
-      return ncclSuccess;
-    });
   return after_child_create(r, newcomm, config, comm);
 }
 

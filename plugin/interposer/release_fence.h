@@ -28,7 +28,7 @@
 // this rank's own vote, which must not count as its peers'. It waits for no call: NCCL
 // frees nothing there. The communicator's later served calls are not run (NCCL refuses a
 // revoked communicator's collectives too); after a shrink with NCCL_SHRINK_ABORT, which
-// leaves it usable in NCCL, they go to NCCL (leave_to_nccl_after_shrink_abort).
+// leaves it usable in NCCL, they go to NCCL (leave_to_nccl_for_shrink_abort).
 //
 // Counted are the calls that run topocoll's schedules or permutations (run_pending). A
 // call forwarded straight to NCCL (on the user's or the topology-ordered communicator) is

@@ -963,6 +963,54 @@ TEST_F(ServedForwarding, TopologyOrderedSplitFollowsTheUsersCommunicator) {
   stub_nccl::reset();
 }
 
+// ncclCommShrink(NCCL_SHRINK_ABORT) is how a job recovers a communicator after a peer died.
+// NCCL's shrink asks ncclCommGetAsyncError whether the parent is ready (init.cc
+// ncclCommEnsureReady), and under LD_PRELOAD that is the interposer's: topocoll's out-of-step
+// mark, and the revoked split's errors, must be gone by then, served or not, or the shrink
+// and every retry of it fail. A plain shrink of a communicator out of step fails, as NCCL's
+// shrink of a failed one does.
+TEST_F(ServedForwarding, AShrinkAbortRecoversACommunicatorOutOfStep) {
+  struct Query {
+    Query() { stub_nccl::set_readiness_query(&ncclCommGetAsyncError); }
+    ~Query() { stub_nccl::set_readiness_query(nullptr); }
+  } nccl_asks_the_interposer;
+  std::shared_ptr<CommState> st = served_state(comm_);
+  ASSERT_NE(st, nullptr);
+  stub_nccl::reset();
+  create_ring_comms({st.get()}, WaitLimit{});
+  const ncclComm_t ring = st->ring_comm.load();
+  ASSERT_NE(ring, nullptr);
+  mark_out_of_step(*st, "a test's call");
+  int excluded = 7;
+  ncclComm_t shrunk = nullptr;
+  EXPECT_EQ(ncclCommShrink(comm_, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclSystemError);
+  EXPECT_EQ(shrunk, nullptr);
+  stub_nccl::set_async_error(ring, ncclRemoteError);  // what the revoke does to the split's kernels
+  ASSERT_EQ(ncclCommShrink(comm_, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT), ncclSuccess);
+  ASSERT_NE(shrunk, nullptr);
+  EXPECT_FALSE(st->served) << "its calls go to NCCL from now on";
+  ncclResult_t async = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  ASSERT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
+
+  // Not served (its init's exchange failed on this rank), marked all the same.
+  const ncclComm_t unserved = fake_comm(0x3100);
+  auto state = std::make_unique<CommState>();
+  state->comm = unserved;
+  state->nranks = 2;
+  state->out_of_step = ncclSystemError;
+  CommRegistry::instance().insert(std::move(state));
+  shrunk = nullptr;
+  EXPECT_EQ(ncclCommShrink(unserved, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT), ncclSuccess)
+      << "the unserved communicator's mark failed NCCL's shrink";
+  if (shrunk) {
+    EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
+  }
+  CommRegistry::instance().remove(unserved);
+  stub_nccl::reset();
+}
+
 // This rank made its split and voted so, but could not read the vote's outcome back: its
 // peers may use theirs while it cannot know, so its nccl-topo-ring calls on the user's
 // communicator could meet theirs on the split. The split is released and the communicator

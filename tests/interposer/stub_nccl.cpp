@@ -58,6 +58,7 @@ std::map<ncclComm_t, ncclResult_t> g_async_errors;
 int g_version = NCCL_VERSION_CODE;
 SplitConfig g_split_config;
 std::function<void()> g_split_hook;
+std::atomic<ncclResult_t (*)(ncclComm_t, ncclResult_t*)> g_readiness_query{nullptr};
 
 // A call as the stub receives it: building one allocates nothing. The stub, like NCCL's C
 // API, never throws: where its own records cannot be kept (a test failing allocations on
@@ -188,6 +189,17 @@ void set_failure(const std::string& fn, ncclResult_t result) {
 void set_recording(bool on) { g_recording = on; }
 long long call_count() { return g_count.load(); }
 int group_depth() { return g_depth; }
+void set_readiness_query(ncclResult_t (*query)(ncclComm_t, ncclResult_t*)) { g_readiness_query.store(query); }
+
+// ncclCommEnsureReady's verdict on a parent (ncclSuccess: ready).
+ncclResult_t parent_readiness(ncclComm_t parent) {
+  ncclResult_t (*query)(ncclComm_t, ncclResult_t*) = g_readiness_query.load();
+  ncclResult_t error = ncclSuccess;
+  if (!query) return ncclSuccess;
+  if (const ncclResult_t r = query(parent, &error); r != ncclSuccess) return r;
+  return error == ncclInProgress ? ncclInvalidArgument : error;
+}
+
 void set_split_hook(std::function<void()> hook) {
   std::lock_guard lock(g_mutex);
   g_split_hook = std::move(hook);
@@ -314,6 +326,11 @@ STUB_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int
 }
 STUB_EXPORT ncclResult_t pncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* out,
                                         ncclConfig_t* config) {
+  if (const ncclResult_t ready = stub_nccl::parent_readiness(c); ready != ncclSuccess) {
+    *out = nullptr;
+    record({"pncclCommSplit", nullptr, nullptr, 0, -1, config ? config->splitShare : -1, color, key, c});
+    return ready;
+  }
   const ncclComm_t made = color == NCCL_SPLIT_NOCOLOR ? nullptr : stub_nccl::make_comm();
   *out = nullptr;
   if (made && stub_nccl::g_depth > 0 && stub_nccl::g_nchildren_at_group_end < stub_nccl::g_children_at_group_end.size())
@@ -349,6 +366,13 @@ STUB_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t c, int flags) {
 }
 STUB_EXPORT ncclResult_t pncclCommShrink(ncclComm_t c, int*, int n, ncclComm_t* out,
                                          ncclConfig_t*, int) {
+  // NCCL_SHRINK_ABORT resets the abort flags, not the communicator's error: the readiness
+  // check is the same either way.
+  if (const ncclResult_t ready = stub_nccl::parent_readiness(c); ready != ncclSuccess) {
+    *out = nullptr;
+    record({"pncclCommShrink", nullptr, nullptr, size_t(n), -1, -1, -1, -1, c});
+    return ready;
+  }
   *out = stub_nccl::make_comm();
   if (!*out) return ncclSystemError;
   return record({"pncclCommShrink", nullptr, nullptr, size_t(n), -1, -1, -1, -1, c});

@@ -69,6 +69,12 @@ STUB_NCCL_API SplitConfig last_split_config();
 // split waiting for its peers), whether or not it made a communicator; reset() clears it.
 STUB_NCCL_API void set_split_hook(std::function<void()> hook);
 STUB_NCCL_API ncclResult_t async_error_of(ncclComm_t comm);
+// What NCCL's ncclCommEnsureReady calls before a split or shrink (init.cc
+// ncclCommInitChildComm): the public ncclCommGetAsyncError, which under LD_PRELOAD is the
+// interposer's. A test binary links the interposer statically and exports nothing, so it
+// hands the stub that entry point here; the stub's split and shrink then fail with the error
+// it reports, as NCCL's do. Null (the default): no such check. reset() keeps it.
+STUB_NCCL_API void set_readiness_query(ncclResult_t (*query)(ncclComm_t, ncclResult_t*));
 // Communicators the stub made (init, split, shrink) and nothing destroyed or aborted yet;
 // never reset: a test compares it before and after.
 STUB_NCCL_API long live_comms();
