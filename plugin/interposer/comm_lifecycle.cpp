@@ -398,7 +398,11 @@ void children_created(std::vector<PendingChild>& pending, ncclResult_t group_res
     // NULL: NCCL_SPLIT_NOCOLOR, a failed group, or a non-blocking child still being made.
     const ncclComm_t comm = __atomic_load_n(c.handle, __ATOMIC_ACQUIRE);
     if (!comm) continue;
-    if (group_result == ncclInProgress) {
+    if (group_result == ncclInProgress || created_by_nonblocking_parent(c.parent)) {
+      // As outside a group (nccl_entry.cpp after_child_create): a child of a non-blocking
+      // parent, or of one topocoll does not know (a child of such a parent whose handle NCCL
+      // wrote late, registered on some ranks only), is left to NCCL on every rank alike,
+      // never exchanged where the parent is unknown and skipped where it is known.
       comm_created_in_progress(comm);
     } else if (group_result == ncclSuccess) {
       // Queued only: group_end exchanges the group's inits and children in one batch. One
@@ -422,7 +426,12 @@ void comm_created(ncclComm_t comm, const ncclConfig_t* config, ncclComm_t parent
     return;
   }
   if (!exchange_wanted()) {
-    leave_unserved(*register_comm(comm, blocking), "no topology configured");
+    // Inside a group NCCL makes the communicator only at the outermost end: until then its
+    // size, rank and device read as zeros (device 0, where a later release would set it).
+    if (thread_group().depth.inside())
+      register_unqueried(comm, blocking, "no topology configured");
+    else
+      leave_unserved(*register_comm(comm, blocking), "no topology configured");
     return;
   }
   // NCCL gives a split without a config its parent's (init.cc copyCommConfig).

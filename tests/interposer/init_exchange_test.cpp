@@ -206,6 +206,56 @@ size_t count_of(const std::vector<std::string>& names, const char* fn) {
   return size_t(std::count(names.begin(), names.end(), std::string(fn)));
 }
 
+// The same split inside a group: left to NCCL at the group's end as outside one, so ranks
+// that know the parent and ranks that do not (a non-blocking parent's child, registered where
+// NCCL wrote its handle in time) treat it alike; exchanging it on some would leave them
+// waiting for the others until the init's time limit.
+TEST(InitExchange, ASplitInAGroupOfACommunicatorTopocollDoesNotKnowIsLeftToNccl) {
+  stub_nccl::reset();
+  stub_nccl::set_comm_shape(4, 2, 0);
+  ncclComm_t unknown = nullptr, child = nullptr;
+  ASSERT_EQ(pncclCommInitRank(&unknown, 4, ncclUniqueId{}, 2), ncclSuccess);
+  stub_nccl::reset();
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommSplit(unknown, 0, 2, &child, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_of(names(), "pncclAllGather"), 0u) << "exchanged where the parent is unknown";
+  ASSERT_NE(child, nullptr);
+  const CommState* st = CommRegistry::instance().find(child);
+  ASSERT_NE(st, nullptr);
+  EXPECT_FALSE(st->served);
+  EXPECT_FALSE(st->blocking) << "its own children are left to NCCL too";
+  ASSERT_EQ(ncclCommDestroy(child), ncclSuccess);
+  ASSERT_EQ(pncclCommDestroy(unknown), ncclSuccess);
+}
+
+// Without a topology nothing is exchanged; inside a group the communicator is registered
+// without asking NCCL, which makes it only at the group's end (its size, rank and device read
+// as zeros before: device 0 would be set at its release).
+TEST(InitExchange, WithoutATopologyAnInitInAGroupIsNotQueriedBeforeItIsMade) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        unsetenv("TOPOCOLL_TOPO_FILE");
+        unsetenv("TOPOCOLL_TOPOLOGY");
+        stub_nccl::reset();
+        stub_nccl::set_comm_shape(4, 2, 3);
+        ncclComm_t comm = nullptr;
+        ncclUniqueId id{};
+        if (ncclGroupStart() != ncclSuccess || ncclCommInitRank(&comm, 4, id, 2) != ncclSuccess) std::_Exit(2);
+        const CommState* st = CommRegistry::instance().find(comm);
+        if (!st) std::_Exit(7);
+        if (st->device != -1) std::_Exit(3);  // asked NCCL inside the group
+        if (ncclGroupEnd() != ncclSuccess) std::_Exit(4);
+        st = CommRegistry::instance().find(comm);
+        if (!st || st->served || count_of(names(), "pncclAllGather") != 0) std::_Exit(5);
+        std::_Exit(ncclCommDestroy(comm) == ncclSuccess ? 0 : 6);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // NCCL's failed group end leaves a blocking init half made, with nothing in its
 // ncclCommGetAsyncError to say so: topocoll runs no exchange on it.
 TEST(InitExchange, AFailedGroupEndExchangesNothingOnItsInits) {
