@@ -6,6 +6,9 @@
 // library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first. The counts are
 // all NCCL gives it: a communicator of the same counts that another thread makes during the
 // splits' ncclGroupEnd is taken for the split (PyTorch makes its communicators on one thread).
+// Splits of the same counts and different placements are never registered at once: the
+// interposer makes them one placement at a time (ring_comm.cpp split_rounds), so a split's
+// ranks see the same lookup whatever else each of them is splitting.
 #pragma once
 
 #include <cstddef>

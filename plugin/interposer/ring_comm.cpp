@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <exception>
-#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "kernels/datatype.h"
@@ -25,6 +26,53 @@ namespace topocoll::plugin::interposer {
 
 using sched::Collective;
 
+
+namespace {
+
+// Which of `todo`'s splits NCCL makes together, one ncclGroupStart/End each. NCCL's tuner
+// knows a new communicator by its rank and node counts alone, and finds its placement among
+// those registered while it is made (split_placements.h): two splits of this batch with the
+// same counts and different placements look alike to it, and it leaves both untuned, while a
+// rank making only one of them tunes it. Ranks of one split tuned differently pick different
+// algorithms and wait for each other. Such a batch is made one placement at a time, in an
+// order every rank agrees on (the placement is the same on every rank of its split), so no
+// two ranks wait for each other's later round; splits of one placement share a round, and
+// without such a clash the batch is one round, as NCCL would make a user's group.
+std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>& todo,
+                                                  const std::vector<std::vector<int>>& placements) {
+  struct Key {
+    std::size_t ranks, hosts;
+    const std::vector<int>* endpoints;
+    bool operator<(const Key& o) const {
+      return std::tie(ranks, hosts, *endpoints) < std::tie(o.ranks, o.hosts, *o.endpoints);
+    }
+    bool same_counts(const Key& o) const { return ranks == o.ranks && hosts == o.hosts; }
+  };
+  std::vector<Key> keys;
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    std::set<int> hosts;
+    for (int e : placements[i]) hosts.insert(todo[i]->topology->endpoints().at(std::size_t(e)).host_index);
+    keys.push_back({placements[i].size(), hosts.size(), &placements[i]});
+  }
+  bool clash = false;
+  for (std::size_t i = 0; i < keys.size() && !clash; ++i)
+    for (std::size_t j = i + 1; j < keys.size() && !clash; ++j)
+      clash = keys[i].same_counts(keys[j]) && placements[i] != placements[j];
+  std::vector<std::size_t> order(todo.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (!clash) return {order};
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  std::vector<std::vector<std::size_t>> rounds;
+  for (std::size_t i : order) {
+    if (rounds.empty() || placements[rounds.back().front()] != placements[i] ||
+        !keys[rounds.back().front()].same_counts(keys[i]))
+      rounds.emplace_back();
+    rounds.back().push_back(i);
+  }
+  return rounds;
+}
+
+}  // namespace
 
 void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& limit) {
   std::vector<CommState*> todo;
@@ -81,23 +129,30 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
     std::vector<int>& endpoints = placements.emplace_back();
     for (int user_rank : st->ring_order) endpoints.push_back(st->placement.endpoint_of_rank.at(std::size_t(user_rank)));
   }
-  // Only while NCCL makes them (their ncclGroupEnd): a communicator of the same counts made
-  // later, during the vote below, is not taken for one.
-  std::optional<SplitPlacements::Scope> tuned_in_ring_order(std::in_place, std::move(placements));
-  ncclResult_t r = pncclGroupStart();
-  for (std::size_t i = 0; i < todo.size() && r == ncclSuccess; ++i) {
-    CommState* st = todo[i];
-    int key = 0;
-    for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
-      if (st->ring_order[pos] == st->rank) key = int(pos);
-    // The user's config (CTA limits, traffic class, ...: comm_config.h). The split has
-    // buffers, proxy threads and a net context of its own unless the user's communicator
-    // was made with splitShare=1 (NCCL decides by the parent's config, not the split's).
-    ncclConfig_t config = st->config.for_split();
-    results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
+  // NCCL's ncclGroupStart and ncclGroupEnd around each round of splits (split_rounds), per split.
+  std::vector<ncclResult_t> started(todo.size(), ncclSuccess), ended(todo.size(), ncclSuccess);
+  for (const std::vector<std::size_t>& round : split_rounds(todo, placements)) {
+    // Only while NCCL makes them (their ncclGroupEnd): a communicator of the same counts made
+    // later, during the vote below, is not taken for one.
+    std::vector<std::vector<int>> round_placements;
+    for (std::size_t i : round) round_placements.push_back(placements[i]);
+    const SplitPlacements::Scope tuned_in_ring_order(std::move(round_placements));
+    const ncclResult_t r = pncclGroupStart();
+    for (std::size_t i : round) {
+      if (r != ncclSuccess) break;
+      CommState* st = todo[i];
+      int key = 0;
+      for (std::size_t pos = 0; pos < st->ring_order.size(); ++pos)
+        if (st->ring_order[pos] == st->rank) key = int(pos);
+      // The user's config (CTA limits, traffic class, ...: comm_config.h). The split has
+      // buffers, proxy threads and a net context of its own unless the user's communicator
+      // was made with splitShare=1 (NCCL decides by the parent's config, not the split's).
+      ncclConfig_t config = st->config.for_split();
+      results[i] = pncclCommSplit(st->comm, 0, key, &made[i], &config);
+    }
+    const ncclResult_t end = pncclGroupEnd();
+    for (std::size_t i : round) started[i] = r, ended[i] = end;
   }
-  const ncclResult_t end = pncclGroupEnd();
-  tuned_in_ring_order.reset();
   // A split can fail on one rank only (its device memory, its proxy) while NCCL completes
   // it on the others: a rank on the user's communicator and its peers on the split would
   // each wait for the other. So every rank votes on its own outcome over the user's
@@ -115,7 +170,7 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
     ReadyVote v;
     v.comm = st->comm;
     v.device = st->device;
-    v.ready = r == ncclSuccess && end == ncclSuccess && results[i] == ncclSuccess && made[i];
+    v.ready = started[i] == ncclSuccess && ended[i] == ncclSuccess && results[i] == ncclSuccess && made[i];
     v.abandon = &st->calls_stopped;
     v.cell = st->vote_cell.get();
     v.limit = limit;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "plugin/interposer/comm_state.h"
@@ -22,6 +23,7 @@
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/ring_comm.h"
+#include "plugin/split_placements.h"
 #include "sched/generator.h"
 #include "sched/placement.h"
 #include "tests/common/failing_allocation.h"
@@ -1098,6 +1100,66 @@ TEST_F(ServedForwarding, TwoCallsOfOneCommunicatorInABatchMakeOneSplit) {
   EXPECT_EQ(splits, 1);
   EXPECT_EQ(stub_nccl::allreduce_min_votes().size(), 1u);
   EXPECT_NE(st->ring_comm.load(), nullptr);
+}
+
+// Two splits of one batch with the same rank and host counts and different placements would
+// look alike to NCCL's tuner on this rank (it leaves both untuned) while a rank making only
+// one tunes it: the ranks of one split would pick different algorithms. They are made one
+// placement at a time, in the placements' order (the same on every rank), each while only
+// its own placement is registered; a batch without such a clash stays one group.
+TEST_F(ServedForwarding, SplitsTheTunerCannotTellApartAreMadeOneAtATime) {
+  topo::BiGraphShape shape;
+  shape.switches_per_group = 4;
+  shape.endpoints_per_switch = 2;
+  auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+  const auto served = [&](ncclComm_t comm, std::vector<int> endpoints) {
+    auto st = std::make_unique<CommState>();
+    st->comm = comm;
+    st->nranks = 8;
+    st->rank = 3;
+    st->device = 0;
+    st->topology = topology;
+    st->placement = sched::explicit_endpoints(*topology, std::move(endpoints));
+    st->min_compute_capability = 90;
+    st->served = true;
+    CommState* raw = st.get();
+    CommRegistry::instance().insert(std::move(st));
+    return raw;
+  };
+  const ncclComm_t low = fake_comm(0x4100), high = fake_comm(0x4200), twin = fake_comm(0x4300);
+  // Second in the batch, first in the placements' order.
+  CommState* a = served(high, {8, 9, 10, 11, 12, 13, 14, 15});
+  CommState* b = served(low, {0, 1, 2, 3, 4, 5, 6, 7});
+  CommState* c = served(twin, {0, 1, 2, 3, 4, 5, 6, 7});  // b's placement: one round with b
+  std::vector<SplitPlacements::Lookup> seen;
+  std::vector<std::size_t> hosts_of_split;
+  stub_nccl::reset();
+  stub_nccl::set_split_hook([&] {
+    const std::vector<Call> calls = stub_nccl::calls();
+    const CommState* st = CommRegistry::instance().find(calls.back().comm);
+    std::set<int> hosts;
+    for (int e : st->placement.endpoint_of_rank) hosts.insert(topology->endpoints()[std::size_t(e)].host_index);
+    seen.push_back(SplitPlacements::find(*topology, 8, hosts.size()));
+  });
+  create_ring_comms({a, b, c}, WaitLimit{});
+  std::vector<std::string> sequence;
+  std::vector<ncclComm_t> split_order;
+  for (const Call& call : stub_nccl::calls()) {
+    if (call.fn == "pncclGroupStart" || call.fn == "pncclGroupEnd" || call.fn == "pncclCommSplit") sequence.push_back(call.fn);
+    if (call.fn == "pncclCommSplit") split_order.push_back(call.comm);
+  }
+  const std::vector<std::string> two_rounds = {"pncclGroupStart", "pncclCommSplit", "pncclCommSplit", "pncclGroupEnd",
+                                               "pncclGroupStart", "pncclCommSplit", "pncclGroupEnd"};
+  ASSERT_GE(sequence.size(), two_rounds.size());
+  sequence.resize(two_rounds.size());  // the votes' group follows
+  EXPECT_EQ(sequence, two_rounds);
+  EXPECT_EQ(split_order, (std::vector<ncclComm_t>{low, twin, high})) << "the placements' order, not the batch's";
+  ASSERT_EQ(seen.size(), 3u);
+  for (const SplitPlacements::Lookup& l : seen) EXPECT_FALSE(l.ambiguous) << "the tuner saw both placements at once";
+  for (const ncclComm_t comm : {low, high, twin})
+    if (std::shared_ptr<CommState> st = CommRegistry::instance().remove(comm))
+      if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
+  stub_nccl::reset();
 }
 
 // Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
