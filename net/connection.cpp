@@ -238,7 +238,8 @@ void Connection::move_on_caller() {
   // follow on every lane), each as far as its socket takes without blocking and about
   // kCallerPassBytes at most, so every socket gets its share (each lane's front is the
   // oldest request's) and one call never holds the proxy thread for long.
-  const size_t pass_bytes = std::max(kCallerPassBytes, chunk_bytes_);
+  // With progress threads the pass holds mutex_ they wait on: one chunk, as measured there.
+  const size_t pass_bytes = thread_count_ == 0 ? std::max(kCallerPassBytes, chunk_bytes_) : chunk_bytes_;
   for (int l = 0; l < int(lanes_.size()); ++l) {
     Lane& lane = lanes_[l];
     size_t moved = 0;

@@ -129,8 +129,9 @@ class Connection {
   // far as the sockets take them without blocking and at most kCallerPassBytes a lane, then
   // wakes the threads of the lanes left with their work.
   void move_on_caller();
-  // What one pass of the caller moves on a lane at most (it stops after the item that
-  // crosses it), or one chunk when chunks are larger. A bound makes a proxy thread that
+  // What one pass of the caller moves on a lane at most without progress threads (it stops
+  // after the item that crosses it), or one chunk when chunks are larger; with threads, which
+  // wait on mutex_ while it runs, one chunk. A bound makes a proxy thread that
   // serves both directions of a ring turn from one socket to the other before either runs
   // dry: unbounded (the Socket design), both ways at once run 13-25 % slower than this from
   // 4 MiB on the build machine; bounded at one 512 KiB chunk (one NCCL Simple step a pass),
