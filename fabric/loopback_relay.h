@@ -25,7 +25,8 @@ std::vector<net::SocketAddress> launcher_loopback_addresses(const std::vector<st
 // It is no child of the caller (the caller is about to exec the rank's program) and ends
 // when process `owner` does. Returns once the listeners exist; throws FabricError naming the
 // address when one cannot be made (another relay of the same namespace shares it:
-// SO_REUSEPORT).
+// SO_REUSEPORT). The relay keeps none of the caller's descriptors: not the fabric's entry
+// lock the caller holds until its exec, which would hold the fabric for the job's life.
 void start_loopback_relay(const std::string& netns_path, const std::vector<net::SocketAddress>& addresses,
                           pid_t owner);
 

@@ -282,9 +282,11 @@ int run_status(const Args& a) {
 int run_exec(const Args& a) {
   expect_positional(a, 1, 1, "an endpoint and -- COMMAND");
   if (a.command.empty()) throw std::invalid_argument("fabric exec: give the command after --");
-  const LiveFabric f = LiveFabric::open(a.name);
+  // The entry lock from before the record is read until the exec below: no `down` in between.
+  const std::string name = LiveFabric::open(a.name).name();  // the one fabric, when none is named
+  const FabricEntryLock entering(name);
+  const LiveFabric f = LiveFabric::open(name);
   const auto& e = f.plan().endpoints[f.endpoint(a.positional[0])];
-  const FabricEntryLock entering(f.name());  // until the exec below: no `down` in between
   become_endpoint_host(f.plan().ns_of(e).name, e.host);
   ::setenv("TOPOCOLL_FABRIC", f.name().c_str(), 1);
   ::setenv("TOPOCOLL_FABRIC_ENDPOINT", e.id.c_str(), 1);

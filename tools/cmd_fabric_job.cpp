@@ -235,7 +235,11 @@ int fabric_rank_exec(std::span<const std::string> args) {
         "fabric rank-exec: no launcher told this process its rank (TOPOCOLL_RANK, OMPI_COMM_WORLD_RANK, "
         "PMI_RANK, PMIX_RANK, SLURM_PROCID or RANK, with the size); start it under mpirun, srun or torchrun, "
         "or start the whole job with `topocoll fabric run`");
-  const LiveFabric f = LiveFabric::open(a.name);
+  // The fabric's entry lock from before its record is read until the exec below: no `down`
+  // (and no `up` of the same name after it) between what this rank reads and its entering.
+  const std::string name = LiveFabric::open(a.name).name();  // the one fabric, when none is named
+  const FabricEntryLock entering(name);
+  const LiveFabric f = LiveFabric::open(name);
   const std::vector<int> endpoints = sched::place_job(f.topology(), who->nranks, a.placement);
   if (a.job.topology_file.empty()) a.job.topology_file = f.emulated_topology_file();
   const std::vector<std::string> inherited = process_environment();
@@ -272,9 +276,7 @@ int fabric_rank_exec(std::span<const std::string> args) {
   if (s.rank == 0)
     for (const auto& note : s.notes) std::fprintf(stderr, "topocoll fabric: %s\n", note.c_str());
 
-  start_loopback_relay(net::netns_path(s.netns), relayed, ::getpid());
-
-  const FabricEntryLock entering(f.name());  // until the exec below: no `down` in between
+  start_loopback_relay(net::netns_path(s.netns), relayed, ::getpid());  // it closes the lock's copy
   become_endpoint_host(s.netns, s.hostname);
   std::vector<std::string> environment = merged_environment(inherited, s);
   std::vector<char*> envp;

@@ -102,6 +102,16 @@ TEST(FabricJob, RankExecRunsTheProgramInItsEndpointsNamespaceUnderItsHostName) {
   const auto nv = values_in(n.output);
   EXPECT_EQ(nv.at("IFNAME"), "=lo-nic0");
   EXPECT_NE(nv.at("ADDRS").find("10.1.0.2/32"), std::string::npos) << n.output;
+  // A rank's loopback relay keeps no hold on the fabric (the rank takes its entry lock before
+  // starting it): `down` ends such a running job at once, instead of failing after its wait
+  // for processes entering.
+  const auto relaying = shell_run("(TOPOCOLL_RANK=0 TOPOCOLL_NRANKS=1 " + kCli +
+                                  " fabric rank-exec --name tljobnap --relay-port 1 -- sleep 30 > /dev/null 2>&1 &); "
+                                  "for i in $(seq 50); do [ -n \"$(ip netns pids tf-tljobnap-p0.h0)\" ] && exit 0; "
+                                  "sleep 0.1; done; exit 1");
+  ASSERT_EQ(relaying.status, 0) << "the rank never ran inside: " << relaying.output;
+  const auto nap_down = shell_run(kCli + " fabric down --name tljobnap");
+  EXPECT_EQ(nap_down.status, 0) << nap_down.output;
 
   // No `down` between a process's opening a namespace and its entering it (it would run on in
   // a namespace no name reaches): while `down` holds the fabric, entering is refused ...
