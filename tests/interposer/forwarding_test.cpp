@@ -59,22 +59,29 @@ class Forwarding : public ::testing::Test {
   }
 };
 
-// Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU).
-void insert_served_state(ncclComm_t comm) {
-  topo::BiGraphShape shape;
-  shape.switches_per_group = 2;
-  shape.endpoints_per_switch = 2;
-  auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+// Rank 3 of 8 on a small BiGraph, served (as the init exchange would leave it on a GPU); or
+// on `topology`'s `endpoints` when given.
+CommState* insert_served_state(ncclComm_t comm, std::shared_ptr<const topo::Topology> topology = nullptr,
+                               std::vector<int> endpoints = {}) {
+  if (!topology) {
+    topo::BiGraphShape shape;
+    shape.switches_per_group = 2;
+    shape.endpoints_per_switch = 2;
+    topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
+  }
   auto st = std::make_unique<CommState>();
   st->comm = comm;
   st->nranks = 8;
   st->rank = 3;
   st->device = 0;
   st->topology = topology;
-  st->placement = sched::first_endpoints(*topology, 8);
+  st->placement = endpoints.empty() ? sched::first_endpoints(*topology, 8)
+                                    : sched::explicit_endpoints(*topology, std::move(endpoints));
   st->min_compute_capability = 90;  // an H100's
   st->served = true;
+  CommState* raw = st.get();
   CommRegistry::instance().insert(std::move(st));
+  return raw;
 }
 
 ncclComm_t fake_comm(uintptr_t v) { return reinterpret_cast<ncclComm_t>(v); }
@@ -1113,18 +1120,7 @@ TEST_F(ServedForwarding, SplitsTheTunerCannotTellApartAreMadeOneAtATime) {
   shape.endpoints_per_switch = 2;
   auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
   const auto served = [&](ncclComm_t comm, std::vector<int> endpoints) {
-    auto st = std::make_unique<CommState>();
-    st->comm = comm;
-    st->nranks = 8;
-    st->rank = 3;
-    st->device = 0;
-    st->topology = topology;
-    st->placement = sched::explicit_endpoints(*topology, std::move(endpoints));
-    st->min_compute_capability = 90;
-    st->served = true;
-    CommState* raw = st.get();
-    CommRegistry::instance().insert(std::move(st));
-    return raw;
+    return insert_served_state(comm, topology, std::move(endpoints));
   };
   const ncclComm_t low = fake_comm(0x4100), high = fake_comm(0x4200), twin = fake_comm(0x4300);
   // Second in the batch, first in the placements' order.
