@@ -119,7 +119,8 @@ const std::vector<EnvVariable>& table() {
       count("TOPOCOLL_NET_STALL_TIMEOUT_MS", 0, 24LL * 3600 * 1000, "",
             "never in the net plugin (as NCCL's own transports); TOPOCOLL_NET_TIMEOUT_MS in bench and accept",
             "a message in flight that moves no byte for this many milliseconds fails its request (0 = never)"),
-      size("TOPOCOLL_NET_CHUNK_BYTES", 4 << 10, 64 << 20, "512K", "", "striping unit of a message over the sockets"),
+      size("TOPOCOLL_NET_CHUNK_BYTES", 4 << 10, 64 << 20, "512K", "",
+           "striping unit of a message over the sockets (the net plugin on one socket: 2M when unset)"),
       size("TOPOCOLL_NET_MIN_STRIPE_BYTES", 1, 64 << 20, "64K", "",
            "a message below chunk x sockets spreads evenly in pieces of at least this (1 = every socket); "
            "one of at most this size is one piece, moved by the calling thread"),

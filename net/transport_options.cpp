@@ -47,6 +47,13 @@ TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   // outside cloud NICs, or one per lane mark, whose sockets take different paths.
   if (!env.net_sockets_per_conn && o.threads_per_conn == 0)
     o.sockets_per_conn = std::max<int>(1, int(o.lane_marks.size()));
+  // Unset, on one socket: nothing to stripe, and the chunk only cuts the proxy's send and
+  // receive calls. 512 KiB, one NCCL Simple step per call, streamed both ways at 0.87-0.90x
+  // the Socket design at 512 KiB-1 MiB on the build machine, 2 MiB at par, and ahead from
+  // 4 MiB, where unbounded calls let one direction fill its socket while the other drains
+  // (perf/results/net-plugin-caller-pass-20261128).
+  if (!env.setting("TOPOCOLL_NET_CHUNK_BYTES").is_set() && o.sockets_per_conn == 1)
+    o.chunk_bytes = kOneSocketChunkBytes;
   return o.normalized();
 }
 

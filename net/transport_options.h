@@ -28,6 +28,9 @@ struct TransportOptions {
   // its request (a peer that accepts but never reads, one stopped mid-message); 0 = never.
   int stall_timeout_ms = 60000;
   size_t chunk_bytes = 512 * 1024;  // TOPOCOLL_NET_CHUNK_BYTES: striping unit
+  // The net plugin's chunk on a one-socket connection when the setting is unset
+  // (for_nccl_net_plugin): the most one send or receive call moves.
+  static constexpr size_t kOneSocketChunkBytes = size_t(2) << 20;
   // TOPOCOLL_NET_MIN_STRIPE_BYTES: a message smaller than chunk x sockets spreads evenly
   // over the sockets in pieces of at least this many bytes (1 = always over every socket).
   size_t min_stripe_bytes = 64 * 1024;

@@ -20,9 +20,21 @@ TEST(TransportOptions, OnlyTheNetPluginLeavesSmallMessagesToAPollingCaller) {
   EXPECT_TRUE(plugin.caller_polls) << "NCCL's proxy keeps testing its requests";
   EXPECT_EQ(host.describe().find("caller_polls"), std::string::npos) << host.describe();
   EXPECT_NE(plugin.describe().find("caller_polls"), std::string::npos) << plugin.describe();
-  // The rest is the same environment read the same way.
+  // The rest is the same environment read the same way (the chunk: below).
   EXPECT_EQ(host.min_stripe_bytes, plugin.min_stripe_bytes);
-  EXPECT_EQ(host.chunk_bytes, plugin.chunk_bytes);
+}
+
+// On one socket the chunk stripes nothing and only cuts the proxy's calls: the plugin's is
+// 2 MiB there unless set (perf/results/net-plugin-caller-pass-20261128); with several sockets
+// it stays the striping unit both ends agree on, and a set value is used as set.
+TEST(TransportOptions, ThePluginsOneSocketConnectionsTakeLargerChunksUnlessTold) {
+  const config::Env unset = config::read_env({});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(unset).chunk_bytes, TransportOptions::kOneSocketChunkBytes);
+  EXPECT_EQ(TransportOptions::from_env(unset).chunk_bytes, size_t(512) << 10);
+  const config::Env marks = config::read_env({{"TOPOCOLL_NET_LANE_MARKS", "256,257"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(marks).chunk_bytes, size_t(512) << 10);
+  const config::Env told = config::read_env({{"TOPOCOLL_NET_CHUNK_BYTES", "256K"}});
+  EXPECT_EQ(TransportOptions::for_nccl_net_plugin(told).chunk_bytes, size_t(256) << 10);
 }
 
 // Without progress threads the proxy moves a connection's sockets in turn: one socket, as
