@@ -240,7 +240,10 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       // A process group of its own: what the rank starts (a wrapper's program, workers) is
       // signalled with it, and what it leaves behind is ended with the job.
       if (::setpgid(0, 0) != 0) _exit(125);
-      if (::dup2(no_input, STDIN_FILENO) < 0) _exit(125);
+      // /dev/null may be fd 0 itself (the launcher's stdin was closed): then only its
+      // close-on-exec flag goes.
+      if (no_input == STDIN_FILENO ? ::fcntl(STDIN_FILENO, F_SETFD, 0) < 0 : ::dup2(no_input, STDIN_FILENO) < 0)
+        _exit(125);
       if (netns_fds[r] >= 0 && ::setns(netns_fds[r], CLONE_NEWNET) != 0) _exit(126);
       if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
                            ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))

@@ -3,6 +3,7 @@
 #include "plugin/kept_for_process.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -26,6 +27,7 @@ std::vector<Registered>& registry() {
   return *r;
 }
 uint64_t g_next_id = 1;  // under registry_mutex
+std::atomic<bool> g_consulted{false};
 
 }  // namespace
 
@@ -43,6 +45,7 @@ SplitPlacements::Scope::~Scope() {
 SplitPlacements::Lookup SplitPlacements::find(const topo::Topology& topology, std::size_t nranks,
                                               std::size_t nnodes) {
   Lookup out;
+  g_consulted.store(true);
   std::lock_guard lock(registry_mutex());
   for (const Registered& r : registry()) {
     if (r.endpoint_of_rank.size() != nranks) continue;
@@ -64,6 +67,13 @@ SplitPlacements::Lookup SplitPlacements::find(const topo::Topology& topology, st
     }
   }
   return out;
+}
+
+bool SplitPlacements::consulted() { return g_consulted.load(); }
+
+void SplitPlacements::reserve(std::size_t more) {
+  std::lock_guard lock(registry_mutex());
+  registry().reserve(registry().size() + more);
 }
 
 }  // namespace topocoll::plugin

@@ -6,9 +6,9 @@
 // library, when NCCL_TUNER_PLUGIN names the preloaded one) looks here first. The counts are
 // all NCCL gives it: a communicator of the same counts that another thread makes during the
 // splits' ncclGroupEnd is taken for the split (PyTorch makes its communicators on one thread).
-// Splits of the same counts and different placements are never registered at once: the
-// interposer makes them one placement at a time (ring_comm.cpp split_rounds), so a split's
-// ranks see the same lookup whatever else each of them is splitting.
+// Splits of the same counts and different placements are never registered at once once a
+// tuner consults this: the interposer then makes them one placement at a time (ring_comm.cpp
+// split_rounds), so a split's ranks see the same lookup whatever else each is splitting.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +38,16 @@ class SplitPlacements {
     std::vector<int> endpoint_of_rank;  // the one placement that fits; empty when none or several
     bool ambiguous = false;             // several that differ fit: which one NCCL tunes is unknown
   };
-  // The placement registered now with `nranks` ranks on `nnodes` hosts of `topology`.
+  // The placement registered now with `nranks` ranks on `nnodes` hosts of `topology`. Once
+  // called, consulted() is true for the rest of the process.
   static Lookup find(const topo::Topology& topology, std::size_t nranks, std::size_t nnodes);
+  // Whether a tuner of this process has looked here: NCCL loaded topocoll's tuner and it
+  // tunes. Before the interposer's first split, the user's own communicators were made, each
+  // with a tuner init.
+  static bool consulted();
+  // Room for `more` placements, so registering them allocates nothing (between splits, where
+  // running out of memory on one rank would leave its peers in a split it never makes).
+  static void reserve(std::size_t more);
 };
 
 }  // namespace topocoll::plugin

@@ -35,9 +35,12 @@ namespace {
 // same counts and different placements look alike to it, and it leaves both untuned, while a
 // rank making only one of them tunes it. Ranks of one split tuned differently pick different
 // algorithms and wait for each other. Such a batch is made one placement at a time, in an
-// order every rank agrees on (the placement is the same on every rank of its split), so no
-// two ranks wait for each other's later round; splits of one placement share a round, and
-// without such a clash the batch is one round, as NCCL would make a user's group.
+// order every rank agrees on (the placement is the same on every rank of its split); splits
+// of one placement share a round. Only where topocoll's tuner looks the placements up
+// (SplitPlacements::consulted): the rounds serialize what NCCL would make together, and a
+// rank that met the same two splits in separate batches, in the other order, would wait for
+// this one's later round (docs/usage.md); without the tuner nothing needs it. Without a
+// clash the batch is one round, as NCCL would make a user's group.
 std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>& todo,
                                                   const std::vector<std::vector<int>>& placements) {
   struct Key {
@@ -60,7 +63,7 @@ std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>
       clash = keys[i].same_counts(keys[j]) && placements[i] != placements[j];
   std::vector<std::size_t> order(todo.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (!clash) return {order};
+  if (!clash || !SplitPlacements::consulted()) return {order};
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
   std::vector<std::vector<std::size_t>> rounds;
   for (std::size_t i : order) {
@@ -131,12 +134,17 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
   }
   // NCCL's ncclGroupStart and ncclGroupEnd around each round of splits (split_rounds), per split.
   std::vector<ncclResult_t> started(todo.size(), ncclSuccess), ended(todo.size(), ncclSuccess);
-  for (const std::vector<std::size_t>& round : split_rounds(todo, placements)) {
+  // Every round's placements made before the first split: nothing allocates between them.
+  const std::vector<std::vector<std::size_t>> rounds = split_rounds(todo, placements);
+  std::vector<std::vector<std::vector<int>>> round_placements(rounds.size());
+  for (std::size_t k = 0; k < rounds.size(); ++k)
+    for (std::size_t i : rounds[k]) round_placements[k].push_back(placements[i]);
+  SplitPlacements::reserve(todo.size());
+  for (std::size_t k = 0; k < rounds.size(); ++k) {
+    const std::vector<std::size_t>& round = rounds[k];
     // Only while NCCL makes them (their ncclGroupEnd): a communicator of the same counts made
     // later, during the vote below, is not taken for one.
-    std::vector<std::vector<int>> round_placements;
-    for (std::size_t i : round) round_placements.push_back(placements[i]);
-    const SplitPlacements::Scope tuned_in_ring_order(std::move(round_placements));
+    const SplitPlacements::Scope tuned_in_ring_order(std::move(round_placements[k]));
     const ncclResult_t r = pncclGroupStart();
     for (std::size_t i : round) {
       if (r != ncclSuccess) break;

@@ -1111,51 +1111,65 @@ TEST_F(ServedForwarding, TwoCallsOfOneCommunicatorInABatchMakeOneSplit) {
 
 // Two splits of one batch with the same rank and host counts and different placements would
 // look alike to NCCL's tuner on this rank (it leaves both untuned) while a rank making only
-// one tunes it: the ranks of one split would pick different algorithms. They are made one
-// placement at a time, in the placements' order (the same on every rank), each while only
-// its own placement is registered; a batch without such a clash stays one group.
+// one tunes it: the ranks of one split would pick different algorithms. Where topocoll's
+// tuner looks placements up, they are made one placement at a time, in the placements' order
+// (the same on every rank), each while only its own placement is registered; without the
+// tuner, or without such a clash, the batch stays one group, as NCCL would make it.
 TEST_F(ServedForwarding, SplitsTheTunerCannotTellApartAreMadeOneAtATime) {
   topo::BiGraphShape shape;
   shape.switches_per_group = 4;
   shape.endpoints_per_switch = 2;
   auto topology = std::make_shared<const topo::Topology>(topo::generate_bigraph(shape));
-  const auto served = [&](ncclComm_t comm, std::vector<int> endpoints) {
-    return insert_served_state(comm, topology, std::move(endpoints));
+  struct Batch {
+    std::vector<std::string> sequence;    // group starts and ends, splits
+    std::vector<ncclComm_t> split_order;
+    std::vector<SplitPlacements::Lookup> seen;  // the tuner's lookup during each split
   };
-  const ncclComm_t low = fake_comm(0x4100), high = fake_comm(0x4200), twin = fake_comm(0x4300);
-  // Second in the batch, first in the placements' order.
-  CommState* a = served(high, {8, 9, 10, 11, 12, 13, 14, 15});
-  CommState* b = served(low, {0, 1, 2, 3, 4, 5, 6, 7});
-  CommState* c = served(twin, {0, 1, 2, 3, 4, 5, 6, 7});  // b's placement: one round with b
-  std::vector<SplitPlacements::Lookup> seen;
-  std::vector<std::size_t> hosts_of_split;
-  stub_nccl::reset();
-  stub_nccl::set_split_hook([&] {
-    const std::vector<Call> calls = stub_nccl::calls();
-    const CommState* st = CommRegistry::instance().find(calls.back().comm);
-    std::set<int> hosts;
-    for (int e : st->placement.endpoint_of_rank) hosts.insert(topology->endpoints()[std::size_t(e)].host_index);
-    seen.push_back(SplitPlacements::find(*topology, 8, hosts.size()));
-  });
-  create_ring_comms({a, b, c}, WaitLimit{});
-  std::vector<std::string> sequence;
-  std::vector<ncclComm_t> split_order;
-  for (const Call& call : stub_nccl::calls()) {
-    if (call.fn == "pncclGroupStart" || call.fn == "pncclGroupEnd" || call.fn == "pncclCommSplit") sequence.push_back(call.fn);
-    if (call.fn == "pncclCommSplit") split_order.push_back(call.comm);
-  }
+  // Three served communicators: `high` second in the batch and first in the placements'
+  // order, `twin` with `low`'s placement.
+  const auto make_batch = [&](uintptr_t base) {
+    const ncclComm_t low = fake_comm(base + 0x100), high = fake_comm(base + 0x200), twin = fake_comm(base + 0x300);
+    CommState* a = insert_served_state(high, topology, {8, 9, 10, 11, 12, 13, 14, 15});
+    CommState* b = insert_served_state(low, topology, {0, 1, 2, 3, 4, 5, 6, 7});
+    CommState* c = insert_served_state(twin, topology, {0, 1, 2, 3, 4, 5, 6, 7});
+    Batch out;
+    stub_nccl::reset();
+    stub_nccl::set_split_hook([&] {
+      const CommState* st = CommRegistry::instance().find(stub_nccl::calls().back().comm);
+      std::set<int> hosts;
+      for (int e : st->placement.endpoint_of_rank) hosts.insert(topology->endpoints()[std::size_t(e)].host_index);
+      // As the tuner would look (and from now on it counts as consulted).
+      out.seen.push_back(SplitPlacements::find(*topology, 8, hosts.size()));
+    });
+    create_ring_comms({a, b, c}, WaitLimit{});
+    for (const Call& call : stub_nccl::calls()) {
+      if (call.fn == "pncclGroupStart" || call.fn == "pncclGroupEnd" || call.fn == "pncclCommSplit")
+        out.sequence.push_back(call.fn);
+      if (call.fn == "pncclCommSplit") out.split_order.push_back(call.comm);
+    }
+    for (const ncclComm_t comm : {low, high, twin})
+      if (std::shared_ptr<CommState> st = CommRegistry::instance().remove(comm))
+        if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
+    stub_nccl::reset();
+    out.sequence.resize(std::min<std::size_t>(out.sequence.size(), 7));  // the votes' group follows
+    return std::make_pair(out, std::vector<ncclComm_t>{low, twin, high});
+  };
+  const std::vector<std::string> one_group = {"pncclGroupStart", "pncclCommSplit", "pncclCommSplit",
+                                              "pncclCommSplit", "pncclGroupEnd"};
   const std::vector<std::string> two_rounds = {"pncclGroupStart", "pncclCommSplit", "pncclCommSplit", "pncclGroupEnd",
                                                "pncclGroupStart", "pncclCommSplit", "pncclGroupEnd"};
-  ASSERT_GE(sequence.size(), two_rounds.size());
-  sequence.resize(two_rounds.size());  // the votes' group follows
-  EXPECT_EQ(sequence, two_rounds);
-  EXPECT_EQ(split_order, (std::vector<ncclComm_t>{low, twin, high})) << "the placements' order, not the batch's";
-  ASSERT_EQ(seen.size(), 3u);
-  for (const SplitPlacements::Lookup& l : seen) EXPECT_FALSE(l.ambiguous) << "the tuner saw both placements at once";
-  for (const ncclComm_t comm : {low, high, twin})
-    if (std::shared_ptr<CommState> st = CommRegistry::instance().remove(comm))
-      if (ncclComm_t ring = st->ring_comm.exchange(nullptr)) pncclCommDestroy(ring);
-  stub_nccl::reset();
+  if (!SplitPlacements::consulted()) {
+    // Decided before the hook's first lookup, which then marks the tuner consulted.
+    const auto [untuned, _] = make_batch(0x4000);
+    EXPECT_EQ(std::vector<std::string>(untuned.sequence.begin(), untuned.sequence.begin() + 5), one_group)
+        << "no tuner looks the placements up: one group, as NCCL would make it";
+  }
+  ASSERT_TRUE(SplitPlacements::consulted());
+  const auto [tuned, placements_order] = make_batch(0x5000);
+  EXPECT_EQ(tuned.sequence, two_rounds);
+  EXPECT_EQ(tuned.split_order, placements_order) << "the placements' order, not the batch's";
+  ASSERT_EQ(tuned.seen.size(), 3u);
+  for (const SplitPlacements::Lookup& l : tuned.seen) EXPECT_FALSE(l.ambiguous) << "the tuner saw both placements at once";
 }
 
 // Sends comm's 4-float allreduce to nccl-topo-ring, which runs through the stub alone (the
