@@ -213,7 +213,8 @@ int run_accept(std::span<const std::string> args) {
         "--ranks and --bootstrap), or use --fabric NAME on an emulated fabric");
   if (!a.options.report_dir.empty()) accept::prepare_report_dir(a.options.report_dir);
   // One rank per endpoint of the fabric (or the ones --endpoints names).
-  const auto f = fabric::LiveFabric::open(a.fabric);
+  const FabricForLaunch opened = open_fabric_for_launch(a.fabric);
+  const fabric::LiveFabric& f = opened.fabric;
   std::vector<int> endpoints = a.topo.empty() ? endpoint_list(f.topology(), a.endpoints) : std::vector<int>{};
   if (endpoints.empty())
     for (int e = 0; e < int(f.topology().endpoints().size()); ++e) endpoints.push_back(e);
@@ -222,7 +223,7 @@ int run_accept(std::span<const std::string> args) {
   const int ranks = int(endpoints.size());
   std::vector<std::string> child_args = {"accept"};
   child_args.insert(child_args.end(), args.begin(), args.end());
-  const auto launch = fabric_launch(f, endpoints, [&](const fabric::FabricEndpoint& e) {
+  const auto launch = fabric_launch(opened, endpoints, [&](const fabric::FabricEndpoint& e) {
     return std::vector<std::string>{"--bind", e.address, "--gpu",
                                     std::to_string(f.topology().endpoints()[e.endpoint].gpu)};
   });

@@ -395,11 +395,11 @@ void check_before_launch(const BenchArgs& a, int nranks) {
 
 // On a fabric every rank runs in its endpoint's namespace, bound to its NIC address.
 exec::LaunchOptions bench_fabric_launch(const BenchArgs& a, int ranks) {
-  const fabric::LiveFabric f = fabric::LiveFabric::open(a.fabric);
-  std::vector<int> endpoints = resolve_endpoints(f.topology(), a.endpoints, ranks);
+  const FabricForLaunch opened = open_fabric_for_launch(a.fabric);
+  std::vector<int> endpoints = resolve_endpoints(opened.fabric.topology(), a.endpoints, ranks);
   if (endpoints.empty())
     for (int r = 0; r < ranks; ++r) endpoints.push_back(r);
-  return fabric_launch(f, endpoints, [](const fabric::FabricEndpoint& e) {
+  return fabric_launch(opened, endpoints, [](const fabric::FabricEndpoint& e) {
     return std::vector<std::string>{"--bind", e.address};
   });
 }

@@ -18,17 +18,30 @@
 
 namespace topocoll::cli {
 
+// A fabric opened to launch ranks into: its entry lock taken before its record is read and
+// held until every rank runs inside (fabric_launch hands it to LaunchOptions::started), so no
+// `fabric down` (nor a down and up of the same name) comes between what the launcher read
+// and its ranks' entering: one opened but not yet entered would run on in a namespace no
+// name reaches.
+struct FabricForLaunch {
+  std::shared_ptr<std::unique_ptr<fabric::FabricEntryLock>> entering;
+  fabric::LiveFabric fabric;
+};
+
+inline FabricForLaunch open_fabric_for_launch(const std::string& name) {
+  const std::string resolved = fabric::LiveFabric::open(name).name();  // the one fabric, when none is named
+  auto entering =
+      std::make_shared<std::unique_ptr<fabric::FabricEntryLock>>(std::make_unique<fabric::FabricEntryLock>(resolved));
+  return {std::move(entering), fabric::LiveFabric::open(resolved)};
+}
+
 inline exec::LaunchOptions fabric_launch(
-    const fabric::LiveFabric& f, const std::vector<int>& endpoints,
+    const FabricForLaunch& opened, const std::vector<int>& endpoints,
     const std::function<std::vector<std::string>(const fabric::FabricEndpoint&)>& extra_args) {
+  const fabric::LiveFabric& f = opened.fabric;
   const auto& plan = f.plan();
   exec::LaunchOptions launch;
-  // No `fabric down` from before the ranks' namespaces are opened (the rendezvous's too)
-  // until every rank runs inside: one opened but not yet entered would run on in a namespace
-  // no name reaches.
-  auto entering = std::make_shared<std::unique_ptr<fabric::FabricEntryLock>>(
-      std::make_unique<fabric::FabricEntryLock>(f.name()));
-  launch.started = [entering] { entering->reset(); };
+  launch.started = [entering = opened.entering] { entering->reset(); };
   launch.bootstrap_host = plan.management_address;
   launch.bootstrap_netns_path = net::netns_path(plan.namespaces[plan.management_ns].name);
   std::string marks;
