@@ -51,13 +51,16 @@ class ForwardedSignalsBlocked {
   ~ForwardedSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
   ForwardedSignalsBlocked(const ForwardedSignalsBlocked&) = delete;
   ForwardedSignalsBlocked& operator=(const ForwardedSignalsBlocked&) = delete;
-  // In the child, before exec: the signals' default actions, then the mask the rank inherits
-  // (a signal sent to its group meanwhile is delivered then and ends it).
-  void restore_in_child() const {
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    for (int sig : kForwardedSignals) ::sigaction(sig, &default_action, nullptr);
+  // In the child, before exec: the signals' default actions (ignored where the launcher's
+  // caller ignored them: nohup), then the mask the rank inherits (a signal sent to its group
+  // meanwhile is delivered then and ends it).
+  void restore_in_child(const bool* ignored) const {
+    for (std::size_t i = 0; i < std::size(kForwardedSignals); ++i) {
+      struct sigaction action {};
+      action.sa_handler = ignored[i] ? SIG_IGN : SIG_DFL;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(kForwardedSignals[i], &action, nullptr);
+    }
     ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
   }
 
@@ -67,7 +70,9 @@ class ForwardedSignalsBlocked {
 
 // While the ranks run, SIGINT, SIGTERM and SIGHUP sent to the launcher alone (`kill`, a
 // scheduler ending the job) reach them too, instead of ending the launcher and leaving them
-// running inside their namespaces; the earlier handlers come back afterwards.
+// running inside their namespaces; the earlier handlers come back afterwards. A signal the
+// launcher's caller ignores (SIGHUP under nohup, SIGINT in a background job) stays ignored,
+// by the launcher and its ranks.
 class StopSignalForwarding {
  public:
   StopSignalForwarding() {
@@ -75,8 +80,13 @@ class StopSignalForwarding {
     struct sigaction forward {};
     forward.sa_handler = note_stop_signal;
     sigemptyset(&forward.sa_mask);
-    for (int i = 0; i < kCount; ++i) ::sigaction(kForwardedSignals[i], &forward, &previous_[i]);
+    for (int i = 0; i < kCount; ++i) {
+      ::sigaction(kForwardedSignals[i], nullptr, &previous_[i]);
+      ignored_[i] = previous_[i].sa_handler == SIG_IGN;
+      if (!ignored_[i]) ::sigaction(kForwardedSignals[i], &forward, nullptr);
+    }
   }
+  const bool* ignored() const { return ignored_; }
   ~StopSignalForwarding() {
     for (int i = 0; i < kCount; ++i) ::sigaction(kForwardedSignals[i], &previous_[i], nullptr);
   }
@@ -86,6 +96,7 @@ class StopSignalForwarding {
  private:
   static constexpr int kCount = int(std::size(kForwardedSignals));
   struct sigaction previous_[kCount] {};
+  bool ignored_[kCount] = {};
 };
 
 // Waits until every child has exec'd or ended: each holds the write end of a close-on-exec
@@ -248,7 +259,7 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       if (hostnames[r] && (::unshare(CLONE_NEWUTS) != 0 ||
                            ::sethostname(hostnames[r], std::strlen(hostnames[r])) != 0))
         _exit(126);
-      blocked.restore_in_child();
+      blocked.restore_in_child(forwarding.ignored());
       ::execve(program.c_str(), argvs[r].data(), envps[r].data());
       _exit(127);
     }

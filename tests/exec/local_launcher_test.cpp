@@ -241,6 +241,23 @@ TEST(LocalLauncher, StartedIsCalledOnceEveryRankRunsNotAtTheEnd) {
     EXPECT_TRUE(fs::exists(dir + "/saw." + std::to_string(r))) << "rank " << r << " ran on while `started` was not called";
 }
 
+// A signal the launcher's caller ignores (SIGHUP under nohup) stays ignored: the launcher
+// does not catch and forward it, and its ranks inherit it ignored.
+TEST(LocalLauncher, ASignalTheCallerIgnoresStaysIgnored) {
+  const ScratchDir scratch("launcher_nohup");
+  const std::string dir = scratch.path();
+  const pid_t launcher = fork_launcher("kill -HUP $$; kill -HUP $PPID; sleep 0.2; echo alive > " + dir +
+                                           "/alive.$TOPOCOLL_RANK",
+                                       2, std::chrono::seconds(20), "",
+                                       [](LaunchOptions&) { ::signal(SIGHUP, SIG_IGN); });
+  ASSERT_GT(launcher, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the ignored SIGHUP ended the job";
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(fs::exists(dir + "/alive." + std::to_string(r))) << "rank " << r;
+}
+
 TEST(LocalLauncher, ALauncherKilledOutrightTakesItsRanksWithIt) {
   const ScratchDir scratch("launcher_killed");
   const std::string dir = scratch.path();
