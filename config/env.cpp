@@ -323,6 +323,7 @@ Env read_env_from(const EnvSource& source) {
       std::holds_alternative<int64_t>(stall))
     e.net_stall_timeout_ms = int(std::get<int64_t>(stall));
   e.net_chunk_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_CHUNK_BYTES");
+  e.net_chunk_bytes_set = e.setting("TOPOCOLL_NET_CHUNK_BYTES").is_set();
   e.net_min_stripe_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_MIN_STRIPE_BYTES");
   e.net_eager_bytes = value_of<int64_t>(e, "TOPOCOLL_NET_EAGER_BYTES");
   e.net_rendezvous = value_of<bool>(e, "TOPOCOLL_NET_RENDEZVOUS");

@@ -110,6 +110,7 @@ struct Env {
   int net_timeout_ms = 0;           // TOPOCOLL_NET_TIMEOUT_MS
   std::optional<int> net_stall_timeout_ms;  // TOPOCOLL_NET_STALL_TIMEOUT_MS; none: the face's
   int64_t net_chunk_bytes = 0;      // TOPOCOLL_NET_CHUNK_BYTES
+  bool net_chunk_bytes_set = false;  // given, not the default (the net plugin's one-socket chunk)
   int64_t net_min_stripe_bytes = 0; // TOPOCOLL_NET_MIN_STRIPE_BYTES
   int64_t net_eager_bytes = 0;      // TOPOCOLL_NET_EAGER_BYTES
   bool net_rendezvous = false;      // TOPOCOLL_NET_RENDEZVOUS

@@ -52,7 +52,7 @@ TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {
   // the Socket design at 512 KiB-1 MiB on the build machine, 2 MiB at par, and ahead from
   // 4 MiB, where unbounded calls let one direction fill its socket while the other drains
   // (perf/results/net-plugin-caller-pass-20261128).
-  if (!env.setting("TOPOCOLL_NET_CHUNK_BYTES").is_set() && o.sockets_per_conn == 1)
+  if (!env.net_chunk_bytes_set && o.sockets_per_conn == 1)
     o.chunk_bytes = kOneSocketChunkBytes;
   return o.normalized();
 }
