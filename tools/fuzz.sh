@@ -16,6 +16,11 @@ cd "$(dirname "$0")/.."
 
 SECONDS_TO_RUN=${1:-20}
 shift || true
+# libFuzzer reads a time it cannot parse as no limit: a target name here would fuzz forever.
+if ! [[ $SECONDS_TO_RUN =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz: '$SECONDS_TO_RUN' is not a number of seconds; usage: bash tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]" >&2
+  exit 2
+fi
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(topology bootstrap handshake eager connect_handle env)
 
