@@ -54,7 +54,8 @@ grep -q "stopping; SMOKE=0 skips it" "$work/smoke.log" || fail "the stop was not
 
 # Stopped from outside (the device's limit, an outer timeout) with no deadline set.
 out=$work/stopped
-timeout 6 env -u NCCL_TESTS_SRC MPS=0 STAGES=check-n8 RESULTS_DIR="$out" RESULTS_TAR="$work/stopped.tgz" \
+# 10 s: on a loaded machine 6 s could end it before its first check had begun.
+timeout 10 env -u NCCL_TESTS_SRC MPS=0 STAGES=check-n8 RESULTS_DIR="$out" RESULTS_TAR="$work/stopped.tgz" \
   RANK_TIMEOUT_S=30 SMOKE=0 bash "$src/perf/gpu/run_all.sh" "$build" > "$work/stopped.log" 2>&1
 grep -q "| check-n8-auto | killed: the script was stopped during it |" "$out/summary.md" ||
   fail "the stopped check has no row: $(cat "$out/summary.md")"
