@@ -217,7 +217,8 @@ int launch_local_group(const std::string& program, const std::vector<std::string
   auto close_launch_fds = [&] {
     close_namespaces();
     ::close(no_input);
-    for (int fd : exec_pipes) ::close(fd);
+    for (int fd : exec_pipes)
+      if (fd >= 0) ::close(fd);  // wait_until_exec closed the ones it read to the end
     exec_pipes.clear();
   };
 
@@ -273,7 +274,6 @@ int launch_local_group(const std::string& program, const std::vector<std::string
   wait_until_exec(exec_pipes, std::chrono::seconds(10));
   close_launch_fds();
   if (options.started) options.started();
-  std::vector<pid_t> groups = pids;  // each rank's process group (its id: the rank's pid)
 
   int result = 0;
   int left = nranks;
@@ -290,12 +290,13 @@ int launch_local_group(const std::string& program, const std::vector<std::string
       if (ended[r]) continue;
       siginfo_t info{};
       if (::waitid(P_PID, id_t(pids[r]), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-        if (errno == EINTR) continue;
+        const int err = errno;
+        if (err == EINTR) continue;
         // A rank no wait can find: it was reaped without us (SIGCHLD ignored, inherited), so
         // its exit status is lost; never reported as success.
-        for (pid_t g : groups) ::kill(-g, SIGKILL);
+        for (pid_t p : pids) ::kill(-p, SIGKILL);  // each rank's process group: its pid
         throw std::runtime_error("launch: " + std::to_string(left) + " rank(s) ended unseen (waitid: " +
-                                 std::strerror(errno) + "): their exit statuses are lost (is SIGCHLD ignored?)");
+                                 std::strerror(err) + "): their exit statuses are lost (is SIGCHLD ignored?)");
       }
       if (info.si_pid != pids[r]) continue;  // still running
       ended[r] = true;
@@ -347,7 +348,7 @@ int launch_local_group(const std::string& program, const std::vector<std::string
   // Every rank has ended: what they started and left running in their groups (a background
   // job, a worker) ends with them, not inside a namespace after the job; then the ranks'
   // zombies are reaped, which frees their ids.
-  for (pid_t g : groups) ::kill(-g, SIGKILL);
+  for (pid_t p : pids) ::kill(-p, SIGKILL);
   for (pid_t p : pids)
     while (::waitpid(p, nullptr, 0) < 0 && errno == EINTR) {
     }

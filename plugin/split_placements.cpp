@@ -48,17 +48,7 @@ SplitPlacements::Lookup SplitPlacements::find(const topo::Topology& topology, st
   g_consulted.store(true);
   std::lock_guard lock(registry_mutex());
   for (const Registered& r : registry()) {
-    if (r.endpoint_of_rank.size() != nranks) continue;
-    std::set<int> hosts;
-    bool known = true;
-    for (int e : r.endpoint_of_rank) {
-      if (e < 0 || e >= int(topology.endpoints().size())) {
-        known = false;
-        break;
-      }
-      hosts.insert(topology.endpoints()[std::size_t(e)].host_index);
-    }
-    if (!known || hosts.size() != nnodes) continue;
+    if (r.endpoint_of_rank.size() != nranks || host_count(topology, r.endpoint_of_rank) != nnodes) continue;
     if (out.endpoint_of_rank.empty() && !out.ambiguous) {
       out.endpoint_of_rank = r.endpoint_of_rank;
     } else if (out.endpoint_of_rank != r.endpoint_of_rank) {
@@ -67,6 +57,16 @@ SplitPlacements::Lookup SplitPlacements::find(const topo::Topology& topology, st
     }
   }
   return out;
+}
+
+std::optional<std::size_t> SplitPlacements::host_count(const topo::Topology& topology,
+                                                        const std::vector<int>& endpoints) {
+  std::set<int> hosts;
+  for (int e : endpoints) {
+    if (e < 0 || e >= int(topology.endpoints().size())) return std::nullopt;
+    hosts.insert(topology.endpoints()[std::size_t(e)].host_index);
+  }
+  return hosts.size();
 }
 
 bool SplitPlacements::consulted() { return g_consulted.load(); }

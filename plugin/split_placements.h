@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "topo/topology.h"
@@ -41,6 +42,9 @@ class SplitPlacements {
   // The placement registered now with `nranks` ranks on `nnodes` hosts of `topology`. Once
   // called, consulted() is true for the rest of the process.
   static Lookup find(const topo::Topology& topology, std::size_t nranks, std::size_t nnodes);
+  // How many hosts of `topology` the endpoints sit on, as the tuner counts nodes; nullopt when
+  // one is not in it.
+  static std::optional<std::size_t> host_count(const topo::Topology& topology, const std::vector<int>& endpoints);
   // Whether a tuner of this process has looked here: NCCL loaded topocoll's tuner and it
   // tunes. Before the interposer's first split, the user's own communicators were made, each
   // with a tuner init.

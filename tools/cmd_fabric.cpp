@@ -18,6 +18,7 @@
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
 #include "tools/command.h"
+#include "tools/fabric_launch.h"
 #include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
 #include "topo/cable_names.h"
@@ -283,9 +284,8 @@ int run_exec(const Args& a) {
   expect_positional(a, 1, 1, "an endpoint and -- COMMAND");
   if (a.command.empty()) throw std::invalid_argument("fabric exec: give the command after --");
   // The entry lock from before the record is read until the exec below: no `down` in between.
-  const std::string name = LiveFabric::open(a.name).name();  // the one fabric, when none is named
-  const FabricEntryLock entering(name);
-  const LiveFabric f = LiveFabric::open(name);
+  const FabricForLaunch opened = open_fabric_for_launch(a.name);
+  const LiveFabric& f = opened.fabric;
   const auto& e = f.plan().endpoints[f.endpoint(a.positional[0])];
   become_endpoint_host(f.plan().ns_of(e).name, e.host);
   ::setenv("TOPOCOLL_FABRIC", f.name().c_str(), 1);

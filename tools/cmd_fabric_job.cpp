@@ -22,13 +22,13 @@
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
 #include "fabric/job_environment.h"
-#include "fabric/fabric_lock.h"
 #include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "fabric/loopback_relay.h"
 #include "fabric/system_command.h"
 #include "net/network_namespace.h"
 #include "sched/job_placement.h"
+#include "tools/fabric_launch.h"
 #include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
 #include "topo/topology_json.h"
@@ -237,9 +237,8 @@ int fabric_rank_exec(std::span<const std::string> args) {
         "or start the whole job with `topocoll fabric run`");
   // The fabric's entry lock from before its record is read until the exec below: no `down`
   // (and no `up` of the same name after it) between what this rank reads and its entering.
-  const std::string name = LiveFabric::open(a.name).name();  // the one fabric, when none is named
-  const FabricEntryLock entering(name);
-  const LiveFabric f = LiveFabric::open(name);
+  const FabricForLaunch opened = open_fabric_for_launch(a.name);
+  const LiveFabric& f = opened.fabric;
   const std::vector<int> endpoints = sched::place_job(f.topology(), who->nranks, a.placement);
   if (a.job.topology_file.empty()) a.job.topology_file = f.emulated_topology_file();
   const std::vector<std::string> inherited = process_environment();

@@ -2,7 +2,8 @@
 // --fabric`: each in its endpoint's host namespace under the host's name, bound to its NIC
 // address, meeting over the management network; where routes stripe (NAP), each
 // connection gets one lane per path, marked so the kernel sends lane j on path j, and every
-// message spreads evenly over them as the model assumes.
+// message spreads evenly over them as the model assumes. open_fabric_for_launch is also how
+// `fabric exec` and `rank-exec` open the fabric they enter.
 #pragma once
 
 #include <functional>

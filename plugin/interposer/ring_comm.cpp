@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <exception>
-#include <set>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -43,33 +43,24 @@ namespace {
 // clash the batch is one round, as NCCL would make a user's group.
 std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>& todo,
                                                   const std::vector<std::vector<int>>& placements) {
-  struct Key {
-    std::size_t ranks, hosts;
-    const std::vector<int>* endpoints;
-    bool operator<(const Key& o) const {
-      return std::tie(ranks, hosts, *endpoints) < std::tie(o.ranks, o.hosts, *o.endpoints);
-    }
-    bool same_counts(const Key& o) const { return ranks == o.ranks && hosts == o.hosts; }
-  };
-  std::vector<Key> keys;
-  for (std::size_t i = 0; i < todo.size(); ++i) {
-    std::set<int> hosts;
-    for (int e : placements[i]) hosts.insert(todo[i]->topology->endpoints().at(std::size_t(e)).host_index);
-    keys.push_back({placements[i].size(), hosts.size(), &placements[i]});
-  }
-  bool clash = false;
-  for (std::size_t i = 0; i < keys.size() && !clash; ++i)
-    for (std::size_t j = i + 1; j < keys.size() && !clash; ++j)
-      clash = keys[i].same_counts(keys[j]) && placements[i] != placements[j];
   std::vector<std::size_t> order(todo.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (!clash || !SplitPlacements::consulted()) return {order};
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  if (!SplitPlacements::consulted()) return {order};
+  // What the tuner tells splits apart by: ranks and hosts (SplitPlacements::find).
+  std::vector<std::pair<std::size_t, std::optional<std::size_t>>> counts;
+  for (std::size_t i = 0; i < todo.size(); ++i)
+    counts.emplace_back(placements[i].size(), SplitPlacements::host_count(*todo[i]->topology, placements[i]));
+  bool clash = false;
+  for (std::size_t i = 0; i < todo.size() && !clash; ++i)
+    for (std::size_t j = i + 1; j < todo.size() && !clash; ++j)
+      clash = counts[i] == counts[j] && placements[i] != placements[j];
+  if (!clash) return {order};
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(counts[a], placements[a]) < std::tie(counts[b], placements[b]);
+  });
   std::vector<std::vector<std::size_t>> rounds;
   for (std::size_t i : order) {
-    if (rounds.empty() || placements[rounds.back().front()] != placements[i] ||
-        !keys[rounds.back().front()].same_counts(keys[i]))
-      rounds.emplace_back();
+    if (rounds.empty() || placements[rounds.back().front()] != placements[i]) rounds.emplace_back();
     rounds.back().push_back(i);
   }
   return rounds;
