@@ -140,34 +140,14 @@ fi
 . "$root/perf/gpu/gpu_env.sh"
 
 # --- MPS: without it every rank waits for its GPU time slice and no timing means anything ---
-# As run_all.sh: a daemon already running is used and left running; device.txt says whether
-# MPS was on. Every control call under `timeout 5`: a wedged client must not hang the trap.
-mps_started=0
-mps_control() { timeout 5 nvidia-cuda-mps-control "$@"; }
-start_mps() {
-  [ "$dry" != 1 ] || return 0
-  if [ "${MPS:-1}" != 1 ]; then echo "MPS: off (MPS=${MPS:-})" >> "$out/device.txt"; return 0; fi
-  if ! command -v nvidia-cuda-mps-control > /dev/null; then
-    echo "MPS: off, nvidia-cuda-mps-control not found: the ranks time-slice the GPU" >> "$out/device.txt"
-    return 0
-  fi
-  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
-  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if echo get_server_list | mps_control > /dev/null 2>&1; then
-    echo "MPS: on, already running ($(date -u +%T)); left running at exit" >> "$out/device.txt"
-  elif mps_control -d; then
-    mps_started=1
-    echo "MPS: on, started for the runs ($(date -u +%T))" >> "$out/device.txt"
-  else
-    echo "MPS: off, nvidia-cuda-mps-control -d failed: the ranks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
-  fi
-}
+# As run_all.sh (perf/gpu/mps.sh): a daemon already running is used and left running.
+# shellcheck source=perf/gpu/mps.sh
+. "$root/perf/gpu/mps.sh"
 fabric_is_up=0
 # shellcheck disable=SC2317  # reached through the trap
 cleanup() {
   [ "$fabric_is_up" = 1 ] && timeout -k 5 60 "$cli" fabric down --name "$fabric" > /dev/null 2>&1
-  [ "$mps_started" = 1 ] && echo quit | mps_control
+  stop_mps
   # The record leaves the machine with the call (COPY_TO, RESULTS_TAR), also when a call is cut short.
   copy_out
 }
@@ -181,7 +161,7 @@ trap cleanup EXIT
   echo "plugin $plugin; NCCL_HOME ${NCCL_HOME:-unset}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
   echo "NT_ARGS=$nt_args BUDGET=$budget RUN_TIMEOUT=$run_timeout"
 } >> "$out/device.txt"
-start_mps
+[ "$dry" = 1 ] || start_mps "the runs"
 
 kind_of() { case $1 in nap*) echo nap ;; *) echo bigraph ;; esac; }
 paths_for() {

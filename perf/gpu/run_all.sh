@@ -182,45 +182,9 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 # shellcheck source=perf/gpu/gpu_build.sh
 . "$root/perf/gpu/gpu_build.sh"
 
-# --- MPS for the benchmark stages ------------------------------------------------------------
-# mps_started: this script started the daemon (and stops it); one already running (an earlier
-# call's, or fabric_nccl_tests.sh's) is used and left as it is. Every control call is under
-# `timeout 5`: a wedged control client must not hang a stage, or the exit trap.
-mps_started=0
-mps_checked=0
-mps_control() { timeout 5 nvidia-cuda-mps-control "$@"; }
-start_mps() {
-  [ "${MPS:-1}" = 1 ] && [ $mps_started = 0 ] && [ $mps_checked = 0 ] || return 0
-  mps_checked=1
-  if ! command -v nvidia-cuda-mps-control > /dev/null; then
-    echo "MPS: off, nvidia-cuda-mps-control not found: the benchmarks time-slice the GPU" >> "$out/device.txt"
-    return 0
-  fi
-  export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
-  export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if echo get_server_list | mps_control > /dev/null 2>&1; then
-    echo "MPS: on, already running ($(date -u +%T)); left running at exit" >> "$out/device.txt"
-  elif mps_control -d; then
-    mps_started=1
-    echo "MPS: on, started for the benchmark stages ($(date -u +%T))" >> "$out/device.txt"
-  else
-    echo "MPS: off, nvidia-cuda-mps-control -d failed: the benchmarks time-slice the GPU ($(date -u +%T))" >> "$out/device.txt"
-  fi
-}
-stop_mps() {
-  mps_checked=0
-  [ $mps_started = 1 ] || return 0
-  echo quit | mps_control
-  cp -r "$CUDA_MPS_LOG_DIRECTORY" "$out/mps-log" 2>/dev/null
-  # Gone before the next stage starts its own (a daemon still shutting down would answer).
-  for _ in $(seq 50); do
-    echo get_server_list | mps_control > /dev/null 2>&1 || break
-    sleep 0.2
-  done
-  mps_started=0
-  echo "MPS: stopped ($(date -u +%T))" >> "$out/device.txt"
-}
+# --- MPS for the benchmark stages (started below, before the first stage that shares the GPU) ---
+# shellcheck source=perf/gpu/mps.sh
+. "$root/perf/gpu/mps.sh"
 nt_background=""  # nccl-tests' build, when it runs beside topocoll's (below)
 # A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off;
 # one stopped from outside (a timeout's TERM) says which check it stopped, and the record is
@@ -356,7 +320,7 @@ want kernels-repeat && {
 # minutes. The kernel stages above ran alone on the GPU, without it; MPS=0 runs these
 # time-sliced too, as the first GPU run did.
 for s in ctest check-small check-n8 check-nap check-variants net bench torch nccl-tests net-vs-socket; do
-  want "$s" && { start_mps; break; }
+  want "$s" && { start_mps "the benchmark stages"; break; }
 done
 
 # --- ranks of the interposer check ------------------------------------------------------------

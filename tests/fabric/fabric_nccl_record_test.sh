@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 if command -v shellcheck > /dev/null; then
   # The routine's scripts, and the environment both source, followed (-x) from the tree's root.
   (cd "$src" && shellcheck -x perf/gpu/fabric_nccl_tests.sh) || fail "shellcheck"
-  (cd "$src" && shellcheck -x -S warning perf/gpu/run_all.sh perf/gpu/gpu_env.sh perf/gpu/fetch_debs.sh) ||
+  (cd "$src" && shellcheck -x -S warning perf/gpu/run_all.sh perf/gpu/gpu_env.sh perf/gpu/mps.sh perf/gpu/fetch_debs.sh) ||
     fail "shellcheck"
 fi
 out=$(DRY_RUN=1 RESULTS_DIR="$work" FABRIC_TOPOLOGIES="bigraph-32" FABRIC_COLLS="all_reduce reduce_scatter" \
