@@ -33,8 +33,16 @@ Schedule log_step_allreduce(int nranks, int64_t count, std::span<const int> orde
       const int r = members[size_t(v)];
       b.send(step, r, members[size_t((v + d) % q)], {src[size_t(v)], 0}, count);
       b.recv(step, r, members[size_t((v - d + q) % q)], tmp, count);
-      b.reduce(step, r, out, {BufRef{src[size_t(v)], 0}, tmp}, count);
-      src[size_t(v)] = Buf::Output;
+      if (q == 2 && v == 1) {
+        // Two core ranks: both add position 0's value to position 1's, in that order, so
+        // their bits agree (NaN payloads too, which a+b and b+a keep differently); the
+        // sum lands where the operand arrived and is copied out at the end.
+        b.reduce(step, r, tmp, {tmp, BufRef{src[size_t(v)], 0}}, count);
+        src[size_t(v)] = Buf::Scratch;
+      } else {
+        b.reduce(step, r, out, {BufRef{src[size_t(v)], 0}, tmp}, count);
+        src[size_t(v)] = Buf::Output;
+      }
     }
     b.touch(step);
   }
@@ -42,7 +50,7 @@ Schedule log_step_allreduce(int nranks, int64_t count, std::span<const int> orde
   const int fin_step = step > 0 ? step - 1 : 0;
   for (int v = 0; v < q; ++v) {
     const int r = members[size_t(v)];
-    if (k == 0) b.copy(fin_step, r, out, {src[size_t(v)], 0}, count);
+    if (k == 0 || src[size_t(v)] == Buf::Scratch) b.copy(fin_step, r, out, {src[size_t(v)], 0}, count);
     b.finalize(fin_step, r, out, count);
     b.need_scratch(r, P > 1 ? count : 0);
   }
@@ -55,8 +63,8 @@ Schedule log_step_allreduce(int nranks, int64_t count, std::span<const int> orde
     }
     b.touch(step++);
   }
-  // Two core ranks add the same two operands (a+b = b+a bitwise); from four on the trees
-  // differ per rank.
+  // Two core ranks add the same two operands in one order; from four on the trees differ
+  // per rank.
   b.set_bitwise_identical(q <= 2);
   return b.finish();
 }

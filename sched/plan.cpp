@@ -155,6 +155,7 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
   }
 
   // auto: cost every applicable algorithm, keep the fastest (ties: the earlier in the list).
+  // An allreduce must end bitwise identical on every rank (below).
   int best = -1;
   std::vector<Generated> kept;
   const AlgorithmShape shape{.collective = r.collective, .nranks = n, .topology = &t,
@@ -170,6 +171,13 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
     }
     try {
       Generated g = generate(t, plan.placement, r.collective, algorithm, count, double(r.bytes), routes);
+      // An allreduce whose ranks end with different bits (each reducing in its own order)
+      // can drift replicas apart (data-parallel weights): never chosen for the user.
+      if (r.collective == Collective::AllReduce && !g.schedule.claims_bitwise_identical) {
+        c.why_not = c.algo + ": " + std::string(kNotBitwiseIdentical);
+        plan.candidates.push_back(std::move(c));
+        continue;
+      }
       ScheduleAnalysis a = analyze_schedule(g.schedule, plan.placement, r.elem_size, routes,
                                             r.cost, {.keep_links = false});
       c.applicable = true;

@@ -23,6 +23,11 @@ namespace topocoll::sched {
 // both): its multipath routes make planning grow with ranks x paths.
 inline constexpr int kMaxNapPlanRanks = 1024;
 
+// Why `auto` passes over an allreduce schedule that does not claim bitwise-identical results
+// on every rank (Schedule::claims_bitwise_identical: the NAP paper's shifted log-step).
+inline constexpr std::string_view kNotBitwiseIdentical =
+    "the ranks would not end with bitwise-identical results (each reduces in its own order)";
+
 struct PlanRequest {
   Collective collective = Collective::AllReduce;
   // A name of the registry (sched/algorithm_registry.h, docs/plan-format.md), or auto.

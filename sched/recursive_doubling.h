@@ -6,8 +6,8 @@
 //
 // Bitwise identical on every rank: at level s the two partners hold the reductions of
 // their halves of a 2^(s+1) group, and both compute op(lower half, upper half) with the
-// operands in that order. Every rank therefore evaluates the same tree (IEEE addition and
-// multiplication are commutative bit for bit; min and max too).
+// operands in that order. Every rank therefore evaluates the same tree, operands in the
+// same order (op(a,b) and op(b,a) differ in the bits of a NaN result).
 //
 // `order` maps virtual rank -> communicator rank (identity when empty). The pairs of step
 // s are exactly halving-doubling's pairs at distance 2^s, so a halving-doubling placement

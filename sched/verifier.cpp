@@ -36,9 +36,14 @@ class Expressions {
   uint64_t leaves(uint32_t e) const { return lc_[e]; }
   size_t size() const { return lc_.size(); }
 
-  // Commutative binary node: (a,b) and (b,a) are one id.
+  // Binary node, operands in order: (a,b) and (b,a) are two ids. IEEE gives a+b and b+a the
+  // same value but not the same bits when both are NaN (x86 keeps the first operand's
+  // payload; topocoll's min/max keep the first NaN), so one order everywhere is what
+  // bitwise identity takes. Each node also names its commutative form (canonical_: the
+  // same tree, each node's operands sorted), which orders cannot tell apart: the set of
+  // contributions is proven once on it, not once per order (halving-doubling reduces each
+  // half of a pair in the other order, P log P ordered trees over one canonical one).
   uint32_t sum(uint32_t a, uint32_t b) {
-    if (a > b) std::swap(a, b);
     const uint64_t key = (uint64_t(a) << 32) | b;  // a >= 1, so key != 0
     size_t mask = table_keys_.size() - 1;
     size_t i = size_t(mix(key)) & mask;
@@ -50,6 +55,11 @@ class Expressions {
     table_keys_[i] = key;
     table_vals_[i] = id;
     if (++table_used_ * 2 > table_keys_.size()) grow();
+    uint32_t ca = canonical_[a], cb = canonical_[b];
+    if (ca > cb) std::swap(ca, cb);
+    // Sorted canonical operands make the node its own commutative form (no recursion past one
+    // level: sum(ca, cb) is such a node).
+    if (ca != a || cb != b) canonical_[id] = sum(ca, cb);
     return id;
   }
 
@@ -58,6 +68,7 @@ class Expressions {
     if (fin_of_[a] == 0) {
       const uint32_t id = add(a, 0, lc_[a], h1_[a], h2_[a], true);
       fin_of_[a] = id;
+      if (canonical_[a] != a) canonical_[id] = finalized(canonical_[a]);
     }
     return fin_of_[a];
   }
@@ -65,6 +76,7 @@ class Expressions {
   // All P contributions exactly once? Count and multiset hash first; then, within the
   // budget, the exact set of distinct leaves (a DAG walk).
   bool complete(uint32_t e, int64_t& budget, bool& exact) {
+    e = canonical_[e];  // the contributions do not depend on the operands' order
     if (state_.size() < lc_.size()) state_.resize(lc_.size() * 2, 0);
     if (state_[e]) return state_[e] == 1;
     bool ok = lc_[e] == uint64_t(nranks_) && h1_[e] == all_h1_ && h2_[e] == all_h2_;
@@ -113,6 +125,7 @@ class Expressions {
     h1_.push_back(h1);
     h2_.push_back(h2);
     fin_.push_back(fin);
+    canonical_.push_back(uint32_t(lc_.size() - 1));  // its own until sum/finalized say otherwise
     return uint32_t(lc_.size() - 1);
   }
   void grow() {
@@ -154,6 +167,7 @@ class Expressions {
   std::vector<uint32_t> a_, b_;
   std::vector<uint64_t> lc_, h1_, h2_;
   std::vector<bool> fin_;
+  std::vector<uint32_t> canonical_;  // the node's commutative form (itself when operands sorted)
   std::vector<uint32_t> fin_of_;
   std::vector<uint8_t> state_;
   std::vector<uint32_t> stamp_, stack_;

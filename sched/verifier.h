@@ -3,9 +3,9 @@
 //
 // Every element of every rank's buffers holds either nothing (uninitialised) or a value:
 // a reduction expression over the ranks' contributions to one element. Expressions are
-// interned trees whose binary nodes are commutative (IEEE sum/prod/min/max give a+b and
-// b+a the same bits) but not associative ((a+b)+c and a+(b+c) differ), with a Finalize
-// node on top. Runs of consecutive elements sharing an expression are stored as one piece,
+// interned trees whose binary nodes keep their operands' order (a+b and b+a are the same
+// value but not the same bits when both are NaN) and are not associative ((a+b)+c and
+// a+(b+c) differ), with a Finalize node on top. Runs of consecutive elements sharing an expression are stored as one piece,
 // so state stays linear in ranks x steps: once a value is finalized (all contributions,
 // exactly once), its piece only remembers "the final value of element e" and its tree goes
 // to one global per-element table, so the finished ranges a rank collects merge.

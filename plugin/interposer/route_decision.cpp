@@ -10,6 +10,7 @@
 #include "exec/engine.h"
 #include "plugin/interposer/nccl_baseline.h"
 #include "plugin/kept_for_process.h"
+#include "plugin/log.h"
 #include "sched/cost_model.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/placement.h"
@@ -165,6 +166,14 @@ std::shared_ptr<const Route> decide_route(const RouteRequest& in, const Interpos
         planned = sched::make_plan(*in.topology, request_for(in, config.schedule_algo, schedule_alpha, true));
       } catch (const std::invalid_argument& e) {
         return nccl_route(forced + " does not apply (" + e.what() + "); using NCCL", nccl_us);
+      }
+      if (c == Collective::AllReduce && !planned.schedule.claims_bitwise_identical) {
+        // Served as asked (the paper's algorithm, for comparison), said once: auto never
+        // picks it (sched/plan.h kNotBitwiseIdentical).
+        TC_ONCE(TC_WARN("%s: allreduce served as forced, but %s; TOPOCOLL_ALGO=auto never picks it",
+                        forced.c_str(), std::string(sched::kNotBitwiseIdentical).c_str()));
+        return schedule_route(std::move(planned), in, nccl_us,
+                              forced + " (" + std::string(sched::kNotBitwiseIdentical) + ")");
       }
       return schedule_route(std::move(planned), in, nccl_us, forced);
     }

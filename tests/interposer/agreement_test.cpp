@@ -247,6 +247,14 @@ TEST_F(RouteDecision, OverridesDecide) {
   cfg.schedule_algo = "hier";
   auto hier = decide_route(input(sched::Collective::AllToAll, 4096), cfg);
   EXPECT_EQ(hier->target, RouteTarget::Nccl);
+  // The NAP paper's log-step allreduce leaves 8 ranks with different bits: served when
+  // forced, saying so; auto never picks it.
+  cfg.schedule_algo = "fc";
+  auto fc = decide_route(input(sched::Collective::AllReduce, 256), cfg);
+  ASSERT_EQ(fc->target, RouteTarget::Schedule) << fc->reason;
+  EXPECT_NE(fc->reason.find("bitwise-identical"), std::string::npos) << fc->reason;
+  cfg.schedule_algo = "rd";
+  EXPECT_EQ(decide_route(input(sched::Collective::AllReduce, 256), cfg)->reason, "TOPOCOLL_ALGO=rd");
   cfg.algo = AlgoChoice::NcclTopoRing;
   EXPECT_EQ(decide_route(input(sched::Collective::ReduceScatter, 4096), cfg)->target, RouteTarget::NcclTopoRing);
   EXPECT_EQ(decide_route(input(sched::Collective::AllToAll, 4096), cfg)->target, RouteTarget::Nccl);

@@ -157,9 +157,10 @@ TEST(Verifier, CatchesInPlaceHazards) {
   for (int q = 0; q < 2; ++q) {
     b.send(0, q, 1 - q, in, 4);
     b.recv(0, q, 1 - q, out, 4);
-    b.reduce(0, q, out, {out, in}, 4);
+    b.reduce(0, q, out, {out, in}, 4);  // partner + own: each rank its own order
     b.finalize(0, q, out, 4);
   }
+  b.set_bitwise_identical(false);
   const Schedule s = b.finish();
   const VerifyResult r = verify(s);
   EXPECT_TRUE(r.ok) << r.error;
@@ -199,14 +200,14 @@ TEST(Verifier, SaysTheShiftedLogStepAllreduceIsNotBitwiseIdentical) {
     EXPECT_FALSE(c.ok);
     EXPECT_NE(c.error.find("claims bitwise-identical"), std::string::npos) << c.error;
   }
-  // Two core ranks add the same two operands: identical (a+b == b+a); N = 3 folds into 2.
+  // Two core ranks add the same two operands in one order: identical; N = 3 folds into 2.
   for (int N : {2, 3}) {
     VerifyResult r = verify(log_step_allreduce(N, 10));
     EXPECT_TRUE(r.ok && r.bitwise_identical) << N << r.error;
   }
 }
 
-TEST(Verifier, TreatsReductionsAsCommutativeButNotAssociative) {
+TEST(Verifier, TreatsReductionsAsNeitherCommutativeNorAssociative) {
   // Three ranks each send their whole vector to rank 0 and rank 1; rank 0 computes
   // (x0+x1)+x2, rank 1 computes x0+(x1+x2): same contributions, different bits.
   ScheduleBuilder b(Collective::AllReduce, "test", 3, 4, 4, 4);
@@ -234,18 +235,29 @@ TEST(Verifier, TreatsReductionsAsCommutativeButNotAssociative) {
   EXPECT_FALSE(r.bitwise_identical);
   EXPECT_NE(r.identity_note.find("rank 0 and rank 1"), std::string::npos) << r.identity_note;
 
-  // x1 + x0 on one rank and x0 + x1 on the other are the same bits.
-  ScheduleBuilder c(Collective::AllReduce, "test", 2, 4, 4, 4);
-  for (int q = 0; q < 2; ++q) {
-    c.send(0, q, 1 - q, in, 4);
-    c.recv(0, q, 1 - q, s0, 4);
-    c.reduce(0, q, out, {q == 0 ? in : s0, q == 0 ? s0 : in}, 4);
-    c.finalize(0, q, out, 4);
-    c.need_scratch(q, 4);
-  }
-  VerifyResult rc = verify(c.finish());
+  // x0 + x1 on both ranks: the same bits.
+  auto pair = [&](bool same_order) {
+    ScheduleBuilder c(Collective::AllReduce, "test", 2, 4, 4, 4);
+    for (int q = 0; q < 2; ++q) {
+      c.send(0, q, 1 - q, in, 4);
+      c.recv(0, q, 1 - q, s0, 4);
+      const bool own_first = q == 0 || !same_order;
+      c.reduce(0, q, out, {own_first ? in : s0, own_first ? s0 : in}, 4);
+      c.finalize(0, q, out, 4);
+      c.need_scratch(q, 4);
+    }
+    c.set_bitwise_identical(same_order);
+    return verify(c.finish());
+  };
+  VerifyResult rc = pair(true);
   EXPECT_TRUE(rc.ok) << rc.error;
   EXPECT_TRUE(rc.bitwise_identical);
+  // x0 + x1 on one rank, x1 + x0 on the other: the same value, but not the same bits when
+  // both are NaN (x86 keeps the first operand's payload, min/max the first NaN).
+  VerifyResult rd = pair(false);
+  EXPECT_TRUE(rd.ok) << rd.error;
+  EXPECT_FALSE(rd.bitwise_identical);
+  EXPECT_NE(rd.identity_note.find("different orders"), std::string::npos) << rd.identity_note;
 }
 
 TEST(Verifier, ReportsStatistics) {
