@@ -47,6 +47,12 @@ std::vector<std::string> parse_job_hosts(const std::string& value) {
   return hosts;
 }
 
+std::string uneven_nodes(const RanksPerNode& per_node) {
+  if (per_node.min == per_node.max) return {};
+  return "its nodes hold " + std::to_string(per_node.min) + " to " + std::to_string(per_node.max) +
+         " ranks (NCCL's NVLink-domain sizes), not one count on every host, so which rank runs where is unknown";
+}
+
 CommunicatorFit fit_communicator(const topo::Topology& topology, size_t nranks, size_t nnodes,
                                  const std::vector<std::string>& job_hosts) {
   CommunicatorFit fit;

@@ -1,6 +1,7 @@
-// Does a topology describe the communicator NCCL is tuning? NCCL tells a tuner only nRanks
-// and nNodes (not which host or GPU each rank is), so the rule is on counts, and the rank
-// numbering is the launchers' convention NCCL's own rings assume: host by host.
+// Does a topology describe the communicator NCCL is tuning? NCCL tells a tuner nRanks and
+// nNodes (v5: also the smallest and largest node's rank count), not which host or GPU each
+// rank is, so the rule is on counts, and the rank numbering is the launchers' convention
+// NCCL's own rings assume: host by host.
 //
 //   the job's hosts are known (TOPOCOLL_TUNER_HOSTS, in rank order) and nNodes == their
 //   number: rank r runs on job host r / ppn, ppn = nRanks / nNodes, each of them a topology
@@ -26,6 +27,18 @@
 #include "topo/topology.h"
 
 namespace topocoll::plugin::tuner {
+
+// How many ranks NCCL's smallest and largest node hold (tuner v5's ncclNvlDomainInfo_v5_t:
+// NCCL 2.28 sets it from the communicator's local rank counts before the tuner's init).
+struct RanksPerNode {
+  size_t min = 0, max = 0;
+};
+
+// Why a communicator whose nodes hold different numbers of ranks is not tuned (empty when
+// they hold the same, or when NCCL gave zeros): the counts rule below assumes nRanks / nNodes
+// on every host, so a 3 + 5 communicator of a 4 + 4 topology would be tuned for rings and
+// trees it does not run.
+std::string uneven_nodes(const RanksPerNode& per_node);
 
 struct CommunicatorFit {
   std::optional<sched::Placement> placement;  // set when the topology describes the communicator

@@ -54,7 +54,8 @@ std::string entry_name(int algo, int proto) {
 }  // namespace
 
 std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnodes,
-                                                     const ncclTunerConstants_v5_t* constants) noexcept {
+                                                     const ncclTunerConstants_v5_t* constants,
+                                                     const RanksPerNode* per_node) noexcept {
   std::unique_ptr<TopologyTuner> tuner;
   try {
     tuner.reset(new TopologyTuner());
@@ -96,6 +97,12 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
       warn_once(about("more than the " + std::to_string(kMaxTunedRanks) +
                       " ranks the tuner models within its init budget; NCCL's cost tables are left as NCCL makes them"));
       return tuner;
+    }
+    if (per_node) {
+      if (const std::string why = uneven_nodes(*per_node); !why.empty()) {
+        info_once(about(why + "; the tuner changes nothing"));
+        return tuner;
+      }
     }
     std::shared_ptr<const topo::Topology> topology = context.topology;
     // A topology-ordered split the interposer is making now: its counts are its parent's,
@@ -170,8 +177,8 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
 }
 
 ncclResult_t TopologyTuner::init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
-                                         void** context) noexcept {
-  *context = create(nranks, nnodes, constants).release();
+                                         void** context, const RanksPerNode* per_node) noexcept {
+  *context = create(nranks, nnodes, constants, per_node).release();
   return *context ? ncclSuccess : ncclSystemError;
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "plugin/nccl_api/tuner_v5.h"
+#include "plugin/tuner/communicator_fit.h"
 #include "plugin/tuner/tuner_api_mapping.h"
 #include "sched/nccl_algorithm_model.h"
 
@@ -25,11 +26,12 @@ class TopologyTuner {
   // that changes nothing where the rules say so (no topology, a communicator it does not
   // describe: the same on every rank); nullptr when this rank ran out of host memory building
   // what its peers build, for NCCL's init to fail (init_context).
-  static std::unique_ptr<TopologyTuner> create(size_t nranks, size_t nnodes,
-                                               const ncclTunerConstants_v5_t* constants) noexcept;
+  // `per_node`: the ranks of NCCL's smallest and largest node (v5 only; nullptr = unknown).
+  static std::unique_ptr<TopologyTuner> create(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
+                                               const RanksPerNode* per_node = nullptr) noexcept;
   // NCCL's init: *context = create(...), ncclSystemError when it is null.
   static ncclResult_t init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
-                                   void** context) noexcept;
+                                   void** context, const RanksPerNode* per_node = nullptr) noexcept;
 
   bool active() const { return model_.has_value(); }
   const sched::NcclAlgorithmModel* model() const { return model_ ? &*model_ : nullptr; }

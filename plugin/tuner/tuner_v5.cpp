@@ -1,6 +1,7 @@
 // ncclTunerPlugin_v5: the symbol NCCL 2.28 looks for first. init also receives NCCL's
 // latency constants, which the model uses in place of its built-in copy of the defaults
-// (they are read, never changed).
+// (they are read, never changed), and the ranks of its smallest and largest node: a
+// communicator with uneven nodes is left untuned (communicator_fit.h uneven_nodes).
 #include "plugin/log.h"
 #include "plugin/nccl_api/tuner_v5.h"
 #include "plugin/tuner/topology_tuner.h"
@@ -10,11 +11,16 @@ namespace topocoll::plugin::tuner {
 namespace {
 
 ncclResult_t init_v5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
-                     ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
+                     ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t* nvlDomainInfo,
                      ncclTunerConstants_v5_t* constants) {
   if (!context) return ncclInvalidArgument;
   if (logFunction) set_nccl_logger(logFunction);
-  return TopologyTuner::init_context(nRanks, nNodes, constants, context);
+  // NCCL 2.28 (init.cc) fills it from the communicator's smallest and largest local rank
+  // counts; negative counts would be NCCL's bug, read as unknown.
+  RanksPerNode per_node;
+  const bool known = nvlDomainInfo && nvlDomainInfo->minRanksPerNvlDomain > 0 && nvlDomainInfo->maxRanksPerNvlDomain > 0;
+  if (known) per_node = {size_t(nvlDomainInfo->minRanksPerNvlDomain), size_t(nvlDomainInfo->maxRanksPerNvlDomain)};
+  return TopologyTuner::init_context(nRanks, nNodes, constants, context, known ? &per_node : nullptr);
 }
 
 ncclResult_t get_coll_info_v5(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,

@@ -267,6 +267,28 @@ TEST_F(TunerPlugin, CommunicatorTheTopologyDoesNotDescribeIsLeftAlone) {
   ncclTunerPlugin_v5.finalize(ctx);
 }
 
+// NCCL 2.28's v5 init says how many ranks its smallest and largest node hold: 128 ranks on
+// 16 nodes of bigraph-16x8 (8 GPUs each) with 7 to 9 per node match the counts but not the
+// hosts, and are left alone; 8 on every node are tuned.
+TEST_F(TunerPlugin, NodesHoldingDifferentRankCountsAreLeftAlone) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-16x8")}});
+  ncclTunerConstants_v5_t constants = nccl_constants();
+  void* uneven = nullptr;
+  ncclNvlDomainInfo_v5_t seven_to_nine{16, 7, 9};
+  ASSERT_EQ(ncclTunerPlugin_v5.init(&uneven, 1, 128, 16, fake_logger, &seven_to_nine, &constants), ncclSuccess);
+  expect_no_change(uneven);
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "its nodes hold 7 to 9 ranks").size(), 1u);
+  ncclTunerPlugin_v5.finalize(uneven);
+  void* even = nullptr;
+  ncclNvlDomainInfo_v5_t eight{16, 8, 8};
+  ASSERT_EQ(ncclTunerPlugin_v5.init(&even, 2, 128, 16, fake_logger, &eight, &constants), ncclSuccess);
+  Table t;
+  EXPECT_TRUE(changes(even, ncclFuncAllReduce, size_t(1) << 20, t) || changes(even, ncclFuncAllReduce, 8, t))
+      << "8 ranks on every node: tuned";
+  EXPECT_EQ(logged(NCCL_LOG_INFO, "tuning NCCL's algorithms for 128 ranks on 16 nodes").size(), 1u);
+  ncclTunerPlugin_v5.finalize(even);
+}
+
 TEST_F(TunerPlugin, ACommunicatorOnTheJobsHostsIsTuned) {
   use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")},
            {"TOPOCOLL_TUNER_HOSTS", "s0,s1,s2,s3,s4,s5,s6,s7,s8,s9,s10,s11,s12,s13,s14,s15"}});
