@@ -137,7 +137,11 @@ bounded() {
   if [ -n "${DEADLINE_S:-}" ]; then timeout -k 10 "$(left)" "$@"; else "$@"; fi
 }
 
-current=""  # the check running now, for the exit trap's row when the script is stopped
+# The row a check has while it runs, and keeps when the call ends during it: written before
+# the check starts (and archived), so a call stopped from outside (an outer timeout's TERM, the
+# device's limit, even SIGKILL) leaves the row without needing an exit trap to run; bash was
+# seen killed by the TERM that also ended its check before running its EXIT trap.
+stopped_row() { echo "| $1 | killed: the script was stopped during it | |"; }
 # run NAME CMD...: runs CMD (a program, or a function of this script that bounds its own
 # commands), logs to $out/NAME.log, records pass/fail in the summary.
 run() {
@@ -154,8 +158,9 @@ run() {
     return 1
   fi
   log_cmd "$*"
-  local t0=$SECONDS rc
-  current=$name
+  local t0=$SECONDS rc row
+  stopped_row "$name" >> "$summary"
+  pack_results
   {
     if [ -z "${DEADLINE_S:-}" ] || [ "$1" = ranks ]; then "$@"  # ranks cuts its own limits
     # Another function of this script (the build's), in a shell of its own that timeout can end.
@@ -163,14 +168,15 @@ run() {
     else bounded "$@"; fi
   } > "$out/$name.log" 2>&1
   rc=$?
-  current=""
-  if [ $rc -eq 0 ]; then echo "| $name | pass | $((SECONDS - t0)) s |" >> "$summary"
+  if [ $rc -eq 0 ]; then row="| $name | pass | $((SECONDS - t0)) s |"
   elif [ -n "${DEADLINE_S:-}" ] && [ "$(left)" -le 6 ]; then
     # Ended by the deadline (its timeout, or its ranks' cut RANK_TIMEOUT_S): not a verdict
     # on the check, but no pass either.
-    echo "| $name | FAIL: killed at deadline (DEADLINE_S $DEADLINE_S s; rc $rc) | $((SECONDS - t0)) s |" >> "$summary"
+    row="| $name | FAIL: killed at deadline (DEADLINE_S $DEADLINE_S s; rc $rc) | $((SECONDS - t0)) s |"
     failed=1
-  else echo "| $name | FAIL (rc $rc) | $((SECONDS - t0)) s |" >> "$summary"; failed=1; fi
+  else row="| $name | FAIL (rc $rc) | $((SECONDS - t0)) s |"; failed=1; fi
+  # In place of the running row, whole or not at all (a stop now keeps the running row).
+  { grep -vxF "$(stopped_row "$name")" "$summary"; echo "$row"; } > "$summary.tmp" && mv -f "$summary.tmp" "$summary"
   pack_results
   return $rc
 }
@@ -186,11 +192,10 @@ skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
 # shellcheck source=perf/gpu/mps.sh
 . "$root/perf/gpu/mps.sh"
 nt_background=""  # nccl-tests' build, when it runs beside topocoll's (below)
-# A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off;
-# one stopped from outside (a timeout's TERM) says which check it stopped, and the record is
-# archived (RESULTS_TAR) before and after the waits.
+# A call that ends early (a failed build) still leaves nccl-tests' build whole, and MPS off,
+# and the record is archived (RESULTS_TAR) before and after the waits. Which check a stopped
+# call was running does not depend on this trap (stopped_row).
 on_exit() {
-  [ -z "$current" ] || echo "| $current | killed: the script was stopped during it | |" >> "$summary"
   pack_results
   stop_mps
   [ -z "$nt_background" ] || wait "$nt_background" 2> /dev/null

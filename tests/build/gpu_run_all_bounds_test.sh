@@ -3,7 +3,7 @@
 # stand-in build whose check program passes for 2 ranks and hangs for more:
 #   - the 2-rank smoke check runs first; when it fails, nothing else runs;
 #   - DEADLINE_S ends a hung check ("killed at deadline") and starts nothing in its last 10 s;
-#   - a script stopped from outside still writes the stopped check's row;
+#   - a script stopped from outside (TERM, or KILL: no trap) still has the stopped check's row;
 #   - RESULTS_TAR holds the record after every check and at exit;
 #   - no rank is left running.
 #   gpu_run_all_bounds_test.sh SOURCE_DIR WORK_DIR
@@ -63,4 +63,15 @@ tar -xzf "$work/stopped.tgz" -O stopped/summary.md | grep -q "killed: the script
   fail "RESULTS_TAR lacks the stopped call's record"
 pkill -TERM -f "$marker" 2> /dev/null  # the stopped call's own ranks end at their RANK_TIMEOUT_S
 no_rank_left stopped
+
+# Killed outright (SIGKILL: no trap runs): the row and the archive were written before the check.
+out=$work/killed
+timeout -s KILL 8 env -u NCCL_TESTS_SRC MPS=0 STAGES=check-n8 RESULTS_DIR="$out" RESULTS_TAR="$work/killed.tgz" \
+  RANK_TIMEOUT_S=30 SMOKE=0 bash "$src/perf/gpu/run_all.sh" "$build" > "$work/killed.log" 2>&1
+grep -q "| check-n8-auto | killed: the script was stopped during it |" "$out/summary.md" ||
+  fail "the killed call's check has no row: $(cat "$out/summary.md")"
+tar -xzf "$work/killed.tgz" -O killed/summary.md | grep -q "| check-n8-auto | killed: the script was stopped" ||
+  fail "RESULTS_TAR lacks the killed call's running check"
+pkill -TERM -f "$marker" 2> /dev/null
+no_rank_left killed
 echo "run_all.sh stays inside its bounds"
