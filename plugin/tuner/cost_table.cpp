@@ -12,9 +12,10 @@ namespace topocoll::plugin::tuner {
 
 bool CostTable::set_enabled(int algo, int proto, double time_us) {
   if (!enabled(algo, proto) || !std::isfinite(time_us) || time_us < 0) return false;
-  float v = static_cast<float>(time_us);
-  if (!std::isfinite(v)) return false;
-  data_[algo * num_proto_ + proto] = v;
+  // NCCL searches below 3600000000 us only (enqueue.cc topoGetAlgoInfo, minTime = 1 hour):
+  // an entry written at or above it is never picked, and a table of only such entries fails
+  // the collective ("no algorithm/protocol available"). Longer predictions stay selectable.
+  data_[algo * num_proto_ + proto] = static_cast<float>(std::min(time_us, kBelowNcclsSearchCeilingUs));
   return true;
 }
 

@@ -26,7 +26,9 @@ class CostTable {
   }
   bool enabled(int algo, int proto) const { return contains(algo, proto) && at(algo, proto) >= 0; }
   float at(int algo, int proto) const { return data_[algo * num_proto_ + proto]; }
-  // Writes only over an enabled entry and only a finite value >= 0; returns whether it did.
+  // Writes only over an enabled entry and only a finite value >= 0, capped below NCCL's
+  // search ceiling; returns whether it did.
+  static constexpr double kBelowNcclsSearchCeilingUs = 3.5e9;
   bool set_enabled(int algo, int proto, double time_us);
   // NCCL's own rule: the smallest non-negative entry (first one on ties), or none.
   std::optional<std::pair<int, int>> best() const;

@@ -314,8 +314,12 @@ TEST(TunerCostTable, BestIsNcclsRule) {
   EXPECT_FALSE(view.set_enabled(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, 1.0));
   EXPECT_FALSE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, -2.0));
   EXPECT_FALSE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, std::nan("")));
-  EXPECT_FALSE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1e300));
+  EXPECT_FALSE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, INFINITY));
   EXPECT_EQ(table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 10.0f);
+  // NCCL looks only below 1 hour (3.6e9 us): a longer prediction is written just under it.
+  EXPECT_TRUE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1e300));
+  EXPECT_LT(table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 3600000000.0f);
+  EXPECT_GE(table[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE], 3.4e9f);
   EXPECT_TRUE(view.set_enabled(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1.0));
   EXPECT_EQ(view.best(), std::make_pair(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE));
 }
