@@ -105,6 +105,20 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
       }
     }
     std::shared_ptr<const topo::Topology> topology = context.topology;
+    // A job-host list that is wrong leaves every communicator untuned, the interposer's splits
+    // too: the same on every rank, and said whatever communicators the job makes.
+    const std::vector<std::string> job_hosts = parse_job_hosts(env.tuner_hosts);
+    if (!env.tuner_hosts.empty() && job_hosts.empty()) {
+      // Set, so the launcher meant a numbering: none is not "unset" (the whole topology).
+      warn_once(about("TOPOCOLL_TUNER_HOSTS=" + config::quoted_value(env.tuner_hosts) +
+                      " names no host: the ranks' hosts are unknown; the tuner changes nothing"));
+      return tuner;
+    }
+    CommunicatorFit fit = fit_communicator(*topology, nranks, nnodes, job_hosts);
+    if (!fit.hosts_error.empty()) {
+      warn_once(about(fit.hosts_error + ": the ranks' hosts are unknown; the tuner changes nothing"));
+      return tuner;
+    }
     // A topology-ordered split the interposer is making now: its counts are its parent's,
     // its rank order is not (split_placements.h).
     const SplitPlacements::Lookup split = SplitPlacements::find(*topology, nranks, nnodes);
@@ -113,23 +127,9 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
                       "unknown; the tuner changes nothing"));
       return tuner;
     }
-    CommunicatorFit fit;
     if (!split.endpoint_of_rank.empty()) {
       fit.placement = sched::explicit_endpoints(*topology, split.endpoint_of_rank);
       comm += ", the interposer's topology-ordered split";
-    } else {
-      const std::vector<std::string> job_hosts = parse_job_hosts(env.tuner_hosts);
-      if (!env.tuner_hosts.empty() && job_hosts.empty()) {
-        // Set, so the launcher meant a numbering: none is not "unset" (the whole topology).
-        warn_once(about("TOPOCOLL_TUNER_HOSTS=" + config::quoted_value(env.tuner_hosts) +
-                        " names no host: the ranks' hosts are unknown; the tuner changes nothing"));
-        return tuner;
-      }
-      fit = fit_communicator(*topology, nranks, nnodes, job_hosts);
-    }
-    if (!fit.hosts_error.empty()) {
-      warn_once(about(fit.hosts_error + ": the ranks' hosts are unknown; the tuner changes nothing"));
-      return tuner;
     }
     if (!fit.placement) {
       info_once(about("topology " + topo_file + " does not describe it (" + fit.reason +

@@ -514,6 +514,22 @@ TEST_F(TunerPlugin, TheInterposersSplitIsTunedInItsOwnRankOrder) {
   ncclTunerPlugin_v5.finalize(after);
 }
 
+// A wrong TOPOCOLL_TUNER_HOSTS leaves the interposer's splits untuned too, and is said even
+// when the job makes nothing but splits.
+TEST_F(TunerPlugin, AWrongHostListLeavesTheInterposersSplitUntunedToo) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}, {"TOPOCOLL_TUNER_HOSTS", "s0,s99"}});
+  const auto topology = topo::load_topology_file(example_path("bigraph-32"));
+  const sched::Placement parent = sched::first_endpoints(topology, 32);
+  std::vector<int> split;
+  for (int user_rank : sched::topology_aware_ring(topology, parent))
+    split.push_back(parent.endpoint_of_rank[std::size_t(user_rank)]);
+  const SplitPlacements::Scope making({split});
+  void* ctx = init_v5(32, 32);
+  expect_no_change(ctx);
+  EXPECT_EQ(logged(NCCL_LOG_WARN, "\"s99\", which topology \"bigraph-32\" does not have").size(), 1u);
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
 TEST_F(TunerPlugin, DisabledEntriesAreNeverReEnabled) {
   use_env({{"TOPOCOLL_TOPO_FILE", example_path("nap-4x8")}});
   void* ctx = init_v5(32, 32);
