@@ -5,10 +5,12 @@
 // a reduction expression over the ranks' contributions to one element. Expressions are
 // interned trees whose binary nodes keep their operands' order (a+b and b+a are the same
 // value but not the same bits when both are NaN) and are not associative ((a+b)+c and
-// a+(b+c) differ), with a Finalize node on top. Runs of consecutive elements sharing an expression are stored as one piece,
-// so state stays linear in ranks x steps: once a value is finalized (all contributions,
-// exactly once), its piece only remembers "the final value of element e" and its tree goes
-// to one global per-element table, so the finished ranges a rank collects merge.
+// a+(b+c) differ), with a Finalize node on top. Runs of consecutive elements sharing an
+// expression are stored as one piece, so state stays linear in ranks x steps (halving-
+// doubling: P log P ordered trees, its pairs reducing their halves in opposite orders):
+// once a value is finalized (all contributions, exactly once), its piece only remembers
+// "the final value of element e" and its tree goes to one global per-element table, so the
+// finished ranges a rank collects merge.
 //
 // Checked: matching of every send of step s from a to b with a recv of step s at b from
 // a (same count, in posting order per pair); reads of uninitialised memory; ranges out of
