@@ -61,7 +61,7 @@ class Backend {
   virtual void end_transfers() = 0;
 
   // --- local ops (run after the step's transfers are complete) ------------------------
-  // dst[i] = srcs[0][i] op srcs[1][i] op ... left to right; dst may equal srcs[0].
+  // dst[i] = srcs[0][i] op srcs[1][i] op ... left to right; dst may equal any one source.
   virtual void reduce(const CollectiveBinding& binding, void* dst, const void* const* srcs,
                       int nsrc, int64_t count) = 0;
   // Non-overlapping ranges (dst == src is allowed and is a no-op).

@@ -84,7 +84,15 @@ int append_hd_allreduce(ScheduleBuilder& b, int first_step, std::span<const int>
       b.send(step, r, partner, {src[size_t(v)], base + split.begin(glo)},
              split.begin(ghi) - split.begin(glo));
       b.recv(step, r, partner, tmp, keep_n);
-      b.reduce(step, r, {Buf::Output, keep_off}, {BufRef{src[size_t(v)], keep_off}, tmp}, keep_n);
+      // op(lower's, upper's) on both ranks of the pair: every element's tree has one shape,
+      // whichever rank reduces it (bitwise identity needs one operand order, sched/verifier.h),
+      // so the verifier's trees are shared again. The upper rank's destination is its second
+      // source, which a Reduce allows.
+      const BufRef mine{src[size_t(v)], keep_off};
+      if (upper)
+        b.reduce(step, r, {Buf::Output, keep_off}, {tmp, mine}, keep_n);
+      else
+        b.reduce(step, r, {Buf::Output, keep_off}, {mine, tmp}, keep_n);
       b.need_scratch(r, scratch_base + keep_n);
       src[size_t(v)] = Buf::Output;
       lo[size_t(v)] = klo;
@@ -175,10 +183,12 @@ Schedule hd_reduce_scatter(int nranks, int64_t count, std::span<const int> order
         packed += kr.len;
       }
       packed = 0;
-      for (const Run& kr : keep) {
-        b.reduce(step, r, {Buf::Scratch, kr.offset},
-                 {BufRef{src[size_t(v)], kr.offset}, BufRef{Buf::Scratch, recv_base + packed}},
-                 kr.len);
+      for (const Run& kr : keep) {  // op(lower's, upper's), as in append_hd_allreduce
+        const BufRef mine{src[size_t(v)], kr.offset}, theirs{Buf::Scratch, recv_base + packed};
+        if (upper)
+          b.reduce(step, r, {Buf::Scratch, kr.offset}, {theirs, mine}, kr.len);
+        else
+          b.reduce(step, r, {Buf::Scratch, kr.offset}, {mine, theirs}, kr.len);
         packed += kr.len;
       }
       b.need_scratch(r, recv_base + packed);

@@ -54,7 +54,8 @@ inline constexpr int kMaxReduceInputs = 8;
 //   Send      peer, src, count          (the bytes leave from src)
 //   Recv      peer, dst, count          (the bytes land in dst)
 //   Reduce    dst = srcs[0] op srcs[1] op ... op srcs[nsrc-1], left to right, count elements;
-//             dst may equal srcs[0] (in place). 2 <= nsrc <= kMaxReduceInputs.
+//             dst may equal any one source exactly (in place: each element is read before
+//             it is written). 2 <= nsrc <= kMaxReduceInputs.
 //   Copy      dst = srcs[0], count elements
 //   Finalize  dst[0..count) gets the op's final step (avg: divide by nranks; others: none).
 //             Done exactly once on the value every rank will end up with, so all ranks

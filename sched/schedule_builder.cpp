@@ -113,6 +113,10 @@ void ScheduleBuilder::reduce(int step, int rank, BufRef dst, std::span<const Buf
                              int64_t n) {
   if (n <= 0) return touch(step);
   if (srcs.size() < 2) throw std::logic_error("ScheduleBuilder: reduce needs >= 2 sources");
+  if (srcs.size() > size_t(kMaxReduceInputs))
+    for (size_t i = 1; i < srcs.size(); ++i)
+      if (srcs[i].buf == dst.buf && srcs[i].offset == dst.offset)
+        throw std::logic_error("ScheduleBuilder: a chained reduce's destination may alias its first source only");
   size_t next = 0;
   bool first = true;
   while (next < srcs.size()) {

@@ -71,7 +71,8 @@ class ScheduleBuilder {
   void recv(int step, int rank, int peer, BufRef dst, int64_t n);
   // dst = srcs[0] op srcs[1] op ... left to right. More than kMaxReduceInputs sources are
   // chained (dst = dst op the next ones), which keeps the left-to-right order. dst may
-  // equal srcs[0] only.
+  // equal any one source; with more than kMaxReduceInputs sources, srcs[0] only (a chain's
+  // later op would read the partial result in place of the source).
   void reduce(int step, int rank, BufRef dst, std::span<const BufRef> srcs, int64_t n);
   void reduce(int step, int rank, BufRef dst, std::initializer_list<BufRef> srcs, int64_t n) {
     reduce(step, rank, dst, std::span<const BufRef>(srcs.begin(), srcs.size()), n);

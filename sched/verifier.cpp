@@ -614,8 +614,8 @@ class Verifier {
     for (int k = 0; k < n; ++k) {
       Range src;
       phys(r, op.srcs[size_t(k)], op.count, src, err_);
-      if (overlaps(src, dst) && !(k == 0 && src.lo == dst.lo))
-        return fail(where(r, st, i, op) + ": source " + std::to_string(k) + " overlaps the destination");
+      if (overlaps(src, dst) && src.lo != dst.lo)
+        return fail(where(r, st, i, op) + ": source " + std::to_string(k) + " partly overlaps the destination");
       const int64_t bad = read(buf(r, src.space), src.lo, src.hi, srcs_[size_t(k)]);
       if (bad >= 0)
         return fail(where(r, st, i, op) + ": source " + std::to_string(k) + " reads uninitialised element at offset " +

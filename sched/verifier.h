@@ -6,8 +6,8 @@
 // interned trees whose binary nodes keep their operands' order (a+b and b+a are the same
 // value but not the same bits when both are NaN) and are not associative ((a+b)+c and
 // a+(b+c) differ), with a Finalize node on top. Runs of consecutive elements sharing an
-// expression are stored as one piece, so state stays linear in ranks x steps (halving-
-// doubling: P log P ordered trees, its pairs reducing their halves in opposite orders):
+// expression are stored as one piece, so state stays linear in ranks x steps (the pairwise
+// generators reduce lower rank's operand first on both ranks, so their trees are shared):
 // once a value is finalized (all contributions, exactly once), its piece only remembers
 // "the final value of element e" and its tree goes to one global per-element table, so the
 // finished ranges a rank collects merge.
@@ -15,8 +15,8 @@
 // Checked: matching of every send of step s from a to b with a recv of step s at b from
 // a (same count, in posting order per pair); reads of uninitialised memory; ranges out of
 // bounds; a step's receives overlapping its sends or each other; writes to Input; Reduce
-// sources that are misaligned, already finalized, or overlap the destination (other than
-// dst == srcs[0]); Finalize of an incomplete or already final value; and at the end the
+// sources that are misaligned, already finalized, or partly overlap the destination (a
+// source may be the destination exactly); Finalize of an incomplete or already final value; and at the end the
 // collective's semantics on every rank's Output (allreduce / reduce-scatter: every
 // element holds all P contributions exactly once, finalized exactly once; allgather /
 // all-to-all: the right rank's element in the right place). Bitwise identity: every

@@ -45,7 +45,7 @@ cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const
   }
   emu::check_device_range(dst, bytes, "reduce kernel destination");
   // Declared when the work runs (at each launch of a captured graph): sources read, the
-  // destination written (dst == srcs[0] is both, on one stream: no race with itself).
+  // destination written (dst equal to a source is both, on one stream: no race with itself).
   emu::enqueue(stream, [=] {
     for (int i = 0; i < nsrc; ++i)
       emu::access(inputs[std::size_t(i)], bytes, false, stream, "reduce kernel source");

@@ -51,10 +51,9 @@ TEST(HalvingDoubling, VerifiesAtScaleWithLogarithmicState) {
   EXPECT_TRUE(r.bitwise_identical);
   EXPECT_EQ(r.stats.steps, 28);
   EXPECT_LE(r.stats.max_pieces, 2 * 14 + 2);
-  // Expressions stay O(P log P): each element is reduced once per level, by the rank keeping
-  // its half, own operand first, so the trees of the two halves differ in operand order
-  // (identity needs one order per element, not one order across elements).
-  EXPECT_LE(r.stats.expressions, int64_t(P) * (14 + 1));
+  // One shared tree: both ranks of a pair reduce lower's operand first, so every element's
+  // tree is the same P-1 ordered sums and one finalize, whichever rank computed them.
+  EXPECT_EQ(r.stats.expressions, int64_t(P));
 }
 
 TEST(HalvingDoubling, StepStructure) {

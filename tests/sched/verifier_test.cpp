@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "sched/halving_doubling.h"
 #include "sched/nap_log_step.h"
@@ -165,6 +166,41 @@ TEST(Verifier, CatchesInPlaceHazards) {
   const VerifyResult r = verify(s);
   EXPECT_TRUE(r.ok) << r.error;
   expect_error(s, "overlaps", Aliasing::InPlace);
+}
+
+TEST(Verifier, AllowsAReduceIntoAnyOneSourceButNotAPartOfOne) {
+  // Two ranks reduce x0 + x1 in one order; rank 1 writes the sum over its second source.
+  auto pair = [](int64_t rank1_dst_offset) {
+    ScheduleBuilder b(Collective::AllReduce, "test", 2, 4, 4, 4);
+    const BufRef in{Buf::Input, 0}, out{Buf::Output, 0}, tmp{Buf::Scratch, 0};
+    for (int q = 0; q < 2; ++q) {
+      b.send(0, q, 1 - q, in, 4);
+      b.recv(0, q, 1 - q, q == 0 ? tmp : out, 4);
+      b.need_scratch(q, 8);
+    }
+    b.reduce(0, 0, out, {in, tmp}, 4);
+    b.copy(0, 1, {Buf::Scratch, 2}, in, 4);                       // x1 at Scratch[2, 6)
+    b.reduce(0, 1, {Buf::Scratch, 2 + rank1_dst_offset}, {out, {Buf::Scratch, 2}}, 4);
+    b.copy(0, 1, out, {Buf::Scratch, 2 + rank1_dst_offset}, 4);
+    for (int q = 0; q < 2; ++q) b.finalize(0, q, out, 4);
+    return b.finish();
+  };
+  const VerifyResult exact = verify(pair(0));
+  EXPECT_TRUE(exact.ok) << exact.error;
+  EXPECT_TRUE(exact.bitwise_identical) << exact.identity_note;
+  expect_error(pair(1), "source 1 partly overlaps the destination");
+}
+
+TEST(ScheduleBuilder, AChainedReduceMayAliasItsFirstSourceOnly) {
+  // More than kMaxReduceInputs sources are chained (dst = dst op the next ones): a later
+  // source equal to dst would be read after the chain's first op overwrote it.
+  ScheduleBuilder b(Collective::AllReduce, "test", 1, 4, 4, 4);
+  std::vector<BufRef> srcs;
+  for (int i = 0; i <= kMaxReduceInputs; ++i) srcs.push_back({Buf::Scratch, 4 * int64_t(i)});
+  EXPECT_NO_THROW(b.reduce(0, 0, srcs[0], srcs, 4));
+  EXPECT_THROW(b.reduce(0, 0, srcs[1], srcs, 4), std::logic_error);
+  const std::vector<BufRef> few(srcs.begin(), srcs.begin() + kMaxReduceInputs);
+  EXPECT_NO_THROW(b.reduce(0, 0, few.back(), few, 4));
 }
 
 TEST(Verifier, CatchesWrongAllgatherPlacement) {
