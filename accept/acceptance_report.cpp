@@ -1,6 +1,7 @@
 #include "accept/acceptance_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -20,6 +21,11 @@ std::string fixed(double x, int digits) {
   o.precision(digits);
   o << x;
   return o.str();
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 std::string percent(double ratio) { return fixed(ratio * 100, ratio < 0.1 ? 1 : 0) + " %"; }
@@ -48,15 +54,18 @@ std::string dot_quote(const std::string& s) {
 
 }  // namespace
 
-bool AcceptanceResult::passed() const {
-  if (!aborted.empty()) return false;
-  return std::all_of(phases.begin(), phases.end(), [](const PhaseResult& p) { return p.status != "fail"; });
+std::string AcceptanceResult::verdict() const {
+  auto any = [&](const char* status) {
+    return std::any_of(phases.begin(), phases.end(), [&](const PhaseResult& p) { return p.status == status; });
+  };
+  if (!aborted.empty() || any("fail")) return "fail";
+  return any("incomplete") ? "incomplete" : "pass";
 }
 
 nlohmann::json report_json(const topo::Topology& t, const AcceptanceResult& r) {
   nlohmann::json j;
   j["schema"] = "topocoll-accept/1";
-  j["verdict"] = r.passed() ? "pass" : "fail";
+  j["verdict"] = r.verdict();
   j["topology"] = {{"name", t.name()}, {"file", r.topology_file},
                    {"kind", std::string(topo::to_string(t.kind()))}, {"endpoints", t.endpoints().size()}};
   j["started"] = r.started;
@@ -121,11 +130,11 @@ nlohmann::json report_json(const topo::Topology& t, const AcceptanceResult& r) {
                         {"endpoints", p.endpoint >= 0 ? nlohmann::json::array({t.endpoints()[p.endpoint].id}) : nlohmann::json::array()},
                         {"certainty", "certain"}, {"detail", p.detail}});
   for (const auto& f : r.localization.findings) {
-    // A slow flow the wiring phase re-ran is reported there (or was a passing disturbance).
+    // A slow flow the wiring phase re-ran is reported there (interference, a slow path, or
+    // a passing disturbance).
     if (f.kind == "unexplained" &&
-        std::any_of(r.interference.begin(), r.interference.end(), [&](const InterferenceCheck& c) {
-          return c.in_round.flow.links == f.links && (c.interference || c.alone.ratio() >= r.threshold);
-        }))
+        std::any_of(r.interference.begin(), r.interference.end(),
+                    [&](const InterferenceCheck& c) { return c.in_round.flow.links == f.links; }))
       continue;
     nlohmann::json eps = nlohmann::json::array();
     for (int e : f.endpoints) eps.push_back(t.endpoints()[e].id);
@@ -145,6 +154,15 @@ nlohmann::json report_json(const topo::Topology& t, const AcceptanceResult& r) {
                                          " reached " + percent(c.alone.ratio()) + " alone but " + percent(c.in_round.ratio()) +
                                          " and " + percent(c.again.ratio()) +
                                          " beside its round's flows, which the file keeps off its cables"}});
+    else if (slow_alone(c, r.threshold))
+      findings.push_back({{"phase", "wiring"}, {"kind", "slow path"}, {"cables", link_names(t, c.in_round.flow.links)},
+                          {"endpoints", {t.endpoints()[c.in_round.flow.src].id, t.endpoints()[c.in_round.flow.dst].id}},
+                          {"ratio", c.alone.dead ? 0.0 : c.alone.ratio()},
+                          {"certainty", "slow in its round and alone; each of its cables carried a flow at full rate"},
+                          {"detail", "flow " + t.endpoints()[c.in_round.flow.src].id + " -> " + t.endpoints()[c.in_round.flow.dst].id +
+                                         " reached " + percent(c.in_round.ratio()) + " in its round and " +
+                                         (c.alone.dead ? std::string("nothing") : percent(c.alone.ratio())) +
+                                         " alone: its packets take a route, switch port, MTU or NIC setting the file does not describe"}});
   for (const auto& c : r.collectives)
     if (!c.error.empty() || c.wrong > 0)
       findings.push_back({{"phase", "collectives"}, {"kind", c.wrong > 0 ? "wrong result" : "failed"},
@@ -162,7 +180,7 @@ nlohmann::json report_json(const topo::Topology& t, const AcceptanceResult& r) {
     interference.push_back({{"src", t.endpoints()[c.in_round.flow.src].id}, {"dst", t.endpoints()[c.in_round.flow.dst].id},
                             {"in_round_ratio", c.in_round.ratio()}, {"alone_ratio", c.alone.ratio()},
                             {"again_ratio", c.again.ratio()},
-                            {"interference", c.interference}});
+                            {"interference", c.interference}, {"slow_alone", slow_alone(c, r.threshold)}});
   j["interference"] = interference;
   nlohmann::json coll = nlohmann::json::array();
   for (const auto& c : r.collectives)
@@ -179,7 +197,7 @@ std::string report_text(const topo::Topology& t, const AcceptanceResult& r) {
   o << "topocoll accept: " << t.name() << " (" << r.topology_file << "), " << r.ranks << " ranks, "
     << fixed(r.duration_s, 1) << " s of a " << fixed(r.budget_s, 0) << " s budget, threshold "
     << percent(r.threshold) << "\n";
-  o << "verdict: " << (r.passed() ? "PASS" : "FAIL") << "\n";
+  o << "verdict: " << upper(r.verdict()) << "\n";
   if (!r.aborted.empty()) o << "aborted: " << r.aborted << "\n";
   for (const auto& p : r.phases) o << "  " << p.name << ": " << p.status << " - " << p.summary << "\n";
   const auto json = report_json(t, r);
@@ -215,7 +233,7 @@ std::string report_dot(const topo::Topology& t, const AcceptanceResult& r) {
     if (f.kind == "unreachable endpoint") unreachable_endpoints.insert(f.endpoints.begin(), f.endpoints.end());
   g << "graph acceptance {\n"
     << "  graph [fontname=\"Helvetica\", fontsize=16, labelloc=t, nodesep=0.15, ranksep=1.2, newrank=true,\n"
-    << "         label=" << dot_quote("topocoll accept: " + t.name() + " — " + (r.passed() ? "PASS" : "FAIL") +
+    << "         label=" << dot_quote("topocoll accept: " + t.name() + " — " + upper(r.verdict()) +
                                   "\ncables: green >= " + percent(r.threshold) +
                                   " of expected, orange below, red dead, purple miswired, grey not measured")
     << "];\n  node [fontname=\"Helvetica\", fontsize=9, height=0.3, margin=\"0.04,0.02\"];\n";

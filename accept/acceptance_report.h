@@ -19,7 +19,9 @@ namespace topocoll::accept {
 
 struct PhaseResult {
   std::string name;    // inventory, cables, wiring, collectives
-  std::string status;  // pass, fail, skipped
+  // pass; fail; skipped (not asked for, or ruled out by a failure elsewhere); incomplete
+  // (the budget ended it before it checked everything it should: not a pass)
+  std::string status;
   std::string summary;
 };
 
@@ -48,7 +50,9 @@ struct AcceptanceResult {
   std::vector<CollectiveCheck> collectives;
   std::vector<PhaseResult> phases;
   std::string aborted;  // a rank failed and the run stopped: why
-  bool passed() const;
+  // "fail" when aborted or a phase failed, else "incomplete" when a phase is, else "pass".
+  std::string verdict() const;
+  bool passed() const { return verdict() == "pass"; }
 };
 
 nlohmann::json report_json(const topo::Topology& topology, const AcceptanceResult& result);

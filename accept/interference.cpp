@@ -9,4 +9,8 @@ bool judge_interference(const InterferenceCheck& c, double threshold) {
   return beside < kSharedCableFraction * c.alone.ratio();
 }
 
+bool slow_alone(const InterferenceCheck& c, double threshold) {
+  return c.alone.dead || c.alone.ratio() < threshold;
+}
+
 }  // namespace topocoll::accept

@@ -25,4 +25,9 @@ inline constexpr double kSharedCableFraction = 2.0 / 3.0;
 // round, both times together below kSharedCableFraction of what it reached alone.
 bool judge_interference(const InterferenceCheck& check, double threshold);
 
+// Slow alone as well as in its round, though each of its cables carried a flow at full rate
+// elsewhere: not a slow cable and not a shared one, but a path the file does not describe
+// (a route, an ECMP member, an MTU or a NIC setting). Two slow runs, as a slow cable needs.
+bool slow_alone(const InterferenceCheck& check, double threshold);
+
 }  // namespace topocoll::accept

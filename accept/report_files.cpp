@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
+#include "config/replace_file.h"
 #include "exec/external_program.h"
 
 namespace topocoll::accept {
@@ -22,21 +26,43 @@ bool is_directory(const std::string& path) {
 }
 
 void write_file(const std::string& path, const std::string& contents) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create", path, errno);
-  std::size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      ::close(fd);
-      fail("write", path, error);
-    }
-    done += std::size_t(n);
+  try {
+    config::replace_file(path, contents);
+  } catch (const config::ReplaceFileError& e) {
+    throw ReportError(e.what());
   }
-  // A full disk or a network file system may only say so now.
-  if (::close(fd) != 0) fail("write", path, errno);
+}
+
+// Graphviz writes its PNG by name, through any link at that name: it draws in a directory
+// of our own under the sticky temporary directory (no one else may rename or replace what is
+// in it), and the picture is then put in place like every other report file.
+std::string draw_png(const std::string& dot, std::string* not_drawn) {
+  const char* base = std::getenv("TMPDIR");
+  std::string scratch = std::string(base && *base == '/' ? base : "/tmp") + "/topocoll-dot.XXXXXX";
+  if (!::mkdtemp(scratch.data())) {
+    *not_drawn = "no directory to draw in (" + scratch + ": " + std::strerror(errno) + ")";
+    return "";
+  }
+  const std::string in = scratch + "/topology.dot", out = scratch + "/topology.png";
+  std::string png;
+  try {
+    config::replace_file(in, dot);
+    const exec::ProgramRun run = exec::run_program({"dot", "-Tpng", "-o", out, in});
+    if (run.succeeded()) {
+      std::ifstream f(out, std::ios::binary);
+      png.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (png.empty()) *not_drawn = "Graphviz's dot wrote no picture";
+    } else {
+      *not_drawn = run.started ? "Graphviz's dot failed (exit " + std::to_string(run.exit_code) + ")"
+                               : "no Graphviz for the PNG (" + run.error + ")";
+    }
+  } catch (const config::ReplaceFileError& e) {
+    *not_drawn = e.what();
+  }
+  ::unlink(in.c_str());
+  ::unlink(out.c_str());
+  ::rmdir(scratch.c_str());
+  return png;
 }
 
 }  // namespace
@@ -54,8 +80,12 @@ void prepare_report_dir(const std::string& dir) {
     if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) fail("create", partial, errno);
     if (!is_directory(partial)) throw ReportError("cannot create " + dir + ": " + partial + " is not a directory");
   }
-  const std::string probe = dir + "/.topocoll-write-check." + std::to_string(::getpid());
-  write_file(probe, "");
+  // A fresh file of a unique name (O_EXCL): a link planted at a guessable name is never
+  // followed, nothing outside the directory is created or truncated.
+  std::string probe = dir + "/.topocoll-write-check.XXXXXX";
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0) fail("create a file in", dir, errno);
+  ::close(fd);
   ::unlink(probe.c_str());
 }
 
@@ -64,15 +94,11 @@ WrittenReport write_report_files(const std::string& dir, const std::string& json
   prepare_report_dir(dir);
   write_file(dir + "/report.json", json);
   write_file(dir + "/report.txt", text);
-  const std::string dot_path = dir + "/topology.dot", png_path = dir + "/topology.png";
-  write_file(dot_path, dot);
+  write_file(dir + "/topology.dot", dot);
   WrittenReport written;
-  const exec::ProgramRun run = exec::run_program(
-      {"dot", "-Tpng", "-o", exec::path_argument(png_path), exec::path_argument(dot_path)});
-  written.drawn = run.succeeded();
-  if (!written.drawn)
-    written.not_drawn = run.started ? "Graphviz's dot failed (exit " + std::to_string(run.exit_code) + ")"
-                                    : "no Graphviz for the PNG (" + run.error + ")";
+  const std::string png = draw_png(dot, &written.not_drawn);
+  written.drawn = !png.empty();
+  if (written.drawn) write_file(dir + "/topology.png", png);
   return written;
 }
 

@@ -1,7 +1,9 @@
 // The acceptance report on disk (docs/acceptance.md): report.json, report.txt, topology.dot
 // and, where Graphviz is installed, topology.png, in a directory created with every missing
 // parent. Every open, write and close is checked: a report that cannot be written is an
-// error naming the file and why, never a line saying it was written.
+// error naming the file and why, never a line saying it was written. Each file is replaced
+// whole, never written through a link planted at its name (config/replace_file.h): this
+// runs as root, into directories such as /shared/accept that others may write.
 #pragma once
 
 #include <stdexcept>

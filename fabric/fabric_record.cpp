@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/env.h"
+#include "config/replace_file.h"
 #include "fabric/system_command.h"
 
 namespace topocoll::fabric {
@@ -69,28 +70,6 @@ std::string unsafe_state_dir(const std::string& dir) {
     }
   }
   return "";
-}
-
-// `text` as `path`, whole or not at all, never through a link someone planted: a fresh file
-// of a unique name (O_EXCL), renamed over `path` (rename replaces a link, never follows it).
-void write_atomically(const std::string& path, const std::string& text) {
-  std::string temporary = path + ".tmp.XXXXXX";
-  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
-  if (fd < 0) throw FabricError("cannot create a file beside " + path + ": " + std::strerror(errno));
-  bool ok = ::fchmod(fd, 0644) == 0;
-  for (size_t done = 0; ok && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += size_t(n);
-  }
-  const int error = errno;
-  ::close(fd);
-  if (!ok || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int why = ok ? errno : error;
-    ::unlink(temporary.c_str());
-    throw FabricError("cannot write " + path + ": " + std::strerror(why));
-  }
 }
 
 Fault::Kind parse_kind(const std::string& s) {
@@ -190,12 +169,18 @@ void save_record(const FabricRecord& r) {
       {"faults", faults},
       {"created_unix", r.created_unix},
       {"creator_pid", r.creator_pid}};
-  write_atomically(fabric_record_path(r.name), j.dump(1) + "\n");
+  write_fabric_file(fabric_record_path(r.name), j.dump(1) + "\n");
 }
 
 std::string fabric_files_dir(const std::string& name) { return fabric_file_path(name, ".d"); }
 
-void write_fabric_file(const std::string& path, const std::string& text) { write_atomically(path, text); }
+void write_fabric_file(const std::string& path, const std::string& text) {
+  try {
+    config::replace_file(path, text);
+  } catch (const config::ReplaceFileError& e) {
+    throw FabricError(e.what());
+  }
+}
 
 void remove_record(const std::string& name) {
   ::unlink(fabric_record_path(name).c_str());

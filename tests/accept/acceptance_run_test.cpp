@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -110,16 +111,18 @@ std::string joined(const std::vector<std::string>& lines) {
   return s;
 }
 
-TEST(AcceptanceRun, ARankWithTooLittleBudgetLeftSkipsTheCollectivesForEveryRank) {
-  // Rank 0 has less than the collectives' 10 s minimum left, rank 1 plenty: all skip.
+TEST(AcceptanceRun, ARankWithTooLittleBudgetLeftLeavesTheCollectivesOutForEveryRank) {
+  // Rank 0 has less than the collectives' 10 s minimum left, rank 1 plenty: neither runs
+  // them, and the run is incomplete, not a pass (exit 2 at rank 0, which reports it).
   std::vector<RankRun> runs;
   const auto lines = run_two_ranks({8, 120}, &runs);
   const std::string out = joined(lines);
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(runs[r].error, "") << "rank " << r << "\n" << out;
-    EXPECT_EQ(runs[r].status, 0) << "rank " << r << "\n" << out;
-  }
-  EXPECT_NE(out.find("[collectives] skipped: the budget is spent"), std::string::npos) << out;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(runs[r].error, "") << "rank " << r << "\n" << out;
+  EXPECT_EQ(runs[0].status, 2) << out;
+  EXPECT_EQ(runs[1].status, 0) << out;
+  EXPECT_NE(out.find("[collectives] not run: the budget is spent  INCOMPLETE"), std::string::npos) << out;
+  EXPECT_NE(out.find("verdict: INCOMPLETE"), std::string::npos) << out;
+  EXPECT_EQ(out.find("ms measured"), std::string::npos) << out;
 }
 
 TEST(AcceptanceRun, RanksWithDifferentBudgetsRunTheSameCollectivesAndCheckThem) {
@@ -179,6 +182,28 @@ TEST(AcceptanceReport, EveryMissingDirectoryOfTheReportPathIsCreated) {
   EXPECT_TRUE(fs::exists(dir / "report.json")) << joined(lines);
   EXPECT_TRUE(fs::exists(dir / "report.txt")) << joined(lines);
   EXPECT_TRUE(fs::exists(dir / "topology.dot")) << joined(lines);
+}
+
+TEST(AcceptanceReport, ALinkPlantedAtAReportFileIsReplacedNotWrittenThrough) {
+  // Run as root into a directory others may write: links at the report's names must not
+  // make it overwrite their targets.
+  const ScratchDir scratch("accept_report_links");
+  const fs::path dir = fs::path(scratch.path()) / "report", victim = fs::path(scratch.path()) / "victim";
+  fs::create_directories(dir);
+  { std::ofstream(victim) << "precious\n"; }
+  for (const char* name : {"report.json", "report.txt", "topology.dot", "topology.png"})
+    fs::create_symlink(victim, dir / name);
+  const WrittenReport w = write_report_files(dir.string(), "{}\n", "verdict: PASS\n", "graph {}\n");
+  std::ifstream in(victim);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "precious\n");
+  for (const char* name : {"report.json", "report.txt", "topology.dot"})
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / name))) << name;
+  if (w.drawn) {
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir / "topology.png")));
+  }
+  for (const auto& entry : fs::directory_iterator(dir))  // no temporary or probe file left
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
 }
 
 TEST(AcceptanceReport, AReportThatCannotBeWrittenFailsTheRunSayingWhy) {

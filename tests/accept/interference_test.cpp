@@ -47,6 +47,13 @@ TEST(Interference, AFlowSlowAloneIsNotJudgedHere) {
   EXPECT_FALSE(judge_interference(check(at(0.3), at(0, true), FlowMeasurement{}), 0.8));
 }
 
+TEST(Interference, AFlowSlowAloneIsASlowPath) {
+  EXPECT_TRUE(slow_alone(check(at(0.3), at(0.5), at(0.3)), 0.8));
+  EXPECT_TRUE(slow_alone(check(at(0.3), at(0, true), FlowMeasurement{}), 0.8));
+  EXPECT_FALSE(slow_alone(check(at(0.48), at(0.99), at(0.52)), 0.8));
+  EXPECT_FALSE(slow_alone(check(at(0.77), at(0.8), at(0.79)), 0.8));  // at the threshold: fast
+}
+
 TEST(Interference, TheFractionIsRelativeToWhatTheFlowReachedAlone) {
   // A flow capped at 85 % by its host even alone, at 55 % beside the round: about 2/3 of
   // alone; at 45 %, about half.

@@ -2,6 +2,8 @@
 // finding appears with its phase, and the drawing colours each failing cable.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "accept/acceptance_report.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -63,6 +65,48 @@ TEST(AcceptanceReport, FindingsOfEveryPhaseReachTheJsonTextAndDrawing) {
   EXPECT_NE(dot.find("\"U1\" -- \"L2\" [color=\"#ff7f0e\""), std::string::npos);
   EXPECT_NE(dot.find("\"U0\" -- \"L0\" [color=\"#8e44ad\""), std::string::npos);
   EXPECT_NE(dot.find("s31.g0\\n(no rank)"), std::string::npos);
+}
+
+TEST(AcceptanceReport, ABudgetCutPhaseMakesTheRunIncompleteNotAPass) {
+  const auto t = topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json");
+  AcceptanceResult r;
+  r.phases = {{"inventory", "pass", "32 ranks"}, {"cables", "incomplete", "the budget allowed 1 of 5 rounds"},
+              {"wiring", "skipped", "not asked for"}};
+  EXPECT_EQ(r.verdict(), "incomplete");
+  EXPECT_FALSE(r.passed());
+  EXPECT_EQ(report_json(t, r)["verdict"], "incomplete");
+  EXPECT_NE(report_text(t, r).find("verdict: INCOMPLETE"), std::string::npos);
+  r.phases.push_back({"collectives", "fail", "1 wrong"});
+  EXPECT_EQ(r.verdict(), "fail");  // a failure found outweighs what was left out
+  r.phases.pop_back();
+  r.phases[1].status = "pass";
+  EXPECT_EQ(r.verdict(), "pass");
+  r.aborted = "rank 3: gone";
+  EXPECT_EQ(r.verdict(), "fail");
+}
+
+TEST(AcceptanceReport, AFlowSlowAloneIsASlowPathFindingNotAnUnexplainedOne) {
+  const auto t = topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json");
+  AcceptanceResult r;
+  r.threshold = 0.8;
+  r.localization.links.resize(t.links().size());
+  FlowMeasurement m;
+  m.flow.src = 0;
+  m.flow.dst = 5;
+  m.flow.links = {topo::find_cable(t, "U1->L2").link};
+  m.expected_gbps = 1;
+  m.measured_gbps = 0.4;
+  r.localization.findings.push_back({"unexplained", m.flow.links, {0, 5}, 0.4, "unknown", "slow, every cable cleared"});
+  FlowMeasurement alone = m;
+  alone.measured_gbps = 0.45;
+  r.interference.push_back({m, alone, {}, false});
+  r.phases = {{"wiring", "fail", "1 slow alone too"}};
+  const auto j = report_json(t, r);
+  std::set<std::string> kinds;
+  for (const auto& f : j["findings"]) kinds.insert(f["phase"].get<std::string>() + "/" + f["kind"].get<std::string>());
+  EXPECT_EQ(kinds, (std::set<std::string>{"wiring/slow path"}));
+  EXPECT_EQ(j["interference"][0]["slow_alone"], true);
+  EXPECT_NE(report_text(t, r).find("45 % alone"), std::string::npos) << report_text(t, r);
 }
 
 }  // namespace
