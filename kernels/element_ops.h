@@ -171,9 +171,14 @@ TOPOCOLL_HD T apply_op(T a, T b) {
       return N::from_float(fa + fb);
     else if constexpr (Op == ReduceOp::Prod)
       return N::from_float(fa * fb);
-    else
-      return detail::select_float<Op == ReduceOp::Max>(a, b, fa, fb, N::is_nan(a), N::is_nan(b),
-                                                       N::sign(a));
+    else {
+      // NCCL 2.28: __hmax/__hmin, whose result is the canonical NaN when both are NaN; fp8
+      // through half and back with __NV_SATFINITE (an e5m2 ±inf becomes ±57344). The round
+      // trip through float is exact for every other value.
+      const T m = detail::select_float<Op == ReduceOp::Max>(a, b, fa, fb, N::is_nan(a), N::is_nan(b),
+                                                            N::sign(a));
+      return N::from_float(N::to_float(m));
+    }
   } else {  // float, double
     if constexpr (Op == ReduceOp::Sum || Op == ReduceOp::Avg)
       return a + b;

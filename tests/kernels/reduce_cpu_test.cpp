@@ -220,6 +220,17 @@ TEST(KernelsReduceCpuCases, FloatMaxMinIgnoreNaNAndOrderSignedZeros) {
   EXPECT_EQ(reduce2<std::uint16_t>(DataType::Bfloat16, ReduceOp::Min, {0x3F80}, {0x7FC0})[0], 0x3F80);
   EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E4M3, ReduceOp::Max, {0x7F}, {0x38})[0], 0x38);
   EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E5M2, ReduceOp::Max, {0x80}, {0x00})[0], 0x00);
+  // Both NaN: the canonical NaN, as __hmax/__hmin return it (any NaN is equal to any NaN
+  // in the sweeps, so the bits are checked here). fp8 Max/Min go through half and back
+  // saturating, as NCCL's __nv_fp8_e5m2(__hmax(__half(x), __half(y))): e5m2 ±inf (0x7C,
+  // 0xFC) become ±57344 (0x7B, 0xFB).
+  EXPECT_EQ(reduce2<std::uint16_t>(DataType::Float16, ReduceOp::Max, {0xFE00}, {0x7E01})[0], 0x7FFF);
+  EXPECT_EQ(reduce2<std::uint16_t>(DataType::Bfloat16, ReduceOp::Min, {0xFFC1}, {0x7FC0})[0], 0x7FFF);
+  EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E4M3, ReduceOp::Max, {0xFF}, {0xFF})[0], 0x7F);
+  EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E5M2, ReduceOp::Min, {0xFE}, {0x7D})[0], 0x7F);
+  EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E5M2, ReduceOp::Max, {0x00}, {0x7C})[0], 0x7B);
+  EXPECT_EQ(reduce2<std::uint8_t>(DataType::Fp8E5M2, ReduceOp::Min, {0xFC}, {0x3C})[0], 0xFB);
+  EXPECT_EQ(reduce2<std::uint16_t>(DataType::Float16, ReduceOp::Max, {0x0000}, {0x7C00})[0], 0x7C00);
 }
 
 TEST(KernelsReduceCpuCases, InfinitiesAndOverflow) {

@@ -161,10 +161,14 @@ inline std::uint64_t ref_apply(DataType t, ReduceOp op, std::uint64_t a, std::ui
       return float_bits_of(t, x * y);
     case ReduceOp::Max: case ReduceOp::Min: {
       const bool is_max = op == ReduceOp::Max;
-      if (std::isnan(y)) return a;
-      if (std::isnan(x)) return b;
-      if (x == y) return (std::signbit(x) == is_max) ? b : a;  // max(+0,-0) = +0
-      return (is_max ? x > y : x < y) ? a : b;
+      std::uint64_t r;
+      if (std::isnan(y)) r = a;
+      else if (std::isnan(x)) r = b;
+      else if (x == y) r = (std::signbit(x) == is_max) ? b : a;  // max(+0,-0) = +0
+      else r = (is_max ? x > y : x < y) ? a : b;
+      // Narrow types as NCCL's __hmax/__hmin (both NaN: the canonical NaN) and, for fp8, its
+      // conversion back with saturation (e5m2 ±inf: ±57344): the selected value re-encoded.
+      return narrow_format(t) ? float_bits_of(t, float_value(t, r)) : r;
     }
   }
   return 0;
