@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "config/replace_file.h"
+#include "config/user_files.h"
 #include "exec/external_program.h"
 
 namespace topocoll::accept {
@@ -28,7 +28,7 @@ bool is_directory(const std::string& path) {
 void write_file(const std::string& path, const std::string& contents) {
   try {
     config::replace_file(path, contents);
-  } catch (const config::ReplaceFileError& e) {
+  } catch (const config::UserFileError& e) {
     throw ReportError(e.what());
   }
 }
@@ -56,7 +56,7 @@ std::string draw_png(const std::string& dot, std::string* not_drawn) {
       *not_drawn = run.started ? "Graphviz's dot failed (exit " + std::to_string(run.exit_code) + ")"
                                : "no Graphviz for the PNG (" + run.error + ")";
     }
-  } catch (const config::ReplaceFileError& e) {
+  } catch (const config::UserFileError& e) {
     *not_drawn = e.what();
   }
   ::unlink(in.c_str());

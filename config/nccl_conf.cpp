@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
+
+#include "config/user_files.h"
+#include "config/warnings.h"
 
 namespace topocoll::config {
 
@@ -31,8 +34,14 @@ void add_nccl_conf(std::istream& file, NcclConf& into) {
 NcclConf read_nccl_conf(const std::vector<std::string>& paths) {
   NcclConf conf;
   for (const std::string& path : paths) {
-    std::ifstream file(path);
-    if (file) add_nccl_conf(file, conf);
+    if (::access(path.c_str(), F_OK) != 0) continue;  // absent: NCCL skips it silently
+    try {
+      std::istringstream file(read_user_file(path, kMaxNcclConfBytes, "an NCCL configuration file"));
+      add_nccl_conf(file, conf);
+    } catch (const UserFileError& e) {
+      // A pipe would block this process (inside NCCL's init, under LD_PRELOAD) forever.
+      warn_once(std::string(e.what()) + ": its settings are not read");
+    }
   }
   return conf;
 }

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -32,8 +33,10 @@ std::vector<std::string> nccl_conf_paths(const std::optional<std::string>& conf_
 // Adds one file's lines to `into`, keeping what it holds already.
 void add_nccl_conf(std::istream& file, NcclConf& into);
 
-// The files' settings in NCCL's order (a file that cannot be read is skipped, as NCCL
-// skips it).
+// The files' settings in NCCL's order. A missing file is skipped, as NCCL skips it; one that
+// is not a regular file of at most kMaxNcclConfBytes (a pipe would block, /dev/zero never
+// end) is skipped with one warning naming it.
+inline constexpr std::uint64_t kMaxNcclConfBytes = std::uint64_t(1) << 20;
 NcclConf read_nccl_conf(const std::vector<std::string>& paths);
 
 // This process's: the paths from its NCCL_CONF_FILE and its real user's home directory.

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "config/env.h"
-#include "config/replace_file.h"
+#include "config/user_files.h"
 #include "fabric/system_command.h"
 
 namespace topocoll::fabric {
@@ -177,7 +177,7 @@ std::string fabric_files_dir(const std::string& name) { return fabric_file_path(
 void write_fabric_file(const std::string& path, const std::string& text) {
   try {
     config::replace_file(path, text);
-  } catch (const config::ReplaceFileError& e) {
+  } catch (const config::UserFileError& e) {
     throw FabricError(e.what());
   }
 }

@@ -1,6 +1,9 @@
 #include "net/transport_options.h"
 
 #include <algorithm>
+#include <string>
+
+#include "config/warnings.h"
 
 namespace topocoll::net {
 
@@ -30,7 +33,17 @@ TransportOptions TransportOptions::from_env(const config::Env& env) {
   o.eager_bytes = size_t(env.net_eager_bytes);
   o.rendezvous = env.net_rendezvous;
   o.lane_marks = env.net_lane_marks;
-  return o.normalized();
+  const TransportOptions n = o.normalized();
+  // Settings that only make sense together: said once, not changed silently.
+  if (env.net_threads && n.threads_per_conn < *env.net_threads)
+    config::warn_once("TOPOCOLL_NET_THREADS=" + std::to_string(*env.net_threads) + " is more than the " +
+                      std::to_string(n.sockets_per_conn) + " sockets per connection: " +
+                      std::to_string(n.threads_per_conn) + " threads are used (one socket each at most)");
+  if (n.min_stripe_bytes < o.min_stripe_bytes)
+    config::warn_once("TOPOCOLL_NET_MIN_STRIPE_BYTES=" + std::to_string(o.min_stripe_bytes) +
+                      " is more than the chunk (TOPOCOLL_NET_CHUNK_BYTES, " + std::to_string(n.chunk_bytes) +
+                      "): the chunk size is used");
+  return n;
 }
 
 TransportOptions TransportOptions::for_nccl_net_plugin(const config::Env& env) {

@@ -17,6 +17,7 @@
 #include "exec/rank_environment.h"
 #include "fabric/live_fabric.h"
 #include "tools/command.h"
+#include "tools/cost_flags.h"
 #include "tools/fabric_launch.h"
 #include "tools/flag_value.h"
 #include "tools/split_list.h"
@@ -89,8 +90,7 @@ AcceptArgs parse_args(std::span<const std::string> args) {
     else if (f == "--rank") a.rank = int(config::count_argument(f, value(), 0, 1000000));
     else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, 1000000));
     else if (f == "--bootstrap") a.bootstrap = value();
-    else if (f == "--alpha-us") a.options.cost.alpha_us = config::number_argument(f, value(), 0, 1e9);
-    else if (f == "--alpha-msg-us") a.options.cost.alpha_message_us = config::number_argument(f, value(), 0, 1e9);
+    else if (f == "--alpha-us" || f == "--alpha-msg-us") parse_cost_flag(f, value(), a.options.cost);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
   for (const auto& p : a.options.phases)

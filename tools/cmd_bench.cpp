@@ -35,6 +35,7 @@
 #include "sched/generator.h"
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/cost_flags.h"
 #include "tools/fabric_launch.h"
 #include "tools/flag_value.h"
 #include "tools/split_list.h"
@@ -124,12 +125,6 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   return sizes;
 }
 
-double positive(const std::string& flag, const std::string& text) {
-  const double x = config::number_argument(flag, text, 0, kAny);
-  if (x == 0) throw std::invalid_argument(flag + " " + config::quoted_value(text) + ": expected a number above 0");
-  return x;
-}
-
 BenchArgs parse_args(std::span<const std::string> args) {
   BenchArgs a;
   std::string sizes = "1K:64M";
@@ -162,9 +157,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else if (f == "--rank") a.rank = int(config::count_argument(f, value(), 0, INT_MAX));
     else if (f == "--bootstrap") a.bootstrap = value();
     else if (f == "--fabric") a.fabric = value();
-    else if (f == "--alpha-us") a.cost.alpha_us = config::number_argument(f, value(), 0, kAny);
-    else if (f == "--alpha-msg-us") a.cost.alpha_message_us = config::number_argument(f, value(), 0, kAny);
-    else if (f == "--gamma-gbs") a.cost.gamma_us_per_byte = 1.0 / (positive(f, value()) * 1e3);
+    else if (f == "--alpha-us" || f == "--alpha-msg-us" || f == "--gamma-gbs") parse_cost_flag(f, value(), a.cost);
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + usage());
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "tools/demo_fabric_access.h"
 #include "tools/demo_fabric_run.h"
 #include "tools/demo_results.h"
+#include "tools/file_stem.h"
 #include "tools/flag_value.h"
 #include "tools/size_chart.h"
 #include "topo/topology_json.h"
@@ -345,7 +347,7 @@ int run_demo(std::span<const std::string> args) {
 
   section("3. draw");
   const bool have_dot = !fabric::find_program("dot").empty();
-  const std::string drawing = a.out + "/" + t.name() + (have_dot ? ".png" : ".dot");
+  const std::string drawing = a.out + "/" + file_stem(t.name()) + (have_dot ? ".png" : ".dot");
   if (run_command("draw", {a.topo, "-o", drawing}))
     std::printf("  drawing: %s%s\n", drawing.c_str(), have_dot ? "" : "  (Graphviz `dot` not found: DOT text only)");
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/user_files.h"
 #include "sched/job_placement.h"
 #include "sched/plan.h"
 #include "tools/command.h"
@@ -15,6 +16,9 @@
 
 namespace topocoll::cli {
 namespace {
+
+// A host list names at most 65,536 endpoints' hosts: 64 MiB is far more than any needs.
+constexpr std::uint64_t kMaxHostListBytes = std::uint64_t(64) << 20;
 
 constexpr const char* kUsage =
     "usage: topocoll order --topo FILE --hosts FILE [--format list|mpirun|torchrun|slurm|endpoints]\n"
@@ -31,8 +35,12 @@ constexpr const char* kUsage =
     "The worst link load of the ring in the given and in the printed order goes to stderr.\n";
 
 std::vector<std::string> read_hosts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("--hosts " + path + ": cannot read");
+  std::istringstream in;
+  try {  // a regular file of bounded size: a pipe would block, /dev/zero never end
+    in.str(config::read_user_file(path, kMaxHostListBytes, "a host list"));
+  } catch (const config::UserFileError& e) {
+    throw std::invalid_argument("--hosts: " + std::string(e.what()));
+  }
   std::vector<std::string> hosts;
   std::string line;
   while (std::getline(in, line)) {

@@ -12,6 +12,7 @@
 #include "sched/algorithm_registry.h"
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/cost_flags.h"
 #include "tools/flag_value.h"
 #include "topo/topology_json.h"
 
@@ -218,15 +219,8 @@ int run_plan(std::span<const std::string> args) {
       req.nranks = int(config::count_argument(a, value(), 1, INT_MAX));
     } else if (a == "--elem-size") {
       req.elem_size = size_t(config::count_argument(a, value(), 1, 1024));
-    } else if (a == "--alpha-msg-us") {
-      req.cost.alpha_message_us = config::number_argument(a, value(), 0, kAny);
-    } else if (a == "--alpha-us") {
-      req.cost.alpha_us = config::number_argument(a, value(), 0, kAny);
-    } else if (a == "--gamma-gbs") {
-      const std::string& g = value();
-      const double gbs = config::number_argument(a, g, 0, kAny);
-      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted_value(g) + ": expected a number above 0");
-      req.cost.gamma_us_per_byte = 1.0 / (gbs * 1e3);
+    } else if (a == "--alpha-msg-us" || a == "--alpha-us" || a == "--gamma-gbs") {
+      parse_cost_flag(a, value(), req.cost);
     } else if (a == "--no-verify") {
       req.verify = false;
     } else if (a == "--json") {
@@ -238,6 +232,11 @@ int run_plan(std::span<const std::string> args) {
   }
   if (topo_file.empty() || !have_coll || !have_bytes) {
     std::fprintf(stderr, "topocoll plan: --topo, --coll and --bytes are required\n%s", usage().c_str());
+    return 2;
+  }
+  if (req.bytes % int64_t(req.elem_size) != 0) {  // 130 bytes of floats planned 128 and said 130
+    std::fprintf(stderr, "topocoll plan: --bytes %lld is not a whole number of %zu-byte elements (--elem-size)\n",
+                 static_cast<long long>(req.bytes), req.elem_size);
     return 2;
   }
   Topology t = topo::load_topology_file(topo_file);

@@ -21,6 +21,7 @@
 #include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
+#include "tools/cost_flags.h"
 #include "tools/flag_value.h"
 #include "tools/size_chart.h"
 #include "tools/split_list.h"
@@ -139,13 +140,8 @@ int run_simulate(std::span<const std::string> args) {
     else if (a == "--ranks") {
       base.nranks = int(config::count_argument(a, value(), 1, INT_MAX));
     } else if (a == "--elem-size") base.elem_size = size_t(config::count_argument(a, value(), 1, 1024));
-    else if (a == "--alpha-us") base.cost.alpha_us = config::number_argument(a, value(), 0, kAny);
-    else if (a == "--gamma-gbs") {
-      const std::string& g = value();
-      const double gbs = config::number_argument(a, g, 0, kAny);
-      if (!(gbs > 0)) throw std::invalid_argument("--gamma-gbs " + config::quoted_value(g) + ": expected a number above 0");
-      base.cost.gamma_us_per_byte = 1.0 / (gbs * 1e3);
-    } else if (a == "--json") as_json = true;
+    else if (a == "--alpha-us" || a == "--gamma-gbs") parse_cost_flag(a, value(), base.cost);
+    else if (a == "--json") as_json = true;
     else if (a == "--csv") as_csv = true;
     else if (a == "--plot") plot = value();
     else {

@@ -121,13 +121,26 @@ Bisection nap_bisection(const Topology& t) {
       best.cables = cables;
     }
   }
-  if (!std::isfinite(best.gbps)) {
-    best.gbps = 0;
-    best.cables = 0;
-  }
   best.exact = false;
   best.method = "analytic: the cheaper of cutting the torus across one even dimension and "
                 "halving every package";
+  if (!std::isfinite(best.gbps)) {
+    // No even dimension and one node per package (a torus of odd rings): cut across an odd
+    // dimension, two cables per ring, the longest (the fewest rings); the halves then
+    // differ by one slice of packages, the nearest to even a cut along packages gets.
+    int longest = 0;
+    for (int d : t.torus_dims()) longest = std::max(longest, d);
+    best.gbps = 0;
+    best.cables = 0;
+    if (longest >= 3) {
+      best.cables = 2 * (P / longest) * N;
+      best.gbps = best.cables * inter;
+      best.method = "analytic: cutting the torus across its longest dimension, odd (" +
+                    std::to_string(longest) + "), so the halves differ by one slice of packages";
+    } else {
+      best.method = "one package of one node: nothing to cut";
+    }
+  }
   return best;
 }
 

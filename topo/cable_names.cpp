@@ -58,6 +58,7 @@ CableSelection find_cable(const Topology& t, std::string_view name) {
         digits.size() > 4)
       throw std::invalid_argument("cable '" + text + "': expected A-B, A-B#N or A->B");
     instance = std::stoi(digits);
+    if (instance < 1) throw std::invalid_argument("cable '" + text + "': instances count from 1 (A-B#1 is the first)");
     name = name.substr(0, hash);
   }
   const bool directed = name.find("->") != std::string_view::npos;

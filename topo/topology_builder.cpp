@@ -2,11 +2,93 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
+#include <map>
+#include <vector>
 #include <unordered_set>
 
 #include "topo/topology_error.h"
 
 namespace topocoll::topo {
+namespace {
+
+// NAP: nodes relay across the torus (Topology::route_nap), so every node forwards: every
+// endpoint must reach endpoint 0 (links come in pairs, so reaching is symmetric).
+void check_connected_through_any_node(const Topology& t) {
+  std::vector<char> seen(size_t(t.graph_node_count()), 0);
+  std::deque<int> frontier{0};
+  seen[0] = 1;
+  while (!frontier.empty()) {
+    const int node = frontier.front();
+    frontier.pop_front();
+    for (int l : t.out_links(t.node_ref(node))) {
+      const int next = t.graph_node(t.links()[l].to);
+      if (!seen[size_t(next)]) {
+        seen[size_t(next)] = 1;
+        frontier.push_back(next);
+      }
+    }
+  }
+  for (int e = 0; e < int(t.endpoints().size()); ++e)
+    if (!seen[size_t(e)])
+      throw TopologyError("", "the network is disconnected: endpoint \"" + t.endpoints()[size_t(e)].id +
+                                  "\" cannot reach endpoint \"" + t.endpoints()[0].id + "\"");
+}
+
+// BiGraph: connectivity as its routing sees it (Topology::route_bigraph, shortest_links):
+// only switches forward, an endpoint never does, so two endpoints are connected when each
+// is cabled to one component of the switches-only graph (a host's fabric is one such switch,
+// shared by its endpoints). A walk through endpoints accepted upper and lower groups joined
+// only through one host's two NICs, and planning then failed with "no route".
+void check_connected_through_switches(const Topology& t) {
+  const int E = int(t.endpoints().size()), N = t.graph_node_count();
+  std::vector<int> parent(static_cast<size_t>(N));
+  for (int i = 0; i < N; ++i) parent[size_t(i)] = i;
+  auto find = [&](int x) {
+    while (parent[size_t(x)] != x) x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])];
+    return x;
+  };
+  for (const Link& l : t.links())
+    if (l.from.type == NodeRef::Type::Switch && l.to.type == NodeRef::Type::Switch)
+      parent[size_t(find(t.graph_node(l.from)))] = find(t.graph_node(l.to));
+  // Each endpoint's components; endpoints with the same set stand for each other.
+  std::map<std::vector<int>, int> first_with;  // components -> the first endpoint with them
+  std::vector<int> everyone;                     // components every endpoint reaches
+  for (int e = 0; e < E; ++e) {
+    std::vector<int> mine;
+    for (int l : t.out_links({NodeRef::Type::Endpoint, e}))
+      if (t.links()[l].to.type == NodeRef::Type::Switch) mine.push_back(find(t.graph_node(t.links()[l].to)));
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    if (e == 0) everyone = mine;
+    std::vector<int> common;
+    std::set_intersection(everyone.begin(), everyone.end(), mine.begin(), mine.end(), std::back_inserter(common));
+    everyone = std::move(common);
+    first_with.try_emplace(std::move(mine), e);
+  }
+  if (E <= 1 || !everyone.empty()) return;  // one component all endpoints reach: connected
+  constexpr size_t kMostAttachments = 4096;  // pairs of distinct sets checked one by one
+  if (first_with.size() > kMostAttachments)
+    throw TopologyError("", "cannot confirm the network is connected: no switch reaches every endpoint, and " +
+                                std::to_string(first_with.size()) + " endpoints reach distinct switch groups (at most " +
+                                std::to_string(kMostAttachments) + " are checked pair by pair)");
+  const std::vector<std::pair<std::vector<int>, int>> sets(first_with.begin(), first_with.end());
+  for (size_t a = 0; a < sets.size(); ++a)
+    for (size_t b = a + 1; b < sets.size(); ++b) {
+      const auto& x = sets[a].first;
+      const auto& y = sets[b].first;
+      bool shared = false;
+      for (size_t i = 0, j = 0; i < x.size() && j < y.size() && !shared;)
+        shared = x[i] == y[j] ? true : (x[i] < y[j] ? (++i, false) : (++j, false));
+      if (!shared)
+        throw TopologyError("", "the network is disconnected: endpoint \"" + t.endpoints()[size_t(sets[a].second)].id +
+                                    "\" cannot reach endpoint \"" + t.endpoints()[size_t(sets[b].second)].id +
+                                    "\" through switches (an endpoint never forwards, not even to its host's other NICs)");
+    }
+}
+
+}  // namespace
+
 
 TopologyBuilder::TopologyBuilder(TopologyKind kind, std::string name) {
   t_.kind_ = kind;
@@ -157,26 +239,8 @@ Topology TopologyBuilder::finalize() && {
     }
   }
 
-  // Connectivity: every endpoint must reach endpoint 0 (links come in pairs, so reaching
-  // is symmetric).
-  std::vector<char> seen(t.graph_node_count(), 0);
-  std::deque<int> frontier{0};
-  seen[0] = 1;
-  while (!frontier.empty()) {
-    int node = frontier.front();
-    frontier.pop_front();
-    for (int l : t.out_links_[node]) {
-      int next = t.graph_node(t.links_[l].to);
-      if (!seen[next]) {
-        seen[next] = 1;
-        frontier.push_back(next);
-      }
-    }
-  }
-  for (int e = 0; e < int(t.endpoints_.size()); ++e)
-    if (!seen[e])
-      throw TopologyError("", "the network is disconnected: endpoint \"" + t.endpoints_[e].id +
-                                  "\" cannot reach endpoint \"" + t.endpoints_[0].id + "\"");
+  if (t.kind() == TopologyKind::BiGraph) check_connected_through_switches(t);
+  else check_connected_through_any_node(t);
   return std::move(t_);
 }
 

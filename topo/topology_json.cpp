@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <initializer_list>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/user_files.h"
 #include "topo/generators.h"
 #include "topo/topology_builder.h"
 
@@ -602,10 +604,61 @@ Topology topology_from_json(const json& doc) {
   throw TopologyError("/kind", "unknown kind " + in_quotes(kind) + " (expected bigraph or nap)");
 }
 
+namespace {
+
+// JSON allows a field twice in one object and nlohmann keeps the last; a topology file
+// refuses it, as it refuses unknown fields: one of the two values would be silently ignored.
+// Also bounds the nesting (a topology nests a few levels; this parse keeps a frame a level).
+class DuplicateFieldCheck {
+ public:
+  static constexpr size_t kMaxDepth = 64;
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        count_element();
+        if (frames_.size() >= kMaxDepth)
+          throw TopologyError(pointer(), "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+        frames_.push_back({event == json::parse_event_t::object_start, {}, {}, -1});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) throw TopologyError(pointer(), "duplicate field " + in_quotes(f.key));
+        break;
+      }
+      case json::parse_event_t::value: count_element(); break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end: frames_.pop_back(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;  // the field being read (objects)
+    long index;       // the element being read (arrays)
+  };
+  void count_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string pointer() const {  // JSON pointer of the current field or element
+    std::string p;
+    for (const Frame& f : frames_) p += "/" + (f.object ? f.key : std::to_string(f.index));
+    return p;
+  }
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
 Topology load_topology_text(std::string_view text) {
   json doc;
   try {
-    doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
+    DuplicateFieldCheck check;
+    doc = json::parse(text.begin(), text.end(), std::ref(check), /*allow_exceptions=*/true,
                       /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1,
@@ -623,54 +676,16 @@ Topology load_topology_text(std::string_view text) {
   return topology_from_json(doc);
 }
 
-namespace {
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a pipe";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
-std::string read_limited(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    throw TopologyError("", in_quotes(path) + " is " + file_kind(st.st_mode) +
-                                ", not a topology file (a regular JSON file is expected)");
-  const auto too_large = [&](const std::string& size) {
-    return TopologyError("", in_quotes(path) + " is " + size + " bytes, more than the " +
-                                 std::to_string(kMaxTopologyFileBytes >> 20) +
-                                 " MiB a topology file may have");
-  };
-  if (uint64_t(st.st_size) > kMaxTopologyFileBytes) throw too_large(std::to_string(st.st_size));
-  std::string text(size_t(st.st_size), '\0');
-  size_t got = 0;
-  for (;;) {
-    if (got == text.size()) {
-      if (text.size() > kMaxTopologyFileBytes) throw too_large("over " + std::to_string(kMaxTopologyFileBytes));
-      text.resize(std::min(kMaxTopologyFileBytes + 1, text.size() + 65536));
-    }
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw TopologyError("", "cannot read " + in_quotes(path) + ": " + std::strerror(errno));
-    if (n == 0) break;
-    got += size_t(n);
+Topology load_topology_file(const std::string& path) {
+  std::string text;
+  try {
+    text = config::read_user_file(path, kMaxTopologyFileBytes, "a topology file");
+  } catch (const config::UserFileError& e) {
+    throw TopologyError("", e.what());
   }
-  text.resize(got);
-  return text;
+  return load_topology_text(text);
 }
-}  // namespace
-
-Topology load_topology_file(const std::string& path) { return load_topology_text(read_limited(path)); }
 
 namespace {
 

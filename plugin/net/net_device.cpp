@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/user_files.h"
 #include "net/host_resolution.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
@@ -120,21 +121,13 @@ std::vector<NetDevice> topology_devices(const config::Env& env, const topo::Topo
 void name_apart_from_nccl_topology(const config::Env& env, std::vector<NetDevice>* devices) {
   std::set<std::string> taken;
   if (!env.nccl_topo_file.empty()) {
-    // Checked before opening: opening a pipe would wait for a writer, stalling NCCL's init.
-    constexpr std::uintmax_t kMaxBytes = 64 << 20;
-    std::error_code ec;
-    const bool regular = std::filesystem::is_regular_file(env.nccl_topo_file, ec);
-    const std::uintmax_t bytes = regular ? std::filesystem::file_size(env.nccl_topo_file, ec) : 0;
-    std::ifstream in;
-    if (regular && !ec && bytes <= kMaxBytes) in.open(env.nccl_topo_file, std::ios::binary);
-    if (!in.is_open()) {
-      TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NCCL_TOPO_FILE %s not read (%s); device names unchanged",
-              env.nccl_topo_file.c_str(),
-              !regular ? "not a regular file" : bytes > kMaxBytes ? "over 64 MiB" : "cannot open it");
-    } else {
-      std::ostringstream text;
-      text << in.rdbuf();
-      taken = net_names_in_nccl_topology(text.str());
+    // A regular file of bounded size, opened non-blocking: a pipe would wait for a writer,
+    // stalling NCCL's init (config/user_files.h).
+    try {
+      taken = net_names_in_nccl_topology(
+          config::read_user_file(env.nccl_topo_file, std::uint64_t(64) << 20, "an NCCL topology file"));
+    } catch (const config::UserFileError& e) {
+      TC_INFO(NCCL_INIT | NCCL_NET, "NET/topocoll: NCCL_TOPO_FILE not read (%s); device names unchanged", e.what());
     }
   }
   std::vector<std::string> names;

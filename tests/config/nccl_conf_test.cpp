@@ -3,11 +3,15 @@
 #include "config/nccl_conf.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "config/env.h"
+#include "config/warnings.h"
 #include "tests/common/scratch_dir.h"
 
 namespace topocoll::config {
@@ -51,6 +55,24 @@ TEST(NcclConf, TheFirstFileWinsAndAMissingOneIsSkipped) {
   const NcclConf conf = read_nccl_conf({user, dir.file("missing.conf"), site});
   EXPECT_EQ(conf.at("NCCL_SOCKET_IFNAME"), "ib0");
   EXPECT_EQ(conf.at("NCCL_HOSTID"), "s3");
+}
+
+TEST(NcclConf, APipeOrADeviceIsSkippedWithAWarningNeverWaitedOn) {
+  // A FIFO blocked the read forever (inside NCCL's init, under LD_PRELOAD); /dev/zero grew
+  // without end. Neither is read; each is named once.
+  const testing_support::ScratchDir dir("nccl_conf_kinds");
+  const std::string fifo = dir.file("fifo.conf"), site = dir.file("nccl.conf");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(site) << "NCCL_HOSTID=s3\n";
+  static std::vector<std::string> warned;
+  warned.clear();
+  set_warning_sink([](const std::string& m) { warned.push_back(m); });
+  const NcclConf conf = read_nccl_conf({fifo, "/dev/zero", site});
+  set_warning_sink(nullptr);
+  EXPECT_EQ(conf.at("NCCL_HOSTID"), "s3");
+  ASSERT_EQ(warned.size(), 2u);
+  EXPECT_NE(warned[0].find("is a pipe, not an NCCL configuration file"), std::string::npos) << warned[0];
+  EXPECT_NE(warned[1].find("\"/dev/zero\" is a character device"), std::string::npos) << warned[1];
 }
 
 // The process's settings: what the environment leaves unset comes from NCCL_CONF_FILE, read

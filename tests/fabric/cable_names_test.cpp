@@ -52,6 +52,9 @@ TEST(CableNames, BadNamesSayWhy) {
   EXPECT_NE(message("s0.g0-L0").find("not cabled"), std::string::npos);
   EXPECT_NE(message("U0-L3#2").find("only 1 cable"), std::string::npos);
   EXPECT_NE(message("U0-L3#x").find("expected"), std::string::npos);
+  // #0 read the cable before the first (ASan: heap-buffer-overflow).
+  EXPECT_NE(message("U0-L3#0").find("count from 1"), std::string::npos) << message("U0-L3#0");
+  EXPECT_NE(message("U0->L3#0000").find("count from 1"), std::string::npos);
 }
 
 }  // namespace

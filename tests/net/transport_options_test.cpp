@@ -5,8 +5,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "config/env.h"
+#include "config/warnings.h"
 #include "net/transport_options.h"
 
 namespace topocoll::net {
@@ -22,6 +24,23 @@ TEST(TransportOptions, OnlyTheNetPluginLeavesSmallMessagesToAPollingCaller) {
   EXPECT_NE(plugin.describe().find("caller_polls"), std::string::npos) << plugin.describe();
   // The rest is the same environment read the same way (the chunk: below).
   EXPECT_EQ(host.min_stripe_bytes, plugin.min_stripe_bytes);
+}
+
+TEST(TransportOptions, SettingsReducedToFitEachOtherAreSaidOnce) {
+  static std::vector<std::string> warned;
+  warned.clear();
+  config::set_warning_sink([](const std::string& m) { warned.push_back(m); });
+  const TransportOptions o = TransportOptions::from_env(config::read_env(
+      {{"TOPOCOLL_NET_SOCKETS_PER_CONN", "2"}, {"TOPOCOLL_NET_THREADS", "5"}, {"TOPOCOLL_NET_CHUNK_BYTES", "64K"},
+       {"TOPOCOLL_NET_MIN_STRIPE_BYTES", "1M"}}));
+  const TransportOptions fine = TransportOptions::from_env(config::read_env({}));
+  config::set_warning_sink(nullptr);
+  EXPECT_EQ(o.threads_per_conn, 2);
+  EXPECT_EQ(o.min_stripe_bytes, size_t(64) << 10);
+  ASSERT_EQ(warned.size(), 2u);
+  EXPECT_NE(warned[0].find("TOPOCOLL_NET_THREADS=5 is more than the 2 sockets"), std::string::npos) << warned[0];
+  EXPECT_NE(warned[1].find("TOPOCOLL_NET_MIN_STRIPE_BYTES=1048576 is more than the chunk"), std::string::npos) << warned[1];
+  EXPECT_EQ(fine.threads_per_conn, 2);  // the defaults fit: nothing said
 }
 
 // On one socket the chunk stripes nothing and only cuts the proxy's calls: the plugin's is

@@ -95,6 +95,17 @@ TEST(CliPlan, TextAndErrors) {
   EXPECT_EQ(rc, 2) << out;
   out = run("plan --topo /nonexistent.json --coll allreduce --bytes 1M", &rc);
   EXPECT_EQ(rc, 1) << out;
+  // A size that is not whole elements was planned rounded down and reported as given.
+  out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 130", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--bytes 130 is not a whole number of 4-byte elements"), std::string::npos) << out;
+  // Cost settings that made every prediction NaN or infinite are refused, naming the range.
+  for (const char* bad : {"--gamma-gbs 1e-320", "--gamma-gbs 1e308", "--alpha-us 1e308", "--alpha-msg-us -1"}) {
+    out = run(std::string("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 1M ") + bad, &rc);
+    EXPECT_NE(rc, 0) << bad << "\n" << out;
+    EXPECT_NE(out.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << out;
+    EXPECT_EQ(out.find("nan"), std::string::npos) << out;
+  }
 }
 
 TEST(CliSimulate, CsvAndJson) {

@@ -15,6 +15,7 @@
 #include "tests/common/shell_run.h"
 #include "tools/demo_fabric_access.h"
 #include "tools/demo_results.h"
+#include "tools/file_stem.h"
 #include "topo/topology_json.h"
 
 namespace topocoll::cli {
@@ -188,6 +189,16 @@ TEST_F(DemoAsUnprivilegedUser, LoopbackSwitchSaysSo) {
   ASSERT_EQ(reasons.size(), 1u) << r.output;
   EXPECT_EQ(reasons[0], "  no emulated fabric: --loopback given; measuring over loopback instead");
   expect_loopback_results(r);
+}
+
+TEST(Demo, TheDrawingsNameStaysInsideTheOutputDirectory) {
+  // The topology's "name" made the drawing's path: "../escaped" wrote beside --out.
+  EXPECT_EQ(file_stem("bigraph-32"), "bigraph-32");
+  EXPECT_EQ(file_stem("../escaped"), "_._escaped");
+  EXPECT_EQ(file_stem("/etc/passwd"), "_etc_passwd");
+  EXPECT_EQ(file_stem(".."), "_.");
+  EXPECT_EQ(file_stem("a b\tc"), "a_b_c");
+  EXPECT_EQ(file_stem(""), "topology");
 }
 
 }  // namespace

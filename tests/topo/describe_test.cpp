@@ -68,5 +68,16 @@ TEST(TopoDescribe, Nap16x8) {
   EXPECT_DOUBLE_EQ(bisection(t).gbps, 64 * 256);
 }
 
+TEST(TopoDescribe, NapOfOddRingsAndOneNodePerPackageIsCutAcrossItsShortestRing) {
+  // Neither an even dimension nor a package to halve: reported as 0 Gb/s before.
+  auto nap = [](const std::string& torus) {
+    return load_topology_text(R"({"kind":"nap","shape":{"torus":)" + torus +
+                              R"(,"nodes_per_package":1,"local_switches":1,"inter_gbps":100,"intra_gbps":100}})");
+  };
+  EXPECT_DOUBLE_EQ(bisection(nap("[3]")).gbps, 2 * 100);     // a ring of 3 loses 2 cables
+  EXPECT_DOUBLE_EQ(bisection(nap("[5,3]")).gbps, 6 * 100);   // 3 rings of 5 (not 5 of 3), 2 cables each
+  EXPECT_NE(bisection(nap("[5,3]")).method.find("odd (5)"), std::string::npos) << bisection(nap("[5,3]")).method;
+}
+
 }  // namespace
 }  // namespace topocoll::topo

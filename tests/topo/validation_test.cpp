@@ -33,6 +33,9 @@ const Case kCases[] = {
     {"bigraph_missing_servers.json", "", "missing field \"servers\""},
     {"bigraph_nic_missing_switch.json", "/servers/0/nics/0", "missing field \"switch\""},
     {"bigraph_misspelt_field.json", "", "unknown field \"swiches\""},
+    // JSON keeps the last of two equal keys: one value would be silently ignored.
+    {"bigraph_duplicate_field.json", "/servers/1/nics/0/gpu", "duplicate field \"gpu\""},
+    {"bigraph_duplicate_top_field.json", "/link_gbps", "duplicate field \"link_gbps\""},
     {"bigraph_duplicate_endpoint_id.json", "/servers/2/nics/1/id", "duplicate endpoint id \"s0.g0\""},
     {"bigraph_duplicate_host_gpu.json", "/servers/2/nics/1/gpu", "GPU 0 of host \"s2\" is already endpoint \"s2.g0\""},
     {"bigraph_duplicate_server.json", "/servers/2/name", "duplicate server \"s1\""},
@@ -40,7 +43,9 @@ const Case kCases[] = {
     {"bigraph_nic_cabled_twice.json", "/servers/1/nics/1/name", "NIC \"nic0\" of server \"s1\" is already cabled to switch \"L0\""},
     {"bigraph_link_inside_group.json", "/links/1", "link inside the upper group: \"U1\" - \"U0\" (BiGraph links join an upper and a lower switch)"},
     {"bigraph_duplicate_link.json", "/links/1", "duplicate link \"L0\" - \"U0\""},
-    {"bigraph_disconnected.json", "/links", "the network is disconnected: endpoint \"s2.g0\" cannot reach endpoint \"s0.g0\""},
+    {"bigraph_disconnected.json", "/links", "the network is disconnected: endpoint \"s0.g0\" cannot reach endpoint \"s2.g0\" through switches (an endpoint never forwards, not even to its host's other NICs)"},
+    // Reachable only through host a's two NICs: routing never forwards through an endpoint.
+    {"bigraph_groups_joined_only_through_a_host.json", "/links", "the network is disconnected: endpoint \"b.g0\" cannot reach endpoint \"c.g0\" through switches (an endpoint never forwards, not even to its host's other NICs)"},
     {"bigraph_zero_rate.json", "/link_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got 0"},
     {"bigraph_negative_rate.json", "/link_gbps", "rate must be >= 0.001 Gb/s (1 Mb/s), got -100"},
     {"bigraph_absurd_rate.json", "/link_gbps", "rate 1000000 Gb/s is absurd (limit 100000 Gb/s)"},
@@ -127,9 +132,9 @@ TEST(TopoValidation, RateBelowOneMegabitIsRejected) {
 // Devices and directories are refused before anything is read: /dev/zero never ends.
 TEST(TopoValidation, NonRegularFilesAreRefusedByKind) {
   const std::pair<const char*, const char*> cases[] = {
-      {"/dev/zero", "\"/dev/zero\" is a character device, not a topology file (a regular JSON file is expected)"},
-      {"/dev/urandom", "\"/dev/urandom\" is a character device, not a topology file (a regular JSON file is expected)"},
-      {"/tmp", "\"/tmp\" is a directory, not a topology file (a regular JSON file is expected)"},
+      {"/dev/zero", "\"/dev/zero\" is a character device, not a topology file (a regular file is expected)"},
+      {"/dev/urandom", "\"/dev/urandom\" is a character device, not a topology file (a regular file is expected)"},
+      {"/tmp", "\"/tmp\" is a directory, not a topology file (a regular file is expected)"},
   };
   for (const auto& [path, reason] : cases) {
     try {
