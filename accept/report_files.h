@@ -2,7 +2,7 @@
 // and, where Graphviz is installed, topology.png, in a directory created with every missing
 // parent. Every open, write and close is checked: a report that cannot be written is an
 // error naming the file and why, never a line saying it was written. Each file is replaced
-// whole, never written through a link planted at its name (config/replace_file.h): this
+// whole, never written through a link planted at its name (config/user_files.h): this
 // runs as root, into directories such as /shared/accept that others may write.
 #pragma once
 
@@ -16,8 +16,7 @@ class ReportError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Creates `dir` and every missing directory above it, then checks that a file can be made
-// in it. Throws ReportError naming the path and the reason. Run before a long run, so an
+// config::prepare_output_dir, its failure a ReportError: run before a long run, so an
 // unwritable --report fails at once rather than after the budget.
 void prepare_report_dir(const std::string& dir);
 

@@ -62,6 +62,12 @@ std::string read_user_file(const std::string& path, std::uint64_t max_bytes, con
 }
 
 void replace_file(const std::string& path, const std::string& text) {
+  // Only a file (or a link, which is replaced, not followed) is replaced: as root a rename
+  // would as readily put a file where /dev/null or a pipe another program reads from was.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw UserFileError("cannot write " + in_quotes(path) + ": it is " + file_kind(st.st_mode) +
+                        ", and only a regular file is replaced");
   std::string temporary = path + ".tmp.XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) throw UserFileError("cannot create a file beside " + path + ": " + std::strerror(errno));
@@ -84,6 +90,31 @@ void replace_file(const std::string& path, const std::string& text) {
     ::unlink(temporary.c_str());
     throw UserFileError("cannot write " + path + ": " + std::strerror(why));
   }
+}
+
+void prepare_output_dir(const std::string& dir) {
+  if (dir.empty()) throw UserFileError("the output directory is empty");
+  std::string partial = dir.front() == '/' ? "" : ".";
+  std::size_t start = 0;
+  while (start <= dir.size()) {
+    const std::size_t end = std::min(dir.find('/', start), dir.size());
+    const std::string piece = dir.substr(start, end - start);
+    start = end + 1;
+    if (piece.empty() || piece == ".") continue;
+    partial += "/" + piece;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      throw UserFileError("cannot create " + partial + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::stat(partial.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw UserFileError("cannot create " + dir + ": " + partial + " is not a directory");
+  }
+  // A fresh file of a unique name (O_EXCL): a link planted at a guessable name is never
+  // followed, nothing outside the directory is created or truncated.
+  std::string probe = dir + "/.topocoll-write-check.XXXXXX";
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
+  if (fd < 0) throw UserFileError("cannot create a file in " + dir + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace topocoll::config

@@ -24,6 +24,12 @@ std::string read_user_file(const std::string& path, std::uint64_t max_bytes, con
 // `text` as `path` (mode 0644): a fresh file of a unique name beside it (O_EXCL), written
 // to the last byte and renamed over `path` (rename replaces a link, never follows it). On
 // failure nothing is left beside `path` and `path` is as it was; the error names the path.
+// A `path` that is a directory, device, pipe or socket is refused, never replaced.
 void replace_file(const std::string& path, const std::string& text);
+
+// Creates `dir` and every missing directory above it, then checks that a file can be made in
+// it. Throws UserFileError naming the path and the reason: run before a long run, so an
+// unwritable output directory fails at once rather than after it.
+void prepare_output_dir(const std::string& dir);
 
 }  // namespace topocoll::config

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/env.h"
+#include "config/user_files.h"
 #include "config/value_grammar.h"
 #include "exec/benchmark.h"
 #include "fabric/live_fabric.h"
@@ -167,14 +168,14 @@ BenchArgs parse_args(std::span<const std::string> args) {
   return a;
 }
 
-// Writes the whole file and checks that it landed: a full disk (/dev/full) is an error.
+// Replaced whole (config/user_files.h): a full disk is an error, a link at the name is
+// replaced rather than followed.
 void write_json_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw std::runtime_error("cannot write --json " + path + ": " + std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
-  const int error = errno;
-  if (std::fclose(f) != 0 || !written)
-    throw std::runtime_error("cannot write --json " + path + ": " + std::strerror(written ? errno : error));
+  try {
+    config::replace_file(path, text);
+  } catch (const config::UserFileError& e) {
+    throw std::runtime_error(std::string("cannot write --json: ") + e.what());
+  }
 }
 
 // The buffers of one size (input, output, scratch and the check's reference, about 4x the

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/user_files.h"
 #include "config/value_grammar.h"
 #include "fabric/system_command.h"
 #include "sched/plan.h"
@@ -217,16 +218,11 @@ void report(const std::vector<DemoMeasurement>& rows, const std::string& out, co
   std::printf("%s\n", measurement_table(rows, false).c_str());
   for (const auto& l : lines) std::printf("  %s\n", l.c_str());
   const std::string chart = out + "/demo-measured-vs-predicted.svg", table = out + "/demo-results.md";
-  {
-    std::ofstream svg(chart);
-    svg << measurement_chart(rows, "allreduce " + setting, kTolerance);
-  }
-  {
-    std::ofstream md(table);
-    md << "# topocoll demo: measured next to predicted\n\nallreduce " << setting << "; results: "
-       << bench_json << "\n\n" << measurement_table(rows, true) << "\n";
-    for (const auto& l : lines) md << "- " << l << "\n";
-  }
+  config::replace_file(chart, measurement_chart(rows, "allreduce " + setting, kTolerance));
+  std::string md = "# topocoll demo: measured next to predicted\n\nallreduce " + setting + "; results: " +
+                   bench_json + "\n\n" + measurement_table(rows, true) + "\n";
+  for (const auto& l : lines) md += "- " + l + "\n";
+  config::replace_file(table, md);
   std::printf("\n  chart: %s   table: %s\n  results: %s   wrong elements: %lld\n", chart.c_str(),
               table.c_str(), bench_json.c_str(), (long long)wrong_elements(rows));
 }
@@ -335,7 +331,7 @@ int run_demo(std::span<const std::string> args) {
   g_started = std::chrono::steady_clock::now();
   DemoArgs a = parse_args(args);
   a.topo = find_topology(a.topo);
-  ::mkdir(a.out.c_str(), 0755);
+  config::prepare_output_dir(a.out);  // throws naming what is wrong, before any step runs
   bool ok = true;
 
   section("1. validate");
@@ -359,11 +355,8 @@ int run_demo(std::span<const std::string> args) {
   nlohmann::json summary = nlohmann::json::array();
   for (const char* algo : {"ring", "ring-topo", "hd-naive", "hd"})
     show_contention(t, algo, plan_bytes, summary);
-  {
-    std::ofstream out(a.out + "/demo-plan.json");
-    out << summary.dump(2) << "\n";
-    std::printf("  summary: %s/demo-plan.json (full plans: topocoll plan --json)\n", a.out.c_str());
-  }
+  config::replace_file(a.out + "/demo-plan.json", summary.dump(2) + "\n");
+  std::printf("  summary: %s/demo-plan.json (full plans: topocoll plan --json)\n", a.out.c_str());
 
   const DemoFabricAccess access = a.loopback ? DemoFabricAccess::refused("--loopback given")
                                              : DemoFabricAccess::check(t, kFabricName);

@@ -1,9 +1,9 @@
 // `topocoll draw FILE -o out.png|out.svg|out.pdf|out.dot`: a Graphviz picture of a topology.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
-#include "exec/external_program.h"
+#include "config/user_files.h"
+#include "exec/private_conversion.h"
 #include "tools/command.h"
 #include "topo/topology_dot.h"
 #include "topo/topology_json.h"
@@ -66,27 +66,23 @@ int run_draw(std::span<const std::string> args) {
   }
   topo::DotDrawing drawing = topo::topology_to_dot(t);
   const bool text_only = format == "dot" || format == "gv";
-  const std::string dot_path = text_only ? output : output + ".tmp.dot";
-  {
-    std::ofstream out(dot_path);
-    out << drawing.dot;
-    if (!out.good()) {
-      std::fprintf(stderr, "topocoll draw: cannot write %s\n", dot_path.c_str());
+  std::string picture = drawing.dot;
+  if (!text_only) {
+    std::vector<std::string> command = drawing.engine;
+    for (const char* arg : {"-T", "-o", "{out}", "{in}"}) command.push_back(arg);
+    command[drawing.engine.size()] += format;
+    const exec::Conversion drawn =
+        exec::convert_privately(drawing.dot, "dot", format, {command}, "Graphviz's " + drawing.engine[0]);
+    if (!drawn.succeeded()) {
+      std::fprintf(stderr, "topocoll draw: %s; is Graphviz installed?\n", drawn.failure.c_str());
       return 1;
     }
+    picture = drawn.output;
   }
-  if (text_only) return 0;
-  std::vector<std::string> command = drawing.engine;
-  command.push_back("-T" + format);
-  command.push_back("-o");
-  command.push_back(exec::path_argument(output));
-  command.push_back(exec::path_argument(dot_path));
-  const exec::ProgramRun run = exec::run_program(command, /*quiet=*/false);
-  std::remove(dot_path.c_str());
-  if (!run.succeeded()) {
-    std::fprintf(stderr, "topocoll draw: %s; is Graphviz installed?\n",
-                 run.started ? (drawing.engine[0] + " failed (exit " + std::to_string(run.exit_code) + ")").c_str()
-                             : run.error.c_str());
+  try {
+    config::replace_file(output, picture);
+  } catch (const config::UserFileError& e) {
+    std::fprintf(stderr, "topocoll draw: %s\n", e.what());
     return 1;
   }
   std::fprintf(stderr, "wrote %s\n", output.c_str());

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "config/user_files.h"
 #include "config/value_grammar.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
@@ -214,11 +215,10 @@ int run_generate(std::span<const std::string> args) {
     std::fputs(text.c_str(), stdout);
     return 0;
   }
-  std::ofstream out(output);
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "topocoll generate: cannot write %s\n", output.c_str());
+  try {
+    config::replace_file(output, text);
+  } catch (const config::UserFileError& e) {
+    std::fprintf(stderr, "topocoll generate: %s\n", e.what());
     return 1;
   }
   std::fprintf(stderr, "wrote %s: %s \"%s\", %zu endpoints\n", output.c_str(),

@@ -16,7 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/value_grammar.h"
-#include "exec/external_program.h"
+#include "config/user_files.h"
+#include "exec/private_conversion.h"
 #include "sched/algorithm_registry.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
@@ -101,22 +102,22 @@ std::string svg_plot(const std::string& title, const std::vector<Row>& rows,
 }
 
 void write_plot(const std::string& path, const std::string& svg) {
-  bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
-  std::string svg_path = png ? path + ".svg" : path;
-  {
-    std::ofstream out(svg_path);
-    if (!out) throw std::runtime_error("--plot: cannot write " + svg_path);
-    out << svg;
+  const bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
+  std::string picture = svg;
+  if (png) {
+    const exec::Conversion converted = exec::convert_privately(
+        svg, "svg", "png",
+        {{"rsvg-convert", "-o", "{out}", "{in}"}, {"convert", "-density", "110", "{in}", "{out}"}},
+        "rsvg-convert and ImageMagick's convert (to make a PNG)");
+    if (!converted.succeeded())
+      throw std::runtime_error("--plot: " + converted.failure + "; an .svg name needs none");
+    picture = converted.output;
   }
-  if (!png) return;
-  const std::string in = exec::path_argument(svg_path), out = exec::path_argument(path);
-  exec::ProgramRun run = exec::run_program({"rsvg-convert", "-o", out, in});
-  if (!run.succeeded()) run = exec::run_program({"convert", "-density", "110", in, out});
-  if (!run.succeeded())
-    throw std::runtime_error("--plot: no SVG-to-PNG converter worked (rsvg-convert, or ImageMagick's convert: " +
-                             (run.started ? "exit " + std::to_string(run.exit_code) : run.error) +
-                             "); the SVG is at " + svg_path);
-  std::remove(svg_path.c_str());
+  try {
+    config::replace_file(path, picture);
+  } catch (const config::UserFileError& e) {
+    throw std::runtime_error(std::string("--plot: ") + e.what());
+  }
 }
 
 int run_simulate(std::span<const std::string> args) {

@@ -1,0 +1,27 @@
+// Running a converter that writes its output by name (Graphviz's `dot`, rsvg-convert,
+// ImageMagick's `convert`) without letting it write through a link planted at that name:
+// topocoll often runs as root on paths others may control. The converter works in a
+// directory of our own under the sticky temporary directory (mkdtemp: no one else may rename
+// or replace what is in it); its output is read back and put in place by the caller with
+// config::replace_file like every other file topocoll writes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace topocoll::exec {
+
+struct Conversion {
+  std::string output;   // what the converter wrote; empty when `failure` says why
+  std::string failure;  // why nothing came out (no directory, no converter, its exit status)
+  bool succeeded() const { return failure.empty(); }
+};
+
+// Writes `input` to <scratch>/in.<in_ext>, then runs each command line of `alternatives` in
+// turn until one exits 0 and wrote <scratch>/out.<out_ext>; in every argument the words
+// "{in}" and "{out}" become those paths. The scratch directory is gone on return.
+// `what` names the converters for the failure text ("Graphviz's dot").
+Conversion convert_privately(const std::string& input, const std::string& in_ext, const std::string& out_ext,
+                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what);
+
+}  // namespace topocoll::exec

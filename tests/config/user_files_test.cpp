@@ -1,0 +1,120 @@
+// config/user_files.h: files read are regular and bounded; files written are replaced whole,
+// never written through a link and never put in the place of a device, pipe or directory.
+#include "config/user_files.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/common/scratch_dir.h"
+
+namespace topocoll::config {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::ScratchDir;
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserFileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(UserFiles, ReadsARegularFileWithinItsBound) {
+  const ScratchDir dir("user_files_read");
+  const std::string path = dir.file("t.json");
+  std::ofstream(path) << "0123456789";
+  EXPECT_EQ(read_user_file(path, 10, "a topology file"), "0123456789");
+  EXPECT_EQ(error_of([&] { read_user_file(path, 9, "a topology file"); }),
+            "\"" + path + "\" is 10 bytes, more than the 9 bytes a topology file may have");
+  EXPECT_NE(error_of([&] { read_user_file(dir.file("none"), 10, "a topology file"); }).find("No such file"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { read_user_file(dir.path(), 10, "a topology file"); }),
+            "\"" + dir.path() + "\" is a directory, not a topology file (a regular file is expected)");
+}
+
+TEST(UserFiles, APipeIsRefusedNotWaitedOn) {
+  const ScratchDir dir("user_files_pipe");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { read_user_file(fifo, 10, "a host list"); }),
+            "\"" + fifo + "\" is a pipe, not a host list (a regular file is expected)");
+}
+
+TEST(UserFiles, ReplacingALinkReplacesTheLinkNotItsTarget) {
+  const ScratchDir dir("user_files_link");
+  const std::string target = dir.file("target"), link = dir.file("report.json");
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, link);
+  replace_file(link, "new");
+  EXPECT_EQ(contents(target), "keep");
+  EXPECT_FALSE(fs::is_symlink(link));
+  EXPECT_EQ(contents(link), "new");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 2) << "a temporary was left";
+}
+
+TEST(UserFiles, ADevicePipeOrDirectoryIsNeverReplaced) {
+  const ScratchDir dir("user_files_special");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { replace_file(fifo, "x"); }),
+            "cannot write \"" + fifo + "\": it is a pipe, and only a regular file is replaced");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  const std::string sub = dir.file("sub");
+  fs::create_directory(sub);
+  EXPECT_NE(error_of([&] { replace_file(sub, "x"); }).find("it is a directory"), std::string::npos);
+  EXPECT_TRUE(fs::is_directory(sub));
+  // A device node of /dev/null's numbers, made in the scratch directory (root only), so a
+  // broken check replaces nothing outside it.
+  const std::string device = dir.file("null");
+  if (::mknod(device.c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+    EXPECT_NE(error_of([&] { replace_file(device, "x"); }).find("it is a character device"), std::string::npos);
+    EXPECT_TRUE(fs::is_character_file(device));
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()),
+            fs::exists(device) ? 3 : 2)
+      << "a temporary was left";
+}
+
+// A disk that fills mid-write (here a file size limit, EFBIG): an error naming the path,
+// the old file as it was and no temporary beside it. In a child, whose limit dies with it.
+TEST(UserFiles, AFullDiskLeavesTheOldFileAndNoTemporary) {
+  const ScratchDir dir("user_files_full");
+  const std::string path = dir.file("report.json");
+  std::ofstream(path) << "old";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    const std::string e = error_of([&] { replace_file(path, std::string(1 << 20, 'x')); });
+    ::_exit(e.find("cannot write " + path + ": File too large") == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "no error, or not one naming the path";
+  EXPECT_EQ(contents(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1) << "a temporary was left";
+}
+
+}  // namespace
+}  // namespace topocoll::config
