@@ -131,7 +131,11 @@ struct Joining {
 struct Member {
   net::FileDescriptor fd;
   std::string peer, inbox, blob;
-  Clock::time_point heard;
+  // What the root still has to send it, written without blocking from the poll loop: a rank
+  // that does not read holds up only itself, never the root's heartbeats or the others'
+  // replies (a blocking write would let the others hear nothing and blame the root).
+  std::string outbox;
+  Clock::time_point heard, outbox_moved;
   bool has_blob = false;
   bool left = false;  // said goodbye
 };
@@ -166,9 +170,32 @@ void BootstrapRoot::serve() {
     const std::string message = wire::root_message(wire::kGroupFailed, why);
     for (auto& m : ranks)
       if (m.fd.valid()) {
-        tell(m.fd.get(), message);
+        tell(m.fd.get(), m.outbox + message);  // after the rest of what it was sent: whole messages
         m.fd.reset();
       }
+  };
+  // Moves what it can of rank r's outbox; a rank that takes nothing for the silence limit
+  // (stopped with its receive buffer full) fails the group naming it.
+  auto flush = [&](int r, Clock::time_point t) {
+    Member& m = ranks[r];
+    if (!m.fd.valid() || m.outbox.empty()) return;
+    const ssize_t n = ::send(m.fd.get(), m.outbox.data(), m.outbox.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      m.outbox.erase(0, size_t(n));
+      m.outbox_moved = t;
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      fail("bootstrap: " + rank_name(r) + " died: its connection to the root failed (" + std::strerror(errno) +
+           ") while it was sent a reply");
+    } else if (t - m.outbox_moved > silence_limit_) {
+      fail("bootstrap: " + rank_name(r) + " stopped reading its round reply: nothing of it taken for " +
+           std::to_string(ms_of(std::chrono::duration_cast<milliseconds>(t - m.outbox_moved))) + " ms");
+    }
+  };
+  auto send_later = [&](int r, const std::string& bytes, Clock::time_point t) {
+    Member& m = ranks[r];
+    if (m.outbox.empty()) m.outbox_moved = t;
+    m.outbox += bytes;
+    flush(r, t);
   };
   try {
     for (;;) {
@@ -196,7 +223,7 @@ void BootstrapRoot::serve() {
       std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
       for (auto& j : joining) fds.push_back({j.fd.get(), POLLIN, 0});
       for (auto& m : ranks)
-        if (m.fd.valid()) fds.push_back({m.fd.get(), POLLIN, 0});
+        if (m.fd.valid()) fds.push_back({m.fd.get(), short(POLLIN | (m.outbox.empty() ? 0 : POLLOUT)), 0});
       ::poll(fds.data(), fds.size(), 100);
       const auto t = Clock::now();
 
@@ -226,13 +253,16 @@ void BootstrapRoot::serve() {
         joining.erase(joining.begin() + long(i));
         wire::Hello h;
         std::memcpy(&h, done.inbox.data(), sizeof h);
-        if (!wire::foreign_hello(h).empty()) continue;  // closed with `done`
+        if (h.magic != wire::kMagic) continue;  // not a topocoll rank (a scanner): closed with `done`
         if (!failure.empty()) {
           tell(done.fd.get(), wire::root_message(wire::kGroupFailed, failure));
           continue;
         }
         std::string why;
-        if (h.nranks != nranks_ || h.rank < 0 || h.rank >= nranks_)
+        if (h.version != wire::kVersion)  // a rank of another release: a mixed install
+          why = "bootstrap: " + done.peer + " (rank " + std::to_string(h.rank) + ") speaks " + wire::foreign_hello(h) +
+                "; every rank must run the same topocoll";
+        else if (h.nranks != nranks_ || h.rank < 0 || h.rank >= nranks_)
           why = "bootstrap: " + done.peer + " joined as rank " + std::to_string(h.rank) + " of " +
                 std::to_string(h.nranks) + ", which does not fit this group of " + std::to_string(nranks_) +
                 " ranks (every rank must be started with the same size)";
@@ -295,11 +325,14 @@ void BootstrapRoot::serve() {
       }
       if (!failure.empty()) continue;
 
+      for (int r = 0; r < nranks_ && failure.empty(); ++r) flush(r, t);
+      if (!failure.empty()) continue;
       if (t - last_beat >= kHeartbeatInterval) {  // so the ranks can tell a stopped root
         last_beat = t;
         const std::string beat = wire::root_message(wire::kRootHeartbeat);
-        for (auto& m : ranks)
-          if (m.fd.valid()) [[maybe_unused]] ssize_t n = ::send(m.fd.get(), beat.data(), beat.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        for (int r = 0; r < nranks_ && failure.empty(); ++r)  // a rank still sent a reply hears that
+          if (ranks[r].fd.valid() && ranks[r].outbox.empty()) send_later(r, beat, t);
+        if (!failure.empty()) continue;
       }
       if (joined < nranks_) continue;
 
@@ -345,14 +378,7 @@ void BootstrapRoot::serve() {
         m.has_blob = false;
       }
       const std::string message = wire::root_message(wire::kRoundReply, reply);
-      for (int r = 0; r < nranks_; ++r) {
-        try {
-          write_all(ranks[r].fd.get(), message, Clock::now() + silence_limit_);
-        } catch (const std::exception& e) {
-          fail("bootstrap: " + rank_name(r) + " stopped reading its round reply: " + e.what());
-          break;
-        }
-      }
+      for (int r = 0; r < nranks_ && failure.empty(); ++r) send_later(r, message, t);
       ++round;
     }
   } catch (const std::exception& e) {
@@ -506,7 +532,10 @@ std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
       out.emplace_back(reply.substr(pos, n));
       pos += n;
     }
-    if (int(out.size()) != nranks_) throw std::runtime_error("bootstrap: malformed reply");
+    if (int(out.size()) != nranks_ || pos != reply.size())
+      throw std::runtime_error("bootstrap: malformed reply from the root at " + root_name_ + ": " +
+                               std::to_string(out.size()) + " blobs and " + std::to_string(reply.size() - pos) +
+                               " bytes more, where " + std::to_string(nranks_) + " blobs were expected");
     ++round_;
     return out;
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 #include "exec/bootstrap_wire.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -46,8 +47,16 @@ std::optional<RootMessage> take_root_message(std::string& inbox) {
     inbox.erase(0, sizeof status);
     return RootMessage{kRootHeartbeat, {}};
   }
-  if (status != kRoundReply && status != kGroupFailed)
-    throw std::runtime_error("the bootstrap root sent status " + std::to_string(status));
+  if (status != kRoundReply && status != kGroupFailed) {
+    std::string shown;  // what answered, as text where it is text ("HTTP" from a web server)
+    for (size_t i = 0; i < std::min<size_t>(inbox.size(), 16); ++i) {
+      const unsigned char c = static_cast<unsigned char>(inbox[i]);
+      shown += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) +
+                                                                   std::string(1, "0123456789abcdef"[c & 15]);
+    }
+    throw std::runtime_error("what answers at the bootstrap address is not a topocoll bootstrap root: it sent \"" +
+                             shown + "\" (status " + std::to_string(status) + "; is the address or port right?)");
+  }
   if (inbox.size() < sizeof status + sizeof(uint64_t)) return std::nullopt;
   const uint64_t n = read_u64(inbox, sizeof status);
   if (n > kMaxReply)

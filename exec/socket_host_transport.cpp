@@ -140,12 +140,22 @@ void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
 }
 
 void SocketHostTransport::accept_from(int peer) {
-  // Connections arrive in any order; each says who it is through its cookie.
+  // Connections arrive in any order; each says who it is through its cookie. Bounded by
+  // its own deadline (the listener's idle limit restarts with every stray socket, a port
+  // scanner's too), and a peer the bootstrap root knows dead is named at once.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   while (!recv_[peer]) {
     std::unique_ptr<net::RecvComm> comm;
     if (auto st = listener_->accept(&comm, 100); !st.ok())
       throw_status(rank_, "accept (waiting for rank " + std::to_string(peer) + ")", st);
-    if (!comm) continue;
+    if (!comm) {
+      check_group();
+      if (Clock::now() > deadline)
+        throw BackendError("rank " + std::to_string(rank_) + ": rank " + std::to_string(peer) +
+                           " did not connect within " + std::to_string(options_.timeout_ms) +
+                           " ms (TOPOCOLL_NET_TIMEOUT_MS); this rank waits to receive from it");
+      continue;
+    }
     const uint64_t from = comm->peer_cookie();
     if (from >= uint64_t(nranks_) || from == uint64_t(rank_) || recv_[from])
       throw BackendError("rank " + std::to_string(rank_) + ": unexpected connection from '" +

@@ -296,7 +296,9 @@ ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm)
       const net::SocketAddress peer = net::handle_address(h);
       int chosen = dev;
       const uint32_t peer_fingerprint = uint32_t(h.user_data >> 32);
-      const int peer_endpoint = int(uint32_t(h.user_data)) - 1;
+      // The peer's endpoint + 1 (0: none); a value past int is no endpoint, never an overflow.
+      const uint32_t endpoint_plus_one = uint32_t(h.user_data);
+      const int peer_endpoint = endpoint_plus_one == 0 || endpoint_plus_one > uint32_t(INT32_MAX) ? -1 : int(endpoint_plus_one) - 1;
       // Only a plane the topology chose binds the source address. Otherwise, as NCCL's own
       // socket transport, the kernel picks it by the route to the peer: NCCL's device for
       // this GPU may sit on another subnet than the peer's listening NIC (one subnet per

@@ -310,6 +310,32 @@ TEST(SocketGroup, StrangersOnTheEagerPortAreTurnedAwayWhileTheJobCompletes) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
 }
 
+// A receive waits for its peer's connection: a peer the bootstrap root knows dead is named
+// at once, not after the listener's idle limit (60 s here, longer than the test's deadline).
+TEST(SocketGroup, AWaitForAConnectionFromADeadPeerNamesItAtOnce) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto status = run_processes(2, std::chrono::seconds(30), [&](int rank, BootstrapClient& boot) {
+    net::TransportOptions options = small_options(20000);
+    options.eager_bytes = 0;  // the receive takes a connection
+    options.rendezvous = false;
+    SocketHostTransport transport(boot, "127.0.0.1", options);
+    if (rank == 1) _exit(42);  // gone before it connects
+    std::vector<unsigned char> buf(4096);
+    transport.post_recv(1, buf.data(), buf.size());
+    try {
+      transport.wait_all();
+    } catch (const BackendError& e) {
+      const std::string what = e.what();
+      std::fprintf(stderr, "rank 0 failed as expected: %s\n", what.c_str());
+      return what.find("rank 1 (") != std::string::npos && what.find("died") != std::string::npos ? 7 : 8;
+    }
+    return 0;
+  });
+  EXPECT_EQ(status[1], 42);
+  EXPECT_EQ(status[0], 7) << "rank 0 should name rank 1 as dead";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15)) << "well before the 20 s timeout";
+}
+
 // A broken size contract is an error naming both sizes, never misplaced bytes.
 TEST(SocketGroup, AnEagerSizeMismatchNamesBothSizes) {
   const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank,
@@ -608,6 +634,30 @@ int connect_loopback(uint16_t port) {
   return fd;
 }
 
+// A rank of another topocoll release (right magic, another protocol version) fails the
+// group at once naming the version, instead of being dropped as a stranger while everyone
+// waits for the registration limit and then calls it missing.
+TEST(Bootstrap, ARankOfAnotherReleaseFailsTheGroupAtOnceNamingTheVersion) {
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(20));
+  const int other = connect_loopback(root.port());
+  ASSERT_GE(other, 0);
+  const int32_t hello[4] = {0x54434231, 1, 1, 2};  // "TCB1", version 1, rank 1 of 2
+  ASSERT_EQ(ssize_t(sizeof hello), ::send(other, hello, sizeof hello, MSG_NOSIGNAL));
+  const auto started = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    BootstrapClient c({"127.0.0.1", root.port()}, 0, 2, std::chrono::seconds(20));
+    c.barrier();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  ::close(other);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_NE(error.find("(rank 1) speaks bootstrap protocol version 1, this side speaks 2"), std::string::npos)
+      << error;
+  EXPECT_NE(root.error().find("every rank must run the same topocoll"), std::string::npos) << root.error();
+}
+
 // Sends `bytes` on `fd` every 300 ms until `stop` (a heartbeat that keeps a scripted peer
 // looking alive).
 std::thread beat_until(int fd, const std::string& bytes, const std::atomic<bool>& stop) {
@@ -738,6 +788,94 @@ TEST(Bootstrap, ARootThatAnswersButNeverEndsARoundIsNamedByTheRank) {
                        " neither completed round 0 nor failed it"),
             std::string::npos)
       << error;
+}
+
+// The root sends a round's reply without blocking: a rank that does not read it (here a
+// scripted rank 0 with a tiny receive window, heartbeating) holds up only itself, and rank 1
+// gets its reply at once instead of after the root gave up writing to rank 0.
+TEST(Bootstrap, ARankThatDoesNotReadItsReplyHoldsUpOnlyItself) {
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(10), std::chrono::milliseconds(4000));
+  const int slow = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int tiny = 4096;
+  ASSERT_EQ(0, ::setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof tiny));  // before connect: the window
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(root.port());
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, ::connect(slow, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  const int32_t hello[4] = {0x54434231, 2, 0, 2};  // rank 0 of 2
+  ASSERT_EQ(ssize_t(sizeof hello), ::send(slow, hello, sizeof hello, MSG_NOSIGNAL));
+  const std::string big(bootstrap_wire::kMaxBlob, 'x');
+  const std::string frame = bootstrap_wire::blob_frame(big);
+  const std::string beat = bootstrap_wire::control_frame(bootstrap_wire::kHeartbeatFrame);
+  constexpr int kRounds = 12;  // 24 MiB of replies: more than the kernel buffers hold
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds_done{0};
+  std::thread writer([&] {  // a blob per round, heartbeats between: alive, but never reading
+    for (int round = 0; round < kRounds && !stop; ++round) {
+      while (rounds_done < round && !stop) {
+        [[maybe_unused]] ssize_t n = ::send(slow, beat.data(), beat.size(), MSG_NOSIGNAL);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      for (size_t sent = 0; sent < frame.size() && !stop;) {
+        const ssize_t n = ::send(slow, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) sent += size_t(n);
+        else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    while (!stop) {
+      [[maybe_unused]] ssize_t n = ::send(slow, beat.data(), beat.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::string error;
+  std::chrono::steady_clock::duration slowest{};
+  try {
+    BootstrapClient c({"127.0.0.1", root.port()}, 1, 2, std::chrono::seconds(10), std::chrono::milliseconds(4000));
+    for (int round = 0; round < kRounds; ++round) {
+      const auto started = std::chrono::steady_clock::now();
+      if (c.allgather(big).size() != 2) error = "a round without both blobs";
+      slowest = std::max(slowest, std::chrono::steady_clock::now() - started);
+      ++rounds_done;
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  stop = true;
+  writer.join();
+  ::close(slow);
+  EXPECT_EQ(error, "") << "after " << rounds_done << " rounds";
+  EXPECT_LT(slowest, std::chrono::seconds(2)) << "rank 1 waited for the root's write to rank 0";
+}
+
+// The wrong port (another service answers there) is named as such, with what it sent.
+TEST(Bootstrap, AServiceThatIsNotARootIsNamedWithWhatItSent) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  ASSERT_EQ(0, ::listen(listener, 4));
+  ASSERT_EQ(0, ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len));
+  std::thread web([&] {  // a web server: answers anything with a 400
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    const char reply[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    [[maybe_unused]] ssize_t n = ::send(fd, reply, sizeof reply - 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::close(fd);
+  });
+  std::string error;
+  try {
+    BootstrapClient c({"127.0.0.1", ntohs(a.sin_port)}, 0, 2, std::chrono::seconds(10));
+    c.barrier();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  web.join();
+  ::close(listener);
+  EXPECT_NE(error.find("is not a topocoll bootstrap root: it sent \"HTTP/1.1 400 Bad\" (status"), std::string::npos) << error;
 }
 
 // Issue 15, finding 4: a hello with the wrong group size fails the group, and a rank that
