@@ -508,7 +508,7 @@ class Run {
       c.predicted_us = p.plan.predicted_us;
       c.max_link_load = p.plan.link_load.max_load;
       try {
-        const auto row = exec::measure_collective(p.plan.schedule, p.algo, req.bytes, settings, backend, group_, buffers);
+        const auto row = exec::measure_collective(p.plan.schedule, p.algo, settings, backend, group_, buffers);
         c.measured_us = row.time_us;
         c.wrong = row.wrong;
       } catch (const std::exception& e) {

@@ -61,13 +61,24 @@ std::string read_user_file(const std::string& path, std::uint64_t max_bytes, con
   return text;
 }
 
-void replace_file(const std::string& path, const std::string& text) {
+void check_replaceable(const std::string& path) {
   // Only a file (or a link, which is replaced, not followed) is replaced: as root a rename
   // would as readily put a file where /dev/null or a pipe another program reads from was.
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
     throw UserFileError("cannot write " + in_quotes(path) + ": it is " + file_kind(st.st_mode) +
                         ", and only a regular file is replaced");
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0)
+    throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + " is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + ": " + std::strerror(errno));
+}
+
+void replace_file(const std::string& path, const std::string& text) {
+  check_replaceable(path);
   std::string temporary = path + ".tmp.XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) throw UserFileError("cannot create a file beside " + path + ": " + std::strerror(errno));

@@ -27,6 +27,10 @@ std::string read_user_file(const std::string& path, std::uint64_t max_bytes, con
 // A `path` that is a directory, device, pipe or socket is refused, never replaced.
 void replace_file(const std::string& path, const std::string& text);
 
+// Throws the UserFileError replace_file would for `path`'s kind or its directory (missing,
+// not a directory, not writable), without writing: a long run checks its output name first.
+void check_replaceable(const std::string& path);
+
 // Creates `dir` and every missing directory above it, then checks that a file can be made in
 // it. Throws UserFileError naming the path and the reason: run before a long run, so an
 // unwritable output directory fails at once rather than after it.

@@ -63,7 +63,7 @@ uint64_t schedule_fingerprint(const sched::Schedule& s) {
 }
 
 BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::string& algo,
-                                int64_t bytes, const BenchmarkSettings& settings,
+                                const BenchmarkSettings& settings,
                                 HostBackend& backend, BootstrapClient& group,
                                 BenchmarkBuffers& buffers) {
   const int rank = group.rank();
@@ -127,9 +127,8 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   for (const auto& s : group.allgather(pack(warm_us)))
     slowest_warm = std::max(slowest_warm, unpack<double>(s));
   int iters = settings.iters;
-  if (slowest_warm > 0)
-    iters = std::clamp(int(settings.target_seconds * 1e6 / slowest_warm), 2,
-                       std::max(2, settings.iters));
+  if (slowest_warm > 0)  // clamped as a double: a sub-microsecond warm-up overflows an int
+    iters = int(std::clamp(settings.target_seconds * 1e6 / slowest_warm, 2.0, double(std::max(2, settings.iters))));
   group.barrier();
   std::vector<double> times(iters);
   for (int i = 0; i < iters; ++i) times[i] = one_iteration(false);
@@ -147,7 +146,9 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
   row.algo = algo;
   row.collective = schedule.collective;
   row.nranks = nranks;
-  row.bytes = bytes;
+  // The size the collective moves, which is what its bandwidth is of: a requested size
+  // that is not a whole number of elements (x P for the gathers) runs rounded down.
+  row.bytes = sched::size_of_count(schedule.collective, schedule.count, e, nranks);
   row.count = schedule.count;
   row.dtype = c.dtype;
   row.op = c.op;
@@ -159,8 +160,8 @@ BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::stri
     if (settings.check) row.wrong += rep.wrong;
   }
   if (settings.check && expected.empty()) row.wrong = -1;
-  row.algbw_gbs = sched::algbw_gbs(double(bytes), row.time_us);
-  row.busbw_gbs = sched::busbw_gbs(row.collective, nranks, double(bytes), row.time_us);
+  row.algbw_gbs = sched::algbw_gbs(double(row.bytes), row.time_us);
+  row.busbw_gbs = sched::busbw_gbs(row.collective, nranks, double(row.bytes), row.time_us);
   return row;
 }
 

@@ -51,9 +51,9 @@ struct BenchmarkBuffers {
 
 // Runs on every rank of the group with the same schedule (checked through the bootstrap:
 // a rank whose schedule differs makes every rank throw). Returns the row every rank agrees
-// on. `bytes` is the size to report.
+// on; its size is what the schedule's count moves (nccl-tests' size of it).
 BenchmarkRow measure_collective(const sched::Schedule& schedule, const std::string& algo,
-                                int64_t bytes, const BenchmarkSettings& settings,
+                                const BenchmarkSettings& settings,
                                 HostBackend& backend, BootstrapClient& group,
                                 BenchmarkBuffers& buffers);
 

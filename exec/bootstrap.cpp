@@ -91,7 +91,9 @@ BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
                              std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit,
                              std::chrono::milliseconds round_limit)
     : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit), round_limit_(round_limit) {
-  if (nranks < 1) throw std::invalid_argument("bootstrap root: nranks must be >= 1");
+  if (nranks < 1 || nranks > kMaxGroupRanks)
+    throw std::invalid_argument("bootstrap root: a group of " + std::to_string(nranks) + " ranks; it serves 1 to " +
+                                std::to_string(kMaxGroupRanks));
   std::string last_error = "no address";
   for (const net::SocketAddress& a : resolve(address, true)) {
     net::FileDescriptor fd;
@@ -393,9 +395,10 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
                                  std::chrono::milliseconds round_limit)
     : rank_(rank), nranks_(nranks), root_name_(root.to_string()), timeout_(timeout), silence_limit_(silence_limit),
       round_limit_(round_limit) {
-  if (nranks < 1 || rank < 0 || rank >= nranks)
+  if (nranks < 1 || nranks > kMaxGroupRanks || rank < 0 || rank >= nranks)
     throw std::invalid_argument("bootstrap: rank " + std::to_string(rank) + " of " +
-                                std::to_string(nranks) + " is not a valid rank");
+                                std::to_string(nranks) + " is not a valid rank (a group has 1 to " +
+                                std::to_string(kMaxGroupRanks) + " ranks)");
   if (root.port == 0)
     throw std::invalid_argument("bootstrap: root address " + root.to_string() + " has port 0 (no root listens there)");
   const auto deadline = Clock::now() + timeout;

@@ -50,6 +50,10 @@ inline constexpr std::chrono::milliseconds kDefaultSilenceLimit{10000};
 inline constexpr std::chrono::milliseconds kDefaultRoundLimit{120000};
 
 // Serves one group's rendezvous on its own thread until every rank has disconnected.
+// The largest group the bootstrap serves: the largest topology (65,536 endpoints). A size
+// from a launcher's environment past it is refused before anything is allocated for it.
+inline constexpr int kMaxGroupRanks = 65536;
+
 class BootstrapRoot {
  public:
   // Binds address (port 0 = ephemeral; port() then says which). Throws std::runtime_error.

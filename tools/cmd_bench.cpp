@@ -126,6 +126,11 @@ std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
   return sizes;
 }
 
+// A group larger than this is not one machine's processes nor a cluster's acceptance run
+// (the planner's rings stop at 1,024 ranks); iterations past a million are a typo.
+constexpr std::int64_t kMaxRanks = 4096;
+constexpr std::int64_t kMaxIterations = 1000000;
+
 BenchArgs parse_args(std::span<const std::string> args) {
   BenchArgs a;
   std::string sizes = "1K:64M";
@@ -133,7 +138,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     const std::string& f = args[i];
     auto value = [&]() -> const std::string& { return cli::flag_value(args, i); };
     if (f == "--topo") a.topo = value();
-    else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, INT_MAX));
+    else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, kMaxRanks));
     else if (f == "--algos" || f == "--algo") a.algos = split_list(value(), ',');
     else if (f == "--sizes") sizes = value();
     else if (f == "--factor" || f == "-f") a.factor = config::number_argument(f, value(), kMinFactor, kMaxFactor);
@@ -148,8 +153,8 @@ BenchArgs parse_args(std::span<const std::string> args) {
       const auto op = kernels::parse_reduce_op(value());
       if (!op) throw std::invalid_argument("--op '" + args[i] + "': unknown reduction");
       a.settings.op = *op;
-    } else if (f == "--iters" || f == "-i") a.settings.iters = int(config::count_argument(f, value(), 1, INT_MAX));
-    else if (f == "--warmup" || f == "-w") a.settings.warmup = int(config::count_argument(f, value(), 0, INT_MAX));
+    } else if (f == "--iters" || f == "-i") a.settings.iters = int(config::count_argument(f, value(), 1, kMaxIterations));
+    else if (f == "--warmup" || f == "-w") a.settings.warmup = int(config::count_argument(f, value(), 0, kMaxIterations));
     else if (f == "-c" || f == "--check") a.settings.check = config::count_argument(f, value(), 0, INT_MAX) != 0;
     else if (f == "--seconds") a.settings.target_seconds = config::number_argument(f, value(), 0.001, 3600);
     else if (f == "--bind") a.bind = value();
@@ -162,9 +167,19 @@ BenchArgs parse_args(std::span<const std::string> args) {
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + usage());
   }
   if (a.algos.empty()) throw std::invalid_argument("--algos names no algorithm");
+  if (!a.endpoints.empty() && a.fabric.empty() && a.topo.empty())
+    throw std::invalid_argument("--endpoints places ranks on a topology's endpoints: it needs --topo or --fabric");
   if (!a.fabric.empty() && !a.topo.empty())
     throw std::invalid_argument("--fabric runs on the fabric's own topology: drop --topo");
   a.sizes = parse_sizes(sizes, a.factor);
+  if (!a.json.empty()) {  // before the run, not after it
+    if (a.json == a.topo) throw std::invalid_argument("--json " + a.json + " is the --topo file; name another");
+    try {
+      config::check_replaceable(a.json);
+    } catch (const config::UserFileError& e) {
+      throw std::invalid_argument(std::string("--json: ") + e.what());
+    }
+  }
   return a;
 }
 
@@ -352,7 +367,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
     for (int64_t bytes : a.sizes)
       for (const auto& algo : a.algos) {
         PlannedCase pc = plan_case(a, topology.get(), algo, bytes, env.nranks);
-        exec::BenchmarkRow row = exec::measure_collective(pc.schedule, pc.algo, bytes, a.settings,
+        exec::BenchmarkRow row = exec::measure_collective(pc.schedule, pc.algo, a.settings,
                                                           backend, group, buffers);
         row.predicted_us = pc.predicted_us;
         row.max_link_load = pc.max_link_load;

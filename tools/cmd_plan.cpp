@@ -10,6 +10,7 @@
 #include "config/value_grammar.h"
 #include "exec/pipeline.h"
 #include "sched/algorithm_registry.h"
+#include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
 #include "tools/command.h"
 #include "tools/cost_flags.h"
@@ -241,6 +242,19 @@ int run_plan(std::span<const std::string> args) {
   }
   Topology t = topo::load_topology_file(topo_file);
   Plan plan = sched::make_plan(t, req);
+  // The gathers' size is P ranks' parts: one that does not split into whole elements per
+  // rank would be planned rounded down and reported as asked (100 bytes over 32 ranks: 0).
+  const int64_t planned =
+      sched::size_of_count(plan.schedule.collective, plan.schedule.count, req.elem_size, plan.schedule.nranks);
+  if (planned != req.bytes) {
+    std::fprintf(stderr,
+                 "topocoll plan: --bytes %lld of %s over %d ranks is not a whole number of %zu-byte elements per "
+                 "rank (a multiple of %lld bytes); %lld would be planned\n",
+                 static_cast<long long>(req.bytes), std::string(sched::to_string(plan.schedule.collective)).c_str(),
+                 plan.schedule.nranks, req.elem_size, static_cast<long long>(int64_t(req.elem_size) * plan.schedule.nranks),
+                 static_cast<long long>(planned));
+    return 2;
+  }
   if (as_json)
     std::cout << plan_json(t, plan).dump(1) << "\n";
   else

@@ -154,6 +154,12 @@ int run_simulate(std::span<const std::string> args) {
     std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", usage().c_str());
     return 2;
   }
+  if (!plot.empty()) {  // before the sweep: a wrong name costs nothing
+    const bool svg = plot.size() > 4 && plot.substr(plot.size() - 4) == ".svg";
+    const bool png = plot.size() > 4 && plot.substr(plot.size() - 4) == ".png";
+    if (!svg && !png) throw std::invalid_argument("--plot " + plot + ": the name must end in .svg or .png");
+    config::check_replaceable(plot);
+  }
   auto bounds = split_list(sizes, ':');
   if (bounds.size() != 2) throw std::invalid_argument("--sizes: expected MIN:MAX, got \"" + sizes + "\"");
   const int64_t lo = config::size_argument("--sizes", bounds[0], 0, kMaxArgumentBytes);
@@ -167,6 +173,9 @@ int run_simulate(std::span<const std::string> args) {
   base.verify = false;
   base.keep_link_detail = false;
   std::vector<std::string> algos = split_list(algos_arg, ',');
+  for (const auto& algo : algos)  // a typo is an error, not a column of n/a
+    if (!sched::find_algorithm(algo))
+      throw std::invalid_argument("--algos: '" + algo + "' is not an algorithm of `topocoll algorithms`");
   std::vector<Row> rows;
   int nranks = 0;
   for (int64_t bytes : list) {
@@ -179,7 +188,9 @@ int run_simulate(std::span<const std::string> args) {
       for (const auto& c : autoplan.candidates)
         if (c.applicable) algos.push_back(c.algo);
     Row row;
-    row.bytes = bytes;
+    // The size the collective moves: the gathers' P parts of whole elements (a power of two
+    // over 3 ranks runs rounded down, and its bandwidth is of what it moves).
+    row.bytes = sched::size_of_count(base.collective, autoplan.schedule.count, base.elem_size, nranks);
     row.auto_pick = autoplan.algo;
     for (const auto& algo : algos) {
       Result res;
@@ -202,7 +213,7 @@ int run_simulate(std::span<const std::string> args) {
           res.why_not = e.what();
         }
       }
-      if (res.ok) res.busbw = sched::busbw_gbs(base.collective, nranks, double(bytes), res.time_us);
+      if (res.ok) res.busbw = sched::busbw_gbs(base.collective, nranks, double(row.bytes), res.time_us);
       row.results.push_back(res);
     }
     rows.push_back(std::move(row));

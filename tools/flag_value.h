@@ -12,9 +12,13 @@
 namespace topocoll::cli {
 
 // args[i] is a flag that takes a value: returns args[i + 1] and advances i past it, or
-// throws naming the flag when the value is missing.
+// throws naming the flag when the value is missing. A value that is itself a flag ("--plot
+// --json") is missing too, not a file to write named "--json" (a file of that name is
+// "./--json"; a negative number has one dash and is checked by its grammar).
 inline const std::string& flag_value(std::span<const std::string> args, std::size_t& i) {
   if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
+  if (args[i + 1].rfind("--", 0) == 0)
+    throw std::invalid_argument(args[i] + " needs a value, not the flag '" + args[i + 1] + "'");
   return args[++i];
 }
 

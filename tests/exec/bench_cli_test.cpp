@@ -107,10 +107,17 @@ TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
       {"--factor 1.0000001", "--factor \"1.0000001\": expected a number from 1.01 to 1024"},
       {"--seconds abc", "--seconds \"abc\": expected a number from 0.001 to 3600"},
       {"--seconds -1", "--seconds \"-1\": expected a number from 0.001 to 3600"},
-      {"--ranks 2abc", "--ranks \"2abc\": expected an integer from 1 to 2147483647"},
+      {"--ranks 2abc", "--ranks \"2abc\": expected an integer from 1 to 4096"},
       {"--sizes 2XiB", "--sizes \"2XiB\": expected a size from 0 to 1048576G (like 4096, 64K or 2GiB)"},
       {"--sizes 1:1G --factor 1.01", "makes 2090 sizes; at most 1000"},
       {"--sizes 1024G", "more than its"},
+      {"--ranks 5000", "--ranks \"5000\": expected an integer from 1 to 4096"},  // ranks to fork
+      {"--warmup 2000000000", "--warmup \"2000000000\": expected an integer from 0 to 1000000"},
+      {"--iters 2147483647", "--iters \"2147483647\": expected an integer from 1 to 1000000"},
+      {"--endpoints 0,5", "--endpoints places ranks on a topology's endpoints: it needs --topo or --fabric"},
+      {"--json /nonexistent-dir/x.json", "--json: cannot write \"/nonexistent-dir/x.json\": \"/nonexistent-dir\": No such"},
+      {"--json " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json",
+       "is the --topo file; name another"},
   };
   for (const auto& [flags, message] : cases) {
     std::string out;
@@ -121,7 +128,7 @@ TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
   EXPECT_NE(run(kTopocoll + " bench --ranks 2 --sizes 1K --iters 2 --warmup 0 --json /dev/full", &out), 0) << out;
   // A device is refused, never replaced (as root a rename would put a file in its place);
   // a full disk is config::replace_file's own test (tests/config/user_files_test.cpp).
-  EXPECT_NE(out.find("cannot write --json: cannot write \"/dev/full\": it is a character device"), std::string::npos)
+  EXPECT_NE(out.find("--json: cannot write \"/dev/full\": it is a character device"), std::string::npos)
       << out;
   struct stat st {};
   EXPECT_TRUE(::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) << "/dev/full was replaced";

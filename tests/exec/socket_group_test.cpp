@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -632,6 +633,20 @@ int connect_loopback(uint16_t port) {
     return -1;
   }
   return fd;
+}
+
+// A group size from a launcher's environment past the largest topology is refused before
+// anything is allocated for it (INT_MAX ranks aborted the root's thread with bad_alloc).
+TEST(Bootstrap, AGroupLargerThanAnyTopologyIsRefusedUpFront) {
+  for (int n : {kMaxGroupRanks + 1, INT_MAX}) {
+    try {
+      BootstrapRoot root({"127.0.0.1", 0}, n, std::chrono::seconds(1));
+      ADD_FAILURE() << n << " ranks were accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("it serves 1 to 65536"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(BootstrapClient({"127.0.0.1", 1}, 0, n, std::chrono::seconds(1)), std::invalid_argument);
+  }
 }
 
 // A rank of another topocoll release (right magic, another protocol version) fails the

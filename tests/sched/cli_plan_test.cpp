@@ -134,6 +134,38 @@ TEST(CliSimulate, CsvAndJson) {
   EXPECT_GT(std::filesystem::file_size(svg), 1000u);
 }
 
+// Sizes the gathers cannot split into whole elements per rank: `plan` refuses them naming
+// the multiple; `simulate` reports the size that is moved, and its bandwidth is of that.
+// A typo in --algos and a --plot name that is no picture fail before the sweep.
+TEST(CliSimulate, SizesAreWhatMovesAndBadNamesFailUpFront) {
+  int rc = -1;
+  std::string out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allgather --bytes 4100", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--bytes 4100 of allgather over 32 ranks is not a whole number of 4-byte elements per rank "
+                     "(a multiple of 128 bytes); 4096 would be planned"),
+            std::string::npos)
+      << out;
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allgather --ranks 3 "
+            "--sizes 1K:2K --algos ring --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json doc = json::parse(out);
+  ASSERT_EQ(doc["sizes"].size(), 2u);
+  EXPECT_EQ(doc["sizes"][0]["bytes"].get<int64_t>(), 1020);  // 85 floats x 3 ranks
+  EXPECT_EQ(doc["sizes"][1]["bytes"].get<int64_t>(), 2040);
+  const auto& r = doc["sizes"][0]["results"][0];
+  EXPECT_NEAR(r["busbw_gbs"].get<double>(), 1020.0 / (r["time_us"].get<double>() * 1e3) * 2.0 / 3.0, 1e-9);
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --algos ring,hdd", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--algos: 'hdd' is not an algorithm"), std::string::npos) << out;
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --plot --json", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--plot needs a value, not the flag '--json'"), std::string::npos) << out;
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --plot "
+            TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("the name must end in .svg or .png"), std::string::npos) << out;
+}
+
 // `topocoll algorithms` and the help texts are the registry's lists.
 TEST(CliPlan, AlgorithmsAndHelpListTheRegistry) {
   int rc = -1;
