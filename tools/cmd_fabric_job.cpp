@@ -118,8 +118,12 @@ JobArgs parse_job_args(std::span<const std::string> args, const std::string& ver
     else if (f == "--master-port" && verb != "place") {
       a.job.master_port = int(config::count_argument(f, flag_value(args, i), 1, 65535));
       a.master_port_given = true;
-    } else if (f == "--rank0-env" && verb != "place") a.job.rank0_environment.push_back(flag_value(args, i));
-    else if (f == "--relay-port" && verb == "rank-exec")
+    } else if (f == "--rank0-env" && verb != "place") {
+      const std::string& kv = flag_value(args, i);  // checked here, not in rank 0 after every rank started
+      if (kv.find('=') == std::string::npos || kv.front() == '=')
+        throw std::invalid_argument("--rank0-env '" + kv + "': expected NAME=VALUE");
+      a.job.rank0_environment.push_back(kv);
+    } else if (f == "--relay-port" && verb == "rank-exec")
       a.relay_ports.push_back(uint16_t(config::count_argument(f, flag_value(args, i), 1, 65535)));
     else if (f == "--relay-master" && verb == "rank-exec") a.relay_master = true;
     else if (f == "--rank-args" && verb != "place") a.rank_args = true;

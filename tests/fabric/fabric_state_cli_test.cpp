@@ -179,3 +179,19 @@ TEST(FabricState, ARecordListingOtherNamespacesThanItsPlanIsRefused) {
 
 }  // namespace
 
+
+namespace {
+
+// `fabric run`'s own flags are checked before any rank starts: a --rank0-env that is no
+// NAME=VALUE was found only inside rank 0, after every rank had started (and the others
+// were ended 15 s later).
+TEST(FabricJobArgs, ARank0VariableThatIsNoAssignmentFailsBeforeAnyRankStarts) {
+  const ScratchDir scratch("fabric_job_args");
+  for (const std::string bad : {"FOO", "=x"}) {
+    const auto r = shell_run(in_state(scratch.path(), "fabric run --name nofabric --ranks 2 --rank0-env " + bad + " -- true"));
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("--rank0-env '" + bad + "': expected NAME=VALUE"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
