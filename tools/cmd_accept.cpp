@@ -1,9 +1,9 @@
 // `topocoll accept`: checks a cluster against its topology file, cable by cable, and names
 // what is wrong (accept/, docs/acceptance.md). One process per endpoint, started the way
 // `bench` is: mpirun / srun / torchrun variables, --rank/--ranks/--bootstrap, or --fabric.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -106,6 +106,8 @@ std::vector<int> endpoint_list(const topo::Topology& t, const std::vector<std::s
   for (const auto& n : names) {
     const auto e = t.find_endpoint_by_id(n);
     if (!e) throw std::invalid_argument("--endpoints: '" + n + "' is not an endpoint of " + t.name());
+    if (std::find(out.begin(), out.end(), *e) != out.end())  // a typo, not a cluster's duplicate
+      throw std::invalid_argument("--endpoints: '" + n + "' is named twice");
     out.push_back(*e);
   }
   return out;
