@@ -3,6 +3,12 @@
 #include "net/socket_calls.h"
 
 namespace topocoll::net {
+namespace {
+
+constexpr uint64_t kMinHelloChunkBytes = 4096;
+constexpr uint64_t kMaxHelloChunkBytes = uint64_t(64) << 20;
+
+}  // namespace
 
 std::string hello_problem(const Hello& h, const Handle& listener) {
   if (h.magic != kHelloMagic)
@@ -11,11 +17,18 @@ std::string hello_problem(const Hello& h, const Handle& listener) {
     return "speaks protocol version " + std::to_string(h.version) + ", this side version " +
            std::to_string(kProtocolVersion);
   if (h.listener_nonce != listener.listener_nonce) return "carries the handle of another listener";
-  if (h.sockets != listener.sockets || h.socket_index >= h.sockets || h.chunk_bytes < 4096 ||
-      h.chunk_bytes > (uint64_t(64) << 20) || h.min_stripe_bytes < 1 || h.min_stripe_bytes > h.chunk_bytes)
-    return "inconsistent handshake (socket " + std::to_string(h.socket_index) + " of " +
-           std::to_string(h.sockets) + ", chunk " + std::to_string(h.chunk_bytes) + ", stripe " +
-           std::to_string(h.min_stripe_bytes) + ")";
+  // Each field on its own, with what was expected: the WARN says which side is misbuilt.
+  if (h.sockets != listener.sockets)
+    return "says its connection has " + std::to_string(h.sockets) + " sockets, the listener's handle " +
+           std::to_string(listener.sockets);
+  if (h.socket_index >= h.sockets)
+    return "claims socket " + std::to_string(h.socket_index) + " of a connection of " + std::to_string(h.sockets);
+  if (h.chunk_bytes < kMinHelloChunkBytes || h.chunk_bytes > kMaxHelloChunkBytes)
+    return "stripes in chunks of " + std::to_string(h.chunk_bytes) + " bytes, outside " +
+           std::to_string(kMinHelloChunkBytes) + ".." + std::to_string(kMaxHelloChunkBytes);
+  if (h.min_stripe_bytes < 1 || h.min_stripe_bytes > h.chunk_bytes)
+    return "stripes in pieces of at least " + std::to_string(h.min_stripe_bytes) + " bytes, outside 1..its chunk (" +
+           std::to_string(h.chunk_bytes) + ")";
   return {};
 }
 
