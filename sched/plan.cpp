@@ -133,7 +133,8 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
                                 t.name() + "\" exceeds the planner's budget of " +
                                 std::to_string(kMaxNapPlanRanks) +
                                 " ranks on NAP (multipath routes make planning grow with ranks x "
-                                "paths); plan part of it with --ranks");
+                                "paths); plan part of it (a subset of its endpoints: --ranks or --endpoints where the "
+                                "command has them)");
   int64_t count = plan_count(r, n);
   RouteCache routes(t);
 

@@ -150,6 +150,7 @@ int run_simulate(std::span<const std::string> args) {
       return 2;
     }
   }
+  if (as_json && as_csv) throw std::invalid_argument("--json and --csv: give one");
   if (topo_file.empty() || !have_coll) {
     std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", usage().c_str());
     return 2;

@@ -164,6 +164,9 @@ TEST(CliSimulate, SizesAreWhatMovesAndBadNamesFailUpFront) {
             TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json", &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("the name must end in .svg or .png"), std::string::npos) << out;
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --json --csv", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--json and --csv: give one"), std::string::npos) << out;
 }
 
 // `topocoll algorithms` and the help texts are the registry's lists.
