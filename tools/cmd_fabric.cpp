@@ -84,6 +84,17 @@ double positive(const std::string& flag, const std::string& text) {
   return v;
 }
 
+// The flags each verb reads (--name: all): another one given to it was ignored silently
+// (`cut A-B --rate-mbit 5` cut the cable and said nothing of the rate).
+bool verb_takes(const std::string& verb, const std::string& flag) {
+  if (flag == "--name") return true;
+  if (verb == "up") return flag == "--rate-mbit" || flag == "--scale" || flag == "--mtu" || flag == "--peak-slack-us";
+  if (verb == "down") return flag == "--force";
+  if (verb == "status") return flag == "--json";
+  if (verb == "degrade") return flag == "--rate-mbit";
+  return false;
+}
+
 Args parse(std::span<const std::string> args) {
   Args a;
   if (args.empty()) throw std::invalid_argument(std::string("which fabric command?\n") + kUsage);
@@ -94,6 +105,10 @@ Args parse(std::span<const std::string> args) {
       a.command.assign(args.begin() + long(i) + 1, args.end());
       break;
     }
+    const bool known = f == "--name" || f == "--rate-mbit" || f == "--scale" || f == "--mtu" ||
+                       f == "--peak-slack-us" || f == "--json" || f == "--force";
+    if (known && !verb_takes(a.verb, f))
+      throw std::invalid_argument(a.verb + " does not take " + f + "\n" + kUsage);
     if (f == "--name") {
       a.name = flag_value(args, i);
       if (std::string problem = fabric_name_problem(a.name); !problem.empty()) throw std::invalid_argument(problem);

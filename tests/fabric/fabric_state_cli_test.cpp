@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -206,6 +208,21 @@ TEST(FabricJobArgs, PredictRefusesAZeroRateAndAcceptAnEndpointNamedTwice) {
                            "/examples/bigraph-32.json --endpoints s0.g0,s0.g0 --rank 0 --ranks 2 --bootstrap 127.0.0.1:1");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("--endpoints: 's0.g0' is named twice"), std::string::npos) << r.output;
+}
+
+// A flag the verb does not read is an error, not ignored (`cut A-B --rate-mbit 5` cut the
+// cable and said nothing of the rate). Checked before any fabric is looked up.
+TEST(FabricJobArgs, AFlagTheVerbDoesNotReadIsAnError) {
+  const ScratchDir scratch("fabric_verb_flags");
+  for (const auto& [verb, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"cut A-B", "--rate-mbit 5"}, {"down", "--scale 0.5"}, {"status", "--mtu 1500"},
+           {"route 0 1", "--force"}, {"exec 0", "--json"}}) {
+    const auto r = shell_run(in_state(scratch.path(), "fabric " + verb + " --name nofabric " + flag + " -- true"));
+    EXPECT_NE(r.status, 0) << verb << ": " << r.output;
+    const std::string verb_word = verb.substr(0, verb.find(' '));
+    EXPECT_NE(r.output.find(verb_word + " does not take " + flag.substr(0, flag.find(' '))), std::string::npos)
+        << verb << ": " << r.output;
+  }
 }
 
 }  // namespace
