@@ -52,6 +52,7 @@ constexpr const char* kUsage =
     "                  sends a flow by switch j, for each j (policy routing; CAP_NET_ADMIN)\n"
     "  --endpoints L   the endpoints this job should cover (default: all of the file)\n"
     "  --ranks N       with --fabric: start ranks on the first N of them only\n"
+    "  --streams N     TCP connections per measured flow (1..64, default 4)\n"
     "  --max-flows N   at most N flows per cable round (default: the cables decide; on a\n"
     "                  fabric, what this machine's cores forward at its rates)\n"
     "  --coverage N    flows across each cable direction where the flows allow (default 3)\n"
@@ -82,11 +83,11 @@ AcceptArgs parse_args(std::span<const std::string> args) {
     else if (f == "--phases") a.options.phases = split_list(value(), ',');
     else if (f == "--gpu") a.options.gpu = int(config::count_argument(f, value(), 0, 4095)), a.gpu_given = true;
     else if (f == "--bind") a.options.bind = value();
-    else if (f == "--lane-marks") {
-      for (const auto& m : split_list(value(), ','))
-        a.options.lane_marks.push_back(uint32_t(config::count_argument(f, m, 1, UINT32_MAX)));
-    }
-    else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
+    else if (f == "--lane-marks") {  // TOPOCOLL_NET_LANE_MARKS's grammar (hex too, at most 16)
+      const auto marks = config::parse_marks(value());
+      if (!marks) throw std::invalid_argument(f + " " + config::quoted_value(args[i]) + ": " + marks.expected);
+      a.options.lane_marks = *marks.value;
+    } else if (f == "--endpoints") a.endpoints = split_list(value(), ',');
     else if (f == "--rank") a.rank = int(config::count_argument(f, value(), 0, 1000000));
     else if (f == "--ranks" || f == "-n") a.ranks = int(config::count_argument(f, value(), 1, 1000000));
     else if (f == "--bootstrap") a.bootstrap = value();

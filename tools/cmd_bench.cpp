@@ -77,7 +77,10 @@ std::string usage() {
     "                fabric's rates (docs/fabric.md)\n"
     "  --alpha-us X, --alpha-msg-us X, --gamma-gbs G   the cost model's overhead per step and\n"
     "                per message, and reduce rate, for the predicted column (defaults: a\n"
-    "                GPU's, docs/plan-format.md)\n";
+    "                GPU's, docs/plan-format.md)\n"
+    "  --ranks 1..4096, --iters and --warmup at most 1000000. nccl-tests' short names work too:\n"
+    "  -n (--ranks), -d (--dtype), -o (--op), -i (--iters), -w (--warmup), -f (--factor),\n"
+    "  --check (-c), --algo (--algos)\n";
 }
 
 struct BenchArgs {

@@ -73,7 +73,8 @@ const char* const kFabricJobUsage =
     "  --rank-args            {rank}, {nranks}, {host} and {endpoint} in the program's arguments\n"
     "                         become this rank's (interposer_gpu_check check --rank {rank} ...)\n"
     "  --show                 rank-exec: print the rank's namespace, host name and variables; run nothing\n"
-    "  --hostfile FILE        run, place: also write the hostfile (--format, default mpirun) there\n";
+    "  --hostfile FILE        run, place: also write the hostfile there (run: mpirun's; place: --format's,\n"
+    "                         default mpirun)\n";
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The cost model's command-line settings (--alpha-us, --alpha-msg-us, --gamma-gbs), read the
-// same way by plan, bench, simulate and accept. Bounded, so every prediction stays finite:
+// same way by plan, bench, simulate (--alpha-us, --gamma-gbs) and accept (the alphas). Bounded, so every prediction stays finite:
 // --gamma-gbs 1e-320 made every time NaN (a plan's JSON then held null), --alpha-us 1e308
 // made every candidate infinite and `auto` pick at random.
 #pragma once

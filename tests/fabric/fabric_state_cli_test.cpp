@@ -208,6 +208,13 @@ TEST(FabricJobArgs, PredictRefusesAZeroRateAndAcceptAnEndpointNamedTwice) {
                            "/examples/bigraph-32.json --endpoints s0.g0,s0.g0 --rank 0 --ranks 2 --bootstrap 127.0.0.1:1");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("--endpoints: 's0.g0' is named twice"), std::string::npos) << r.output;
+  // --lane-marks reads as TOPOCOLL_NET_LANE_MARKS does (0x hex too, at most 16).
+  const auto marks = shell_run(kCli + " accept --topo " TOPOCOLL_SOURCE_DIR
+                               "/examples/bigraph-32.json --lane-marks 0x100,abc --rank 0 --ranks 2 --bootstrap 127.0.0.1:1");
+  EXPECT_NE(marks.status, 0) << marks.output;
+  EXPECT_NE(marks.output.find("--lane-marks \"0x100,abc\": expected a list of 1 to 16 non-zero socket marks"),
+            std::string::npos)
+      << marks.output;
 }
 
 // A flag the verb does not read is an error, not ignored (`cut A-B --rate-mbit 5` cut the
