@@ -621,6 +621,22 @@ TEST(Bootstrap, IdleConnectionsDoNotHoldUpRegistration) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
 }
 
+// A socket listening on 127.0.0.1 at an ephemeral port (in *port), or -1: a scripted root.
+int listen_loopback(uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A socket connected to 127.0.0.1:port, or -1.
 int connect_loopback(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -762,15 +778,9 @@ TEST(Bootstrap, ARankThatNeverContributesToARoundIsNamedOnEveryRank) {
 // The client's own limit: a root (scripted) that heartbeats but never completes or fails a
 // round is named by the rank instead of being waited for in 24-hour slices.
 TEST(Bootstrap, ARootThatAnswersButNeverEndsARoundIsNamedByTheRank) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a));
-  ASSERT_EQ(0, ::listen(listener, 4));
-  ASSERT_EQ(0, ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len));
-  const uint16_t port = ntohs(a.sin_port);
+  uint16_t port = 0;
+  const int listener = listen_loopback(&port);
+  ASSERT_GE(listener, 0);
   std::atomic<bool> stop{false};
   std::thread root([&] {  // accepts the rank, then only heartbeats
     const int fd = ::accept(listener, nullptr, nullptr);
@@ -865,14 +875,9 @@ TEST(Bootstrap, ARankThatDoesNotReadItsReplyHoldsUpOnlyItself) {
 
 // The wrong port (another service answers there) is named as such, with what it sent.
 TEST(Bootstrap, AServiceThatIsNotARootIsNamedWithWhatItSent) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a));
-  ASSERT_EQ(0, ::listen(listener, 4));
-  ASSERT_EQ(0, ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len));
+  uint16_t port = 0;
+  const int listener = listen_loopback(&port);
+  ASSERT_GE(listener, 0);
   std::thread web([&] {  // a web server: answers anything with a 400
     const int fd = ::accept(listener, nullptr, nullptr);
     if (fd < 0) return;
@@ -883,7 +888,7 @@ TEST(Bootstrap, AServiceThatIsNotARootIsNamedWithWhatItSent) {
   });
   std::string error;
   try {
-    BootstrapClient c({"127.0.0.1", ntohs(a.sin_port)}, 0, 2, std::chrono::seconds(10));
+    BootstrapClient c({"127.0.0.1", port}, 0, 2, std::chrono::seconds(10));
     c.barrier();
   } catch (const std::exception& e) {
     error = e.what();
