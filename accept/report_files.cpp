@@ -1,13 +1,5 @@
 #include "accept/report_files.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-
 #include "config/user_files.h"
 #include "exec/private_conversion.h"
 

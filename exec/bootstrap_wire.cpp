@@ -1,8 +1,10 @@
 #include "exec/bootstrap_wire.h"
 
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
+
+#include "config/value_grammar.h"
 
 namespace topocoll::exec::bootstrap_wire {
 
@@ -48,14 +50,10 @@ std::optional<RootMessage> take_root_message(std::string& inbox) {
     return RootMessage{kRootHeartbeat, {}};
   }
   if (status != kRoundReply && status != kGroupFailed) {
-    std::string shown;  // what answered, as text where it is text ("HTTP" from a web server)
-    for (size_t i = 0; i < std::min<size_t>(inbox.size(), 16); ++i) {
-      const unsigned char c = static_cast<unsigned char>(inbox[i]);
-      shown += c >= 0x20 && c < 0x7f ? std::string(1, char(c)) : "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) +
-                                                                   std::string(1, "0123456789abcdef"[c & 15]);
-    }
-    throw std::runtime_error("what answers at the bootstrap address is not a topocoll bootstrap root: it sent \"" +
-                             shown + "\" (status " + std::to_string(status) + "; is the address or port right?)");
+    // What answered, as text where it is text ("HTTP" from a web server).
+    const std::string shown = config::quoted_value(std::string_view(inbox).substr(0, 16));
+    throw std::runtime_error("what answers at the bootstrap address is not a topocoll bootstrap root: it sent " +
+                             shown + " (status " + std::to_string(status) + "; is the address or port right?)");
   }
   if (inbox.size() < sizeof status + sizeof(uint64_t)) return std::nullopt;
   const uint64_t n = read_u64(inbox, sizeof status);

@@ -69,8 +69,7 @@ int run_draw(std::span<const std::string> args) {
   std::string picture = drawing.dot;
   if (!text_only) {
     std::vector<std::string> command = drawing.engine;
-    for (const char* arg : {"-T", "-o", "{out}", "{in}"}) command.push_back(arg);
-    command[drawing.engine.size()] += format;
+    command.insert(command.end(), {"-T" + format, "-o", "{out}", "{in}"});
     const exec::Conversion drawn =
         exec::convert_privately(drawing.dot, "dot", format, {command}, "Graphviz's " + drawing.engine[0]);
     if (!drawn.succeeded()) {

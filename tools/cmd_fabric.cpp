@@ -77,13 +77,6 @@ double number(const std::string& flag, const std::string& text) {
   return config::number_argument(flag, text, 0, kAny);
 }
 
-// A rate or scale: 0 inside means "not given" (the default), so 0 given is refused here.
-double positive(const std::string& flag, const std::string& text) {
-  const double v = number(flag, text);
-  if (!(v > 0)) throw std::invalid_argument(flag + " " + text + ": expected a number above 0");
-  return v;
-}
-
 // The flags each verb reads (--name: all): another one given to it was ignored silently
 // (`cut A-B --rate-mbit 5` cut the cable and said nothing of the rate).
 bool verb_takes(const std::string& verb, const std::string& flag) {
@@ -113,9 +106,9 @@ Args parse(std::span<const std::string> args) {
       a.name = flag_value(args, i);
       if (std::string problem = fabric_name_problem(a.name); !problem.empty()) throw std::invalid_argument(problem);
     } else if (f == "--rate-mbit") {
-      a.rate_mbit = positive(f, flag_value(args, i));
+      a.rate_mbit = positive_argument(f, flag_value(args, i));
       a.rate_given = true;
-    } else if (f == "--scale") a.options.scale = positive(f, flag_value(args, i));
+    } else if (f == "--scale") a.options.scale = positive_argument(f, flag_value(args, i));
     else if (f == "--mtu") a.options.mtu = int(config::count_argument(f, flag_value(args, i), 0, INT_MAX));
     else if (f == "--peak-slack-us") a.options.peak_slack_us = number(f, flag_value(args, i));
     else if (f == "--json") a.json = true;

@@ -57,13 +57,8 @@ PredictArgs parse(std::span<const std::string> args) {
     const std::string& f = args[i];
     if (f == "--name") a.name = flag_value(args, i);
     else if (f == "--topo") a.topo = flag_value(args, i);
-    else if (f == "--rate-mbit" || f == "--scale") {
-      // 0 inside means "not given": a 0 given is refused, as `fabric up` refuses it.
-      const std::string& text = flag_value(args, i);
-      const double v = config::number_argument(f, text, 0, kAny);
-      if (!(v > 0)) throw std::invalid_argument(f + " " + text + ": expected a number above 0");
-      (f == "--rate-mbit" ? a.options.rate_mbit : a.options.scale) = v;
-    }
+    else if (f == "--rate-mbit") a.options.rate_mbit = positive_argument(f, flag_value(args, i));
+    else if (f == "--scale") a.options.scale = positive_argument(f, flag_value(args, i));
     else if (f == "--ranks") a.ranks = int(config::count_argument(f, flag_value(args, i), 1, 1024));
     else if (f == "--placement") a.placement = flag_value(args, i);
     else if (f == "--colls") a.colls = split_list(flag_value(args, i), ',');

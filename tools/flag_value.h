@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/value_grammar.h"
+
 namespace topocoll::cli {
 
 // args[i] is a flag that takes a value: returns args[i + 1] and advances i past it, or
@@ -20,6 +22,13 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
   if (args[i + 1].rfind("--", 0) == 0)
     throw std::invalid_argument(args[i] + " needs a value, not the flag '" + args[i + 1] + "'");
   return args[++i];
+}
+
+// A rate or scale where 0 inside means "not given" (the default): a 0 given is refused.
+inline double positive_argument(const std::string& flag, const std::string& text) {
+  const double v = config::number_argument(flag, text, 0, std::numeric_limits<double>::max());
+  if (!(v > 0)) throw std::invalid_argument(flag + " " + text + ": expected a number above 0");
+  return v;
 }
 
 // A size on the command line is at most 1 PiB: beyond it a typo, not a buffer.

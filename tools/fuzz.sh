@@ -44,7 +44,7 @@ NET_SOURCES=(net/*.cpp config/warnings.cpp)
 sources_of() {
   case "$1" in
     topology) echo tests/fuzz/topology_fuzz.cpp topo/*.cpp config/user_files.cpp ;;
-    bootstrap) echo tests/fuzz/bootstrap_fuzz.cpp exec/bootstrap_wire.cpp ;;
+    bootstrap) echo tests/fuzz/bootstrap_fuzz.cpp exec/bootstrap_wire.cpp config/value_grammar.cpp ;;
     handshake) echo tests/fuzz/handshake_fuzz.cpp net/hello_check.cpp net/socket_calls.cpp net/socket_address.cpp ;;
     eager) echo tests/fuzz/eager_fuzz.cpp exec/eager_channel.cpp "${NET_SOURCES[@]}" ;;
     connect_handle) echo tests/fuzz/connect_handle_fuzz.cpp "${NET_SOURCES[@]}" ;;
@@ -56,7 +56,7 @@ sources_of() {
 watched_of() {
   case "$1" in
     topology) echo topo tests/fuzz ;;
-    bootstrap) echo exec net tests/fuzz ;;
+    bootstrap) echo exec net config tests/fuzz ;;
     eager) echo exec net tests/fuzz tests/common ;;
     env) echo config exec net sched tests/fuzz ;;
     *) echo net tests/fuzz ;;
