@@ -39,6 +39,7 @@
 #include "tools/cost_flags.h"
 #include "tools/fabric_launch.h"
 #include "tools/flag_value.h"
+#include "tools/size_sweep.h"
 #include "tools/split_list.h"
 #include "topo/topology_json.h"
 
@@ -101,33 +102,7 @@ struct BenchArgs {
   sched::CostParams cost{.pipeline = exec::PipelineOptions::host_default().shape};
 };
 
-// A sweep longer than this is a typo (--factor 1.0000001 would print rows for days).
-constexpr std::size_t kMaxSizes = 1000;
 constexpr double kMinFactor = 1.01, kMaxFactor = 1024;
-
-std::vector<int64_t> parse_sizes(const std::string& text, double factor) {
-  std::vector<int64_t> sizes;
-  if (const auto colon = text.find(':'); colon != std::string::npos) {
-    const int64_t lo = config::size_argument("--sizes", text.substr(0, colon), 0, kMaxArgumentBytes);
-    const int64_t hi = config::size_argument("--sizes", text.substr(colon + 1), 0, kMaxArgumentBytes);
-    if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes '" + text + "': need 1 <= A <= B");
-    const double rows = std::floor(std::log(double(hi) / double(lo)) / std::log(factor)) + 1;
-    if (rows > double(kMaxSizes))
-      throw std::invalid_argument("--sizes '" + text + "' with --factor " + std::to_string(factor) +
-                                  " makes " + std::to_string((long long)rows) + " sizes; at most " +
-                                  std::to_string(kMaxSizes) + " (raise --factor)");
-    for (double s = double(lo); s <= double(hi) * 1.0000001; s *= factor)
-      if (sizes.empty() || int64_t(s) != sizes.back()) sizes.push_back(int64_t(s));
-  } else {
-    for (const auto& part : split_list(text, ','))
-      sizes.push_back(config::size_argument("--sizes", part, 0, kMaxArgumentBytes));
-    if (sizes.size() > kMaxSizes)
-      throw std::invalid_argument("--sizes lists " + std::to_string(sizes.size()) + " sizes; at most " +
-                                  std::to_string(kMaxSizes));
-  }
-  if (sizes.empty()) throw std::invalid_argument("--sizes '" + text + "' names no size");
-  return sizes;
-}
 
 // A group larger than this is not one machine's processes nor a cluster's acceptance run
 // (the planner's rings stop at 1,024 ranks); iterations past a million are a typo.
@@ -174,7 +149,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
     throw std::invalid_argument("--endpoints places ranks on a topology's endpoints: it needs --topo or --fabric");
   if (!a.fabric.empty() && !a.topo.empty())
     throw std::invalid_argument("--fabric runs on the fabric's own topology: drop --topo");
-  a.sizes = parse_sizes(sizes, a.factor);
+  a.sizes = parse_size_sweep(sizes, a.factor);
   if (!a.json.empty()) {  // before the run, not after it
     if (a.json == a.topo) throw std::invalid_argument("--json " + a.json + " is the --topo file; name another");
     try {

@@ -29,6 +29,7 @@
 #include "tools/demo_results.h"
 #include "tools/file_stem.h"
 #include "tools/flag_value.h"
+#include "tools/size_sweep.h"
 #include "tools/size_chart.h"
 #include "topo/topology_json.h"
 
@@ -189,6 +190,7 @@ DemoArgs parse_args(std::span<const std::string> args) {
     else if (f == "--iters") a.iters = int(config::count_argument(f, value(), 1, 1000000));
     else throw std::invalid_argument("unknown argument '" + f + "'\n" + kUsage);
   }
+  if (!a.sizes.empty()) parse_size_sweep(a.sizes, 2);  // bench's grammar, refused before any step runs
   return a;
 }
 
@@ -337,6 +339,9 @@ int run_demo(std::span<const std::string> args) {
   section("1. validate");
   ok &= run_command("validate", {a.topo});
   const topo::Topology t = topo::load_topology_file(a.topo);  // throws naming the problem
+  if (a.ranks > int(t.endpoints().size()))
+    throw std::invalid_argument("--ranks " + std::to_string(a.ranks) + ": " + t.name() + " has " +
+                                std::to_string(t.endpoints().size()) + " endpoints");
 
   section("2. describe");
   run_command("describe", {a.topo});

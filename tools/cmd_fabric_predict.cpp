@@ -28,7 +28,8 @@
 namespace topocoll::cli {
 
 const char* const kFabricPredictUsage =
-    "usage: topocoll fabric predict (--name N | --topo FILE [--rate-mbit R | --scale F]) --ranks R\n"
+    "usage: topocoll fabric predict (--name N | --topo FILE [--rate-mbit R | --scale F])\n"
+    "                               (--ranks R | --placement endpoints=E1,E2,...)\n"
     "                               [--placement P] [--colls allreduce,reduce_scatter,allgather]\n"
     "                               [--sizes 256K:64M] [--factor 4] [--json]\n"
     "Predicted microseconds per nccl-tests size for a job of R ranks placed as P (see `fabric run`)\n"
@@ -74,6 +75,9 @@ PredictArgs parse(std::span<const std::string> args) {
   if (a.name.empty() == a.topo.empty()) throw std::invalid_argument(std::string("fabric predict: --name or --topo\n") + kFabricPredictUsage);
   if (!a.name.empty() && (a.options.rate_mbit != 0 || a.options.scale != 0))
     throw std::invalid_argument("fabric predict: a live fabric has its rates; --rate-mbit and --scale go with --topo");
+  // The same rule as `fabric run` and `place`: a job has a size; none given is not "every endpoint".
+  if (a.ranks == 0 && sched::parse_job_placement(a.placement).kind != sched::JobPlacement::Kind::Endpoints)
+    throw std::invalid_argument("fabric predict needs --ranks R (or --placement endpoints=...)");
   return a;
 }
 

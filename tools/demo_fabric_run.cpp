@@ -3,13 +3,12 @@
 #include <cstdio>
 #include <sstream>
 
-#include "config/value_grammar.h"
 #include "fabric/fabric_record.h"
 #include "fabric/live_fabric.h"
 #include "fabric/system_command.h"
 #include "sched/plan.h"
 #include "tools/child_command.h"
-#include "tools/flag_value.h"
+#include "tools/size_sweep.h"
 
 namespace topocoll::cli {
 namespace {
@@ -32,12 +31,11 @@ double estimated_seconds(const DemoFabricSettings& s) {
   try {
     const topo::Topology t = fabric::LiveFabric::open(s.name).modelled_topology();
     double us = 0;
-    std::istringstream sizes(s.sizes);
-    for (std::string size; std::getline(sizes, size, ',');)
+    for (const int64_t bytes : parse_size_sweep(s.sizes, 2))  // bench's default --factor
       for (const auto& algo : s.algos) {
         sched::PlanRequest req;
         req.algo = algo;
-        req.bytes = config::size_argument("--sizes", size, 0, kMaxArgumentBytes);
+        req.bytes = bytes;
         req.nranks = s.ranks;
         req.verify = false;
         req.keep_link_detail = false;

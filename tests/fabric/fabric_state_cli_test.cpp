@@ -196,6 +196,19 @@ TEST(FabricJobArgs, ARank0VariableThatIsNoAssignmentFailsBeforeAnyRankStarts) {
   }
 }
 
+// `fabric predict` took no --ranks as "every endpoint" while its synopsis, `fabric run` and
+// `place` require the job's size.
+TEST(FabricJobArgs, PredictNeedsTheJobsSize) {
+  const std::string topo = " --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json";
+  const auto none = shell_run(kCli + " fabric predict" + topo);
+  EXPECT_NE(none.status, 0) << none.output;
+  EXPECT_NE(none.output.find("fabric predict needs --ranks R (or --placement endpoints=...)"), std::string::npos)
+      << none.output;
+  const auto listed = shell_run(kCli + " fabric predict" + topo + " --placement endpoints=s0.g0,s1.g0 --sizes 1M:1M");
+  EXPECT_EQ(listed.status, 0) << listed.output;
+  EXPECT_NE(listed.output.find("2 ranks"), std::string::npos) << listed.output;
+}
+
 // A 0 rate or scale meant "the default" in `fabric predict` while `fabric up` refuses it;
 // an endpoint named twice to `accept` was run and reported as the cluster's duplicate.
 TEST(FabricJobArgs, PredictRefusesAZeroRateAndAcceptAnEndpointNamedTwice) {

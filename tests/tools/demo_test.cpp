@@ -191,6 +191,24 @@ TEST_F(DemoAsUnprivilegedUser, LoopbackSwitchSaysSo) {
   expect_loopback_results(r);
 }
 
+// A bad --sizes was found only at step 5 (after a fabric was built); --ranks above the
+// topology's endpoints was clamped without a word. Both are refused before step 1 now.
+TEST(Demo, RefusesBadSizesAndTooManyRanksBeforeAnyStep) {
+  const std::string topo = std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json";
+  const std::string out = ::testing::TempDir() + "demo-refusals";
+  const auto sizes = shell_run(kCli + " demo --loopback --topo " + topo + " --out " + out + " --sizes 64K,1Q");
+  EXPECT_NE(sizes.status, 0) << sizes.output;
+  EXPECT_NE(sizes.output.find("--sizes"), std::string::npos) << sizes.output;
+  EXPECT_EQ(sizes.output.find("1. validate"), std::string::npos) << sizes.output;
+  const auto range = shell_run(kCli + " demo --loopback --topo " + topo + " --out " + out + " --sizes 1M:64K");
+  EXPECT_NE(range.status, 0) << range.output;
+  EXPECT_NE(range.output.find("--sizes '1M:64K': need 1 <= A <= B"), std::string::npos) << range.output;
+  const auto ranks = shell_run(kCli + " demo --loopback --topo " + topo + " --out " + out + " --ranks 33");
+  EXPECT_NE(ranks.status, 0) << ranks.output;
+  EXPECT_NE(ranks.output.find("--ranks 33: bigraph-32 has 32 endpoints"), std::string::npos) << ranks.output;
+  EXPECT_EQ(ranks.output.find("5. run"), std::string::npos) << ranks.output;
+}
+
 TEST(Demo, TheDrawingsNameStaysInsideTheOutputDirectory) {
   // The topology's "name" made the drawing's path: "../escaped" wrote beside --out.
   EXPECT_EQ(file_stem("bigraph-32"), "bigraph-32");
