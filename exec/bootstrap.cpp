@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <stdexcept>
 
 #include "exec/bootstrap_wire.h"
@@ -24,6 +26,8 @@ constexpr milliseconds kHeartbeatInterval{1000};
 // A socket on the bootstrap port must say its hello this soon, or it is a stray.
 constexpr milliseconds kHelloDeadline{2000};
 constexpr size_t kMaxJoining = 1024;  // sockets waiting for their hello at once
+// How long a failing root tries to tell the ranks why, all of them together.
+constexpr milliseconds kTellingLimit{1000};
 
 long long ms_of(milliseconds d) { return (long long)d.count(); }
 
@@ -129,6 +133,13 @@ struct Joining {
   std::string peer, inbox;
   Clock::time_point deadline;
 };
+// One message on its way to a rank. A round's reply is built once and shared by every rank's
+// outbox (one copy per rank would be ranks x reply bytes: gigabytes at a few thousand ranks).
+struct Outgoing {
+  std::shared_ptr<const std::string> bytes;
+  size_t sent = 0;     // how much of it this rank has taken
+  bool reply = false;  // a round reply, which the rank must take; not a heartbeat
+};
 // A registered rank.
 struct Member {
   net::FileDescriptor fd;
@@ -136,10 +147,28 @@ struct Member {
   // What the root still has to send it, written without blocking from the poll loop: a rank
   // that does not read holds up only itself, never the root's heartbeats or the others'
   // replies (a blocking write would let the others hear nothing and blame the root).
-  std::string outbox;
-  Clock::time_point heard, outbox_moved;
+  std::deque<Outgoing> outbox;
+  Clock::time_point heard, outbox_moved;  // outbox_moved: the reply waiting last moved
   bool has_blob = false;
   bool left = false;  // said goodbye
+
+  bool reply_waiting() const {
+    return std::any_of(outbox.begin(), outbox.end(), [](const Outgoing& o) { return o.reply; });
+  }
+  // Sends what the socket takes of the outbox without blocking; an errno on a broken
+  // connection, else 0.
+  int send_some(Clock::time_point t) {
+    while (fd.valid() && !outbox.empty()) {
+      Outgoing& o = outbox.front();
+      const ssize_t n = ::send(fd.get(), o.bytes->data() + o.sent, o.bytes->size() - o.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : errno;
+      if (n == 0) return 0;
+      o.sent += size_t(n);
+      outbox_moved = t;
+      if (o.sent == o.bytes->size()) outbox.pop_front();
+    }
+    return 0;
+  }
 };
 // Best effort: the rank may be gone or stopped.
 void tell(int fd, const std::string& bytes) {
@@ -169,35 +198,58 @@ void BootstrapRoot::serve() {
       std::lock_guard lock(error_mutex_);
       error_ = why;
     }
-    const std::string message = wire::root_message(wire::kGroupFailed, why);
+    // Each rank hears it after the rest of what it was being sent (whole messages), all of
+    // them at once without blocking under one deadline: a rank that stopped reading (often
+    // why the group fails) costs the others nothing.
+    const auto told = std::make_shared<const std::string>(wire::root_message(wire::kGroupFailed, why));
     for (auto& m : ranks)
-      if (m.fd.valid()) {
-        tell(m.fd.get(), m.outbox + message);  // after the rest of what it was sent: whole messages
-        m.fd.reset();
+      if (m.fd.valid()) m.outbox.push_back({told});
+    const auto deadline = Clock::now() + kTellingLimit;
+    for (;;) {
+      std::vector<pollfd> waiting;
+      for (auto& m : ranks) {
+        if (!m.fd.valid()) continue;
+        if (m.send_some(Clock::now()) != 0 || m.outbox.empty()) m.fd.reset();  // gone, or told
+        else waiting.push_back({m.fd.get(), POLLOUT, 0});
       }
+      const auto left_ms = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (waiting.empty() || left_ms <= 0) break;
+      ::poll(waiting.data(), waiting.size(), int(std::min<long long>(left_ms, 100)));
+    }
+    for (auto& m : ranks) {
+      m.fd.reset();
+      m.outbox.clear();
+    }
   };
-  // Moves what it can of rank r's outbox; a rank that takes nothing for the silence limit
-  // (stopped with its receive buffer full) fails the group naming it.
+  // Moves what it can of rank r's outbox; a rank that takes nothing of a round reply for the
+  // silence limit (stopped with its receive buffer full) fails the group naming it.
   auto flush = [&](int r, Clock::time_point t) {
     Member& m = ranks[r];
     if (!m.fd.valid() || m.outbox.empty()) return;
-    const ssize_t n = ::send(m.fd.get(), m.outbox.data(), m.outbox.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) {
-      m.outbox.erase(0, size_t(n));
-      m.outbox_moved = t;
-    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      fail("bootstrap: " + rank_name(r) + " died: its connection to the root failed (" + std::strerror(errno) +
-           ") while it was sent a reply");
-    } else if (t - m.outbox_moved > silence_limit_) {
+    const bool reply = m.outbox.front().reply;
+    if (const int e = m.send_some(t); e != 0) {
+      fail("bootstrap: " + rank_name(r) + " died: its connection to the root failed (" + std::strerror(e) +
+           ") while the root sent it " + (reply ? "a round reply" : "a heartbeat"));
+    } else if (m.reply_waiting() && t - m.outbox_moved > silence_limit_) {
       fail("bootstrap: " + rank_name(r) + " stopped reading its round reply: nothing of it taken for " +
            std::to_string(ms_of(std::chrono::duration_cast<milliseconds>(t - m.outbox_moved))) + " ms");
     }
   };
-  auto send_later = [&](int r, const std::string& bytes, Clock::time_point t) {
+  auto send_reply = [&](int r, const std::shared_ptr<const std::string>& reply, Clock::time_point t) {
     Member& m = ranks[r];
-    if (m.outbox.empty()) m.outbox_moved = t;
-    m.outbox += bytes;
+    if (!m.reply_waiting()) m.outbox_moved = t;  // its silence counts from now
+    m.outbox.push_back({reply, 0, true});
     flush(r, t);
+  };
+  // A heartbeat goes only to a rank with nothing else on its way, and only if its socket
+  // takes it now: one that does not fit is dropped, not queued (a live rank that reads the
+  // root only at its next round must not be failed for heartbeats it did not take).
+  auto send_heartbeat = [&](int r, const std::shared_ptr<const std::string>& beat, Clock::time_point t) {
+    Member& m = ranks[r];
+    if (!m.fd.valid() || !m.outbox.empty()) return;
+    m.outbox.push_back({beat});
+    flush(r, t);
+    if (!m.outbox.empty() && m.outbox.front().sent == 0) m.outbox.pop_front();
   };
   try {
     for (;;) {
@@ -331,9 +383,9 @@ void BootstrapRoot::serve() {
       if (!failure.empty()) continue;
       if (t - last_beat >= kHeartbeatInterval) {  // so the ranks can tell a stopped root
         last_beat = t;
-        const std::string beat = wire::root_message(wire::kRootHeartbeat);
+        const auto beat = std::make_shared<const std::string>(wire::root_message(wire::kRootHeartbeat));
         for (int r = 0; r < nranks_ && failure.empty(); ++r)  // a rank still sent a reply hears that
-          if (ranks[r].fd.valid() && ranks[r].outbox.empty()) send_later(r, beat, t);
+          send_heartbeat(r, beat, t);
         if (!failure.empty()) continue;
       }
       if (joined < nranks_) continue;
@@ -371,7 +423,23 @@ void BootstrapRoot::serve() {
         continue;
       }
       round_open = false;
+      // The reply's limit is the ranks' together; the client would refuse a longer one and
+      // blame the root, so the root names the sizes instead.
+      uint64_t reply_bytes = 0;
+      int largest = 0;
+      for (int r = 0; r < nranks_; ++r) {
+        reply_bytes += sizeof(uint64_t) + ranks[r].blob.size();
+        if (ranks[r].blob.size() > ranks[largest].blob.size()) largest = r;
+      }
+      if (reply_bytes > wire::kMaxReply) {
+        fail("bootstrap: round " + std::to_string(round) + "'s reply would carry " + std::to_string(reply_bytes) +
+             " bytes, above the " + std::to_string(wire::kMaxReply) + " a round may: " + std::to_string(nranks_) +
+             " ranks' contributions together (the largest, " + std::to_string(ranks[largest].blob.size()) +
+             " bytes, from " + rank_name(largest) + ")");
+        continue;
+      }
       std::string reply;
+      reply.reserve(size_t(reply_bytes));
       for (auto& m : ranks) {
         const uint64_t n = m.blob.size();
         reply.append(reinterpret_cast<const char*>(&n), sizeof n);
@@ -379,8 +447,10 @@ void BootstrapRoot::serve() {
         m.blob.clear();
         m.has_blob = false;
       }
-      const std::string message = wire::root_message(wire::kRoundReply, reply);
-      for (int r = 0; r < nranks_ && failure.empty(); ++r) send_later(r, message, t);
+      const auto message = std::make_shared<const std::string>(wire::root_message(wire::kRoundReply, reply));
+      reply.clear();
+      reply.shrink_to_fit();
+      for (int r = 0; r < nranks_ && failure.empty(); ++r) send_reply(r, message, t);
       ++round;
     }
   } catch (const std::exception& e) {

@@ -815,62 +815,217 @@ TEST(Bootstrap, ARootThatAnswersButNeverEndsARoundIsNamedByTheRank) {
       << error;
 }
 
-// The root sends a round's reply without blocking: a rank that does not read it (here a
-// scripted rank 0 with a tiny receive window, heartbeating) holds up only itself, and rank 1
-// gets its reply at once instead of after the root gave up writing to rank 0.
-TEST(Bootstrap, ARankThatDoesNotReadItsReplyHoldsUpOnlyItself) {
-  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(10), std::chrono::milliseconds(4000));
-  const int slow = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int tiny = 4096;
-  ASSERT_EQ(0, ::setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof tiny));  // before connect: the window
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(root.port());
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(0, ::connect(slow, reinterpret_cast<sockaddr*>(&a), sizeof a));
-  const int32_t hello[4] = {0x54434231, 2, 0, 2};  // rank 0 of 2
-  ASSERT_EQ(ssize_t(sizeof hello), ::send(slow, hello, sizeof hello, MSG_NOSIGNAL));
-  const std::string big(bootstrap_wire::kMaxBlob, 'x');
-  const std::string frame = bootstrap_wire::blob_frame(big);
-  const std::string beat = bootstrap_wire::control_frame(bootstrap_wire::kHeartbeatFrame);
-  constexpr int kRounds = 12;  // 24 MiB of replies: more than the kernel buffers hold
-  std::atomic<bool> stop{false};
-  std::atomic<int> rounds_done{0};
-  std::thread writer([&] {  // a blob per round, heartbeats between: alive, but never reading
-    for (int round = 0; round < kRounds && !stop; ++round) {
-      while (rounds_done < round && !stop) {
-        [[maybe_unused]] ssize_t n = ::send(slow, beat.data(), beat.size(), MSG_NOSIGNAL);
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      for (size_t sent = 0; sent < frame.size() && !stop;) {
-        const ssize_t n = ::send(slow, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) sent += size_t(n);
-        else std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
+// A peer that lives (its heartbeat comes) but never connects is named after the transport's
+// own deadline, also while strangers keep connecting to the listener (each of them used to
+// restart the listener's idle limit, so the wait never ended).
+TEST(SocketGroup, APeerThatNeverConnectsIsNamedAfterTheTimeoutDespiteStrangers) {
+  const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank, BootstrapClient& boot) {
+    net::TransportOptions options = small_options(2000);
+    options.eager_bytes = 0;  // the receive takes a connection
+    options.rendezvous = false;
+    SocketHostTransport transport(boot, "127.0.0.1", options);
+    if (rank == 1) {  // alive, never sends
+      std::this_thread::sleep_for(std::chrono::seconds(8));
+      return 0;
     }
-    while (!stop) {
-      [[maybe_unused]] ssize_t n = ::send(slow, beat.data(), beat.size(), MSG_NOSIGNAL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string address = transport.listen_address();
+    const uint16_t port = uint16_t(std::stoi(address.substr(address.rfind(':') + 1)));
+    std::atomic<bool> stop{false};
+    std::thread strangers([&] {
+      while (!stop) {
+        const int fd = connect_loopback(port);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (fd >= 0) ::close(fd);
+      }
+    });
+    const auto started = std::chrono::steady_clock::now();
+    int rc = 0;
+    std::vector<unsigned char> buf(4096);
+    transport.post_recv(1, buf.data(), buf.size());
+    try {
+      transport.wait_all();
+    } catch (const BackendError& e) {
+      const std::string what = e.what();
+      std::fprintf(stderr, "rank 0 failed as expected: %s\n", what.c_str());
+      rc = what.find("rank 1 did not connect within 2000 ms (TOPOCOLL_NET_TIMEOUT_MS)") != std::string::npos ? 7 : 8;
     }
+    stop = true;
+    strangers.join();
+    if (rc == 7 && std::chrono::steady_clock::now() - started > std::chrono::seconds(6)) rc = 9;
+    return rc;
   });
+  EXPECT_EQ(status[0], 7) << "rank 0 should name rank 1 within the timeout (9: too late, 8: another error)";
+}
+
+// A scripted rank 0 of 2 that heartbeats and contributes a 1 MiB blob to each round (the
+// next only once rank 1 has finished the one before) but reads nothing, through a receive
+// window of 4 KiB: its replies pile up at the root.
+struct NonReadingRank {
+  int fd = -1;
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds_done{0};  // rounds rank 1 has finished
+  std::thread writer;
+  const std::string big = std::string(bootstrap_wire::kMaxBlob, 'x');
+
+  bool join(uint16_t port, int rounds) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int tiny = 4096;
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof tiny) != 0) return false;  // before connect
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
+    bootstrap_wire::Hello hello;
+    hello.rank = 0;
+    hello.nranks = 2;
+    if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != ssize_t(sizeof hello)) return false;
+    writer = std::thread([this, rounds] {
+      const std::string frame = bootstrap_wire::blob_frame(big);
+      const std::string beat = bootstrap_wire::control_frame(bootstrap_wire::kHeartbeatFrame);
+      for (int round = 0; !stop; ++round) {
+        while ((rounds_done < round || round >= rounds) && !stop) {
+          [[maybe_unused]] ssize_t n = ::send(fd, beat.data(), beat.size(), MSG_NOSIGNAL);
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        for (size_t sent = 0; sent < frame.size() && !stop;) {
+          const ssize_t n = ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+          if (n > 0) sent += size_t(n);
+          else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+    });
+    return true;
+  }
+  ~NonReadingRank() {
+    stop = true;
+    if (writer.joinable()) writer.join();
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The root sends a round's reply without blocking: a rank that does not read it holds up
+// only itself, and rank 1 gets its reply at once instead of after the root gave up writing
+// to rank 0. What rank 0 reads afterwards is every reply whole, in order, heartbeats only
+// between messages.
+TEST(Bootstrap, ARankThatDoesNotReadItsReplyHoldsUpOnlyItself) {
+  const auto silence = std::chrono::seconds(20);
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(10), silence);
+  constexpr int kRounds = 4;  // 8 MiB of replies: more than the kernel buffers hold (4 MiB + 4 KiB)
+  NonReadingRank slow;
+  ASSERT_TRUE(slow.join(root.port(), kRounds));
   std::string error;
   std::chrono::steady_clock::duration slowest{};
+  {
+    BootstrapClient c({"127.0.0.1", root.port()}, 1, 2, std::chrono::seconds(10), silence);
+    try {
+      for (int round = 0; round < kRounds; ++round) {
+        const auto started = std::chrono::steady_clock::now();
+        const auto out = c.allgather(std::string(slow.big.size() - 1, 'y') + char('0' + round));
+        if (out.size() != 2 || out[0] != slow.big || out[1].back() != char('0' + round)) error = "a wrong reply";
+        slowest = std::max(slowest, std::chrono::steady_clock::now() - started);
+        ++slow.rounds_done;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  EXPECT_EQ(error, "") << "after " << slow.rounds_done << " rounds";
+  EXPECT_LT(slowest, std::chrono::seconds(2)) << "rank 1 waited for the root's write to rank 0";
+  // Rank 0 now reads: every round's reply, whole, with rank 1's blob of that round.
+  std::string inbox;
+  int replies = 0;
+  char buf[1 << 16];
+  pollfd p{slow.fd, POLLIN, 0};
+  while (replies < kRounds && ::poll(&p, 1, 5000) > 0) {  // 5 s: a safety limit
+    const ssize_t n = ::recv(slow.fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    inbox.append(buf, size_t(n));
+    while (auto m = bootstrap_wire::take_root_message(inbox)) {
+      if (m->status == bootstrap_wire::kRootHeartbeat) continue;
+      ASSERT_EQ(m->status, bootstrap_wire::kRoundReply) << m->body;
+      const std::string rank1 = std::string(slow.big.size() - 1, 'y') + char('0' + replies);
+      std::string want;
+      for (const std::string& blob : {slow.big, rank1}) {
+        const uint64_t n = blob.size();
+        want.append(reinterpret_cast<const char*>(&n), sizeof n);
+        want += blob;
+      }
+      EXPECT_TRUE(m->body == want) << "reply " << replies << " is not the round's two blobs";
+      ++replies;
+    }
+  }
+  EXPECT_EQ(replies, kRounds);
+  EXPECT_EQ(root.error(), "");
+}
+
+// A rank that takes nothing of its reply for the silence limit, though its heartbeats come,
+// fails the group, named on the root and on the rank that waits.
+TEST(Bootstrap, ARankThatStopsReadingItsRepliesIsNamed) {
+  const auto silence = std::chrono::milliseconds(3000);
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(10), silence);
+  NonReadingRank slow;
+  ASSERT_TRUE(slow.join(root.port(), 1000));
+  std::string error;
+  const auto started = std::chrono::steady_clock::now();
   try {
-    BootstrapClient c({"127.0.0.1", root.port()}, 1, 2, std::chrono::seconds(10), std::chrono::milliseconds(4000));
-    for (int round = 0; round < kRounds; ++round) {
-      const auto started = std::chrono::steady_clock::now();
-      if (c.allgather(big).size() != 2) error = "a round without both blobs";
-      slowest = std::max(slowest, std::chrono::steady_clock::now() - started);
-      ++rounds_done;
+    BootstrapClient c({"127.0.0.1", root.port()}, 1, 2, std::chrono::seconds(10), silence);
+    // Paced, so that the failure comes while rounds are still asked for (a round is
+    // milliseconds; without the pause every round would be done before the limit).
+    for (int round = 0; round < 100; ++round) {
+      c.allgather("r1");
+      ++slow.rounds_done;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   } catch (const std::exception& e) {
     error = e.what();
   }
-  stop = true;
-  writer.join();
-  ::close(slow);
-  EXPECT_EQ(error, "") << "after " << rounds_done << " rounds";
-  EXPECT_LT(slowest, std::chrono::seconds(2)) << "rank 1 waited for the root's write to rank 0";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(9));
+  for (const std::string& e : {error, root.error()}) {
+    EXPECT_NE(e.find("rank 0 (127.0.0.1:"), std::string::npos) << e;
+    EXPECT_NE(e.find("stopped reading its round reply"), std::string::npos) << e;
+  }
+}
+
+// A reply whose blobs leave bytes over is malformed, not a shorter answer.
+TEST(Bootstrap, StrayBytesAfterAReplysBlobsAreAnError) {
+  uint16_t port = 0;
+  const int listener = listen_loopback(&port);
+  ASSERT_GE(listener, 0);
+  std::thread root([&] {  // takes the hello and one blob, answers two blobs and three bytes
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    std::string inbox;
+    char buf[256];
+    while (inbox.size() < sizeof(bootstrap_wire::Hello) + 8 + 2) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      inbox.append(buf, size_t(n));
+    }
+    std::string body;
+    for (const std::string blob : {"r0", "r1"}) {
+      const uint64_t n = blob.size();
+      body.append(reinterpret_cast<const char*>(&n), sizeof n);
+      body += blob;
+    }
+    const std::string reply = bootstrap_wire::root_message(bootstrap_wire::kRoundReply, body + "xyz");
+    [[maybe_unused]] ssize_t n = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::close(fd);
+  });
+  std::string error;
+  try {
+    BootstrapClient c({"127.0.0.1", port}, 1, 2, std::chrono::seconds(10));
+    c.allgather("r1");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  root.join();
+  ::close(listener);
+  EXPECT_NE(error.find("malformed reply from the root at 127.0.0.1:" + std::to_string(port) +
+                       ": 2 blobs and 3 bytes more, where 2 blobs were expected"),
+            std::string::npos)
+      << error;
 }
 
 // The wrong port (another service answers there) is named as such, with what it sent.
