@@ -54,7 +54,8 @@
 # at the same moments: a call cut off at its limit keeps what it measured. Put the record back
 # at RESULTS_DIR in the work tree before the next call, so it travels with it (docs/fabric.md).
 # The dry run prints the device time the whole matrix needs. RUN_TIMEOUT (default 300) bounds
-# one run, and so does what is left of the budget.
+# one run, and so does what is left of the budget; a run whose fabric is not up yet must also
+# leave FABRIC_UP_S (default 20) for its start, or it waits for the next call.
 # Exit status 0 when every run that ran passed (runs left for the next call are no
 # failure; calls.md lists them).
 set -uo pipefail
@@ -65,6 +66,7 @@ dry=${DRY_RUN:-0}
 t0=$SECONDS
 budget=${BUDGET:-540}
 run_timeout=${RUN_TIMEOUT:-300}
+up_seconds=${FABRIC_UP_S:-20}  # a fabric's start and cable check, reserved before a run that needs one
 fabric=${FABRIC_NAME:-gpunt}
 topologies=${FABRIC_TOPOLOGIES:-bigraph-32 nap-4x8}
 ranks_list=${FABRIC_RANKS:-16}
@@ -103,6 +105,14 @@ quoted() {
   printf '%s' "${s% }"
 }
 left() { echo $((budget - (SECONDS - t0))); }
+# need_of PREDICT BINARY PATH: the run's predicted seconds; fails when there is no number.
+need_of() {
+  local need
+  need=$(python3 "$record" estimate --predict "$1" --coll "${2}_perf" --path "$3" --nt-args "$nt_args") &&
+    [[ "$need" =~ ^[0-9]+$ ]] && echo "$need"
+}
+# Predictions made only to size a run before its fabric is up (not part of the record).
+scratch=$(mktemp -d)
 # The record so far into COPY_TO, then COPY_TO (or the record) into RESULTS_TAR, so it
 # survives a call cut off later (written beside it and renamed: a kill mid-write leaves the
 # previous archive whole).
@@ -110,7 +120,13 @@ copy_out() {
   [ -n "${COPY_TO:-}" ] && mkdir -p "$COPY_TO" && cp -r "$out" "$COPY_TO/"
   [ -n "${RESULTS_TAR:-}" ] && [ "$dry" != 1 ] || return 0
   local dir=${COPY_TO:-$out} tmp=$RESULTS_TAR.tmp$BASHPID
-  tar -C "$(dirname "$dir")" -cf - "$(basename "$dir")" 2> /dev/null | gzip -1 > "$tmp" && mv -f "$tmp" "$RESULTS_TAR"
+  # tar's 1 is "a file changed while read" (a log still being written): the archive stands.
+  if { tar --warning=no-file-changed -C "$(dirname "$dir")" -cf - "$(basename "$dir")" 2> /dev/null; [ $? -le 1 ]; } |
+     gzip -1 > "$tmp"; then
+    mv -f "$tmp" "$RESULTS_TAR"
+  else
+    rm -f "$tmp"
+  fi
 }
 
 [ -x "$cli" ] || { echo "fabric_nccl_tests.sh: no topocoll CLI at $cli (build first)" >&2; exit 1; }
@@ -146,10 +162,12 @@ fi
 fabric_is_up=0
 # shellcheck disable=SC2317  # reached through the trap
 cleanup() {
-  [ "$fabric_is_up" = 1 ] && timeout -k 5 60 "$cli" fabric down --name "$fabric" > /dev/null 2>&1
-  stop_mps
-  # The record leaves the machine with the call (COPY_TO, RESULTS_TAR), also when a call is cut short.
+  rm -rf "$scratch"
+  # The record leaves the machine with the call (COPY_TO, RESULTS_TAR) first: cut short at the
+  # call's deadline, run_all.sh gives this trap 10 s before it kills the script.
   copy_out
+  stop_mps
+  [ "$fabric_is_up" = 1 ] && timeout -k 2 15 "$cli" fabric down --name "$fabric" > /dev/null 2>&1
 }
 trap cleanup EXIT
 
@@ -227,15 +245,11 @@ fabric_for() {
   current=$want
 }
 
-# case_files TOPOLOGY RATE RANKS PLACEMENT: predictions and hostfile of one placement.
-case_files() {
-  local dir="$out/$1-r$2" where
-  mkdir -p "$dir"
-  if [ "$dry" = 1 ]; then where=(--topo "$root/examples/$1.json" --rate-mbit "$2"); else where=(--name "$fabric"); fi
-  local predict="$dir/predict-$4-n$3.json"
-  if [ ! -s "$predict" ]; then
-    local b e f
-    read -r b e f <<< "$(python3 - "$nt_args" <<'EOF'
+# predict_to FILE WHERE...: the cost model's times for NT_ARGS' sizes into FILE.
+predict_to() {
+  local file=$1 b e f
+  shift
+  read -r b e f <<< "$(python3 - "$nt_args" <<'EOF'
 import sys
 w = sys.argv[1].split(); o = {"-b": "256K", "-e": "64M", "-f": "2"}
 for i, x in enumerate(w[:-1]):
@@ -243,9 +257,19 @@ for i, x in enumerate(w[:-1]):
 print(o["-b"], o["-e"], o["-f"])
 EOF
 )"
-    local cmd=("$cli" fabric predict "${where[@]}" --ranks "$3" --placement "$4" --sizes "$b:$e" --factor "$f" --json)
-    log_cmd "$(quoted "${cmd[@]}") > $predict"
-    "${cmd[@]}" > "$predict" || { rm -f "$predict"; return 1; }
+  local cmd=("$cli" fabric predict "$@" --sizes "$b:$e" --factor "$f" --json)
+  [ -z "${PREDICT_LOG:-}" ] || log_cmd "$(quoted "${cmd[@]}") > $file"
+  "${cmd[@]}" > "$file" || { rm -f "$file"; return 1; }
+}
+
+# case_files TOPOLOGY RATE RANKS PLACEMENT: predictions and hostfile of one placement.
+case_files() {
+  local dir="$out/$1-r$2" where
+  mkdir -p "$dir"
+  if [ "$dry" = 1 ]; then where=(--topo "$root/examples/$1.json" --rate-mbit "$2"); else where=(--name "$fabric"); fi
+  local predict="$dir/predict-$4-n$3.json"
+  if [ ! -s "$predict" ]; then
+    PREDICT_LOG=1 predict_to "$predict" "${where[@]}" --ranks "$3" --placement "$4" || return 1
   fi
   local hosts="$dir/hostfile-$4-n$3.txt"
   if [ ! -s "$hosts" ]; then
@@ -266,11 +290,24 @@ one_run() {
   local before
   before=$(awk -F'\t' -v n="$name" '$1 == n { rc = $8 } END { print rc }' "$manifest")
   if [ "$before" = 0 ]; then say "$name: in the record already"; return 0; fi
+  local need
+  if [ "$dry" != 1 ] && [ "$current" != "$topo@$r" ]; then
+    # Its fabric is not up: whether the run fits is asked of the topology file at that rate
+    # first, so a run left for the next call does not pay for a fabric start (FABRIC_UP_S).
+    local estimate="$scratch/$topo-r$r-$placement-n$n.json"
+    [ -s "$estimate" ] || predict_to "$estimate" --topo "$root/examples/$topo.json" --rate-mbit "$r" \
+                                     --ranks "$n" --placement "$placement" || { failed=1; return 1; }
+    need=$(need_of "$estimate" "$binary" "$path") || { say "$name: no estimate of its time"; failed=1; return 1; }
+    if [ $((need + up_seconds)) -gt "$(left)" ]; then
+      say "$name: needs about $need s and a fabric start, $(left) s left: next call"
+      deferred+=("$name (~$need s)")
+      return 0
+    fi
+  fi
   fabric_for "$topo" "$r" || { failed=1; return 1; }
   case_files "$topo" "$r" "$n" "$placement" || { failed=1; return 1; }
   local predict="$out/$topo-r$r/predict-$placement-n$n.json"
-  local need
-  need=$(python3 "$record" estimate --predict "$predict" --coll "${binary}_perf" --path "$path" --nt-args "$nt_args")
+  need=$(need_of "$predict" "$binary" "$path") || { say "$name: no estimate of its time ($predict)"; failed=1; return 1; }
   if [ "$dry" != 1 ] && [ "$need" -gt "$(left)" ]; then
     say "$name: needs about $need s, $(left) s left: next call"
     deferred+=("$name (~$need s)")
@@ -289,9 +326,9 @@ one_run() {
   esac
   # Never past the call's end: a run the device tool kills would take the call's record along.
   local limit=$run_timeout
-  [ "$dry" != 1 ] && [ "$(left)" -lt "$limit" ] && limit=$(( $(left) > 30 ? $(left) : 30 ))
+  [ "$dry" != 1 ] && [ "$(left)" -lt "$limit" ] && limit=$(( $(left) > 1 ? $(left) : 1 ))
   # pml ob1: Ubuntu's Open MPI prefers UCX where it finds RDMA devices, and UCX ignores btl.
-  local cmd=(timeout -k 20 "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl "self,vader"
+  local cmd=(timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe -np "$n" --mca pml ob1 --mca btl "self,vader"
              "${xs[@]}" "$cli" fabric rank-exec --name "$fabric" --placement "$placement" "${faces[@]}"
              --rank0-env NCCL_DEBUG=INFO --rank0-env "NCCL_DEBUG_SUBSYS=INIT,TUNING" --
              "$nt_build/${binary}_perf" -g 1 "${nt_words[@]}")

@@ -118,7 +118,11 @@ def main():
     for s in sizes:
         cells = []
         for _, entries, nranks, nchannels in runs:
-            algo, proto, t = pick(entries, a.coll, s, nranks, nchannels, a.min_cc)
+            choice = pick(entries, a.coll, s, nranks, nchannels, a.min_cc)
+            if choice is None:  # every entry 0: NCCL has no algorithm for it either
+                cells.append("none (no entry with bandwidth)")
+                continue
+            algo, proto, t = choice
             cells.append(f"{algo}/{proto} {t:.1f} us")
         print(f"| {s} | " + " | ".join(cells) + " |")
     return 0

@@ -28,6 +28,11 @@ export PATH="$cuda_home/bin:$PATH"
 # shellcheck source=perf/gpu/gpu_build.sh
 . "$root/perf/gpu/gpu_build.sh"
 
+if [ -n "${NCCL_TESTS_SRC:-}" ] && [ ! -f "$NCCL_TESTS_SRC/src/common.h" ]; then
+  echo "prebuild.sh: NCCL_TESTS_SRC=$NCCL_TESTS_SRC is no nccl-tests source tree (no src/common.h):" \
+       "put nccl-tests there first (docs/gpu-checks.md), or unset it" >&2
+  exit 2
+fi
 sources=$(prebuilt_stamp "$root") || { echo "prebuild.sh: cannot stamp the sources of $root" >&2; exit 1; }
 mkdir -p "$build"
 # A fresh configure: only the flags run_all.sh gives count, none left in the cache by another.

@@ -121,7 +121,13 @@ log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
 pack_results() {
   [ -n "${RESULTS_TAR:-}" ] || return 0
   local tmp=$RESULTS_TAR.tmp$BASHPID
-  tar -C "$(dirname "$out")" -cf - "$(basename "$out")" 2> /dev/null | gzip -1 > "$tmp" && mv -f "$tmp" "$RESULTS_TAR"
+  # tar's 1 is "a file changed while read" (a log still being written): the archive stands.
+  if { tar --warning=no-file-changed -C "$(dirname "$out")" -cf - "$(basename "$out")" 2> /dev/null; [ $? -le 1 ]; } |
+     gzip -1 > "$tmp"; then
+    mv -f "$tmp" "$RESULTS_TAR"
+  else
+    rm -f "$tmp"
+  fi
 }
 
 # --- the deadline (DEADLINE_S) -----------------------------------------------------------------
@@ -176,7 +182,7 @@ run() {
     failed=1
   else row="| $name | FAIL (rc $rc) | $((SECONDS - t0)) s |"; failed=1; fi
   # In place of the running row, whole or not at all (a stop now keeps the running row).
-  { grep -vxF "$(stopped_row "$name")" "$summary"; echo "$row"; } > "$summary.tmp" && mv -f "$summary.tmp" "$summary"
+  { grep -vxF "$(stopped_row "$name")" "$summary"; echo "$row"; } > "$summary.tmp$BASHPID" && mv -f "$summary.tmp$BASHPID" "$summary"
   pack_results
   return $rc
 }
@@ -256,7 +262,7 @@ nccl_tests_build() {
 # nccl-tests can run: its binaries are there (built by an earlier call, or prebuilt), or its
 # source tree is (NCCL_TESTS_SRC), with mpirun.
 nccl_tests_present() {
-  { [ -x "$nt_build/all_reduce_perf" ] || [ -d "${NCCL_TESTS_SRC:-}/src" ]; } && command -v mpirun > /dev/null
+  { [ -x "$nt_build/all_reduce_perf" ] || { [ -n "${NCCL_TESTS_SRC:-}" ] && [ -d "$NCCL_TESTS_SRC/src" ]; }; } && command -v mpirun > /dev/null
 }
 nccl_tests_wanted() {
   { want nccl-tests || want net-vs-socket || want fabric-nccl; } && nccl_tests_present
