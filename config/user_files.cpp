@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+
+#include "config/trusted_paths.h"
 
 namespace topocoll::config {
 namespace {
@@ -21,6 +24,28 @@ const char* file_kind(mode_t mode) {
   if (S_ISFIFO(mode)) return "a pipe";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
+}
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// As root, a file is written only where no other user can redirect it (config/trusted_paths.h).
+void check_root_may_write_in(const std::string& dir, const std::string& what) {
+  if (!writes_as_root()) return;
+  if (const std::string why = unsafe_directory(dir, true, "redirect what root writes there"); !why.empty())
+    throw UserFileError("cannot write " + what + " as root: " + why +
+                        " (write it under directories only root or you can change)");
+}
+
+// The process's umask, read without changing it (umask(2) sets it to read it, which races
+// with any other thread creating files).
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Umask:", 0) == 0) return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8) & 0777);
+  return 022;
 }
 
 }  // namespace
@@ -68,21 +93,30 @@ void check_replaceable(const std::string& path) {
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
     throw UserFileError("cannot write " + in_quotes(path) + ": it is " + file_kind(st.st_mode) +
                         ", and only a regular file is replaced");
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = directory_of(path);
   if (::stat(dir.c_str(), &st) != 0)
     throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + " is not a directory");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + ": " + std::strerror(errno));
+  check_root_may_write_in(dir, in_quotes(path));
 }
 
 void replace_file(const std::string& path, const std::string& text) {
   check_replaceable(path);
-  std::string temporary = path + ".tmp.XXXXXX";
+  // A file replaced keeps its mode and owner (a 0600 file stays private); a new one gets
+  // what the umask leaves of 0666, as a file opened for writing would.
+  struct stat old {};
+  const bool replacing = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
+  const mode_t mode = replacing ? old.st_mode & 07777 : 0666 & ~current_umask();
+  // A short name: the file's own name may already be as long as a name may be.
+  const std::string dir = directory_of(path);
+  std::string temporary = dir + "/.topocoll-XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) throw UserFileError("cannot create a file beside " + path + ": " + std::strerror(errno));
-  bool ok = ::fchmod(fd, 0644) == 0;
+  bool ok = ::fchmod(fd, mode) == 0;
+  if (ok && replacing && writes_as_root() && (old.st_uid != 0 || old.st_gid != 0))
+    ok = ::fchown(fd, old.st_uid, old.st_gid) == 0;
   for (size_t done = 0; ok && done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -90,6 +124,9 @@ void replace_file(const std::string& path, const std::string& text) {
     if (ok) done += size_t(n);
     else if (n == 0) errno = EIO;
   }
+  // On disk before it takes the name: after a crash the name holds the old text or the new,
+  // never an empty file (ext4 and XFS may write a renamed file's data later).
+  if (ok) ok = ::fsync(fd) == 0;
   int error = errno;
   // A full disk or a network file system may only say so at close.
   if (::close(fd) != 0 && ok) {
@@ -101,10 +138,16 @@ void replace_file(const std::string& path, const std::string& text) {
     ::unlink(temporary.c_str());
     throw UserFileError("cannot write " + path + ": " + std::strerror(why));
   }
+  // The rename itself made durable (best effort: some file systems refuse fsync on a directory).
+  if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
 }
 
 void prepare_output_dir(const std::string& dir) {
   if (dir.empty()) throw UserFileError("the output directory is empty");
+  check_root_may_write_in(dir, "into " + in_quotes(dir));  // before any directory is made
   std::string partial = dir.front() == '/' ? "" : ".";
   std::size_t start = 0;
   while (start <= dir.size()) {
@@ -119,6 +162,7 @@ void prepare_output_dir(const std::string& dir) {
     if (::stat(partial.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw UserFileError("cannot create " + dir + ": " + partial + " is not a directory");
   }
+  check_root_may_write_in(dir, "into " + in_quotes(dir));
   // A fresh file of a unique name (O_EXCL): a link planted at a guessable name is never
   // followed, nothing outside the directory is created or truncated.
   std::string probe = dir + "/.topocoll-write-check.XXXXXX";

@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+
+#include "config/trusted_paths.h"
 
 extern char** environ;
 
@@ -27,11 +30,22 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
+  // Found in PATH's absolute directories (as root, only those no other user controls):
+  // config/trusted_paths.h. A "." or empty entry would run whatever lies in the working
+  // directory, often /tmp.
+  const char* search = std::getenv("PATH");
+  const std::string program = config::find_executable(argv[0], search ? search : "/usr/bin:/bin");
+  if (program.empty()) {
+    posix_spawn_file_actions_destroy(&actions);
+    run.error = argv[0] + ": not installed (not in PATH's directories" +
+                (config::writes_as_root() ? std::string(" that only root controls)") : std::string(")"));
+    return run;
+  }
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
-    run.error = argv[0] + ": " + (rc == ENOENT ? std::string("not installed (not on PATH)") : std::strerror(rc));
+    run.error = argv[0] + ": " + std::strerror(rc);
     return run;
   }
   int status = 0;
@@ -43,7 +57,15 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
   }
   run.started = true;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return run;
+}
+
+std::string describe_end(const ProgramRun& run) {
+  if (!run.started) return run.error;
+  if (run.signal != 0)
+    return "killed by signal " + std::to_string(run.signal) + " (" + ::strsignal(run.signal) + ")";
+  return "exit " + std::to_string(run.exit_code);
 }
 
 std::string path_argument(const std::string& path) {

@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
+#include "config/trusted_paths.h"
 #include "config/user_files.h"
 #include "exec/external_program.h"
 
@@ -22,18 +24,37 @@ std::string substitute(const std::string& arg, const std::string& in, const std:
   return arg;
 }
 
+// Where the private directory goes: TMPDIR when it is an absolute path and, as root, one no
+// other user controls (a per-job TMPDIR of another user's would let them swap our directory
+// for a link of theirs between mkdtemp and the converter's write); /tmp otherwise.
+std::string scratch_base() {
+  const char* base = std::getenv("TMPDIR");
+  if (!base || *base != '/') return "/tmp";
+  if (config::writes_as_root() && !config::unsafe_directory(base, true, "swap the directory").empty()) return "/tmp";
+  return base;
+}
+
 }  // namespace
 
 Conversion convert_privately(const std::string& input, const std::string& in_ext, const std::string& out_ext,
-                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what) {
+                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what,
+                             bool show_errors) {
   if (alternatives.empty()) throw std::invalid_argument("convert_privately: no converter given");
-  const char* base = std::getenv("TMPDIR");
-  std::string scratch = std::string(base && *base == '/' ? base : "/tmp") + "/topocoll-convert.XXXXXX";
+  std::string scratch = scratch_base() + "/topocoll-convert.XXXXXX";
   Conversion result;
   if (!::mkdtemp(scratch.data())) {
     result.failure = "no directory to convert in (" + scratch + ": " + std::strerror(errno) + ")";
     return result;
   }
+  // Everything in it goes on every way out, also what a converter wrote besides its output
+  // (ImageMagick's out-0.png, out-1.png for a picture of several frames), exceptions included.
+  struct Remover {
+    std::string dir;
+    ~Remover() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remover{scratch};
   const std::string in = scratch + "/in." + in_ext, out = scratch + "/out." + out_ext;
   try {
     config::replace_file(in, input);
@@ -41,7 +62,7 @@ Conversion convert_privately(const std::string& input, const std::string& in_ext
     for (const auto& command : alternatives) {
       std::vector<std::string> argv;
       for (const auto& arg : command) argv.push_back(substitute(arg, in, out));
-      const ProgramRun run = run_program(argv);
+      const ProgramRun run = run_program(argv, !show_errors);
       if (run.succeeded()) {
         last = argv.front() + " wrote nothing";
         try {
@@ -52,7 +73,7 @@ Conversion convert_privately(const std::string& input, const std::string& in_ext
         }
         if (!result.output.empty()) break;
       } else {
-        last = argv.front() + ": " + (run.started ? "exit " + std::to_string(run.exit_code) : run.error);
+        last = argv.front() + ": " + describe_end(run);
       }
       ::unlink(out.c_str());
     }
@@ -61,9 +82,6 @@ Conversion convert_privately(const std::string& input, const std::string& in_ext
     result.output.clear();
     result.failure = e.what();
   }
-  ::unlink(in.c_str());
-  ::unlink(out.c_str());
-  ::rmdir(scratch.c_str());
   return result;
 }
 

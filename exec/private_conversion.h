@@ -1,9 +1,10 @@
 // Running a converter that writes its output by name (Graphviz's `dot`, rsvg-convert,
 // ImageMagick's `convert`) without letting it write through a link planted at that name:
 // topocoll often runs as root on paths others may control. The converter works in a
-// directory of our own under the sticky temporary directory (mkdtemp: no one else may rename
-// or replace what is in it); its output is read back and put in place by the caller with
-// config::replace_file like every other file topocoll writes.
+// directory of our own (mkdtemp, 0700: no one else may rename or replace what is in it) under
+// TMPDIR, or as root under /tmp when another user controls TMPDIR (config/trusted_paths.h);
+// its output is read back and put in place by the caller with config::replace_file like
+// every other file topocoll writes. The directory and all in it are removed on return.
 #pragma once
 
 #include <string>
@@ -20,8 +21,11 @@ struct Conversion {
 // Writes `input` to <scratch>/in.<in_ext>, then runs each command line of `alternatives` in
 // turn until one exits 0 and wrote <scratch>/out.<out_ext>; in every argument the words
 // "{in}" and "{out}" become those paths. The scratch directory is gone on return.
-// `what` names the converters for the failure text ("Graphviz's dot").
+// `what` names the converters for the failure text ("Graphviz's dot"). `show_errors`: the
+// converters' own output goes to our stderr (a single converter the user asked for, whose
+// syntax or layout errors they need), else to /dev/null (alternatives tried in turn).
 Conversion convert_privately(const std::string& input, const std::string& in_ext, const std::string& out_ext,
-                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what);
+                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what,
+                             bool show_errors = false);
 
 }  // namespace topocoll::exec

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/env.h"
+#include "config/trusted_paths.h"
 #include "config/user_files.h"
 #include "fabric/system_command.h"
 
@@ -34,42 +35,16 @@ void make_dirs(const std::string& path) {
   }
 }
 
-// Why root must not keep its records in `dir` ("" = it may): some component of the directory's
-// real path belongs to another user or is writable by one (a sticky directory such as /tmp
-// excepted above the last), so that user could swap a record, whose namespaces `down`
-// removes with their processes, or plant a link where root writes. Components that do not
-// exist yet are made by `make_dirs`, 0755.
+// Why root must not keep its records in `dir` ("" = it may): a directory on its path belongs
+// to another user or is writable by one (config/trusted_paths.h; a sticky directory such as
+// /tmp is safe above the records' directory, not as it: anyone may create names there), so
+// that user could swap a record, whose namespaces `down` removes with their processes, or
+// plant a link where root writes. Components that do not exist yet are made by `make_dirs`,
+// 0755.
 std::string unsafe_state_dir(const std::string& dir) {
   if (dir.empty() || dir[0] != '/')
     return "TOPOCOLL_FABRIC_STATE_DIR '" + dir + "' is not an absolute path";
-  std::string existing = dir;
-  while (existing.size() > 1 && ::access(existing.c_str(), F_OK) != 0)
-    existing = existing.substr(0, std::max<size_t>(1, existing.rfind('/')));
-  char* real = ::realpath(existing.c_str(), nullptr);
-  if (!real) return "cannot resolve " + existing + ": " + std::strerror(errno);
-  const std::string resolved = real;
-  std::free(real);
-  const bool whole = existing == dir;
-  // "/", then every directory down to the resolved one.
-  std::vector<std::string> chain = {"/"};
-  for (size_t at = 2; at <= resolved.size(); ++at)
-    if (at == resolved.size() || resolved[at] == '/') chain.push_back(resolved.substr(0, at));
-  for (size_t i = 0; i < chain.size(); ++i) {
-    const std::string& path = chain[i];
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return "cannot inspect " + path + ": " + std::strerror(errno);
-    if (!S_ISDIR(st.st_mode)) return path + " is not a directory";
-    if (st.st_uid != 0 && st.st_uid != ::geteuid())
-      return path + " belongs to user " + std::to_string(st.st_uid) + ", who could change the fabric records";
-    // Sticky (as /tmp) is safe above the records' directory, not as it: anyone may create there.
-    const bool is_the_directory = i + 1 == chain.size() && whole;
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (is_the_directory || (st.st_mode & S_ISVTX) == 0)) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-      return path + " is writable by others (mode " + mode + "), who could change the fabric records";
-    }
-  }
-  return "";
+  return config::unsafe_directory(dir, false, "change the fabric records");
 }
 
 Fault::Kind parse_kind(const std::string& s) {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "config/env.h"
+#include "config/trusted_paths.h"
 #include "fabric/iproute2.h"
 
 extern char** environ;
@@ -44,20 +45,7 @@ int exit_status_of(pid_t pid, const std::string& what) {
 }  // namespace
 
 std::string find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  std::string path = config::env().path + ":/usr/sbin:/sbin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= path.size()) {
-    const size_t end = path.find(':', start);
-    const std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty()) {
-      const std::string candidate = dir + "/" + name;
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return "";
+  return config::find_executable(name, config::env().path + ":/usr/sbin:/sbin:/usr/bin:/bin");
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& input) {

@@ -52,6 +52,12 @@ int run_draw(std::span<const std::string> args) {
                  output.c_str());
     return 2;
   }
+  try {
+    config::check_replaceable(output);  // before a layout that may take minutes
+  } catch (const config::UserFileError& e) {
+    std::fprintf(stderr, "topocoll draw: %s\n", e.what());
+    return 1;
+  }
   topo::Topology t = topo::load_topology_file(file);
   // Graphviz's layout time grows much faster than the node count: past this a drawing takes
   // minutes to hours and says nothing a person can read. Refuse up front.
@@ -71,7 +77,8 @@ int run_draw(std::span<const std::string> args) {
     std::vector<std::string> command = drawing.engine;
     command.insert(command.end(), {"-T" + format, "-o", "{out}", "{in}"});
     const exec::Conversion drawn =
-        exec::convert_privately(drawing.dot, "dot", format, {command}, "Graphviz's " + drawing.engine[0]);
+        exec::convert_privately(drawing.dot, "dot", format, {command}, "Graphviz's " + drawing.engine[0],
+                                /*show_errors=*/true);
     if (!drawn.succeeded()) {
       std::fprintf(stderr, "topocoll draw: %s; is Graphviz installed?\n", drawn.failure.c_str());
       return 1;

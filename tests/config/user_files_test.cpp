@@ -116,5 +116,55 @@ TEST(UserFiles, AFullDiskLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1) << "a temporary was left";
 }
 
+// A file replaced keeps its mode (a private file stays private); a new one gets what the
+// umask leaves of 0666. The old code made every file 0644.
+TEST(UserFiles, AReplacedFileKeepsItsModeAndANewOneFollowsTheUmask) {
+  const ScratchDir dir("user_files_mode");
+  const std::string secret = dir.file("secret.json");
+  std::ofstream(secret) << "old";
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  replace_file(secret, "new");
+  struct stat st {};
+  ASSERT_EQ(::stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(contents(secret), "new");
+  const mode_t old_mask = ::umask(027);
+  replace_file(dir.file("fresh.json"), "x");
+  ::umask(old_mask);
+  ASSERT_EQ(::stat(dir.file("fresh.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+// The temporary beside the file has a short name of its own: a name as long as a name may
+// be (255 bytes) is written, not refused for the temporary's suffix.
+TEST(UserFiles, ANameOfTheLongestLengthIsWritten) {
+  const ScratchDir dir("user_files_long");
+  const std::string path = dir.file(std::string(250, 'n') + ".json");
+  EXPECT_EQ(error_of([&] { replace_file(path, "x"); }), "");
+  EXPECT_EQ(contents(path), "x");
+}
+
+// As root, no file is written under a directory another user controls: that user could
+// move root's directory away and put a link to /etc in its place (here the output directory
+// `run1`, made by root inside a directory of uid 65534's). Nothing is created there.
+TEST(UserFiles, AsRootADirectoryAnotherUserControlsIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "handing a directory to another user needs root";
+  const ScratchDir dir("user_files_theirs");
+  const std::string theirs = dir.file("theirs");
+  fs::create_directory(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  const std::string why = theirs + " belongs to user 65534, who could redirect what root writes there";
+  EXPECT_NE(error_of([&] { prepare_output_dir(theirs + "/run1"); }).find(why), std::string::npos);
+  EXPECT_FALSE(fs::exists(theirs + "/run1"));
+  const std::string report = theirs + "/report.json";
+  EXPECT_EQ(error_of([&] { replace_file(report, "x"); }),
+            "cannot write \"" + report + "\" as root: " + why + " (write it under directories only root or you can change)");
+  EXPECT_FALSE(fs::exists(report));
+  // Root's own directory beside it is fine, and a link to theirs from it is not.
+  EXPECT_EQ(error_of([&] { prepare_output_dir(dir.file("mine/run1")); }), "");
+  fs::create_directory_symlink(theirs, dir.file("mine/link"));
+  EXPECT_NE(error_of([&] { replace_file(dir.file("mine/link/x.json"), "x"); }).find(why), std::string::npos);
+}
+
 }  // namespace
 }  // namespace topocoll::config

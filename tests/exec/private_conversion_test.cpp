@@ -61,5 +61,39 @@ TEST_F(PrivateConversion, AnUnusableTemporaryDirectoryIsAFailureNotACrash) {
   EXPECT_EQ(c.failure.rfind("no directory to convert in (" + scratch_.path() + "/missing/", 0), 0u) << c.failure;
 }
 
+// What a converter writes besides its output (ImageMagick's out-0.png for a picture of
+// several frames) goes with the directory; the old cleanup removed only in.* and out.*.
+TEST_F(PrivateConversion, WhateverTheConverterLeftIsRemoved) {
+  const Conversion c = convert_privately(
+      "picture", "svg", "png",
+      {{"sh", "-c", "cp \"$1\" \"$2\" && touch \"$2-0.png\" && mkdir \"${2%/*}/frames\"", "sh", "{in}", "{out}"}},
+      "the converters");
+  EXPECT_TRUE(c.succeeded()) << c.failure;
+  EXPECT_EQ(c.output, "picture");
+  EXPECT_TRUE(scratch_is_empty());
+}
+
+TEST_F(PrivateConversion, AConverterKilledByASignalIsSaidSo) {
+  const Conversion c = convert_privately("x", "dot", "png", {{"sh", "-c", "kill -9 $$"}}, "Graphviz's dot");
+  EXPECT_EQ(c.failure.rfind("Graphviz's dot failed (sh: killed by signal 9 (", 0), 0u) << c.failure;
+  EXPECT_TRUE(scratch_is_empty());
+}
+
+// As root, a TMPDIR another user controls is not where the private directory goes (they
+// could swap it for a link between its making and the converter's write): /tmp is.
+TEST_F(PrivateConversion, AsRootATemporaryDirectoryOfAnotherUserIsNotUsed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "handing a directory to another user needs root";
+  const std::string theirs = scratch_.path() + "/theirs";
+  fs::create_directory(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  ::setenv("TMPDIR", theirs.c_str(), 1);
+  // The converter says where it ran.
+  const Conversion c = convert_privately("x", "dot", "txt", {{"sh", "-c", "dirname \"$1\" > \"$1\"", "sh", "{out}"}},
+                                         "the converter");
+  ASSERT_TRUE(c.succeeded()) << c.failure;
+  EXPECT_EQ(c.output.rfind("/tmp/topocoll-convert.", 0), 0u) << c.output;
+  EXPECT_TRUE(fs::is_empty(theirs));
+}
+
 }  // namespace
 }  // namespace topocoll::exec
