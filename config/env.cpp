@@ -182,6 +182,8 @@ const std::vector<EnvVariable>& table() {
            Owner::Launcher),
       text("MASTER_PORT", "29500", "", "the rendezvous root's port with MASTER_ADDR", Owner::Launcher),
       text("PATH", "", "", "where `ip`, `tc` and Graphviz's `dot` are looked for", Owner::System),
+      text("SUDO_UID", "", "", "as root under sudo: the user who ran it, whose directories root may also write in",
+           Owner::System),
   };
   return variables;
 }
@@ -337,6 +339,7 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_debug = value_of<std::string>(e, "NCCL_DEBUG");
   e.nccl_debug_subsys = value_of<std::string>(e, "NCCL_DEBUG_SUBSYS");
   e.path = value_of<std::string>(e, "PATH");
+  e.sudo_uid = value_of<std::string>(e, "SUDO_UID");
   return e;
 }
 

@@ -125,6 +125,7 @@ struct Env {
   // NCCL's logging, which the interposer's stderr lines follow (plugin/log.h).
   std::string nccl_debug, nccl_debug_subsys;  // NCCL_DEBUG, NCCL_DEBUG_SUBSYS
   std::string path;                 // PATH
+  std::string sudo_uid;             // SUDO_UID (config/trusted_paths.h)
 
   // ---- Every variable of the table as read, in table order.
   std::vector<EnvSetting> settings;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <deque>
 
+#include "config/env.h"
+
 namespace topocoll::config {
 namespace {
 
@@ -42,6 +44,17 @@ std::string mode_text(mode_t mode) {
   return text;
 }
 
+// Who may control a directory root writes under: root, this process's user, and under sudo
+// the user who ran it (SUDO_UID), who has root already and whose own checkout the README's
+// commands write into.
+bool trusted_owner(uid_t uid) {
+  if (uid == 0 || uid == ::geteuid()) return true;
+  if (::geteuid() != 0) return false;
+  const std::string& sudo = env().sudo_uid;
+  if (sudo.empty() || sudo.size() > 10 || sudo.find_first_not_of("0123456789") != std::string::npos) return false;
+  return uid == uid_t(std::stoul(sudo));
+}
+
 }  // namespace
 
 std::string unsafe_directory(const std::string& dir, bool sticky_end, const std::string& at_risk) {
@@ -59,7 +72,7 @@ std::string unsafe_directory(const std::string& dir, bool sticky_end, const std:
   std::string here = "/";
   int links = 0;
   auto problem = [&](const std::string& path, const struct stat& st, bool last) -> std::string {
-    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    if (!trusted_owner(st.st_uid))
       return path + " belongs to user " + std::to_string(st.st_uid) + ", who could " + at_risk;
     const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     const bool sticky = (st.st_mode & S_ISVTX) != 0;
@@ -116,7 +129,7 @@ std::string find_executable(const std::string& name, const std::string& search_p
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(candidate.c_str(), X_OK) != 0)
       continue;
     // As root, a program another user may rewrite is theirs to run as root: not taken.
-    if (root && ((st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) continue;
+    if (root && (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) continue;
     return candidate;
   }
   return "";

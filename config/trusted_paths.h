@@ -11,7 +11,8 @@ namespace topocoll::config {
 
 // Why `dir` is not safe ("" = it is): a directory the path passes through, resolved as the
 // kernel resolves it (every link followed where it is met, ".." taken after it), belongs to
-// a user other than root and this process's, or is writable by group or others without the
+// a user other than root, this process's and (as root under sudo) SUDO_UID's, the user who
+// ran sudo and has root already, or is writable by group or others without the
 // sticky bit (/tmp is safe above the last component). `sticky_end`: whether the last
 // directory may itself be sticky and writable by all (files named by us in /tmp: yes; a
 // directory whose every name matters, such as the fabric's records: no). `at_risk` ends the

@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
+#include "config/env.h"
 #include "config/trusted_paths.h"
 
 extern char** environ;
@@ -33,8 +33,8 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
   // Found in PATH's absolute directories (as root, only those no other user controls):
   // config/trusted_paths.h. A "." or empty entry would run whatever lies in the working
   // directory, often /tmp.
-  const char* search = std::getenv("PATH");
-  const std::string program = config::find_executable(argv[0], search ? search : "/usr/bin:/bin");
+  const std::string& search = config::env().path;
+  const std::string program = config::find_executable(argv[0], search.empty() ? "/usr/bin:/bin" : search);
   if (program.empty()) {
     posix_spawn_file_actions_destroy(&actions);
     run.error = argv[0] + ": not installed (not in PATH's directories" +

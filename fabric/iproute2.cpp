@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/env.h"
+#include "config/trusted_paths.h"
 
 namespace topocoll::fabric {
 namespace {
@@ -95,32 +96,16 @@ std::optional<ToolLocation> find_in_prefix(const std::string& name, const std::s
 }
 
 // The directory a PATH entry names, resolved, when it may supply the tools a root process
-// runs: absolute (a relative entry means whatever the current directory holds), and it and
-// every directory above it owned by root or this user and writable by nobody else (sticky
-// ones, as /tmp, only above it), so no other user's `ip` runs as root. Resolved, and the
-// resolved path kept: a link another user owns, or one in a directory another user may
-// write, could be pointed elsewhere after the check.
+// runs: absolute (a relative entry means whatever the current directory holds), and no
+// directory on its path, links followed, controlled by another user
+// (config/trusted_paths.h), so no other user's `ip` runs as root.
 std::optional<std::string> trusted_path_dir(const std::string& dir) {
   if (dir.empty() || dir[0] != '/') return std::nullopt;
+  if (!config::unsafe_directory(dir, false, "put another `ip` there").empty()) return std::nullopt;
   char* real = ::realpath(dir.c_str(), nullptr);
   if (!real) return std::nullopt;
   const std::string resolved = real;
   std::free(real);
-  // The unresolved chain too: a link on it is followed from a directory that must be safe.
-  for (const std::string& path : {dir, resolved}) {
-    std::vector<std::string> chain = {"/"};
-    for (size_t at = 2; at <= path.size(); ++at)
-      if (at == path.size() || path[at] == '/') chain.push_back(path.substr(0, at));
-    for (size_t i = 0; i < chain.size(); ++i) {
-      struct stat st {};
-      if (::lstat(chain[i].c_str(), &st) != 0) return std::nullopt;
-      if (st.st_uid != 0 && st.st_uid != ::geteuid()) return std::nullopt;
-      if (S_ISLNK(st.st_mode)) continue;  // its target is on the resolved chain
-      if (!S_ISDIR(st.st_mode)) return std::nullopt;
-      const bool last = i + 1 == chain.size();
-      if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (last || (st.st_mode & S_ISVTX) == 0)) return std::nullopt;
-    }
-  }
   return resolved;
 }
 
