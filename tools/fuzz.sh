@@ -55,7 +55,7 @@ sources_of() {
 }
 watched_of() {
   case "$1" in
-    topology) echo topo tests/fuzz ;;
+    topology) echo topo config tests/fuzz ;;
     bootstrap) echo exec net config tests/fuzz ;;
     eager) echo exec net tests/fuzz tests/common ;;
     env) echo config exec net sched tests/fuzz ;;
