@@ -127,7 +127,8 @@ const std::vector<EnvVariable>& table() {
       size("TOPOCOLL_NET_EAGER_BYTES", 0, 1 << 20, "1M", "",
            "host backend: messages up to this size take the eager channel (0 = never)"),
       boolean("TOPOCOLL_NET_RENDEZVOUS", "1",
-              "host backend: a larger message starts when the receiver's clear-to-send arrives (0 = at once)"),
+              "host backend: every message above 64 KiB, eager or not, starts when the receiver's "
+              "clear-to-send arrives (0 = at once)"),
       {.name = "TOPOCOLL_NET_LANE_MARKS", .grammar = Grammar::Marks, .unset_means = "no marks",
        .doc = "socket i of a connection carries SO_MARK mark i mod n, for policy routing per lane"},
       // Processes of `topocoll bench` / `accept` (exec/rank_environment.h).
