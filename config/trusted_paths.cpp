@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
@@ -128,8 +129,18 @@ std::string find_executable(const std::string& name, const std::string& search_p
     struct stat st {};
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(candidate.c_str(), X_OK) != 0)
       continue;
-    // As root, a program another user may rewrite is theirs to run as root: not taken.
+    // As root, a program another user may rewrite, or replace in its directory (the file a
+    // link in a safe directory points to), is theirs to run as root: not taken.
     if (root && (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) continue;
+    if (root) {
+      char* real = ::realpath(candidate.c_str(), nullptr);
+      if (!real) continue;
+      const std::string resolved = real;
+      std::free(real);
+      if (!unsafe_directory(resolved.substr(0, std::max<std::size_t>(1, resolved.rfind('/'))), false, "replace it")
+               .empty())
+        continue;
+    }
     return candidate;
   }
   return "";

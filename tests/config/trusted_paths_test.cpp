@@ -110,6 +110,12 @@ TEST(TrustedPaths, ProgramsAreFoundOnlyInAbsoluteDirectoriesAndAsRootOnlyInSafeO
   const std::string shared = made(dir.file("shared"), 0755);
   program(shared + "/tc-prog", 0777);
   EXPECT_EQ(find_executable("tc-prog", shared + ":" + bin), bin + "/tc-prog");
+  // A link in a safe directory to a root-owned program in theirs: they can replace the file.
+  const std::string linked = made(dir.file("linked"), 0755);
+  program(theirs + "/tc-other", 0755);
+  ASSERT_EQ(::chown((theirs + "/tc-other").c_str(), 0, 0), 0);
+  fs::create_symlink(theirs + "/tc-other", linked + "/tc-other");
+  EXPECT_EQ(find_executable("tc-other", linked), "");
 }
 
 }  // namespace
