@@ -93,8 +93,9 @@ std::string BootstrapAddress::to_string() const {
 
 BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
                              std::chrono::milliseconds timeout, std::chrono::milliseconds silence_limit,
-                             std::chrono::milliseconds round_limit)
-    : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit), round_limit_(round_limit) {
+                             std::chrono::milliseconds round_limit, uint64_t max_reply_bytes)
+    : nranks_(nranks), timeout_(timeout), silence_limit_(silence_limit), round_limit_(round_limit),
+      max_reply_bytes_(std::min<uint64_t>(max_reply_bytes, wire::kMaxReply)) {
   if (nranks < 1 || nranks > kMaxGroupRanks)
     throw std::invalid_argument("bootstrap root: a group of " + std::to_string(nranks) + " ranks; it serves 1 to " +
                                 std::to_string(kMaxGroupRanks));
@@ -431,9 +432,9 @@ void BootstrapRoot::serve() {
         reply_bytes += sizeof(uint64_t) + ranks[r].blob.size();
         if (ranks[r].blob.size() > ranks[largest].blob.size()) largest = r;
       }
-      if (reply_bytes > wire::kMaxReply) {
+      if (reply_bytes > max_reply_bytes_) {
         fail("bootstrap: round " + std::to_string(round) + "'s reply would carry " + std::to_string(reply_bytes) +
-             " bytes, above the " + std::to_string(wire::kMaxReply) + " a round may: " + std::to_string(nranks_) +
+             " bytes, above the " + std::to_string(max_reply_bytes_) + " a round may: " + std::to_string(nranks_) +
              " ranks' contributions together (the largest, " + std::to_string(ranks[largest].blob.size()) +
              " bytes, from " + rank_name(largest) + ")");
         continue;

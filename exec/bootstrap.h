@@ -58,11 +58,14 @@ class BootstrapRoot {
  public:
   // Binds address (port 0 = ephemeral; port() then says which). Throws std::runtime_error.
   // `timeout` bounds registration; `silence_limit` how long a joined rank may stay silent;
-  // `round_limit` how long a round may wait for its last contribution after its first.
+  // `round_limit` how long a round may wait for its last contribution after its first;
+  // `max_reply_bytes` how large a round's reply (every rank's blob) may grow, at most the
+  // 1 GiB a rank accepts (bootstrap_wire::kMaxReply).
   BootstrapRoot(const BootstrapAddress& address, int nranks,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60),
                 std::chrono::milliseconds silence_limit = kDefaultSilenceLimit,
-                std::chrono::milliseconds round_limit = kDefaultRoundLimit);
+                std::chrono::milliseconds round_limit = kDefaultRoundLimit,
+                uint64_t max_reply_bytes = uint64_t(1) << 30);
   // Stops waiting for ranks that have not joined yet (telling those that did), then joins
   // the serving thread; a group already running is served until its ranks leave.
   ~BootstrapRoot();
@@ -80,6 +83,7 @@ class BootstrapRoot {
   uint16_t port_ = 0;
   int nranks_;
   std::chrono::milliseconds timeout_, silence_limit_, round_limit_;
+  uint64_t max_reply_bytes_;
   mutable std::mutex error_mutex_;
   std::string error_;
   std::atomic<bool> stopping_{false};

@@ -987,6 +987,29 @@ TEST(Bootstrap, ARankThatStopsReadingItsRepliesIsNamed) {
   }
 }
 
+// A round whose reply would pass the root's limit fails at the root, naming the total and
+// the largest contributor, instead of every rank refusing the reply and blaming the root.
+// (The limit is 1 GiB; here a constructor's smaller one, so two ranks can reach it.)
+TEST(Bootstrap, AReplyAboveTheLimitIsRefusedAtTheRootNamingTheLargestContributor) {
+  BootstrapRoot root({"127.0.0.1", 0}, 2, std::chrono::seconds(10), kDefaultSilenceLimit, kDefaultRoundLimit, 2000);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        BootstrapClient c({"127.0.0.1", root.port()}, r, 2, std::chrono::seconds(10));
+        c.allgather(std::string(r == 1 ? 2500 : 100, 'b'));
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  for (const std::string& e : {errors[0], errors[1], root.error()}) {
+    EXPECT_NE(e.find("round 0's reply would carry 2616 bytes, above the 2000 a round may"), std::string::npos) << e;
+    EXPECT_NE(e.find("the largest, 2500 bytes, from rank 1 (127.0.0.1:"), std::string::npos) << e;
+  }
+}
+
 // A reply whose blobs leave bytes over is malformed, not a shorter answer.
 TEST(Bootstrap, StrayBytesAfterAReplysBlobsAreAnError) {
   uint16_t port = 0;
