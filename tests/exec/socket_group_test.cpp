@@ -311,26 +311,38 @@ TEST(SocketGroup, StrangersOnTheEagerPortAreTurnedAwayWhileTheJobCompletes) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(status[r], 0) << "rank " << r;
 }
 
+// Options under which a receive takes a connection of its own (no eager channel, no
+// clear-to-send), bounded by `timeout_ms`.
+net::TransportOptions connection_options(int timeout_ms) {
+  net::TransportOptions options = small_options(timeout_ms);
+  options.eager_bytes = 0;
+  options.rendezvous = false;
+  return options;
+}
+
+// What a 4 KiB receive from `peer` fails with ("" when it completes).
+std::string error_of_receiving(SocketHostTransport& transport, int peer) {
+  std::vector<unsigned char> buf(4096);
+  transport.post_recv(peer, buf.data(), buf.size());
+  try {
+    transport.wait_all();
+  } catch (const BackendError& e) {
+    std::fprintf(stderr, "rank 0 failed as expected: %s\n", e.what());
+    return e.what();
+  }
+  return "";
+}
+
 // A receive waits for its peer's connection: a peer the bootstrap root knows dead is named
 // at once, not after the listener's idle limit (60 s here, longer than the test's deadline).
 TEST(SocketGroup, AWaitForAConnectionFromADeadPeerNamesItAtOnce) {
   const auto started = std::chrono::steady_clock::now();
   const auto status = run_processes(2, std::chrono::seconds(30), [&](int rank, BootstrapClient& boot) {
-    net::TransportOptions options = small_options(20000);
-    options.eager_bytes = 0;  // the receive takes a connection
-    options.rendezvous = false;
-    SocketHostTransport transport(boot, "127.0.0.1", options);
+    SocketHostTransport transport(boot, "127.0.0.1", connection_options(20000));
     if (rank == 1) _exit(42);  // gone before it connects
-    std::vector<unsigned char> buf(4096);
-    transport.post_recv(1, buf.data(), buf.size());
-    try {
-      transport.wait_all();
-    } catch (const BackendError& e) {
-      const std::string what = e.what();
-      std::fprintf(stderr, "rank 0 failed as expected: %s\n", what.c_str());
-      return what.find("rank 1 (") != std::string::npos && what.find("died") != std::string::npos ? 7 : 8;
-    }
-    return 0;
+    const std::string what = error_of_receiving(transport, 1);
+    if (what.empty()) return 0;
+    return what.find("rank 1 (") != std::string::npos && what.find("died") != std::string::npos ? 7 : 8;
   });
   EXPECT_EQ(status[1], 42);
   EXPECT_EQ(status[0], 7) << "rank 0 should name rank 1 as dead";
@@ -820,10 +832,7 @@ TEST(Bootstrap, ARootThatAnswersButNeverEndsARoundIsNamedByTheRank) {
 // restart the listener's idle limit, so the wait never ended).
 TEST(SocketGroup, APeerThatNeverConnectsIsNamedAfterTheTimeoutDespiteStrangers) {
   const auto status = run_processes(2, std::chrono::seconds(40), [&](int rank, BootstrapClient& boot) {
-    net::TransportOptions options = small_options(2000);
-    options.eager_bytes = 0;  // the receive takes a connection
-    options.rendezvous = false;
-    SocketHostTransport transport(boot, "127.0.0.1", options);
+    SocketHostTransport transport(boot, "127.0.0.1", connection_options(2000));
     if (rank == 1) {  // alive, never sends
       std::this_thread::sleep_for(std::chrono::seconds(8));
       return 0;
@@ -839,16 +848,10 @@ TEST(SocketGroup, APeerThatNeverConnectsIsNamedAfterTheTimeoutDespiteStrangers) 
       }
     });
     const auto started = std::chrono::steady_clock::now();
-    int rc = 0;
-    std::vector<unsigned char> buf(4096);
-    transport.post_recv(1, buf.data(), buf.size());
-    try {
-      transport.wait_all();
-    } catch (const BackendError& e) {
-      const std::string what = e.what();
-      std::fprintf(stderr, "rank 0 failed as expected: %s\n", what.c_str());
-      rc = what.find("rank 1 did not connect within 2000 ms (TOPOCOLL_NET_TIMEOUT_MS)") != std::string::npos ? 7 : 8;
-    }
+    const std::string what = error_of_receiving(transport, 1);
+    int rc = what.empty() ? 0
+             : what.find("rank 1 did not connect within 2000 ms (TOPOCOLL_NET_TIMEOUT_MS)") != std::string::npos ? 7
+                                                                                                              : 8;
     stop = true;
     strangers.join();
     if (rc == 7 && std::chrono::steady_clock::now() - started > std::chrono::seconds(6)) rc = 9;
