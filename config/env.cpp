@@ -140,6 +140,9 @@ const std::vector<EnvVariable>& table() {
       boolean("TOPOCOLL_BOOTSTRAP_SERVED", "0",
               "1: the launcher serves the rendezvous itself; rank 0 does not host it"),
       // Emulated fabric (docs/fabric.md).
+      text("TOPOCOLL_TRUSTED_UIDS", "", "only root, this user and SUDO_UID",
+           "as root: comma-separated uids whose directories root may write under (as git's safe.directory: "
+           "a container's root and a checkout mounted from the host); never for programs it runs"),
       text("TOPOCOLL_FABRIC_STATE_DIR", "/run/topocoll/fabric", "", "where `topocoll fabric` keeps its records"),
       number("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB", 1, 1e12, "", "half the memory available",
              "most kernel memory (MiB) a fabric may take", true),
@@ -341,6 +344,7 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_debug_subsys = value_of<std::string>(e, "NCCL_DEBUG_SUBSYS");
   e.path = value_of<std::string>(e, "PATH");
   e.sudo_uid = value_of<std::string>(e, "SUDO_UID");
+  e.trusted_uids = value_of<std::string>(e, "TOPOCOLL_TRUSTED_UIDS");
   return e;
 }
 

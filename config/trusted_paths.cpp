@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <string>
 
 #include "config/env.h"
 
@@ -45,20 +46,39 @@ std::string mode_text(mode_t mode) {
   return text;
 }
 
-// Who may control a directory root writes under: root, this process's user, and under sudo
-// the user who ran it (SUDO_UID), who has root already and whose own checkout the README's
-// commands write into.
-bool trusted_owner(uid_t uid) {
-  if (uid == 0 || uid == ::geteuid()) return true;
-  if (::geteuid() != 0) return false;
-  const std::string& sudo = env().sudo_uid;
-  if (sudo.empty() || sudo.size() > 10 || sudo.find_first_not_of("0123456789") != std::string::npos) return false;
-  return uid == uid_t(std::stoul(sudo));
+// A uid as a variable gives it: digits only, below (uid_t)-1; none otherwise.
+bool parse_uid(const std::string& text, uid_t* uid) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (v >= 0xffffffffull) return false;
+  *uid = uid_t(v);
+  return true;
 }
 
-}  // namespace
+// Who may control a directory root writes under: root, this process's user, under sudo the
+// user who ran it (SUDO_UID), who has root already and whose own checkout the README's
+// commands write into, and the users TOPOCOLL_TRUSTED_UIDS names (as git's safe.directory:
+// a container's root writing into a checkout mounted from the host). Programs root runs
+// come only from root's or this user's directories: a sudoers rule that lets a user run
+// topocoll alone must not let their PATH choose what else runs as root.
+bool trusted_owner(uid_t uid, bool for_programs) {
+  if (uid == 0 || uid == ::geteuid()) return true;
+  if (::geteuid() != 0 || for_programs) return false;
+  uid_t sudo = 0;
+  if (parse_uid(env().sudo_uid, &sudo) && uid == sudo) return true;
+  const std::string& list = env().trusted_uids;
+  std::size_t start = 0;
+  while (start < list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    uid_t listed = 0;
+    if (parse_uid(list.substr(start, end - start), &listed) && listed == uid) return true;
+    start = end + 1;
+  }
+  return false;
+}
 
-std::string unsafe_directory(const std::string& dir, bool sticky_end, const std::string& at_risk) {
+std::string unsafe_directory_for(const std::string& dir, bool sticky_end, const std::string& at_risk,
+                                 bool for_programs) {
   if (dir.empty()) return "no directory named";
   std::string absolute = dir;
   if (dir.front() != '/') {
@@ -71,9 +91,11 @@ std::string unsafe_directory(const std::string& dir, bool sticky_end, const std:
   // controls cannot be swapped; its target's directories are walked in turn).
   std::deque<std::string> rest = components(absolute);
   std::string here = "/";
+  struct stat here_st {};
   int links = 0;
+  int missing = 0;  // components below `here` that do not exist yet: made later, by the writer
   auto problem = [&](const std::string& path, const struct stat& st, bool last) -> std::string {
-    if (!trusted_owner(st.st_uid))
+    if (!trusted_owner(st.st_uid, for_programs))
       return path + " belongs to user " + std::to_string(st.st_uid) + ", who could " + at_risk;
     const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     const bool sticky = (st.st_mode & S_ISVTX) != 0;
@@ -81,23 +103,37 @@ std::string unsafe_directory(const std::string& dir, bool sticky_end, const std:
       return path + " is writable by others (mode " + mode_text(st.st_mode) + "), who could " + at_risk;
     return "";
   };
-  struct stat st {};
-  if (::lstat("/", &st) != 0) return std::string("cannot inspect /: ") + std::strerror(errno);
-  if (std::string why = problem("/", st, rest.empty()); !why.empty()) return why;
+  if (::lstat("/", &here_st) != 0) return std::string("cannot inspect /: ") + std::strerror(errno);
+  if (std::string why = problem("/", here_st, rest.empty()); !why.empty()) return why;
+  bool ended_in_a_directory = true;  // false: a missing component or a file ended the walk
   while (!rest.empty()) {
     const std::string piece = rest.front();
     rest.pop_front();
     if (piece == ".") continue;
+    if (missing > 0) {  // below a directory still to be made: only ".." leads back out
+      missing += piece == ".." ? -1 : 1;
+      continue;
+    }
     if (piece == "..") {  // `here` has no link in it: its parent is its text's
       here = here == "/" ? "/" : here.substr(0, std::max<std::size_t>(1, here.rfind('/')));
+      if (::lstat(here.c_str(), &here_st) != 0) return "cannot inspect " + here + ": " + std::strerror(errno);
       continue;
     }
     const std::string next = (here == "/" ? "" : here) + "/" + piece;
+    struct stat st {};
     if (::lstat(next.c_str(), &st) != 0) {
-      if (errno == ENOENT) break;  // made later, by whoever writes there
-      return "cannot inspect " + next + ": " + std::strerror(errno);
+      if (errno != ENOENT) return "cannot inspect " + next + ": " + std::strerror(errno);
+      missing = 1;
+      continue;
     }
     if (S_ISLNK(st.st_mode)) {
+      // In a sticky directory others write to (/tmp), anyone may plant a link and point it
+      // elsewhere later: only one of a trusted user's, or of the directory's owner, is followed
+      // (the kernel's protected_symlinks rule, applied whatever the kernel is set to).
+      const bool shared = (here_st.st_mode & S_ISVTX) && (here_st.st_mode & (S_IWGRP | S_IWOTH));
+      if (shared && !trusted_owner(st.st_uid, for_programs) && st.st_uid != here_st.st_uid)
+        return next + " is a link of user " + std::to_string(st.st_uid) + " in the shared directory " + here +
+               ", who could " + at_risk;
       if (++links > 40) return next + ": too many levels of links";
       char target[PATH_MAX];
       const ssize_t n = ::readlink(next.c_str(), target, sizeof target - 1);
@@ -106,17 +142,55 @@ std::string unsafe_directory(const std::string& dir, bool sticky_end, const std:
       std::deque<std::string> spliced = components(to);
       spliced.insert(spliced.end(), rest.begin(), rest.end());
       rest = std::move(spliced);
-      if (!to.empty() && to.front() == '/') here = "/";
+      if (!to.empty() && to.front() == '/') {
+        here = "/";
+        if (::lstat("/", &here_st) != 0) return std::string("cannot inspect /: ") + std::strerror(errno);
+      }
       continue;
     }
-    if (!S_ISDIR(st.st_mode)) break;  // no directory to write under: the writer fails, naming it
-    if (std::string why = problem(next, st, rest.empty()); !why.empty()) return why;
+    if (!S_ISDIR(st.st_mode)) {  // no directory to write under: the writer fails, naming it
+      ended_in_a_directory = false;
+      break;
+    }
+    if (std::string why = problem(next, st, false); !why.empty()) return why;
     here = next;
+    here_st = st;
   }
+  // The directory the path ends in is judged as the last one ("/tmp/." is /tmp).
+  if (ended_in_a_directory && missing == 0)
+    if (std::string why = problem(here, here_st, true); !why.empty()) return why;
   return "";
 }
 
+}  // namespace
+
+std::string unsafe_directory(const std::string& dir, bool sticky_end, const std::string& at_risk) {
+  return unsafe_directory_for(dir, sticky_end, at_risk, false);
+}
+
+bool trusted_owner(uid_t uid) { return trusted_owner(uid, false); }
+
+bool trusted_program_directory(const std::string& dir) {
+  return unsafe_directory_for(dir, false, "put another program there", true).empty();
+}
+
 bool writes_as_root() { return ::geteuid() == 0; }
+
+std::string trusted_program(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0) return "";
+  if (!writes_as_root()) return path;
+  // As root: the file itself as it resolves, in a directory (links walked) that only root or
+  // this user controls, and not writable by another: else it is theirs to run as root.
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return "";
+  const std::string resolved = real;
+  std::free(real);
+  if (!trusted_owner(st.st_uid, true) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return "";
+  const std::string dir = resolved.substr(0, std::max<std::size_t>(1, resolved.rfind('/')));
+  if (!unsafe_directory_for(dir, false, "replace it", true).empty()) return "";
+  return resolved;
+}
 
 std::string find_executable(const std::string& name, const std::string& search_path) {
   if (name.empty()) return "";
@@ -124,24 +198,8 @@ std::string find_executable(const std::string& name, const std::string& search_p
   const bool root = writes_as_root();
   for (const std::string& dir : list_entries(search_path)) {
     if (dir.empty() || dir.front() != '/') continue;
-    if (root && !unsafe_directory(dir, false, "put another program there").empty()) continue;
-    const std::string candidate = dir + "/" + name;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(candidate.c_str(), X_OK) != 0)
-      continue;
-    // As root, a program another user may rewrite, or replace in its directory (the file a
-    // link in a safe directory points to), is theirs to run as root: not taken.
-    if (root && (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) continue;
-    if (root) {
-      char* real = ::realpath(candidate.c_str(), nullptr);
-      if (!real) continue;
-      const std::string resolved = real;
-      std::free(real);
-      if (!unsafe_directory(resolved.substr(0, std::max<std::size_t>(1, resolved.rfind('/'))), false, "replace it")
-               .empty())
-        continue;
-    }
-    return candidate;
+    if (root && !unsafe_directory_for(dir, false, "put another program there", true).empty()) continue;
+    if (std::string program = trusted_program(dir + "/" + name); !program.empty()) return program;
   }
   return "";
 }

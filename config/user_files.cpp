@@ -36,7 +36,8 @@ void check_root_may_write_in(const std::string& dir, const std::string& what) {
   if (!writes_as_root()) return;
   if (const std::string why = unsafe_directory(dir, true, "redirect what root writes there"); !why.empty())
     throw UserFileError("cannot write " + what + " as root: " + why +
-                        " (write it under directories only root or you can change)");
+                        " (write it under directories only root or you can change, or trust that user with "
+                        "TOPOCOLL_TRUSTED_UIDS)");
 }
 
 // The process's umask, read without changing it (umask(2) sets it to read it, which races
@@ -106,9 +107,11 @@ void replace_file(const std::string& path, const std::string& text) {
   check_replaceable(path);
   // A file replaced keeps its mode and owner (a 0600 file stays private); a new one gets
   // what the umask leaves of 0666, as a file opened for writing would.
+  // Not one another user planted in a shared directory (/tmp) for root to write: that one's
+  // mode and owner would make root's output theirs. No set-id bit is ever kept.
   struct stat old {};
-  const bool replacing = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
-  const mode_t mode = replacing ? old.st_mode & 07777 : 0666 & ~current_umask();
+  const bool replacing = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) && trusted_owner(old.st_uid);
+  const mode_t mode = replacing ? old.st_mode & 0777 : 0666 & ~current_umask();
   // A short name: the file's own name may already be as long as a name may be.
   const std::string dir = directory_of(path);
   std::string temporary = dir + "/.topocoll-XXXXXX";

@@ -75,7 +75,9 @@ std::string library_path_of(const std::string& prefix, const std::string& triple
   std::string out;
   for (const char* sub : {"/usr/lib/", "/lib/"}) {
     const std::string dir = prefix + sub + triplet;
-    if (!triplet.empty() && is_directory(dir)) out += (out.empty() ? "" : ":") + dir;
+    // As root, no library directory another user controls (they would choose the code `ip` runs).
+    if (!triplet.empty() && is_directory(dir) && (!config::writes_as_root() || config::trusted_program_directory(dir)))
+      out += (out.empty() ? "" : ":") + dir;
   }
   return out;
 }
@@ -101,7 +103,7 @@ std::optional<ToolLocation> find_in_prefix(const std::string& name, const std::s
 // (config/trusted_paths.h), so no other user's `ip` runs as root.
 std::optional<std::string> trusted_path_dir(const std::string& dir) {
   if (dir.empty() || dir[0] != '/') return std::nullopt;
-  if (!config::unsafe_directory(dir, false, "put another `ip` there").empty()) return std::nullopt;
+  if (!config::trusted_program_directory(dir)) return std::nullopt;
   char* real = ::realpath(dir.c_str(), nullptr);
   if (!real) return std::nullopt;
   const std::string resolved = real;
@@ -142,9 +144,9 @@ std::optional<ToolLocation> find_tool(const std::string& name, const ToolSearch&
   dirs.insert(dirs.end(), s.system_dirs.begin(), s.system_dirs.end());
   for (const auto& d : dirs) {
     const std::string dir = without_trailing_slash(d);
-    const std::string candidate = dir + "/" + name;
-    if (is_executable_file(candidate))
-      return ToolLocation{candidate, library_path_of(prefix_of_dir(dir), s.library_triplet)};
+    // As root, only a file no other user can replace (config/trusted_paths.h), as resolved.
+    if (const std::string program = config::trusted_program(dir + "/" + name); !program.empty())
+      return ToolLocation{program, library_path_of(prefix_of_dir(dir), s.library_triplet)};
   }
   if (!s.bundled_prefix.empty()) return find_in_prefix(name, s.bundled_prefix, s.library_triplet);
   return std::nullopt;

@@ -83,6 +83,39 @@ TEST(TrustedPaths, LinksAreWalkedAsTheKernelResolvesThem) {
   EXPECT_EQ(unsafe_directory(mine + "/to-safe", true, "redirect it"), "");
 }
 
+// A link in a shared sticky directory (/tmp) is followed only when a trusted user or the
+// directory's owner made it: anyone else could point it elsewhere after the check.
+TEST(TrustedPaths, ALinkAnotherUserPlantedInASharedDirectoryIsNotFollowed) {
+  REQUIRE_ROOT();
+  const ScratchDir dir("trusted_planted");
+  const std::string shared = made(dir.file("shared"), 01777);
+  const std::string safe = made(dir.file("safe"), 0755);
+  const std::string planted = shared + "/planted";
+  fs::create_directory_symlink(safe, planted);
+  ASSERT_EQ(::lchown(planted.c_str(), kStranger, kStranger), 0);
+  EXPECT_EQ(unsafe_directory(planted, true, "redirect it"),
+            planted + " is a link of user 65534 in the shared directory " + shared + ", who could redirect it");
+  const std::string mine = shared + "/mine";
+  fs::create_directory_symlink(safe, mine);
+  EXPECT_EQ(unsafe_directory(mine, true, "redirect it"), "");
+}
+
+// The directory a path ends in is judged as the last one whatever spells it ("/tmp/." is
+// /tmp), and ".." below a directory still to be made leads back to real ones, which are
+// looked at.
+TEST(TrustedPaths, DotsAtTheEndAndBelowMissingDirectoriesAreResolved) {
+  REQUIRE_ROOT();
+  const ScratchDir dir("trusted_dots");
+  const std::string sticky = made(dir.file("sticky"), 01777);
+  EXPECT_EQ(unsafe_directory(sticky + "/.", false, "change the records"),
+            sticky + " is writable by others (mode 1777), who could change the records");
+  const std::string theirs = made(dir.file("theirs"), 0755, kStranger);
+  const std::string mine = made(dir.file("mine"), 0755);
+  EXPECT_EQ(unsafe_directory(mine + "/new/../../theirs/x", true, "redirect it"),
+            theirs + " belongs to user 65534, who could redirect it");
+  EXPECT_EQ(unsafe_directory(mine + "/new/deeper/../more", true, "redirect it"), "");
+}
+
 TEST(TrustedPaths, ProgramsAreFoundOnlyInAbsoluteDirectoriesAndAsRootOnlyInSafeOnes) {
   const ScratchDir dir("trusted_programs");
   auto program = [](const std::string& path, mode_t mode) {

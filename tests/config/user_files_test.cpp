@@ -158,12 +158,38 @@ TEST(UserFiles, AsRootADirectoryAnotherUserControlsIsRefused) {
   EXPECT_FALSE(fs::exists(theirs + "/run1"));
   const std::string report = theirs + "/report.json";
   EXPECT_EQ(error_of([&] { replace_file(report, "x"); }),
-            "cannot write \"" + report + "\" as root: " + why + " (write it under directories only root or you can change)");
+            "cannot write \"" + report + "\" as root: " + why + " (write it under directories only root or you can change, or trust that user with TOPOCOLL_TRUSTED_UIDS)");
   EXPECT_FALSE(fs::exists(report));
   // Root's own directory beside it is fine, and a link to theirs from it is not.
   EXPECT_EQ(error_of([&] { prepare_output_dir(dir.file("mine/run1")); }), "");
   fs::create_directory_symlink(theirs, dir.file("mine/link"));
   EXPECT_NE(error_of([&] { replace_file(dir.file("mine/link/x.json"), "x"); }).find(why), std::string::npos);
+}
+
+// A file another user planted at root's output name in a shared directory (/tmp) lends the
+// new file neither its mode nor its owner: root's output stays root's. No set-id bit is
+// kept from any file.
+TEST(UserFiles, AsRootAFilePlantedByAnotherUserLendsNeitherModeNorOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a file of another user's needs root to make";
+  const ScratchDir dir("user_files_planted");
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
+  const std::string planted = dir.file("report.json");
+  std::ofstream(planted) << "theirs";
+  ASSERT_EQ(::chown(planted.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(planted.c_str(), 0666), 0);
+  const mode_t old_mask = ::umask(022);
+  replace_file(planted, "root's");
+  ::umask(old_mask);
+  struct stat st {};
+  ASSERT_EQ(::stat(planted.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  const std::string setuid = dir.file("tool.json");
+  std::ofstream(setuid) << "x";
+  ASSERT_EQ(::chmod(setuid.c_str(), 04755), 0);
+  replace_file(setuid, "y");
+  ASSERT_EQ(::stat(setuid.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
 }
 
 }  // namespace
