@@ -13,6 +13,41 @@
 extern char** environ;
 
 namespace topocoll::exec {
+namespace {
+
+// SIGINT and SIGQUIT ignored for a scope, as system(3) does while its child runs; the child
+// gets back the disposition we had (default, or ignored when we were started ignoring them,
+// e.g. under nohup; a handler of ours cannot cross exec and becomes the default).
+class InterruptsIgnored {
+ public:
+  InterruptsIgnored() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGINT, &ignore, &old_int_);
+    ::sigaction(SIGQUIT, &ignore, &old_quit_);
+  }
+  ~InterruptsIgnored() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGQUIT, &old_quit_, nullptr);
+  }
+  InterruptsIgnored(const InterruptsIgnored&) = delete;
+  InterruptsIgnored& operator=(const InterruptsIgnored&) = delete;
+
+  // The signals the child gets back at their default.
+  sigset_t child_defaults() const {
+    sigset_t set;
+    sigemptyset(&set);
+    if (old_int_.sa_handler != SIG_IGN) sigaddset(&set, SIGINT);
+    if (old_quit_.sa_handler != SIG_IGN) sigaddset(&set, SIGQUIT);
+    return set;
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_quit_ {};
+};
+
+}  // namespace
 
 ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
   ProgramRun run;
@@ -41,8 +76,15 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
                 (config::writes_as_root() ? std::string(" that only root controls)") : std::string(")"));
     return run;
   }
+  const InterruptsIgnored interrupts;
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  const sigset_t defaults = interrupts.child_defaults();
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     run.error = argv[0] + ": " + std::strerror(rc);
@@ -59,6 +101,10 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   run.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return run;
+}
+
+void pass_on_interrupt(const ProgramRun& run) {
+  if (run.interrupted()) ::raise(run.signal);
 }
 
 std::string describe_end(const ProgramRun& run) {

@@ -5,6 +5,7 @@
 // (config/trusted_paths.h).
 #pragma once
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,21 @@ struct ProgramRun {
   int signal = 0;        // the signal that killed it, 0 when it exited
   std::string error;     // why it did not start
   bool succeeded() const { return started && exit_code == 0; }
+  // Ended by the terminal's interrupt (Ctrl-C, Ctrl-\): the user means us too, once our
+  // caller has cleaned up (pass_on_interrupt).
+  bool interrupted() const { return signal == SIGINT || signal == SIGQUIT; }
 };
 
 // Runs argv[0] (looked up as above) with argv and waits for it. Its stdout and stderr go to
-// /dev/null when `quiet`, else to ours; its stdin is /dev/null.
+// /dev/null when `quiet`, else to ours; its stdin is /dev/null. As system(3) does, we ignore
+// SIGINT and SIGQUIT while it runs (a Ctrl-C reaches the whole foreground group): the
+// program takes the interrupt, we learn how it ended and clean up what we made for it, then
+// pass the interrupt on.
 ProgramRun run_program(const std::vector<std::string>& argv, bool quiet = true);
+
+// After cleaning up: a run ended by the terminal's interrupt ends us the same way (with our
+// own disposition of that signal: default, a handler of the embedding program's, or ignored).
+void pass_on_interrupt(const ProgramRun& run);
 
 // A file name as a program's argument: "./-x" for "-x", so no name is read as an option.
 std::string path_argument(const std::string& path);

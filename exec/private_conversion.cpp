@@ -34,27 +34,12 @@ std::string scratch_base() {
   return base;
 }
 
-}  // namespace
-
-Conversion convert_privately(const std::string& input, const std::string& in_ext, const std::string& out_ext,
-                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what,
-                             bool show_errors) {
-  if (alternatives.empty()) throw std::invalid_argument("convert_privately: no converter given");
-  std::string scratch = scratch_base() + "/topocoll-convert.XXXXXX";
+// The conversion itself, in `scratch`: sets `interrupt` to the run that the terminal's
+// interrupt ended, so no further alternative starts and the caller passes it on.
+Conversion convert_in(const std::string& scratch, const std::string& input, const std::string& in_ext,
+                      const std::string& out_ext, const std::vector<std::vector<std::string>>& alternatives,
+                      const std::string& what, bool show_errors, ProgramRun& interrupt) {
   Conversion result;
-  if (!::mkdtemp(scratch.data())) {
-    result.failure = "no directory to convert in (" + scratch + ": " + std::strerror(errno) + ")";
-    return result;
-  }
-  // Everything in it goes on every way out, also what a converter wrote besides its output
-  // (ImageMagick's out-0.png, out-1.png for a picture of several frames), exceptions included.
-  struct Remover {
-    std::string dir;
-    ~Remover() {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  } remover{scratch};
   const std::string in = scratch + "/in." + in_ext, out = scratch + "/out." + out_ext;
   try {
     config::replace_file(in, input);
@@ -63,6 +48,11 @@ Conversion convert_privately(const std::string& input, const std::string& in_ext
       std::vector<std::string> argv;
       for (const auto& arg : command) argv.push_back(substitute(arg, in, out));
       const ProgramRun run = run_program(argv, !show_errors);
+      if (run.interrupted()) {
+        interrupt = run;
+        result.failure = what + " interrupted (" + argv.front() + ": " + describe_end(run) + ")";
+        return result;
+      }
       if (run.succeeded()) {
         last = argv.front() + " wrote nothing";
         try {
@@ -82,6 +72,34 @@ Conversion convert_privately(const std::string& input, const std::string& in_ext
     result.output.clear();
     result.failure = e.what();
   }
+  return result;
+}
+
+}  // namespace
+
+Conversion convert_privately(const std::string& input, const std::string& in_ext, const std::string& out_ext,
+                             const std::vector<std::vector<std::string>>& alternatives, const std::string& what,
+                             bool show_errors) {
+  if (alternatives.empty()) throw std::invalid_argument("convert_privately: no converter given");
+  std::string scratch = scratch_base() + "/topocoll-convert.XXXXXX";
+  if (!::mkdtemp(scratch.data()))
+    return Conversion{.output = {}, .failure = "no directory to convert in (" + scratch + ": " + std::strerror(errno) + ")"};
+  // Everything in it goes on every way out, also what a converter wrote besides its output
+  // (ImageMagick's out-0.png, out-1.png for a picture of several frames), exceptions included;
+  // a Ctrl-C while a converter runs is passed on only once the directory is gone.
+  ProgramRun interrupt;
+  Conversion result;
+  {
+    struct Remover {
+      std::string dir;
+      ~Remover() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+      }
+    } remover{scratch};
+    result = convert_in(scratch, input, in_ext, out_ext, alternatives, what, show_errors, interrupt);
+  }
+  pass_on_interrupt(interrupt);
   return result;
 }
 

@@ -20,7 +20,8 @@ struct Conversion {
 
 // Writes `input` to <scratch>/in.<in_ext>, then runs each command line of `alternatives` in
 // turn until one exits 0 and wrote <scratch>/out.<out_ext>; in every argument the words
-// "{in}" and "{out}" become those paths. The scratch directory is gone on return.
+// "{in}" and "{out}" become those paths. The scratch directory is gone on return; a
+// converter ended by Ctrl-C (exec/external_program.h) ends us the same way once it is gone.
 // `what` names the converters for the failure text ("Graphviz's dot"). `show_errors`: the
 // converters' own output goes to our stderr (a single converter the user asked for, whose
 // syntax or layout errors they need), else to /dev/null (alternatives tried in turn).

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "exec/external_program.h"
 #include "tests/common/scratch_dir.h"
 
 namespace topocoll::exec {
@@ -93,6 +95,30 @@ TEST_F(PrivateConversion, AsRootATemporaryDirectoryOfAnotherUserIsNotUsed) {
   ASSERT_TRUE(c.succeeded()) << c.failure;
   EXPECT_EQ(c.output.rfind("/tmp/topocoll-convert.", 0), 0u) << c.output;
   EXPECT_TRUE(fs::is_empty(theirs));
+}
+
+// A Ctrl-C while the converter runs reaches the whole foreground group: the converter takes
+// it, we remove our directory and then end by the same signal (we used to die at once and
+// leave the directory behind). The converter plays the terminal: it interrupts its parent,
+// which must outlive it, then itself.
+TEST_F(PrivateConversion, ACtrlCDuringTheConverterEndsUsOnlyOnceTheDirectoryIsGone) {
+  EXPECT_EXIT(convert_privately("x", "dot", "png",
+                                {{"sh", "-c", "kill -INT $PPID; sleep 0.2; kill -INT $$"}, {"cp", "{in}", "{out}"}},
+                                "Graphviz's dot"),
+              ::testing::KilledBySignal(SIGINT), "");
+  EXPECT_TRUE(scratch_is_empty());
+}
+
+// Our own disposition of SIGINT is back after the run; the run says how it ended.
+TEST_F(PrivateConversion, TheInterruptIsOursAgainAfterTheConverter) {
+  struct sigaction before {}, after {};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &before), 0);
+  const ProgramRun run = run_program({"sh", "-c", "kill -QUIT $$"});
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+  EXPECT_TRUE(run.interrupted());
+  EXPECT_EQ(describe_end(run).rfind("killed by signal 3 (", 0), 0u) << describe_end(run);
+  EXPECT_FALSE(run_program({"false"}).interrupted());
 }
 
 }  // namespace
