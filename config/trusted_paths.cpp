@@ -115,7 +115,7 @@ std::string unsafe_directory_for(const std::string& dir, bool sticky_end, const 
       continue;
     }
     if (piece == "..") {  // `here` has no link in it: its parent is its text's
-      here = here == "/" ? "/" : here.substr(0, std::max<std::size_t>(1, here.rfind('/')));
+      here = parent_directory(here);
       if (::lstat(here.c_str(), &here_st) != 0) return "cannot inspect " + here + ": " + std::strerror(errno);
       continue;
     }
@@ -187,9 +187,14 @@ std::string trusted_program(const std::string& path) {
   const std::string resolved = real;
   std::free(real);
   if (!trusted_owner(st.st_uid, true) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return "";
-  const std::string dir = resolved.substr(0, std::max<std::size_t>(1, resolved.rfind('/')));
+  const std::string dir = parent_directory(resolved);
   if (!unsafe_directory_for(dir, false, "replace it", true).empty()) return "";
   return resolved;
+}
+
+std::string parent_directory(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string find_executable(const std::string& name, const std::string& search_path) {

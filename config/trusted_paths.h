@@ -46,4 +46,8 @@ std::string trusted_program(const std::string& path);
 // as given when executable. The path returned is trusted_program's. "" when there is none.
 std::string find_executable(const std::string& name, const std::string& search_path);
 
+// The directory a path names its last component in, by its text: "/" for "/x" and "/",
+// "." for a bare name.
+std::string parent_directory(const std::string& path);
+
 }  // namespace topocoll::config

@@ -26,11 +26,6 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // As root, a file is written only where no other user can redirect it (config/trusted_paths.h).
 void check_root_may_write_in(const std::string& dir, const std::string& what) {
   if (!writes_as_root()) return;
@@ -94,7 +89,7 @@ void check_replaceable(const std::string& path) {
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
     throw UserFileError("cannot write " + in_quotes(path) + ": it is " + file_kind(st.st_mode) +
                         ", and only a regular file is replaced");
-  const std::string dir = directory_of(path);
+  const std::string dir = parent_directory(path);
   if (::stat(dir.c_str(), &st) != 0)
     throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) throw UserFileError("cannot write " + in_quotes(path) + ": " + in_quotes(dir) + " is not a directory");
@@ -113,7 +108,7 @@ void replace_file(const std::string& path, const std::string& text) {
   const bool replacing = ::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) && trusted_owner(old.st_uid);
   const mode_t mode = replacing ? old.st_mode & 0777 : 0666 & ~current_umask();
   // A short name: the file's own name may already be as long as a name may be.
-  const std::string dir = directory_of(path);
+  const std::string dir = parent_directory(path);
   std::string temporary = dir + "/.topocoll-XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) throw UserFileError("cannot create a file beside " + path + ": " + std::strerror(errno));
