@@ -31,7 +31,6 @@ NetStatus ConnectAttempt::start(const Handle& handle, const SocketAddress* local
   }
   const auto now = Clock::now();
   a->deadline_ = now + std::chrono::milliseconds(a->options_.timeout_ms);
-  a->refused_until_ = std::min(a->deadline_, now + std::chrono::seconds(1));
   Hello& h = a->hello_;
   h.version = kProtocolVersion;
   h.sockets = handle.sockets;
@@ -50,7 +49,9 @@ NetStatus ConnectAttempt::start(const Handle& handle, const SocketAddress* local
 // A fresh non-blocking socket and its connect(); EINPROGRESS is the normal outcome.
 NetStatus ConnectAttempt::open_lane(size_t i) {
   Lane& lane = lanes_[i];
+  const int tries = lane.tries;
   lane = Lane{};
+  lane.tries = tries;
   if (auto s = open_tcp_socket(peer_.family, &lane.socket); !s.ok()) return s;
   const int fd = lane.socket.get();
   const uint32_t mark = options_.lane_marks.empty() ? 0 : options_.lane_marks[i % options_.lane_marks.size()];
@@ -70,14 +71,18 @@ NetStatus ConnectAttempt::open_lane(size_t i) {
     lane.connected = true;
   } else if (errno != EINPROGRESS && errno != EINTR) {
     const int err = errno;
-    if (err == ECONNREFUSED && Clock::now() < refused_until_) {
-      lane.socket = FileDescriptor();
-      lane.retry_at = Clock::now() + std::chrono::milliseconds(20);
-      return {};
-    }
+    if (retry_later(lane, err, Clock::now())) return {};
     return NetStatus::error(NetCode::ConnectFailed, "connect to " + peer_.to_string() + " failed: " + errno_text(err));
   }
   return {};
+}
+
+bool ConnectAttempt::retry_later(Lane& lane, int err, Clock::time_point now) {
+  if (!is_retryable_connect_error(err) || now >= deadline_) return false;
+  last_error_ = err;
+  lane.socket = FileDescriptor();
+  lane.retry_at = now + connect_retry_delay(lane.tries++);
+  return true;
 }
 
 NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
@@ -87,7 +92,7 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
   bool all_sent = true;
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& lane = lanes_[i];
-    if (!lane.socket.valid()) {  // refused earlier: retry when due
+    if (!lane.socket.valid()) {  // refused or unreachable earlier: retry when due
       all_sent = false;
       if (now >= lane.retry_at)
         if (auto s = open_lane(i); !s.ok()) return s;
@@ -100,15 +105,14 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
         continue;
       }
       const int err = connect_error(lane.socket.get());
-      if (err == ECONNREFUSED && now < refused_until_) {
-        lane.socket = FileDescriptor();
-        lane.retry_at = now + std::chrono::milliseconds(20);
+      if (err != 0 && retry_later(lane, err, now)) {
         all_sent = false;
         continue;
       }
       if (err != 0)
-        return NetStatus::error(err == ETIMEDOUT ? NetCode::Timeout : NetCode::ConnectFailed,
-                                "connect to " + peer_.to_string() + " failed: " + errno_text(err));
+        return NetStatus::error(is_retryable_connect_error(err) ? NetCode::Timeout : NetCode::ConnectFailed,
+                                "connect to " + peer_.to_string() + " failed: " + errno_text(err) +
+                                    " (still, after " + std::to_string(options_.timeout_ms) + " ms of retries)");
       lane.connected = true;
     }
     Hello h = hello_;
@@ -123,17 +127,21 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         break;
       } else {
-        return NetStatus::error(NetCode::ConnectFailed, "the handshake to " + peer_.to_string() +
-                                                            " failed: " + errno_text(errno));
+        const int err = errno;
+        return NetStatus::error(is_peer_or_path_error(err) ? NetCode::PeerClosed : NetCode::ConnectFailed,
+                                "the handshake to " + peer_.to_string() + " failed: " + errno_text(err));
       }
     }
     all_sent = all_sent && lane.hello_sent == sizeof h;
   }
   if (!all_sent) {
     if (now > deadline_)
-      return NetStatus::error(NetCode::Timeout, "connect to " + peer_.to_string() + " did not complete within " +
-                                                    std::to_string(options_.timeout_ms) +
-                                                    " ms (the listener's backlog is full, or the host does not answer)");
+      return NetStatus::error(NetCode::Timeout,
+                              "connect to " + peer_.to_string() + " did not complete within " +
+                                  std::to_string(options_.timeout_ms) + " ms (" +
+                                  (last_error_ != 0 ? "retried after: " + errno_text(last_error_)
+                                                    : std::string("the listener's backlog is full, or the host does not answer")) +
+                                  ")");
     return {};
   }
   try {

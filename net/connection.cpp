@@ -384,7 +384,7 @@ void Connection::fail_move(int lane_index, const Item& item, IoResult result, in
                                                    std::to_string(lane_index) + ") " + what));
     return;
   }
-  NetCode code = (error_number == EPIPE || error_number == ECONNRESET) ? NetCode::PeerClosed : NetCode::SystemError;
+  const NetCode code = is_peer_or_path_error(error_number) ? NetCode::PeerClosed : NetCode::SystemError;
   const char* op = item.kind == Item::Kind::SendBytes ? "send" : "recv";
   fail(NetStatus::error(code, op + (" failed on socket " + std::to_string(lane_index)) + " of the " +
                                   describe_peer() + ": " + errno_text(error_number)));

@@ -12,9 +12,9 @@ enum class NetCode {
   InvalidArgument,   // caller error: null pointer, negative count, bad address
   BadHandle,         // foreign or corrupt handle / hello (magic mismatch)
   VersionMismatch,   // peer speaks another protocol version
-  Timeout,           // connect / accept / handshake took longer than timeout_ms
-  ConnectFailed,     // refused or unreachable
-  PeerClosed,        // EOF or reset while a transfer was in flight
+  Timeout,           // connect / accept / handshake took longer than timeout_ms; a stall
+  ConnectFailed,     // a connect this side could not make (bind, mark, an unretried errno)
+  PeerClosed,        // EOF, reset, or the path to the peer failed (is_peer_or_path_error)
   Truncated,         // message larger than the posted receive
   TagMismatch,       // message tag not among the posted receive's tags
   SystemError,       // other socket / thread errors (errno text in the message)

@@ -120,6 +120,20 @@ bool is_pending_network_error(int e) {
          e == EHOSTUNREACH || e == EOPNOTSUPP || e == ENETUNREACH;
 }
 
+bool is_retryable_connect_error(int e) {
+  return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH || e == ETIMEDOUT || e == EAGAIN || e == EINTR;
+}
+
+bool is_peer_or_path_error(int e) {
+  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH ||
+         e == ENETDOWN || e == ENETRESET || e == ECONNABORTED || e == ENOTCONN || e == EHOSTDOWN ||
+         e == ECONNREFUSED || e == ENONET;
+}
+
+std::chrono::milliseconds connect_retry_delay(int tries) {
+  return std::min(std::chrono::milliseconds(10 << std::clamp(tries, 0, 6)), std::chrono::milliseconds(500));
+}
+
 FileDescriptor accept_connection(int listen_fd, SocketAddress* peer) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

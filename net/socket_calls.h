@@ -21,6 +21,18 @@ std::string errno_text(int error_number);
 // the listening socket: Linux passes a new socket's pending network error to accept, which
 // is then retried (accept(2); NCCL's misc/socket.cc socketTryAccept), as is ECONNABORTED.
 bool is_pending_network_error(int error_number);
+// Whether a connect that failed with this error may succeed if tried again, as NCCL's
+// misc/socket.cc socketConnectCheck retries it: nothing listens yet or the listener's
+// backlog was full (ECONNREFUSED), no route or neighbour for now (EHOSTUNREACH,
+// ENETUNREACH), the handshake went unanswered (ETIMEDOUT), EAGAIN, EINTR.
+bool is_retryable_connect_error(int error_number);
+// Whether a send/recv error on an established connection is the peer's or the path's (a
+// reset, a dead host, a link down) rather than this process's (EBADF, ENOMEM, EFAULT...):
+// NCCL's Socket transport reports the former as ncclRemoteError (misc/socket.cc).
+bool is_peer_or_path_error(int error_number);
+// The wait before try `tries` (0, 1, ...) of a retried connect: 10 ms doubling, at most
+// 500 ms (NCCL waits 100 ms more each try; a listener that comes late is met sooner here).
+std::chrono::milliseconds connect_retry_delay(int tries);
 // "0x%08x": how magic numbers and ids appear in error messages.
 std::string hex32(uint32_t value);
 uint64_t random_u64();

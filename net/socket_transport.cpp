@@ -35,12 +35,14 @@ NetStatus check_handle(const Handle& h) {
 }
 
 // Opens one socket of a connection: bind (plane routing), connect within the deadline.
-// A refused connect is retried briefly (a listener's backlog may be momentarily full).
+// A connect refused or unreachable for now is retried for a second only: topocoll's engine
+// connects once its bootstrap says every listener is up, so a refusal past that is a dead
+// peer, and the bootstrap's own report follows. (NCCL's net plugin retries until the
+// timeout, as NCCL's Socket transport does: net/connect_attempt.h.)
 NetStatus connect_one(const SocketAddress& peer, const SocketAddress* local_bind, uint32_t mark,
                       Clock::time_point deadline, FileDescriptor* out) {
-  auto refused_until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
-  auto backoff = std::chrono::milliseconds(5);
-  for (;;) {
+  const auto retry_until = std::min(deadline, Clock::now() + std::chrono::seconds(1));
+  for (int tries = 0;; ++tries) {
     FileDescriptor fd;
     if (auto s = open_tcp_socket(peer.family, &fd); !s.ok()) return s;
     if (mark != 0 && ::setsockopt(fd.get(), SOL_SOCKET, SO_MARK, &mark, sizeof mark) != 0)
@@ -79,9 +81,8 @@ NetStatus connect_one(const SocketAddress& peer, const SocketAddress* local_bind
       *out = std::move(fd);
       return {};
     }
-    if (err == ECONNREFUSED && Clock::now() + backoff < refused_until) {
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+    if (is_retryable_connect_error(err) && Clock::now() + connect_retry_delay(tries) < retry_until) {
+      std::this_thread::sleep_for(connect_retry_delay(tries));
       continue;
     }
     return NetStatus::error(err == ETIMEDOUT ? NetCode::Timeout : NetCode::ConnectFailed,

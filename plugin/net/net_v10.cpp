@@ -1,4 +1,4 @@
-// ncclNetPlugin_v10 (NCCL 2.23+) over socket_net.
+// ncclNetPlugin_v10 (NCCL 2.26+) over socket_net.
 #include "plugin/nccl_api/net_v10.h"
 #include "plugin/net/net_export.h"
 #include "plugin/net/socket_net.h"
@@ -54,7 +54,7 @@ extern "C" {
 TOPOCOLL_NET_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     sn::kName,         sn::init_v10,      sn::devices,       sn::get_properties_v10,
     sn::listen,        sn::connect_v10,   sn::accept_v10,    sn::reg_mr,
-    sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_v10,     sn::irecv_v10,
+    nullptr /* regMrDmaBuf */, sn::dereg_mr,      sn::isend_v10,     sn::irecv_v10,
     sn::iflush_v10,    sn::test,          sn::close_send,    sn::close_recv,
     sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
 };

@@ -83,7 +83,7 @@ extern "C" {
 TOPOCOLL_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     sn::kName,          sn::init_v11,       sn::devices,        sn::get_properties_v11,
     sn::listen_v11,     sn::connect_v11,    sn::accept_v11,     sn::reg_mr,
-    sn::reg_mr_dmabuf,  sn::dereg_mr,       sn::isend_v11,      sn::irecv_v11,
+    nullptr /* regMrDmaBuf */,  sn::dereg_mr,       sn::isend_v11,      sn::irecv_v11,
     sn::iflush_v11,     sn::test,           sn::close_send,     sn::close_recv,
     sn::close_listen,   nullptr /* getDeviceMr */,  nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
     sn::finalize_v11,   sn::set_net_attr_v11,

@@ -39,7 +39,7 @@ extern "C" {
 TOPOCOLL_NET_EXPORT ncclNet_v7_t ncclNetPlugin_v7 = {
     sn::kName,         sn::init,          sn::devices,        sn::get_properties_v7,
     sn::listen,        sn::connect_v7,    sn::accept_v7,      sn::reg_mr_v7,
-    sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
+    nullptr /* regMrDmaBuf */, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
     sn::iflush_int,    sn::test,          sn::close_send,     sn::close_recv,
     sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */,
 };

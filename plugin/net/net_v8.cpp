@@ -1,4 +1,4 @@
-// ncclNetPlugin_v8 (NCCL 2.19+) over socket_net.
+// ncclNetPlugin_v8 (NCCL 2.20+) over socket_net.
 #include "plugin/nccl_api/net_v8.h"
 #include "plugin/net/int_sizes.h"
 #include "plugin/net/net_export.h"
@@ -33,7 +33,7 @@ extern "C" {
 TOPOCOLL_NET_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     sn::kName,         sn::init,          sn::devices,        sn::get_properties_v8,
     sn::listen,        sn::connect_v8,    sn::accept_v8,      sn::reg_mr,
-    sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
+    nullptr /* regMrDmaBuf */, sn::dereg_mr,      sn::isend_int,      sn::irecv_int,
     sn::iflush_int,    sn::test,          sn::close_send,     sn::close_recv,
     sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */,
 };

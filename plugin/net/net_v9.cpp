@@ -1,4 +1,4 @@
-// ncclNetPlugin_v9 (NCCL 2.21+) over socket_net.
+// ncclNetPlugin_v9 (NCCL 2.24+) over socket_net.
 #include "plugin/nccl_api/net_v9.h"
 #include "plugin/net/net_export.h"
 #include "plugin/net/socket_net.h"
@@ -50,7 +50,7 @@ extern "C" {
 TOPOCOLL_NET_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     sn::kName,         sn::init,          sn::devices,        sn::get_properties_v9,
     sn::listen,        sn::connect_v9,    sn::accept_v9,      sn::reg_mr,
-    sn::reg_mr_dmabuf, sn::dereg_mr,      sn::isend_v9,       sn::irecv_v9,
+    nullptr /* regMrDmaBuf */, sn::dereg_mr,      sn::isend_v9,       sn::irecv_v9,
     sn::iflush_v9,     sn::test,          sn::close_send,     sn::close_recv,
     sn::close_listen,  nullptr /* getDeviceMr */, nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
 };

@@ -102,8 +102,10 @@ ncclResult_t to_nccl(net::NetCode code) {
     case net::NetCode::VersionMismatch:
     case net::NetCode::Truncated:
     case net::NetCode::TagMismatch: return ncclInvalidUsage;
-    case net::NetCode::PeerClosed: return ncclRemoteError;
-    case net::NetCode::Timeout:
+    // The peer or the path to it, as NCCL's Socket transport reports a dead peer, an
+    // unreachable host or a connect still refused after its retries (misc/socket.cc).
+    case net::NetCode::PeerClosed:
+    case net::NetCode::Timeout: return ncclRemoteError;
     case net::NetCode::ConnectFailed:
     case net::NetCode::SystemError: return ncclSystemError;
   }
@@ -380,14 +382,6 @@ ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandl
   }
   *mhandle = &g_host_registration;  // host memory needs no registration for sockets
   return ncclSuccess;
-}
-
-ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int, uint64_t, int, void** mhandle) {
-  if (mhandle) *mhandle = nullptr;
-  (void)comm;
-  TC_WARN("NET/topocoll: regMrDmaBuf(%p, %zu bytes): DMA-BUF registration is not supported (host memory only)",
-          data, size);
-  return ncclInternalError;
 }
 
 ncclResult_t dereg_mr(void* comm, void* mhandle) {

@@ -40,8 +40,6 @@ inline ncclResult_t listen(int dev, void* handle, void** listen_comm) {
 ncclResult_t connect(const void* owner, int dev, void* handle, void** send_comm);
 ncclResult_t accept(void* listen_comm, void** recv_comm);
 ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
-ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
-                           void** mhandle);
 ncclResult_t dereg_mr(void* comm, void* mhandle);
 ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void** request);
 ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,

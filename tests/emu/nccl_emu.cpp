@@ -434,18 +434,31 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   });
 }
 
-NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+namespace {
+// ncclCommDestroy reports the communicator's asynchronous error (init.cc: NCCLCHECK of
+// ncclCommEnsureReady); ncclCommAbort ignores it ((void)ncclCommEnsureReady), since aborting
+// is what a caller does about that error. (NCCL's destroy then leaves the communicator to an
+// abort; the emulation frees it either way.)
+ncclResult_t release(ncclComm_t comm, bool abort) {
   if (!comm) return ncclSuccess;  // as NCCL
   emu::Mailbox::process().discard(comm->key, comm->rank);
   const std::unique_ptr<ncclComm> owned(comm);
   return guarded([&] {
-    if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(*comm))
-      proxy->close_comm(comm->key, comm->rank, emu::timeout());
+    if (emu::NetProxy* proxy = emu::NetProxy::active(); proxy && emu::has_remote_ranks(*comm)) {
+      try {
+        proxy->close_comm(comm->key, comm->rank, emu::timeout());
+      } catch (const Failure&) {
+        if (!abort) throw;
+      }
+    }
     return ncclSuccess;
   });
 }
+}  // namespace
 
-NCCL_EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return pncclCommDestroy(comm); }
+NCCL_EMU_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) { return release(comm, false); }
+
+NCCL_EMU_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) { return release(comm, true); }
 
 // Registration has no effect on the emulated transport: the buffer is its own handle.
 NCCL_EMU_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** handle) {
@@ -467,7 +480,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_
   return guarded([&] {
     check_comm(comm, "ncclCommGetAsyncError");
     if (!asyncError) invalid("ncclCommGetAsyncError: asyncError is NULL");
-    *asyncError = ncclSuccess;
+    const emu::NetProxy* proxy = emu::NetProxy::active();
+    *asyncError = proxy ? proxy->async_error(comm->key, comm->rank) : ncclSuccess;
     return ncclSuccess;
   });
 }

@@ -120,6 +120,9 @@ struct Proxy {
   int device = 0;
   int members = 0;    // communicators (and ranks) it serves
   std::string error;  // sticky: the first plugin error on any of its connections
+  // Its code, as NCCL's proxy keeps the plugin's ncclResult_t for ncclCommGetAsyncError
+  // (proxy.cc): ncclRemoteError for a dead peer, ncclInvalidUsage for a truncation.
+  ncclResult_t error_code = ncclSuccess;
   bool stopping = false, progress_stopping = false;
   std::map<MessageKey, std::unique_ptr<Connection>> connections;
   std::vector<ControlMessage> controls_out;  // the service thread's, sent without the lock
@@ -146,10 +149,11 @@ struct NetProxy::State {
     auto it = members.find({comm, rank});
     return it == members.end() ? nullptr : it->second.get();
   }
-  void fail(Proxy& p, Connection* c, const std::string& message) {
+  void fail(Proxy& p, Connection* c, const std::string& message, ncclResult_t code = ncclInternalError) {
     if (c) c->phase = Phase::Failed;
     if (p.error.empty()) {
       p.error = message;
+      p.error_code = code;
       net_plugin_logger(NCCL_LOG_WARN, 0, __FILE__, __LINE__, "%s", message.c_str());
     }
     changed.notify_all();
@@ -158,7 +162,8 @@ struct NetProxy::State {
     if (r == ncclSuccess) return true;
     fail(p, c, std::string("NET/") + net().name + ": " + call + " returned " + result_name(r) +
                    (c ? " on " + describe_key(c->key) : std::string()) +
-                   " (NCCL's proxy fails the operation here: transport/net.cc)");
+                   " (NCCL's proxy fails the operation here: transport/net.cc)",
+         r);
     return false;
   }
   // One plugin call, made without the lock (as NCCL's proxy threads make it), then checked.
@@ -518,6 +523,13 @@ struct NetProxy::State {
   }
 };
 
+ncclResult_t NetProxy::async_error(const CommKey& comm, int rank) const {
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  const auto member = s.members.find({comm, rank});
+  return member == s.members.end() || member->second->error.empty() ? ncclSuccess : member->second->error_code;
+}
+
 NetProxy* NetProxy::active() {
   static NetProxy* const proxy = []() -> NetProxy* {
     const NetPlugin* plugin = net_plugin();
@@ -631,7 +643,7 @@ void NetProxy::close_comm(const CommKey& comm, int rank, std::chrono::millisecon
     lock.lock();
     s.check(*p, nullptr, r, "finalize");
   }
-  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
+  if (!p->error.empty()) throw Failure(p->error_code, p->error);
   if (!ok)
     throw Failure(ncclSystemError, "ncclCommDestroy: communicator " + describe(comm) +
                                        " still had sends in flight over the net plugin after the timeout");
@@ -643,7 +655,7 @@ void NetProxy::send(const std::string& address, const MessageKey& key, const voi
   std::lock_guard lock(s.mutex);
   Proxy* p = s.proxy_of(key.comm, key.source);
   if (!p) throw Failure(ncclInternalError, "net proxy: " + describe_key(key) + " on a communicator it never opened");
-  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
+  if (!p->error.empty()) throw Failure(p->error_code, p->error);
   Connection& c = s.connection(*p, key, true);
   if (c.peer_address.empty()) c.peer_address = address;
   Outgoing m;
@@ -677,7 +689,7 @@ void NetProxy::receive(const MessageKey& key, void* into, std::size_t bytes,
   // Whatever ends the wait, no byte may land in `into` once this returns: the progress
   // thread drops the receive, or finishes its posted steps without copying.
   r->abandoned = true;
-  if (!p->error.empty()) throw Failure(ncclSystemError, p->error);
+  if (!p->error.empty()) throw Failure(p->error_code, p->error);
   if (destroyed())
     throw Failure(ncclSystemError, "communicator " + describe(key.comm) + " destroyed or aborted by another thread "
                                    "while waiting for " + describe_key(key) + " over the net plugin");

@@ -34,9 +34,12 @@
 // (NCCL decides by the parent's config), and the context is finalized with the last of
 // them. The plugin is called without the emulation's lock, so its state sees the
 // concurrency NCCL gives it (the ThreadSanitizer build checks it). Any plugin error is
-// sticky for the proxy and is reported by the next send, receive or destroy of its
-// communicators, as NCCL reports a proxy error.
+// sticky for the proxy and is reported, with the plugin's own code, by the next send,
+// receive or destroy of its communicators and by ncclCommGetAsyncError, as NCCL reports a
+// proxy error.
 #pragma once
+
+#include <nccl.h>
 
 #include <chrono>
 #include <cstddef>
@@ -76,6 +79,10 @@ class NetProxy {
   // after `timeout`, on a size other than `bytes`, or on a plugin error.
   void receive(const MessageKey& key, void* into, std::size_t bytes,
                std::chrono::milliseconds timeout);
+
+  // The plugin error the rank's proxy keeps (ncclSuccess when none), as NCCL's proxy stores
+  // it in comm->asyncResult for ncclCommGetAsyncError (proxy.cc).
+  ncclResult_t async_error(const CommKey& comm, int rank) const;
 
   // Connection setup messages from the transport's receiver thread.
   void on_control(const MessageKey& key, std::vector<std::byte> payload);

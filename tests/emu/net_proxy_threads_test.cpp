@@ -226,4 +226,29 @@ TEST(EmulatedNetProxyThreads, AFailedShrinkLeavesNoMemberBehind) {
   EXPECT_TRUE(run_ranks(3, failed_shrink_leaves_no_member));
 }
 
+// NCCL's proxy keeps the code the plugin returned (proxy.cc) and ncclCommGetAsyncError gives
+// it back: ncclRemoteError for a dead peer is what a framework acts on. The emulation used to
+// turn every plugin error into ncclSystemError.
+bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& id) {
+  ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
+  ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
+  ::setenv("TOPOCOLL_SPY_NET_TEST_RESULT", std::to_string(int(ncclRemoteError)).c_str(), 1);
+  ::setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  ::setenv("NCCL_TUNER_PLUGIN", "none", 1);
+  ::setenv("TOPOCOLL_EMU_TIMEOUT_S", "5", 1);
+  ncclComm_t comm = nullptr;
+  CHECK_OR_FAIL(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess, "init");
+  std::vector<float> x(1000, 1.0f), sum(1000);
+  const ncclResult_t r = ncclAllReduce(x.data(), sum.data(), x.size(), ncclFloat32, ncclSum, comm, nullptr);
+  CHECK_OR_FAIL(r == ncclRemoteError, "the allreduce returned %s", ncclGetErrorString(r));
+  ncclResult_t async = ncclSuccess;
+  CHECK_OR_FAIL(ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclRemoteError,
+                "ncclCommGetAsyncError gave %s", ncclGetErrorString(async));
+  CHECK_OR_FAIL(ncclCommAbort(comm) == ncclSuccess, "abort");
+  return true;
+}
+TEST(EmulatedNetProxyThreads, APluginsErrorReachesTheCallerWithItsCode) {
+  EXPECT_TRUE(run_ranks(2, plugin_error_code_reaches_the_caller));
+}
+
 }  // namespace

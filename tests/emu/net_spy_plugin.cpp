@@ -1,7 +1,8 @@
 // A net plugin that forwards every call to another (the library TOPOCOLL_SPY_NET_INNER
 // names) and writes one line per call to TOPOCOLL_SPY_NET_LOG: the entry point, the thread
 // that made it and, for calls that take one, the context. The emulation's tests read it to
-// check that its proxy calls a plugin from the threads NCCL 2.28 calls it from.
+// check that its proxy calls a plugin from the threads NCCL 2.28 calls it from, and can make
+// test() fail with a chosen code.
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -63,10 +64,6 @@ ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandl
   note("regMr");
   return inner()->regMr(comm, data, size, type, mhandle);
 }
-ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
-  note("regMrDmaBuf");
-  return inner()->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle);
-}
 ncclResult_t dereg_mr(void* comm, void* mhandle) { note("deregMr"); return inner()->deregMr(comm, mhandle); }
 ncclResult_t isend(void* comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
   note("isend");
@@ -81,7 +78,17 @@ ncclResult_t iflush(void* comm, int n, void** data, int* sizes, void** mhandles,
   note("iflush");
   return inner()->iflush(comm, n, data, sizes, mhandles, request);
 }
-ncclResult_t test(void* request, int* done, int* sizes) { note("test"); return inner()->test(request, done, sizes); }
+// TOPOCOLL_SPY_NET_TEST_RESULT=<ncclResult_t>: every test() returns that code, as a plugin
+// does whose peer died, so a test can see which code NCCL's caller gets back.
+ncclResult_t test(void* request, int* done, int* sizes) {
+  note("test");
+  static const int injected = [] {
+    const char* v = std::getenv("TOPOCOLL_SPY_NET_TEST_RESULT");
+    return v ? std::atoi(v) : 0;
+  }();
+  if (injected != 0) return ncclResult_t(injected);
+  return inner()->test(request, done, sizes);
+}
 ncclResult_t close_send(void* comm) { note("closeSend"); return inner()->closeSend(comm); }
 ncclResult_t close_recv(void* comm) { note("closeRecv"); return inner()->closeRecv(comm); }
 ncclResult_t close_listen(void* comm) { note("closeListen"); return inner()->closeListen(comm); }
@@ -96,7 +103,7 @@ ncclResult_t set_net_attr(void* ctx, ncclNetAttr_v11_t* attr) {
 extern "C" {
 __attribute__((visibility("default"))) ncclNet_v11_t ncclNetPlugin_v11 = {
     "topocoll-spy", init,     devices,    get_properties, listen,       connect,  accept,  reg_mr,
-    reg_mr_dmabuf,  dereg_mr, isend,      irecv,          iflush,       test,     close_send, close_recv,
+    nullptr /* regMrDmaBuf, as topocoll's */,  dereg_mr, isend,      irecv,          iflush,       test,     close_send, close_recv,
     close_listen,   nullptr /* getDeviceMr */, nullptr /* irecvConsumed */, nullptr /* makeVDevice */,
     finalize,       set_net_attr,
 };

@@ -63,7 +63,7 @@ TEST(NetPluginErrors, HandleOfAnotherProtocolVersionIsRejected) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
-TEST(NetPluginErrors, CudaMemoryRegistrationIsRefusedHostIsANoOp) {
+TEST(NetPluginErrors, CudaMemoryRegistrationIsRefusedDmaBufAbsentHostIsANoOp) {
   auto results = run_ranks(2, [](int rank, RankMesh& mesh) {
     const ncclNet_v11_t* net = net_v11();
     RANK_REQUIRE(net);
@@ -74,7 +74,9 @@ TEST(NetPluginErrors, CudaMemoryRegistrationIsRefusedHostIsANoOp) {
     void* mh = nullptr;
     RANK_REQUIRE(net->regMr(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_CUDA, &mh) != ncclSuccess);
     RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "NCCL_PTR_HOST only"), "no WARN for a CUDA pointer");
-    RANK_REQUIRE(net->regMrDmaBuf(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_DMABUF, 0, 3, &mh) != ncclSuccess);
+    // No DMA-BUF entry, as NCCL's Socket transport: NCCL then skips its DMA-BUF probe
+    // (init.cc dmaBufSupported) instead of logging "DMA-BUF is available" for a host transport.
+    RANK_REQUIRE(net->regMrDmaBuf == nullptr);
     RANK_REQUIRE(net->regMr(comms.send[peer], buffer, sizeof buffer, NCCL_PTR_HOST, &mh) == ncclSuccess && mh);
     RANK_REQUIRE(net->deregMr(comms.send[peer], mh) == ncclSuccess);
     void* flush = reinterpret_cast<void*>(1);
@@ -152,7 +154,7 @@ TEST(NetPluginErrors, ReceiverKilledMidTransferFailsTheSend) {
     RANK_REQUIRE(net->isend(comms.send[1], buffer.data(), size, 0, nullptr, nullptr, &r) == ncclSuccess && r);
     RANK_REQUIRE(mesh.send(0, 1, "s", 1));
     ncclResult_t res = wait_request(net, r, nullptr);
-    RANK_REQUIRE(res == ncclRemoteError || res == ncclSystemError, "send to a dead receiver returned %d", int(res));
+    RANK_REQUIRE(res == ncclRemoteError, "send to a dead receiver returned %d", int(res));
     RANK_REQUIRE(!logged(NCCL_LOG_WARN).empty(), "no WARN");
     close_all(net, &comms);
     return 0;
@@ -417,7 +419,7 @@ TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {
       longest = std::max(longest, std::chrono::steady_clock::now() - before);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    RANK_REQUIRE(r == ncclSystemError && !send, "connect returned %d", int(r));
+    RANK_REQUIRE(r == ncclRemoteError && !send, "connect returned %d", int(r));
     RANK_REQUIRE(longest < std::chrono::milliseconds(200), "one connect() call took %lld ms",
                  (long long)std::chrono::duration_cast<std::chrono::milliseconds>(longest).count());
     RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "did not complete within 1500 ms"), "no WARN naming the timeout");
@@ -539,7 +541,7 @@ TEST(NetPluginErrors, ReceiverStoppedMidTransferFailsTheSendAtTheStallTimeout) {
     ncclResult_t res = wait_request(net, r, nullptr, 20000);
     const auto took = std::chrono::steady_clock::now() - started;
     ::kill(stopped, SIGKILL);
-    RANK_REQUIRE(res == ncclSystemError, "send to a stopped receiver returned %d", int(res));
+    RANK_REQUIRE(res == ncclRemoteError, "send to a stopped receiver returned %d", int(res));
     RANK_REQUIRE(took < std::chrono::seconds(6), "the send failed only after %lld ms",
                  (long long)std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
     RANK_REQUIRE(logged_contains(NCCL_LOG_WARN, "the peer stopped reading"), "no WARN naming the stall");
