@@ -1,7 +1,9 @@
 #include "plugin/interposer/comm_config.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 namespace topocoll::plugin::interposer {
@@ -29,6 +31,19 @@ ncclConfig_t CommConfigCopy::for_split() const {
   ncclConfig_t c = user();
   c.blocking = 1;
   return c;
+}
+
+bool CommConfigCopy::splits_share_resources(const std::string& env_value) const {
+  int share = config_.splitShare;
+  // NCCL reads its integer parameters with strtoll (misc/param.cc): a value that is not a
+  // number leaves the parameter unset.
+  if (!env_value.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(env_value.c_str(), &end, 0);
+    if (errno == 0 && end != env_value.c_str() && v != NCCL_CONFIG_UNDEF_INT) share = int(v);
+  }
+  return share == 1;
 }
 
 }  // namespace topocoll::plugin::interposer

@@ -27,6 +27,11 @@ class CommConfigCopy {
   // (2.28 init.cc ncclCommInitChildComm: comm->config.splitShare), so setting it here would
   // change nothing for this split, only for splits of it.
   ncclConfig_t for_split() const;
+  // Whether NCCL makes the communicator's splits share its resources and its abort flag
+  // (init.cc ncclCommInitChildComm: the child takes the parent's abortFlag): its splitShare,
+  // which NCCL_COMM_SPLIT_SHARE_RESOURCES (`env_value`, "" when unset) replaces when set to a
+  // number (parseCommConfig); anything but 1 is 0.
+  bool splits_share_resources(const std::string& env_value) const;
 
  private:
   ncclConfig_t config_ = NCCL_CONFIG_INITIALIZER;  // its string fields stay undefined

@@ -18,6 +18,7 @@
 #include "plugin/interposer/rank_exchange.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/log.h"
+#include "plugin/process_context.h"
 #include "plugin/split_placements.h"
 #include "sched/ring.h"
 #include "sched/ring_order.h"
@@ -66,6 +67,23 @@ std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>
   return rounds;
 }
 
+// A split made and not adopted, released here, locally: an abort waits for no peer, and a
+// split that failed at its group's end still holds NCCL's resources. But a split of a
+// communicator whose splits share its resources shares its abort flag too (init.cc
+// ncclCommInitChildComm): aborting it would abort the user's communicator, whose later
+// kernels would then quit at once and leave their outputs unwritten. That split is
+// destroyed instead (no operation ever ran on it).
+void release_unadopted_split(const CommState& st, ncclComm_t split) {
+  if (st.config.splits_share_resources(process_context().env.nccl_comm_split_share_resources)) {
+    if (const ncclResult_t r = pncclCommDestroy(split); r != ncclSuccess)
+      TC_WARN("comm %p rank %d: destroying its unused topology-ordered communicator %p (which shares its abort "
+              "flag, so it is not aborted) failed: %s",
+              static_cast<void*>(st.comm), st.rank, static_cast<void*>(split), pncclGetErrorString(r));
+    return;
+  }
+  pncclCommAbort(split);
+}
+
 }  // namespace
 
 void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& limit) {
@@ -105,7 +123,7 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
     ~SplitsNotAdopted() {
       const bool thrown = std::uncaught_exceptions() > exceptions;
       for (std::size_t i = 0; i < made.size(); ++i) {
-        if (made[i]) pncclCommAbort(std::exchange(made[i], nullptr));
+        if (made[i]) release_unadopted_split(*todo[i], std::exchange(made[i], nullptr));
         if (thrown && !todo[i]->ring_comm.load()) todo[i]->ring_comm_failed = true;
       }
     }
@@ -188,9 +206,8 @@ void create_ring_comms(const std::vector<CommState*>& states, const WaitLimit& l
       adopt_ring_comm(*st, std::exchange(made[i], nullptr));
       continue;
     }
-    // Not adopted: released here, locally (an abort waits for no peer; a split that failed
-    // at the group's end still holds NCCL's resources).
-    if (made[i]) pncclCommAbort(std::exchange(made[i], nullptr));
+    // Not adopted: released here, locally.
+    if (made[i]) release_unadopted_split(*st, std::exchange(made[i], nullptr));
     st->ring_comm_failed = true;
     if (!v.known && !v.abandoned) {
       // Its peers may have adopted theirs while this rank cannot know: its nccl-topo-ring

@@ -1275,6 +1275,53 @@ TEST_F(ServedForwarding, TopologyOrderedSplitIsUsedOnlyWhenEveryRankMadeOne) {
   stub_nccl::reset();
 }
 
+// A user's communicator made with splitShare=1 shares its abort flag with every split of it
+// (NCCL 2.28 ncclCommInitChildComm): aborting the unused topology-ordered split would abort
+// the user's communicator too, and its later collectives would leave their outputs
+// unwritten. Such a split is destroyed; NCCL_COMM_SPLIT_SHARE_RESOURCES=1 has the same
+// effect on a communicator whose config leaves splitShare undefined.
+TEST_F(ServedForwarding, AnUnusedSplitThatSharesTheUsersAbortFlagIsDestroyedNotAborted) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  const CommConfigCopy before = st->config;
+  ncclConfig_t sharing = NCCL_CONFIG_INITIALIZER;
+  sharing.splitShare = 1;
+  st->config = CommConfigCopy(sharing);
+  stub_nccl::reset();
+  stub_nccl::set_allreduce_min_peers(0);  // some peer's split failed
+  ::testing::internal::CaptureStderr();
+  create_ring_comms({st}, WaitLimit{});
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(st->ring_comm_failed);
+  ASSERT_EQ(calls_named("pncclCommSplit").size(), 1u);
+  EXPECT_TRUE(calls_named("pncclCommAbort").empty()) << "the user's abort flag would go with it";
+  const std::vector<Call> destroys = calls_named("pncclCommDestroy");
+  ASSERT_EQ(destroys.size(), 1u);
+  EXPECT_NE(destroys[0].comm, comm_);
+  // The user's collectives still run on the user's communicator.
+  route_allreduce_to_topo_ring(comm_);
+  alignas(16) float in[4] = {}, out[4] = {};
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(user_allreduces().size(), 1u);
+  EXPECT_EQ(user_allreduces()[0].comm, comm_);
+  st->config = before;
+  stub_nccl::reset();
+}
+
+TEST(CommConfigCopy, SplitsShareResourcesAsNcclDecidesIt) {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources(""));
+  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("1"));
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("2")) << "not 0/1: NCCL takes 0";
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("yes")) << "not a number: NCCL ignores it";
+  c.splitShare = 1;
+  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources(""));
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("0")) << "the environment replaces the config";
+  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("yes"));
+  c.splitShare = 0;
+  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("0x1"));
+}
+
 // The split's vote waits for every rank like the scratch's: an abort from another thread
 // (a watchdog, a peer that hung) ends the wait; the call issues nothing, and the split made
 // goes down with the user's communicator.
