@@ -388,6 +388,9 @@ ncclResult_t group_end() {
 }
 
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
+  // Without a simInfo NCCL launches the group as ncclGroupEnd does (group.cc
+  // ncclGroupEndInternal simulates only for a given simInfo): so do we.
+  if (!info) return group_end();
   ThreadGroup& g = thread_group();
   if (!g.depth.leave()) return pncclGroupSimulateEnd(info);
   const ncclResult_t nccl = pncclGroupSimulateEnd(info);

@@ -1378,6 +1378,22 @@ TEST_F(ServedForwarding, GroupSimulateEndClosesTheGroupForTopocollToo) {
   EXPECT_EQ(stub_nccl::group_depth(), 0);
 }
 
+// Without a ncclSimInfo_t, ncclGroupSimulateEnd launches the group as ncclGroupEnd does
+// (group.cc: only a given simInfo makes it a simulation): the queued served call runs too.
+// It used to be dropped while NCCL ran its own part, leaving the output unwritten.
+TEST_F(ServedForwarding, GroupSimulateEndWithoutSimInfoRunsTheGroup) {
+  route_allreduce_to_topo_ring(comm_);
+  alignas(16) char in[64] = {}, out[64] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupSimulateEnd(nullptr), ncclSuccess);
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  const auto reduces = user_allreduces();
+  ASSERT_EQ(reduces.size(), 1u);
+  EXPECT_EQ(reduces[0].sendbuff, in);
+  EXPECT_NE(reduces[0].comm, comm_);  // the topology-ordered split
+}
+
 // A group NCCL fails at its end launches none of its operations: topocoll's queued call is
 // dropped with them, so a caller that retries the group does not reduce twice.
 TEST_F(ServedForwarding, AFailedGroupEndRunsNoneOfTheQueuedCalls) {
