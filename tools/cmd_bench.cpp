@@ -341,7 +341,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                     a.endpoints.empty() ? ("first " + std::to_string(env.nranks) + " endpoints").c_str()
                                         : "endpoints given");
       std::printf("# check %s; time = median iteration time of the slowest rank\n",
-                  a.settings.check ? "every iteration" : "off");
+                  a.settings.check ? "the warm-ups and one after the timed iterations" : "off");
       print_header(topology != nullptr);
     }
     exec::BenchmarkBuffers buffers;

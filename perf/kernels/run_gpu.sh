@@ -45,11 +45,14 @@ ctest --test-dir "$build" -L gpu -R Kernels --output-on-failure --timeout 900 2>
 tests_rc=${PIPESTATUS[0]}
 
 echo "## CPU kernel tests (ctest -LE gpu -R Kernels)" | tee -a "$out.txt"
-ctest --test-dir "$build" -LE gpu -R Kernels --output-on-failure 2>&1 | grep -E "tests passed|Failed|\*\*\*" | tee -a "$out.txt"
+ctest --test-dir "$build" -LE gpu -R Kernels --output-on-failure > "$out.cpu.log" 2>&1
+cpu_rc=$?
+grep -E "tests passed|Failed|\*\*\*" "$out.cpu.log" | tee -a "$out.txt"
+rm -f "$out.cpu.log"
 
 echo "## kernel_bench" | tee -a "$out.txt"
 "$build/perf/kernels/kernel_bench" --json "$out.json" 2>&1 | tee -a "$out.txt"
 bench_rc=${PIPESTATUS[0]}
 
-echo "wrote $out.txt and $out.json (tests rc=$tests_rc, bench rc=$bench_rc)"
-[ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
+echo "wrote $out.txt and $out.json (tests rc=$tests_rc, CPU tests rc=$cpu_rc, bench rc=$bench_rc)"
+[ "$tests_rc" -eq 0 ] && [ "$cpu_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

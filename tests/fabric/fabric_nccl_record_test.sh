@@ -70,6 +70,18 @@ for s in runs[0]["sizes"]:
     assert st["sending"] == 30 and abs(s["predicted_with_fit_us"] - want) < 1e-6 * want, (s, fit)
     assert s["predicted_with_fit_us"] > s["predicted_us"], s
 PY
+# Bus bandwidth comes from the time, as nccl-tests computes it, not from its printout's few
+# decimals (0.01 printed for 0.0138 GB/s at the fabric's rates).
+python3 - "$variant/record.json" <<'PY' || fail "busbw is not computed from the time"
+import json, sys
+for run in json.load(open(sys.argv[1]))["runs"]:
+    if run["binary"] != "all_reduce_perf":
+        continue
+    n = run["ranks"]
+    for s in run["sizes"]:
+        want = s["size"] / s["time_us"] / 1e3 * 2 * (n - 1) / n
+        assert abs(s["busbw"] - want) <= 1e-9 * want, (run["path"], s["size"], s["busbw"], want)
+PY
 # `fabric predict`'s steps are the schedules' totals step by step.
 python3 - "$variant/bigraph-32-r1000/predict-scheduler-n16.json" <<'PY' || fail "fabric predict's topocoll_steps"
 import json, sys
