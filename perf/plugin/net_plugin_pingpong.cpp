@@ -13,13 +13,20 @@
 // side-by-side run (perf/plugin/pingpong_ab.sh).
 // --tests picks the patterns (a comma-separated list; all three by default), e.g. to profile one;
 // --step the factor from one size to the next (4 by default; 2 adds NCCL's 512 KiB Simple step).
+// Every message carries its iteration's stamp in its first and last 8 bytes, checked where it
+// is received (16 bytes each way: nothing the timing sees), and each size is followed by one
+// message of every byte patterned, checked whole, outside the timed span: a transport that
+// completes requests without moving the payload, or reorders pieces, fails the run instead of
+// giving clean figures. --lose-payload receives into a buffer nobody checks (the checks'
+// own test: the run must fail).
 // Prints a table and writes JSON (--json FILE). Timing is a record, never a test.
 //   net_plugin_pingpong [--json FILE] [--seconds S] [--baseline] [--tests latency,bandwidth,duplex]
-//                       [--step FACTOR]
+//                       [--step FACTOR] [--lose-payload]
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +77,28 @@ struct PluginLink {
   }
 };
 
+// The stamp of message `iteration` of a pattern: in its first and last 8 bytes (one copy for
+// a message of 8 bytes or fewer, cut to its size).
+uint64_t stamp_value(size_t bytes, int64_t iteration, int direction) {
+  return (uint64_t(bytes) << 32) ^ (uint64_t(iteration) << 1) ^ uint64_t(direction) ^ 0x5EED5EED00000000ull;
+}
+void stamp(char* buf, size_t bytes, uint64_t v) {
+  const size_t n = std::min<size_t>(8, bytes);
+  std::memcpy(buf, &v, n);
+  if (bytes > 8) std::memcpy(buf + bytes - n, &v, n);
+}
+bool has_stamp(const char* buf, size_t bytes, uint64_t v) {
+  char want[16];
+  const size_t n = std::min<size_t>(8, bytes);
+  std::memcpy(want, &v, n);
+  return std::memcmp(buf, want, n) == 0 && (bytes <= 8 || std::memcmp(buf + bytes - n, want, n) == 0);
+}
+// Byte i of the whole-message check of a size.
+char pattern_byte(size_t i, size_t bytes) { return char((i * 131 + bytes + (i >> 12)) & 0xff); }
+
+// The checks' own test (--lose-payload): receives land in a scratch buffer nobody checks.
+bool g_lose_payload = false;
+
 int iterations_for(size_t bytes, double seconds, double guess_gbs) {
   const double per = 20e-6 + double(bytes) / (guess_gbs * 1e9);
   return std::max(5, std::min(20000, int(seconds / per)));
@@ -82,10 +111,38 @@ struct Sweep {
   size_t step = 4;
 };
 
+// One message of `bytes`, every byte patterned, rank 0 to rank 1 and back, each checked whole
+// where it arrives; outside any timed span.
+template <typename Link>
+bool check_whole(Link& link, int rank, size_t bytes, std::vector<char>& out, std::vector<char>& in) {
+  using Op = typename Link::Op;
+  for (size_t i = 0; i < bytes; ++i) out[i] = pattern_byte(i, bytes);
+  std::vector<char> lost(g_lose_payload ? bytes : 0);
+  char* into = g_lose_payload ? lost.data() : in.data();
+  for (int direction = 0; direction < 2; ++direction) {
+    Op* r;
+    if (rank == direction) {
+      if (!link.post_send(out.data(), bytes, &r) || !link.wait(r)) return false;
+    } else {
+      std::memset(in.data(), 0, bytes);
+      if (!link.post_recv(into, bytes, &r) || !link.wait(r)) return false;
+      for (size_t i = 0; i < bytes; ++i)
+        if (in[i] != pattern_byte(i, bytes)) {
+          std::fprintf(stderr, "rank %d: a message of %zu bytes arrived wrong at byte %zu\n", rank, bytes, i);
+          return false;
+        }
+    }
+  }
+  return true;
+}
+
 template <typename Link>
 int measure(Link& link, int rank, double seconds, const Sweep& tests, int result_fd) {
   using Op = typename Link::Op;
   std::vector<char> out(64 << 20, 1), in(64 << 20, 0);
+  // Where receives land: `in`, or with --lose-payload a buffer nobody checks.
+  std::vector<char> lost(g_lose_payload ? in.size() : 0);
+  char* const landing = g_lose_payload ? lost.data() : in.data();
   std::vector<Row> rows;
   // Latency: ping-pong.
   for (size_t bytes = 8; tests.latency && bytes <= (1u << 20); bytes *= tests.step) {
@@ -94,16 +151,28 @@ int measure(Link& link, int rank, double seconds, const Sweep& tests, int result
     for (int i = -5; i < iters; ++i) {
       if (i == 0) t0 = Clock::now();
       Op *rs, *rr;
+      // The ping carries direction 0's stamp of the iteration, the pong direction 1's.
+      const int from = rank, to = 1 - rank;
+      auto send = [&] {
+        stamp(out.data(), bytes, stamp_value(bytes, i, from));
+        RANK_REQUIRE(link.post_send(out.data(), bytes, &rs) && link.wait(rs));
+        return 0;
+      };
+      auto receive = [&] {
+        RANK_REQUIRE(link.post_recv(landing, bytes, &rr) && link.wait(rr));
+        RANK_REQUIRE(has_stamp(in.data(), bytes, stamp_value(bytes, i, to)),
+                     "latency message %d of %zu bytes arrived without its stamp", i, bytes);
+        return 0;
+      };
       if (rank == 0) {
-        RANK_REQUIRE(link.post_send(out.data(), bytes, &rs) && link.wait(rs));
-        RANK_REQUIRE(link.post_recv(in.data(), bytes, &rr) && link.wait(rr));
+        if (send() || receive()) return 1;
       } else {
-        RANK_REQUIRE(link.post_recv(in.data(), bytes, &rr) && link.wait(rr));
-        RANK_REQUIRE(link.post_send(out.data(), bytes, &rs) && link.wait(rs));
+        if (receive() || send()) return 1;
       }
     }
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     rows.push_back({"latency", bytes, iters, us / iters / 2});
+    RANK_REQUIRE(check_whole(link, rank, bytes, out, in), "the whole-message check of %zu bytes failed", bytes);
   }
   // Bandwidth: a stream with kInFlight requests outstanding, then one acknowledgement.
   for (size_t bytes = 64 << 10; tests.bandwidth && bytes <= (64u << 20); bytes *= tests.step) {
@@ -111,14 +180,33 @@ int measure(Link& link, int rank, double seconds, const Sweep& tests, int result
     const size_t slots = std::min<size_t>(kInFlight, (64u << 20) / bytes);
     auto t0 = Clock::now();
     std::vector<Op*> reqs(slots, nullptr);
+    std::vector<int> posted_as(slots, -1);  // the iteration each slot's request carries
+    // A receive done: its slot holds that iteration's stamp.
+    auto received = [&](size_t k) {
+      RANK_REQUIRE(rank == 0 || has_stamp(in.data() + k * bytes, bytes, stamp_value(bytes, posted_as[k], 0)),
+                   "stream message %d of %zu bytes arrived without its stamp", posted_as[k], bytes);
+      return 0;
+    };
     for (int i = 0; i < iters; ++i) {
-      Op*& r = reqs[size_t(i) % slots];
-      if (r) RANK_REQUIRE(link.wait(r));
-      char* buf = (rank == 0 ? out.data() : in.data()) + (size_t(i) % slots) * bytes;
-      RANK_REQUIRE(rank == 0 ? link.post_send(buf, bytes, &r) : link.post_recv(buf, bytes, &r));
+      const size_t k = size_t(i) % slots;
+      Op*& r = reqs[k];
+      if (r) {
+        RANK_REQUIRE(link.wait(r));
+        if (received(k)) return 1;
+      }
+      posted_as[k] = i;
+      if (rank == 0) {
+        stamp(out.data() + k * bytes, bytes, stamp_value(bytes, i, 0));
+        RANK_REQUIRE(link.post_send(out.data() + k * bytes, bytes, &r));
+      } else {
+        RANK_REQUIRE(link.post_recv(landing + k * bytes, bytes, &r));
+      }
     }
-    for (Op* r : reqs)
-      if (r) RANK_REQUIRE(link.wait(r));
+    for (size_t k = 0; k < slots; ++k)
+      if (reqs[k]) {
+        RANK_REQUIRE(link.wait(reqs[k]));
+        if (received(k)) return 1;
+      }
     char ack = 0;
     Op* ra;
     if (rank == 1) {
@@ -128,6 +216,7 @@ int measure(Link& link, int rank, double seconds, const Sweep& tests, int result
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     rows.push_back({"bandwidth", bytes, iters, double(bytes) * iters / s / 1e9});
+    RANK_REQUIRE(check_whole(link, rank, bytes, out, in), "the whole-message check of %zu bytes failed", bytes);
   }
   // Duplex: both directions at once, the oldest request of each tested once per pass.
   for (size_t bytes = 64 << 10; tests.duplex && bytes <= (64u << 20); bytes *= tests.step) {
@@ -144,20 +233,30 @@ int measure(Link& link, int rank, double seconds, const Sweep& tests, int result
         const bool send = st == &sends;
         while (st->posted < iters && st->posted - st->done < int(slots)) {
           const size_t k = size_t(st->posted) % slots;
-          char* buf = (send ? out.data() : in.data()) + k * bytes;
-          RANK_REQUIRE(send ? link.post_send(buf, bytes, &st->ring[k]) : link.post_recv(buf, bytes, &st->ring[k]));
+          if (send) {
+            stamp(out.data() + k * bytes, bytes, stamp_value(bytes, st->posted, rank));
+            RANK_REQUIRE(link.post_send(out.data() + k * bytes, bytes, &st->ring[k]));
+          } else {
+            RANK_REQUIRE(link.post_recv(landing + k * bytes, bytes, &st->ring[k]));
+          }
           ++st->posted;
         }
         if (st->done < st->posted) {
           bool finished = false;
-          RANK_REQUIRE(link.test(st->ring[size_t(st->done) % slots], &finished));
-          if (finished) ++st->done;
+          const size_t k = size_t(st->done) % slots;
+          RANK_REQUIRE(link.test(st->ring[k], &finished));
+          if (finished) {
+            RANK_REQUIRE(send || has_stamp(in.data() + k * bytes, bytes, stamp_value(bytes, st->done, 1 - rank)),
+                         "duplex message %d of %zu bytes arrived without its stamp", st->done, bytes);
+            ++st->done;
+          }
         }
       }
       RANK_REQUIRE(Clock::now() < deadline, "duplex stream of %zu bytes stalled", bytes);
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     rows.push_back({"duplex", bytes, iters, double(bytes) * iters / s / 1e9});
+    RANK_REQUIRE(check_whole(link, rank, bytes, out, in), "the whole-message check of %zu bytes failed", bytes);
   }
   if (rank == 0) {
     for (const Row& r : rows) {
@@ -222,12 +321,13 @@ int main(int argc, char** argv) {
     if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
     else if (a == "--baseline") baseline = true;
+    else if (a == "--lose-payload") g_lose_payload = true;
     else if (a == "--tests" && i + 1 < argc && parse_tests(argv[++i], &tests)) continue;
     else if (a == "--step" && i + 1 < argc && (tests.step = std::strtoul(argv[++i], nullptr, 10)) >= 2) continue;
     else {
       std::fprintf(stderr,
                    "usage: net_plugin_pingpong [--json FILE] [--seconds S] [--baseline] "
-                   "[--tests latency,bandwidth,duplex] [--step FACTOR]\n");
+                   "[--tests latency,bandwidth,duplex] [--step FACTOR] [--lose-payload]\n");
       return 2;
     }
   }
