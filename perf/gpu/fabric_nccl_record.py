@@ -427,6 +427,25 @@ def cable_checks(directory):
     return out
 
 
+def setup_warnings(directory, runs):
+    """What makes the times below measure something else than the network: MPS off (the ranks
+    time-slice the GPU, device.txt) or a fabric whose cable check did not complete."""
+    warnings = []
+    device = os.path.join(directory, "device.txt")
+    if os.path.exists(device):
+        with open(device) as f:
+            for line in f:
+                if line.startswith("MPS: off"):
+                    warnings.append(f"{line.strip()} (device.txt): the ranks time-sliced the GPU, so these times do "
+                                    "not measure the network")
+    checked = {name for name, _ in cable_checks(directory)}
+    for fabric in sorted({f"{r['topology']}-r{r['rate']:g}" for r in runs}):
+        if os.path.exists(os.path.join(directory, f"fabric-up-{fabric}.log")) and fabric not in checked:
+            warnings.append(f"The cable check of {fabric} did not complete (fabric-up-{fabric}.log): whether its "
+                            "cables carry their rate on this machine is unknown")
+    return warnings
+
+
 def table(a):
     directory = a.dir
     runs = read_runs(directory)
@@ -436,6 +455,9 @@ def table(a):
           "commands in commands.txt, machine in device.txt. `ran` is what the log says served each size "
           "(NCCL's algorithm/protocol, or topocoll's route; `?` = not logged, the path's request assumed); "
           "`pred` is the cost model's time for that (`topocoll fabric predict`), `meas/pred` the ratio.", ""]
+    md += [f"**{w}**" for w in setup_warnings(directory, runs)]
+    if md[-1].startswith("**"):
+        md.append("")
     cases = {}
     for r in analysed:
         cases.setdefault((r["topology"], r["ranks"], r["rate"], r["collective"]), []).append(r)

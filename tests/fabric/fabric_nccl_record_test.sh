@@ -82,6 +82,19 @@ for run in json.load(open(sys.argv[1]))["runs"]:
         want = s["size"] / s["time_us"] / 1e3 * 2 * (n - 1) / n
         assert abs(s["busbw"] - want) <= 1e-9 * want, (run["path"], s["size"], s["busbw"], want)
 PY
+# A record whose ranks time-sliced the GPU (MPS off) or whose cable check never finished says
+# so above its tables, and one without either says nothing.
+grep -q "^\*\*MPS: off\|^\*\*The cable check" "$variant/table.md" && fail "a warning without its cause"
+warned=$work/warned
+cp -r "$variant" "$warned"
+echo "MPS: off, nvidia-cuda-mps-control -d failed: the benchmark stages time-slice the GPU" >> "$warned/device.txt"
+touch "$warned/fabric-up-bigraph-32-r1000.log"
+rm -f "$warned"/cable-check-*.json
+python3 "$src/perf/gpu/fabric_nccl_record.py" table "$warned" > /dev/null
+grep -q "^\*\*MPS: off, nvidia-cuda-mps-control -d failed.*(device.txt): the ranks time-sliced the GPU" \
+  "$warned/table.md" || fail "MPS off is not said: $(head -n 8 "$warned/table.md")"
+grep -q "^\*\*The cable check of bigraph-32-r1000 did not complete" "$warned/table.md" ||
+  fail "the missing cable check is not said: $(head -n 8 "$warned/table.md")"
 # `fabric predict`'s steps are the schedules' totals step by step.
 python3 - "$variant/bigraph-32-r1000/predict-scheduler-n16.json" <<'PY' || fail "fabric predict's topocoll_steps"
 import json, sys
