@@ -233,7 +233,7 @@ def main():
                   f"{copies['openmpi']:.0%} of Open MPI's), which every allreduce algorithm pays alike "
                   "(2(n-1)/n of the vector in and out of every rank); topocoll took "
                   f"{profiles['topocoll hd']['samples'] / max(1, profiles['openmpi']['samples']):.2f}x Open MPI's "
-                  "CPU samples for the same iterations (its own include launching, planning and the expected "
+                  "CPU samples for the same iterations (its own includes launching, planning and the expected "
                   "results). Where a size misses 0.7x, that floor is why: being 30 % faster than a peer that "
                   "spends about the same CPU on the same copies needs fewer copies, not a faster step."]
     if plugin_rows:
