@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/engine.h"
@@ -21,6 +22,7 @@
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_guard.h"
+#include "plugin/interposer/group_streams.h"
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/release_fence.h"
 #include "plugin/interposer/ring_comm.h"
@@ -314,8 +316,11 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
         if (st->ring_comm_failed) return forward_collective(call, call.comm);
         // Straight through when no block needs permuting; else after NCCL's group (queued).
         if (const ncclComm_t ring = st->ring_comm.load();
-            ring && (call.collective == Collective::AllReduce || !st->ring_permutes))
+            ring && (call.collective == Collective::AllReduce || !st->ring_permutes)) {
+          // Another communicator than the group's others: NCCL joins streams per communicator.
+          if (ThreadGroup& g = thread_group(); g.depth.inside()) g.streams.moved_to_split = true;
           return forward_collective(call, ring);
+        }
         break;
       case RouteTarget::Schedule:
         break;
@@ -333,6 +338,37 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   }
 }
 
+void note_group_stream(ncclComm_t comm, cudaStream_t stream) noexcept {
+  ThreadGroup& g = thread_group();
+  if (!g.depth.inside()) return;
+  int device = -1;
+  if (pncclCommCuDevice(comm, &device) != ncclSuccess) device = -1;  // NCCL reports the call's error
+  try {
+    add_group_stream(g.streams.streams, {stream, device});
+  } catch (const std::bad_alloc&) {
+    g.streams.lost = true;
+  }
+}
+
+namespace {
+
+// Joins the group's streams (group_streams.h) when topocoll took calls out of NCCL's group
+// and the group has several streams; a failure is the group's result, its calls run anyway
+// (their peers wait for them).
+ncclResult_t join_streams_of(const GroupStreamsSeen& seen, const char* when) {
+  if (seen.lost)
+    TC_ONCE(TC_WARN("ncclGroupEnd: out of host memory while noting the group's streams: its calls on other "
+                    "streams may not be ordered after topocoll's"));
+  std::string error;
+  if (join_group_streams(seen.streams, &error) == cudaSuccess) return ncclSuccess;
+  TC_WARN("ncclGroupEnd: joining the group's %zu streams %s its topocoll calls failed (%s): work queued on "
+          "them may not see those calls' results",
+          seen.streams.size(), when, error.c_str());
+  return ncclUnhandledCudaError;
+}
+
+}  // namespace
+
 ncclResult_t group_start() {
   // Counted only when NCCL's group opened: the two depths stay in step, and a user who sees
   // the start fail does not end a group.
@@ -349,6 +385,7 @@ ncclResult_t group_end() {
   // Outermost end: NCCL's group is closed; finish inits, then the queued collectives.
   std::vector<PendingCollective> queued;
   queued.swap(g.collectives);  // empty afterwards even if an init or a collective throws
+  const GroupStreamsSeen seen = std::exchange(g.streams, {});
   bool init_out_of_memory = false;
   try {
     children_created(g.children, nccl);
@@ -376,6 +413,11 @@ ncclResult_t group_end() {
               pncclGetErrorString(nccl), queued.size());
     return nccl;
   }
+  // NCCL ran the rest of the group as if posted on every one of its streams; topocoll's part
+  // is joined to them the same way: its calls start after the work on any of them
+  // (NCCL's launch included), and work queued on any of them after the group sees theirs.
+  const bool join = !queued.empty() || seen.moved_to_split;
+  ncclResult_t joined = !queued.empty() ? join_streams_of(seen, "before") : ncclSuccess;
   ncclResult_t ours = ncclSuccess;
   try {
     ours = run_pending(queued);
@@ -383,8 +425,13 @@ ncclResult_t group_end() {
     // Which of the group's calls ran before memory ran out is this rank's to know alone.
     for (const PendingCollective& c : queued) ours = out_of_host_memory(*c.state, c.call, "running a group's");
   }
+  if (join) {
+    const ncclResult_t after = join_streams_of(seen, "after");
+    if (joined == ncclSuccess) joined = after;
+  }
   if (nccl != ncclSuccess) return nccl;
-  return init_out_of_memory ? ncclSystemError : ours;
+  if (init_out_of_memory) return ncclSystemError;
+  return ours != ncclSuccess ? ours : joined;
 }
 
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
@@ -409,6 +456,7 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
   }
   g.inits.clear();
   g.children.clear();
+  g.streams = {};
   return nccl;
 }
 

@@ -108,6 +108,7 @@ ncclResult_t after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclC
 TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclRedOp_t op,
                                            ncclComm_t comm, cudaStream_t stream) {
+  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   return guarded("ncclAllReduce", [&] {
     return ti::serve_collective({Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream});
@@ -118,6 +119,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
                                                size_t recvcount, ncclDataType_t datatype,
                                                ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) {
+  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   return guarded("ncclReduceScatter", [&] {
@@ -128,6 +130,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
 TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
+  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
   return guarded("ncclAllGather", [&] {
     return ti::serve_collective({Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, stream});
@@ -137,6 +140,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
 TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                           ncclDataType_t datatype, ncclComm_t comm,
                                           cudaStream_t stream) {
+  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
   return guarded("ncclAlltoAll", [&] {
     return ti::serve_collective({Collective::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, comm, stream});

@@ -1,6 +1,6 @@
 // What one thread has open inside a user's ncclGroupStart/End: the nesting depth, the
-// communicators created in the group (their topocoll init runs after the outermost end)
-// and the served collectives queued until then. Each entry of a collective holds its
+// communicators created in the group (their topocoll init runs after the outermost end),
+// the served collectives queued until then and the streams of the group's collectives. Each entry of a collective holds its
 // communicator's state by shared_ptr: a destroy or abort from another thread while the call
 // is queued or running cannot free what the call still uses.
 #pragma once
@@ -14,6 +14,7 @@
 #include "plugin/interposer/collective_queue.h"
 #include "plugin/interposer/comm_config.h"
 #include "plugin/interposer/comm_state.h"
+#include "plugin/interposer/group_streams.h"
 #include "plugin/interposer/interposer.h"
 
 namespace topocoll::plugin::interposer {
@@ -44,6 +45,8 @@ struct ThreadGroup {
   std::vector<PendingChild> children;
   std::vector<PendingInit> inits;
   std::vector<PendingCollective> collectives;
+  // The streams of the group's collectives: what group_end joins (group_streams.h).
+  GroupStreamsSeen streams;
 };
 
 inline ThreadGroup& thread_group() {

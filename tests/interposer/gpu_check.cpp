@@ -509,6 +509,34 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
   for (std::size_t k = 0; k < cases.size(); ++k) on[k].verify("multi-stream", cases[k], bufs[k]);
   for (std::size_t k = 0; k < 3; ++k) on[k].verify("multi-stream group", cases[k], more[k]);
+  // NCCL runs a group as if it were posted on every stream of its calls: a copy queued on the
+  // second call's stream after the group reads the first call's output whole, though nothing
+  // but the group orders the two streams (on the emulation, the race detector fails the
+  // process if topocoll ran the first call on its own stream only).
+  {
+    Buffers first = on[0].prepare(cases[0], 21), second = on[1].prepare(cases[1], 22);
+    void* copy = nullptr;
+    CUDA_OK(cudaMalloc(&copy, first.recv_bytes));
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(on[0].issue(cases[0], first, comm));
+    NCCL_OK(on[1].issue(cases[1], second, comm));
+    NCCL_OK(ncclGroupEnd());
+    CUDA_OK(cudaMemcpyAsync(copy, first.recv, first.recv_bytes, cudaMemcpyDeviceToDevice, streams[1]));
+    std::vector<char> got(first.recv_bytes);
+    CUDA_OK(cudaMemcpyAsync(got.data(), copy, got.size(), cudaMemcpyDeviceToHost, streams[1]));
+    CUDA_OK(cudaStreamSynchronize(streams[1]));
+    if (std::memcmp(got.data(), first.expected.data(), got.size()) != 0) {
+      ++ck.failures;
+      std::printf("FAIL rank %d multi-stream group: the first call's output, read on the second call's stream "
+                  "after the group, is not whole\n", ck.rank);
+    } else {
+      ++ck.passed;
+    }
+    for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaFree(copy));
+    on[0].verify("multi-stream group joined", cases[0], first);
+    on[1].verify("multi-stream group joined", cases[1], second);
+  }
   for (const Checker& c : on) merge(ck, c);
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
 }

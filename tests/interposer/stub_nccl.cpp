@@ -92,17 +92,35 @@ ncclResult_t record(const CallArgs& a) {
   }
 }
 
+// The communicators the stub made and has not freed, in a fixed table (no allocation a test
+// failing allocations would see): a query on any other handle (a test's made-up one, or one
+// destroyed meanwhile) answers for the stub's device without reading it.
+constexpr std::size_t kMaxLiveComms = 1024;
+std::array<const void*, kMaxLiveComms> g_made{};
+
 // Null when out of host memory (the caller fails with ncclSystemError).
 ncclComm_t make_comm() {
   std::lock_guard lock(g_mutex);
   auto* c = new (std::nothrow) FakeComm{g_nranks, g_rank, g_device};
-  if (c) ++g_live_comms;
+  if (c) {
+    ++g_live_comms;
+    if (auto slot = std::find(g_made.begin(), g_made.end(), nullptr); slot != g_made.end()) *slot = c;
+  }
   return reinterpret_cast<ncclComm_t>(c);
 }
 void free_comm(ncclComm_t c) {
   if (!c) return;
   --g_live_comms;
+  {
+    std::lock_guard lock(g_mutex);
+    if (auto slot = std::find(g_made.begin(), g_made.end(), c); slot != g_made.end()) *slot = nullptr;
+  }
   delete reinterpret_cast<FakeComm*>(c);
+}
+// Whether `c` is a live communicator the stub made.
+bool made_and_live(const ncclComm_t c) {
+  std::lock_guard lock(g_mutex);
+  return std::find(g_made.begin(), g_made.end(), c) != g_made.end();
 }
 
 
@@ -405,6 +423,11 @@ STUB_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t c, int* r) {
   return ncclSuccess;
 }
 STUB_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t c, int* d) {
+  if (!stub_nccl::made_and_live(c)) {
+    std::lock_guard lock(stub_nccl::g_mutex);
+    *d = stub_nccl::g_device;
+    return ncclSuccess;
+  }
   *d = stub_nccl::fake(c)->device;
   return ncclSuccess;
 }
