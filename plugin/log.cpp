@@ -63,6 +63,16 @@ unsigned long stderr_subsys() {
 
 void set_nccl_logger(ncclDebugLogger_t logger) { g_logger.store(logger); }
 
+namespace {
+thread_local char t_last_warning[1024] = "";
+}  // namespace
+
+const char* last_warning_on_this_thread() { return t_last_warning; }
+void clear_last_warning_on_this_thread() { t_last_warning[0] = '\0'; }
+void set_last_warning_on_this_thread(const char* text) {
+  std::snprintf(t_last_warning, sizeof t_last_warning, "%s", text);
+}
+
 void log_message(ncclDebugLogLevel level, unsigned long subsys, const char* file, int line,
                  const char* fmt, ...) {
   char msg[1024];
@@ -70,6 +80,7 @@ void log_message(ncclDebugLogLevel level, unsigned long subsys, const char* file
   va_start(ap, fmt);
   std::vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (level == NCCL_LOG_WARN) std::memcpy(t_last_warning, msg, sizeof msg);
 
   if (ncclDebugLogger_t logger = g_logger.load()) {
     logger(level, subsys, file, line, "%s", msg);

@@ -16,6 +16,14 @@ void set_nccl_logger(ncclDebugLogger_t logger);
 void log_message(ncclDebugLogLevel level, unsigned long subsys, const char* file, int line,
                  const char* fmt, ...) __attribute__((format(printf, 5, 6)));
 
+// The text of the last warning this thread logged since it was cleared ("" if none), kept as
+// NCCL keeps its own for ncclGetLastError: the interposer answers with it for a call of its
+// own that failed. Fixed storage: logging a warning never allocates.
+const char* last_warning_on_this_thread();
+void clear_last_warning_on_this_thread();
+// Sets that text without logging it: a call refused for a reason already logged once.
+void set_last_warning_on_this_thread(const char* text);
+
 }  // namespace topocoll::plugin
 
 #define TC_WARN(fmt, ...) \

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <new>
@@ -286,7 +287,15 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   // Out of step with its peers (a vote's outcome this rank cannot know): nothing more runs
   // here. NCCL refuses the communicator's operations too (its enqueue asks the exported
   // ncclCommGetAsyncError), but that is not left to chance.
-  if (const ncclResult_t e = st->out_of_step.load(); e != ncclSuccess) return e;
+  if (const ncclResult_t e = st->out_of_step.load(); e != ncclSuccess) {
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "topocoll: communicator %p rank %d is out of step with its peers (a topocoll vote or call failed "
+                  "on it before: see that WARN); it runs nothing more: abort it",
+                  static_cast<void*>(st->comm), st->rank);
+    set_last_warning_on_this_thread(why);
+    return e;
+  }
   if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
   if (nccl_refuses(call, st->min_compute_capability)) return forward_collective(call, call.comm);
   if (reduces && !op_supported(call.op)) {

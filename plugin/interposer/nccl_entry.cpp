@@ -22,6 +22,10 @@ using topocoll::sched::Collective;
 
 namespace {
 
+// Every entry point starts here: the warnings topocoll logs on this thread from now on are
+// the call's own, which ncclGetLastError then answers with (below).
+void begin_call() noexcept { topocoll::plugin::clear_last_warning_on_this_thread(); }
+
 template <class Fn>
 ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
   try {
@@ -108,6 +112,7 @@ ncclResult_t after_child_create(ncclResult_t r, ncclComm_t* newcomm, const ncclC
 TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclRedOp_t op,
                                            ncclComm_t comm, cudaStream_t stream) {
+  begin_call();
   ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   return guarded("ncclAllReduce", [&] {
@@ -119,6 +124,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
                                                size_t recvcount, ncclDataType_t datatype,
                                                ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) {
+  begin_call();
   ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
@@ -130,6 +136,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
 TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
+  begin_call();
   ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
   return guarded("ncclAllGather", [&] {
@@ -140,6 +147,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
 TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                           ncclDataType_t datatype, ncclComm_t comm,
                                           cudaStream_t stream) {
+  begin_call();
   ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm)) return pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
   return guarded("ncclAlltoAll", [&] {
@@ -150,16 +158,19 @@ TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, 
 // --- groups --------------------------------------------------------------------------------
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupStart() {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclGroupStart();
   return guarded("ncclGroupStart", [] { return ti::group_start(); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupEnd() {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclGroupEnd();
   return guarded("ncclGroupEnd", [] { return ti::group_end(); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclGroupSimulateEnd(simInfo);
   return guarded("ncclGroupSimulateEnd", [&] { return ti::group_simulate_end(simInfo); });
 }
@@ -168,6 +179,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
                                               int rank) {
+  begin_call();
   const ncclResult_t r = pncclCommInitRank(comm, nranks, commId, rank);
   return after_create(r, comm ? *comm : nullptr, nullptr, nullptr);
 }
@@ -175,6 +187,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, nccl
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
                                                     ncclUniqueId commId, int rank,
                                                     ncclConfig_t* config) {
+  begin_call();
   const ncclResult_t r = pncclCommInitRankConfig(comm, nranks, commId, rank, config);
   return after_create(r, comm ? *comm : nullptr, config, nullptr);
 }
@@ -182,11 +195,13 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
                                                       int nId, ncclUniqueId* commIds,
                                                       ncclConfig_t* config) {
+  begin_call();
   const ncclResult_t r = pncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
   return after_create(r, newcomm ? *newcomm : nullptr, config, nullptr);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  begin_call();
   const ncclResult_t r = pncclCommInitAll(comms, ndev, devlist);
   if (r == ncclSuccess && comms) {
     guarded("topocoll communicator init", [&] {
@@ -199,6 +214,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                            ncclComm_t* newcomm, ncclConfig_t* config) {
+  begin_call();
   const ncclResult_t r = pncclCommSplit(comm, color, key, newcomm, config);
   return after_child_create(r, newcomm, config, comm);
 }
@@ -206,6 +222,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
                                             int excludeRanksCount, ncclComm_t* newcomm,
                                             ncclConfig_t* config, int shrinkFlags) {
+  begin_call();
   if ((shrinkFlags & NCCL_SHRINK_ABORT) && ti::interposer_enabled())
     guarded("ncclCommShrink", [&] {
       ti::revoke_ring_comm(comm);
@@ -221,37 +238,55 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
                                               void** handle) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclCommRegister(comm, buff, size, handle);
   return guarded("ncclCommRegister", [&] { return ti::comm_register(comm, buff, size, handle); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclCommDeregister(comm, handle);
   return guarded("ncclCommDeregister", [&] { return ti::comm_deregister(comm, handle); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  // A query, also made by NCCL inside the calls it runs for topocoll: the call's warnings stay.
   if (!ti::interposer_enabled()) return pncclCommGetAsyncError(comm, asyncError);
   return guarded("ncclCommGetAsyncError", [&] { return ti::comm_async_error(comm, asyncError); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclCommRevoke(comm, revokeFlags);
   return guarded("ncclCommRevoke", [&] { return ti::comm_revoke(comm, revokeFlags); });
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  begin_call();
   if (ti::interposer_enabled())
     guarded("topocoll finalize", [&] { return ti::comm_finalize(comm); });
   return pncclCommFinalize(comm);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclCommDestroy(comm);
   return ti::comm_release(comm, false, pncclCommDestroy);  // never throws
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  begin_call();
   if (!ti::interposer_enabled()) return pncclCommAbort(comm);
   return ti::comm_release(comm, true, pncclCommAbort);  // never throws
+}
+
+// --- errors --------------------------------------------------------------------------------
+
+// NCCL answers with the last warning it logged on the calling thread (debug.cc keeps it per
+// thread); a call topocoll served logs its warnings through topocoll's log, so for that call
+// the answer is topocoll's last warning, as long as it logged one (a failed vote, a
+// communicator out of step). After any other call, NCCL's.
+TOPOCOLL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  const char* ours = topocoll::plugin::last_warning_on_this_thread();
+  return ti::interposer_enabled() && *ours ? ours : pncclGetLastError(comm);
 }

@@ -330,6 +330,14 @@ class ServedForwarding : public Forwarding {
     ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
     EXPECT_EQ(async, ncclSystemError);
     EXPECT_EQ(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+    // NCCL's ncclGetLastError, which PyTorch quotes with a failed call, says why.
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("is out of step with its peers"), std::string::npos)
+        << ncclGetLastError(nullptr);
+    // A call NCCL runs afterwards leaves the answer to NCCL again.
+    alignas(16) char small[16] = {};
+    const ncclComm_t unserved = fake_comm(0x7000);
+    EXPECT_EQ(ncclAllGather(small, small, 1, ncclFloat32, unserved, nullptr), ncclSuccess);
+    EXPECT_STREQ(ncclGetLastError(nullptr), "the stub's last error");
   }
   // Votes (the scratch's, the topology-ordered split's) reach the stub; unless a test sets
   // the peers' votes, this rank's vote is the outcome.

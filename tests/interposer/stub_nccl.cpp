@@ -431,6 +431,7 @@ STUB_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t c, int* d) {
   *d = stub_nccl::fake(c)->device;
   return ncclSuccess;
 }
+STUB_EXPORT const char* pncclGetLastError(ncclComm_t) { return "the stub's last error"; }
 STUB_EXPORT ncclResult_t pncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
   std::lock_guard lock(stub_nccl::g_mutex);

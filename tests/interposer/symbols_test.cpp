@@ -34,7 +34,7 @@ const char* const kInterposed[] = {
     "ncclGroupStart", "ncclGroupEnd", "ncclGroupSimulateEnd", "ncclCommInitRank", "ncclCommInitRankConfig",
     "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit", "ncclCommShrink",
     "ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort", "ncclCommRegister",
-    "ncclCommDeregister", "ncclCommGetAsyncError", "ncclCommRevoke"};
+    "ncclCommDeregister", "ncclCommGetAsyncError", "ncclCommRevoke", "ncclGetLastError"};
 
 TEST(InterposerSymbols, ExactlyTheInterposedNcclNamesAreDefined) {
   const auto syms = dynamic_symbols(TOPOCOLL_PLUGIN_PATH);
