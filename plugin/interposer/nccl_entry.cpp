@@ -25,6 +25,12 @@ namespace {
 // Every entry point starts here: the warnings topocoll logs on this thread from now on are
 // the call's own, which ncclGetLastError then answers with (below).
 void begin_call() noexcept { topocoll::plugin::clear_last_warning_on_this_thread(); }
+// ... and ends here: a call that did not fail keeps no warning for ncclGetLastError (a
+// fallback's WARN must not answer for a later failure of a call topocoll never sees).
+ncclResult_t finish_call(ncclResult_t r) noexcept {
+  if (r == ncclSuccess || r == ncclInProgress) topocoll::plugin::clear_last_warning_on_this_thread();
+  return r;
+}
 
 template <class Fn>
 ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
@@ -114,10 +120,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
                                            ncclComm_t comm, cudaStream_t stream) {
   begin_call();
   ti::note_group_stream(comm, stream);
-  if (!ti::served_state(comm)) return pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  return guarded("ncclAllReduce", [&] {
+  if (!ti::served_state(comm))
+    return finish_call(pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
+  return finish_call(guarded("ncclAllReduce", [&] {
     return ti::serve_collective({Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream});
-  });
+  }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
@@ -127,10 +134,10 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
   begin_call();
   ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
-    return pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
-  return guarded("ncclReduceScatter", [&] {
+    return finish_call(pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+  return finish_call(guarded("ncclReduceScatter", [&] {
     return ti::serve_collective({Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream});
-  });
+  }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -138,10 +145,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            cudaStream_t stream) {
   begin_call();
   ti::note_group_stream(comm, stream);
-  if (!ti::served_state(comm)) return pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream);
-  return guarded("ncclAllGather", [&] {
+  if (!ti::served_state(comm))
+    return finish_call(pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
+  return finish_call(guarded("ncclAllGather", [&] {
     return ti::serve_collective({Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, stream});
-  });
+  }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
@@ -149,30 +157,31 @@ TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, 
                                           cudaStream_t stream) {
   begin_call();
   ti::note_group_stream(comm, stream);
-  if (!ti::served_state(comm)) return pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream);
-  return guarded("ncclAlltoAll", [&] {
+  if (!ti::served_state(comm))
+    return finish_call(pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
+  return finish_call(guarded("ncclAlltoAll", [&] {
     return ti::serve_collective({Collective::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, comm, stream});
-  });
+  }));
 }
 
 // --- groups --------------------------------------------------------------------------------
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupStart() {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclGroupStart();
-  return guarded("ncclGroupStart", [] { return ti::group_start(); });
+  if (!ti::interposer_enabled()) return finish_call(pncclGroupStart());
+  return finish_call(guarded("ncclGroupStart", [] { return ti::group_start(); }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupEnd() {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclGroupEnd();
-  return guarded("ncclGroupEnd", [] { return ti::group_end(); });
+  if (!ti::interposer_enabled()) return finish_call(pncclGroupEnd());
+  return finish_call(guarded("ncclGroupEnd", [] { return ti::group_end(); }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclGroupSimulateEnd(simInfo);
-  return guarded("ncclGroupSimulateEnd", [&] { return ti::group_simulate_end(simInfo); });
+  if (!ti::interposer_enabled()) return finish_call(pncclGroupSimulateEnd(simInfo));
+  return finish_call(guarded("ncclGroupSimulateEnd", [&] { return ti::group_simulate_end(simInfo); }));
 }
 
 // --- communicator lifecycle ----------------------------------------------------------------
@@ -181,7 +190,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, nccl
                                               int rank) {
   begin_call();
   const ncclResult_t r = pncclCommInitRank(comm, nranks, commId, rank);
-  return after_create(r, comm ? *comm : nullptr, nullptr, nullptr);
+  return finish_call(after_create(r, comm ? *comm : nullptr, nullptr, nullptr));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
@@ -189,7 +198,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks
                                                     ncclConfig_t* config) {
   begin_call();
   const ncclResult_t r = pncclCommInitRankConfig(comm, nranks, commId, rank, config);
-  return after_create(r, comm ? *comm : nullptr, config, nullptr);
+  return finish_call(after_create(r, comm ? *comm : nullptr, config, nullptr));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
@@ -197,7 +206,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int n
                                                       ncclConfig_t* config) {
   begin_call();
   const ncclResult_t r = pncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
-  return after_create(r, newcomm ? *newcomm : nullptr, config, nullptr);
+  return finish_call(after_create(r, newcomm ? *newcomm : nullptr, config, nullptr));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
@@ -209,14 +218,14 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
       return ncclSuccess;
     });
   }
-  return r;
+  return finish_call(r);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                            ncclComm_t* newcomm, ncclConfig_t* config) {
   begin_call();
   const ncclResult_t r = pncclCommSplit(comm, color, key, newcomm, config);
-  return after_child_create(r, newcomm, config, comm);
+  return finish_call(after_child_create(r, newcomm, config, comm));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
@@ -231,7 +240,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
     });
   const ncclResult_t r =
       pncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  return after_child_create(r, newcomm, config, comm);
+  return finish_call(after_child_create(r, newcomm, config, comm));
 }
 
 // --- what the topology-ordered split must follow (buffer_registration.h) -------------------
@@ -239,14 +248,14 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLi
 TOPOCOLL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size,
                                               void** handle) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclCommRegister(comm, buff, size, handle);
-  return guarded("ncclCommRegister", [&] { return ti::comm_register(comm, buff, size, handle); });
+  if (!ti::interposer_enabled()) return finish_call(pncclCommRegister(comm, buff, size, handle));
+  return finish_call(guarded("ncclCommRegister", [&] { return ti::comm_register(comm, buff, size, handle); }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclCommDeregister(comm, handle);
-  return guarded("ncclCommDeregister", [&] { return ti::comm_deregister(comm, handle); });
+  if (!ti::interposer_enabled()) return finish_call(pncclCommDeregister(comm, handle));
+  return finish_call(guarded("ncclCommDeregister", [&] { return ti::comm_deregister(comm, handle); }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
@@ -257,27 +266,27 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclCommRevoke(comm, revokeFlags);
-  return guarded("ncclCommRevoke", [&] { return ti::comm_revoke(comm, revokeFlags); });
+  if (!ti::interposer_enabled()) return finish_call(pncclCommRevoke(comm, revokeFlags));
+  return finish_call(guarded("ncclCommRevoke", [&] { return ti::comm_revoke(comm, revokeFlags); }));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   begin_call();
   if (ti::interposer_enabled())
     guarded("topocoll finalize", [&] { return ti::comm_finalize(comm); });
-  return pncclCommFinalize(comm);
+  return finish_call(pncclCommFinalize(comm));
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclCommDestroy(comm);
-  return ti::comm_release(comm, false, pncclCommDestroy);  // never throws
+  if (!ti::interposer_enabled()) return finish_call(pncclCommDestroy(comm));
+  return finish_call(ti::comm_release(comm, false, pncclCommDestroy));  // never throws
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   begin_call();
-  if (!ti::interposer_enabled()) return pncclCommAbort(comm);
-  return ti::comm_release(comm, true, pncclCommAbort);  // never throws
+  if (!ti::interposer_enabled()) return finish_call(pncclCommAbort(comm));
+  return finish_call(ti::comm_release(comm, true, pncclCommAbort));  // never throws
 }
 
 // --- errors --------------------------------------------------------------------------------
