@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "config/env.h"
 #include "config/trusted_paths.h"
@@ -17,34 +18,42 @@ namespace {
 
 // SIGINT and SIGQUIT ignored for a scope, as system(3) does while its child runs; the child
 // gets back the disposition we had (default, or ignored when we were started ignoring them,
-// e.g. under nohup; a handler of ours cannot cross exec and becomes the default).
+// e.g. under nohup; a handler of ours cannot cross exec and becomes the default). Counted
+// across threads, as glibc's system() counts: the first in saves and ignores, the last out
+// restores, so two programs run at once never leave the other's "ignored" behind.
 class InterruptsIgnored {
  public:
   InterruptsIgnored() {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    ::sigaction(SIGINT, &ignore, &old_int_);
-    ::sigaction(SIGQUIT, &ignore, &old_quit_);
+    std::lock_guard lock(mutex_);
+    if (users_++ == 0) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      sigemptyset(&ignore.sa_mask);
+      ::sigaction(SIGINT, &ignore, &old_int_);
+      ::sigaction(SIGQUIT, &ignore, &old_quit_);
+    }
+    sigemptyset(&child_defaults_);
+    if (old_int_.sa_handler != SIG_IGN) sigaddset(&child_defaults_, SIGINT);
+    if (old_quit_.sa_handler != SIG_IGN) sigaddset(&child_defaults_, SIGQUIT);
   }
   ~InterruptsIgnored() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGQUIT, &old_quit_, nullptr);
+    std::lock_guard lock(mutex_);
+    if (--users_ == 0) {
+      ::sigaction(SIGINT, &old_int_, nullptr);
+      ::sigaction(SIGQUIT, &old_quit_, nullptr);
+    }
   }
   InterruptsIgnored(const InterruptsIgnored&) = delete;
   InterruptsIgnored& operator=(const InterruptsIgnored&) = delete;
 
   // The signals the child gets back at their default.
-  sigset_t child_defaults() const {
-    sigset_t set;
-    sigemptyset(&set);
-    if (old_int_.sa_handler != SIG_IGN) sigaddset(&set, SIGINT);
-    if (old_quit_.sa_handler != SIG_IGN) sigaddset(&set, SIGQUIT);
-    return set;
-  }
+  const sigset_t& child_defaults() const { return child_defaults_; }
 
  private:
-  struct sigaction old_int_ {}, old_quit_ {};
+  static inline std::mutex mutex_;
+  static inline int users_ = 0;
+  static inline struct sigaction old_int_ {}, old_quit_ {};
+  sigset_t child_defaults_;
 };
 
 }  // namespace
@@ -79,8 +88,7 @@ ProgramRun run_program(const std::vector<std::string>& argv, bool quiet) {
   const InterruptsIgnored interrupts;
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  const sigset_t defaults = interrupts.child_defaults();
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setsigdefault(&attributes, &interrupts.child_defaults());
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, program.c_str(), &actions, &attributes, args.data(), environ);

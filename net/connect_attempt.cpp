@@ -72,9 +72,19 @@ NetStatus ConnectAttempt::open_lane(size_t i) {
   } else if (errno != EINPROGRESS && errno != EINTR) {
     const int err = errno;
     if (retry_later(lane, err, Clock::now())) return {};
+    if (is_retryable_connect_error(err)) return timed_out(err);
     return NetStatus::error(NetCode::ConnectFailed, "connect to " + peer_.to_string() + " failed: " + errno_text(err));
   }
   return {};
+}
+
+NetStatus ConnectAttempt::timed_out(int err) const {
+  return NetStatus::error(NetCode::Timeout,
+                          "connect to " + peer_.to_string() + " did not complete within " +
+                              std::to_string(options_.timeout_ms) + " ms (" +
+                              (err != 0 ? "retried after: " + errno_text(err)
+                                        : std::string("the listener's backlog is full, or the host does not answer")) +
+                              ")");
 }
 
 bool ConnectAttempt::retry_later(Lane& lane, int err, Clock::time_point now) {
@@ -109,10 +119,9 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
         all_sent = false;
         continue;
       }
+      if (err != 0 && is_retryable_connect_error(err)) return timed_out(err);
       if (err != 0)
-        return NetStatus::error(is_retryable_connect_error(err) ? NetCode::Timeout : NetCode::ConnectFailed,
-                                "connect to " + peer_.to_string() + " failed: " + errno_text(err) +
-                                    " (still, after " + std::to_string(options_.timeout_ms) + " ms of retries)");
+        return NetStatus::error(NetCode::ConnectFailed, "connect to " + peer_.to_string() + " failed: " + errno_text(err));
       lane.connected = true;
     }
     Hello h = hello_;
@@ -135,13 +144,7 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
     all_sent = all_sent && lane.hello_sent == sizeof h;
   }
   if (!all_sent) {
-    if (now > deadline_)
-      return NetStatus::error(NetCode::Timeout,
-                              "connect to " + peer_.to_string() + " did not complete within " +
-                                  std::to_string(options_.timeout_ms) + " ms (" +
-                                  (last_error_ != 0 ? "retried after: " + errno_text(last_error_)
-                                                    : std::string("the listener's backlog is full, or the host does not answer")) +
-                                  ")");
+    if (now > deadline_) return timed_out(last_error_);
     return {};
   }
   try {

@@ -38,6 +38,8 @@ class ConnectAttempt {
   // A lane whose connect failed with `err`: closed for a later try while the deadline allows
   // (true), else the attempt's error.
   bool retry_later(Lane& lane, int err, Clock::time_point now);
+  // The attempt's end at its deadline, naming the error its retries kept meeting (0: none).
+  NetStatus timed_out(int err) const;
 
   TransportOptions options_;
   SocketAddress peer_, local_bind_;

@@ -121,7 +121,7 @@ bool is_pending_network_error(int e) {
 }
 
 bool is_retryable_connect_error(int e) {
-  return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH || e == ETIMEDOUT || e == EAGAIN || e == EINTR;
+  return e == ECONNREFUSED || e == EHOSTUNREACH || e == ETIMEDOUT || e == EAGAIN || e == EINTR;
 }
 
 bool is_peer_or_path_error(int e) {

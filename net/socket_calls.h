@@ -23,8 +23,9 @@ std::string errno_text(int error_number);
 bool is_pending_network_error(int error_number);
 // Whether a connect that failed with this error may succeed if tried again, as NCCL's
 // misc/socket.cc socketConnectCheck retries it: nothing listens yet or the listener's
-// backlog was full (ECONNREFUSED), no route or neighbour for now (EHOSTUNREACH,
-// ENETUNREACH), the handshake went unanswered (ETIMEDOUT), EAGAIN, EINTR.
+// backlog was full (ECONNREFUSED), no neighbour for now (EHOSTUNREACH), the handshake went
+// unanswered (ETIMEDOUT), EAGAIN, EINTR. No route at all (ENETUNREACH) is not retried, as
+// NCCL does not: a misconfigured interface fails at once.
 bool is_retryable_connect_error(int error_number);
 // Whether a send/recv error on an established connection is the peer's or the path's (a
 // reset, a dead host, a link down) rather than this process's (EBADF, ENOMEM, EFAULT...):

@@ -35,13 +35,13 @@ ncclConfig_t CommConfigCopy::for_split() const {
 
 bool CommConfigCopy::splits_share_resources(const std::string& env_value) const {
   int share = config_.splitShare;
-  // NCCL reads its integer parameters with strtoll (misc/param.cc): a value that is not a
+  // NCCL reads its integer parameters with strtoll(value, nullptr, 0) and refuses a value only
+  // when errno is set (misc/param.cc ncclLoadParam): "yes" reads as 0, an out-of-range
   // number leaves the parameter unset.
   if (!env_value.empty()) {
-    char* end = nullptr;
     errno = 0;
-    const long long v = std::strtoll(env_value.c_str(), &end, 0);
-    if (errno == 0 && end != env_value.c_str() && v != NCCL_CONFIG_UNDEF_INT) share = int(v);
+    const long long v = std::strtoll(env_value.c_str(), nullptr, 0);
+    if (errno == 0 && v != NCCL_CONFIG_UNDEF_INT) share = int(v);
   }
   return share == 1;
 }

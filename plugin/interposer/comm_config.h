@@ -29,8 +29,8 @@ class CommConfigCopy {
   ncclConfig_t for_split() const;
   // Whether NCCL makes the communicator's splits share its resources and its abort flag
   // (init.cc ncclCommInitChildComm: the child takes the parent's abortFlag): its splitShare,
-  // which NCCL_COMM_SPLIT_SHARE_RESOURCES (`env_value`, "" when unset) replaces when set to a
-  // number (parseCommConfig); anything but 1 is 0.
+  // which NCCL_COMM_SPLIT_SHARE_RESOURCES (`env_value`, "" when unset) replaces when set, read
+  // as NCCL reads it (parseCommConfig, ncclLoadParam); anything but 1 is 0.
   bool splits_share_resources(const std::string& env_value) const;
 
  private:

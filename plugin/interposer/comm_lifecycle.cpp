@@ -582,6 +582,9 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
     if (st) calls_left = fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
     if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) release_ring_comm(*st, ring, abort);
+    // A split kept because NCCL would not destroy it (ring_comm.cpp): it shares this
+    // communicator's abort flag, and goes now, with it.
+    if (ncclComm_t unused = st ? st->unused_split.exchange(nullptr) : nullptr) pncclCommAbort(unused);
   } catch (const std::exception& e) {
     TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
   }

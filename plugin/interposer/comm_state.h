@@ -69,6 +69,10 @@ struct CommState {
   // and used by the thread that drives the communicator, as NCCL requires.
   // Atomic: an abort on another thread clears it while a call may read it.
   std::atomic<ncclComm_t> ring_comm{nullptr};
+  // A split not used whose destroy failed (ring_comm.cpp release_unadopted_split): it shares
+  // this communicator's abort flag, so it is aborted only with this communicator, at its
+  // release, just before NCCL's own destroy or abort.
+  std::atomic<ncclComm_t> unused_split{nullptr};
   // A release has taken ring_comm to destroy it: a split ending later is not adopted
   // (release_fence.h, adopt_ring_comm).
   std::atomic<bool> ring_comm_taken{false};

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <new>
 #include <utility>
 
 #include "plugin/interposer/device_guard.h"
@@ -28,35 +29,71 @@ cudaError_t wait(const GroupStream& s, CurrentDeviceGuard& device, cudaEvent_t e
 
 }  // namespace
 
-void add_group_stream(std::vector<GroupStream>& streams, const GroupStream& s) {
-  if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept {
+  try {
+    if (std::find(seen.streams.begin(), seen.streams.end(), s) == seen.streams.end()) seen.streams.push_back(s);
+    if (moved_to_split && std::find(seen.moved.begin(), seen.moved.end(), s.comm) == seen.moved.end())
+      seen.moved.push_back(s.comm);
+  } catch (const std::bad_alloc&) {
+    seen.lost = true;
+  }
 }
 
-cudaError_t join_group_streams(const std::vector<GroupStream>& streams, std::string* error) {
-  if (streams.size() < 2) return cudaSuccess;  // one stream: ordered already
-  const std::vector<GroupStream>& distinct = streams;
-  CurrentDeviceGuard device;
+namespace {
+
+// The streams of one communicator's calls joined (see join_group_streams).
+cudaError_t join_one(const std::vector<GroupStream>& streams, CurrentDeviceGuard& device, const char** what) {
   std::vector<cudaEvent_t> events;
   cudaError_t failed = cudaSuccess;
-  const char* what = "";
   auto check = [&](cudaError_t e, const char* call) {
-    if (e != cudaSuccess && failed == cudaSuccess) failed = e, what = call;
+    if (e != cudaSuccess && failed == cudaSuccess) failed = e, *what = call;
     return e == cudaSuccess;
   };
-  const GroupStream& hub = distinct.front();
-  for (std::size_t i = 1; i < distinct.size(); ++i) {
+  const GroupStream& hub = streams.front();
+  for (std::size_t i = 1; i < streams.size(); ++i) {
     cudaEvent_t e = nullptr;
-    const bool recorded = check(record(distinct[i], device, &e), "cudaEventRecord");
+    const bool recorded = check(record(streams[i], device, &e), "cudaEventRecord");
     if (e) events.push_back(e);
     if (recorded) check(wait(hub, device, e), "cudaStreamWaitEvent");
   }
   cudaEvent_t from_hub = nullptr;
   if (check(record(hub, device, &from_hub), "cudaEventRecord"))
-    for (std::size_t i = 1; i < distinct.size(); ++i) check(wait(distinct[i], device, from_hub), "cudaStreamWaitEvent");
+    for (std::size_t i = 1; i < streams.size(); ++i) check(wait(streams[i], device, from_hub), "cudaStreamWaitEvent");
   if (from_hub) events.push_back(from_hub);
   for (cudaEvent_t e : events) cudaEventDestroy(e);
-  if (failed != cudaSuccess && error)
-    *error = std::string(what) + " failed: " + cudaGetErrorString(failed);
+  return failed;
+}
+
+}  // namespace
+
+std::vector<std::vector<GroupStream>> streams_to_join(const GroupStreamsSeen& seen,
+                                                      const std::vector<ncclComm_t>& comms) {
+  std::vector<ncclComm_t> done;
+  std::vector<std::vector<GroupStream>> sets;
+  for (const ncclComm_t comm : comms) {
+    if (std::find(done.begin(), done.end(), comm) != done.end()) continue;
+    done.push_back(comm);
+    std::vector<GroupStream> its;
+    for (const GroupStream& s : seen.streams)
+      if (s.comm == comm) its.push_back(s);
+    if (its.size() > 1) sets.push_back(std::move(its));  // one stream: ordered already
+  }
+  return sets;
+}
+
+cudaError_t join_group_streams(const GroupStreamsSeen& seen, const std::vector<ncclComm_t>& comms,
+                               std::string* error) {
+  const std::vector<std::vector<GroupStream>> sets = streams_to_join(seen, comms);
+  if (sets.empty()) return cudaSuccess;
+  CurrentDeviceGuard device;
+  cudaError_t failed = cudaSuccess;
+  const char* what = "";
+  for (const std::vector<GroupStream>& its : sets) {
+    const char* call = "";
+    if (const cudaError_t e = join_one(its, device, &call); e != cudaSuccess && failed == cudaSuccess)
+      failed = e, what = call;
+  }
+  if (failed != cudaSuccess && error) *error = std::string(what) + " failed: " + cudaGetErrorString(failed);
   return failed;
 }
 

@@ -6,10 +6,12 @@
 // call sees the work queued on any of them before the group. NCCL does that per
 // communicator. The calls topocoll takes out of NCCL's group (schedules run after it closes,
 // calls moved to the topology-ordered split, a communicator of its own) would be ordered on
-// their own stream only: group_end joins the group's streams around them.
+// their own stream only: group_end joins the streams of their communicator's calls around
+// them.
 //
-// Only the collectives the interposer sees are known: a group's ncclSend/ncclRecv, ncclBcast
-// or ncclReduce go to NCCL untouched, and their streams are not joined here.
+// Only the collectives the interposer serves are known: a group's ncclSend/ncclRecv,
+// ncclBroadcast or ncclReduce on the same communicator go to NCCL untouched, and their
+// streams are not joined here.
 #pragma once
 
 #include <nccl.h>
@@ -19,28 +21,37 @@
 
 namespace topocoll::plugin::interposer {
 
-// A stream and the device it is on (its communicator's, asked when the call is made: by the
-// group's end another thread may have destroyed the communicator).
+// A stream of a served communicator's calls in the group, on that communicator's device
+// (known to topocoll when the call is made: nothing asks NCCL then).
 struct GroupStream {
+  ncclComm_t comm = nullptr;  // the user's communicator, also for a call moved to its split
   cudaStream_t stream = nullptr;
   int device = -1;  // -1: the thread's current device
   bool operator==(const GroupStream&) const = default;
 };
 
-// What a group's calls showed of their streams until its outermost end.
+// What a group's served calls showed of their streams until its outermost end.
 struct GroupStreamsSeen {
   std::vector<GroupStream> streams;  // each once
-  bool moved_to_split = false;       // a call went to the topology-ordered split
-  bool lost = false;                 // out of host memory while noting one: incomplete
+  std::vector<ncclComm_t> moved;     // communicators with a call moved to their split
+  bool lost = false;                 // out of host memory while noting: incomplete
 };
 
-// Adds the stream of a call of the group unless it is there.
-void add_group_stream(std::vector<GroupStream>& streams, const GroupStream& s);
+// Notes a call of the group (never throws: out of host memory, `lost` is set).
+void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept;
 
-// Every stream of `streams` waits for the work issued so far on every other one: the first
-// for all the rest, then all the rest for the first (each event recorded on its stream's
-// device). Returns the first CUDA error with `error` naming it; cudaSuccess when there is
-// nothing to join.
-cudaError_t join_group_streams(const std::vector<GroupStream>& streams, std::string* error);
+// The streams join_group_streams joins, a list per communicator of `comms` (each once) that
+// has more than one: the streams of that communicator's calls, never another's.
+std::vector<std::vector<GroupStream>> streams_to_join(const GroupStreamsSeen& seen,
+                                                      const std::vector<ncclComm_t>& comms);
+
+// For each communicator of `comms` (given twice, joined once), the streams of its calls in
+// the group wait for the work issued so far on one another: the first for all the rest,
+// then all the rest for the first, each event recorded on its stream's device. NCCL joins
+// each communicator's streams apart: so does this (a process driving several GPUs in one
+// group, their streams perhaps captured in graphs of their own, keeps them apart). Returns
+// the first CUDA error with `error` naming it; cudaSuccess when nothing needed joining.
+cudaError_t join_group_streams(const GroupStreamsSeen& seen, const std::vector<ncclComm_t>& comms,
+                               std::string* error);
 
 }  // namespace topocoll::plugin::interposer

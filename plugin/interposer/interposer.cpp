@@ -282,6 +282,9 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   // Held for the whole call (and while queued in a group): see served_state.
   std::shared_ptr<CommState> st = served_state(call.comm);
   if (!st) return forward_collective(call, call.comm);
+  // Its stream, for the group's end to join with the others of the communicator's calls.
+  if (ThreadGroup& g = thread_group(); g.depth.inside())
+    note_group_call(g.streams, {call.comm, call.stream, st->device}, false);
   const bool reduces = call.collective == Collective::AllReduce ||
                        call.collective == Collective::ReduceScatter;
   // Out of step with its peers (a vote's outcome this rank cannot know): nothing more runs
@@ -327,7 +330,8 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
         if (const ncclComm_t ring = st->ring_comm.load();
             ring && (call.collective == Collective::AllReduce || !st->ring_permutes)) {
           // Another communicator than the group's others: NCCL joins streams per communicator.
-          if (ThreadGroup& g = thread_group(); g.depth.inside()) g.streams.moved_to_split = true;
+          if (ThreadGroup& g = thread_group(); g.depth.inside())
+            note_group_call(g.streams, {call.comm, call.stream, st->device}, true);
           return forward_collective(call, ring);
         }
         break;
@@ -347,32 +351,20 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   }
 }
 
-void note_group_stream(ncclComm_t comm, cudaStream_t stream) noexcept {
-  ThreadGroup& g = thread_group();
-  if (!g.depth.inside()) return;
-  int device = -1;
-  if (pncclCommCuDevice(comm, &device) != ncclSuccess) device = -1;  // NCCL reports the call's error
-  try {
-    add_group_stream(g.streams.streams, {stream, device});
-  } catch (const std::bad_alloc&) {
-    g.streams.lost = true;
-  }
-}
-
 namespace {
 
 // Joins the group's streams (group_streams.h) when topocoll took calls out of NCCL's group
 // and the group has several streams; a failure is the group's result, its calls run anyway
 // (their peers wait for them).
-ncclResult_t join_streams_of(const GroupStreamsSeen& seen, const char* when) {
+ncclResult_t join_streams_of(const GroupStreamsSeen& seen, const std::vector<ncclComm_t>& comms, const char* when) {
   if (seen.lost)
     TC_ONCE(TC_WARN("ncclGroupEnd: out of host memory while noting the group's streams: its calls on other "
                     "streams may not be ordered after topocoll's"));
   std::string error;
-  if (join_group_streams(seen.streams, &error) == cudaSuccess) return ncclSuccess;
-  TC_WARN("ncclGroupEnd: joining the group's %zu streams %s its topocoll calls failed (%s): work queued on "
+  if (join_group_streams(seen, comms, &error) == cudaSuccess) return ncclSuccess;
+  TC_WARN("ncclGroupEnd: joining the group's streams %s its topocoll calls failed (%s): work queued on "
           "them may not see those calls' results",
-          seen.streams.size(), when, error.c_str());
+          when, error.c_str());
   return ncclUnhandledCudaError;
 }
 
@@ -423,20 +415,25 @@ ncclResult_t group_end() {
     return nccl;
   }
   // NCCL ran the rest of the group as if posted on every one of its streams; topocoll's part
-  // is joined to them the same way: its calls start after the work on any of them
-  // (NCCL's launch included), and work queued on any of them after the group sees theirs.
-  const bool join = !queued.empty() || seen.moved_to_split;
-  ncclResult_t joined = !queued.empty() ? join_streams_of(seen, "before") : ncclSuccess;
-  ncclResult_t ours = ncclSuccess;
+  // is joined to them the same way, per communicator: its calls start after the work on any
+  // of their communicator's streams in the group (NCCL's launch included), and work queued
+  // on any of them after the group sees theirs.
+  ncclResult_t ours = ncclSuccess, joined = ncclSuccess;
   try {
+    std::vector<ncclComm_t> comms;
+    for (const PendingCollective& c : queued) comms.push_back(c.call.comm);
+    joined = join_streams_of(seen, comms, "before");
     ours = run_pending(queued);
+    comms.insert(comms.end(), seen.moved.begin(), seen.moved.end());
+    if (const ncclResult_t after = join_streams_of(seen, comms, "after"); joined == ncclSuccess) joined = after;
   } catch (const std::bad_alloc&) {
     // Which of the group's calls ran before memory ran out is this rank's to know alone.
     for (const PendingCollective& c : queued) ours = out_of_host_memory(*c.state, c.call, "running a group's");
-  }
-  if (join) {
-    const ncclResult_t after = join_streams_of(seen, "after");
-    if (joined == ncclSuccess) joined = after;
+    if (queued.empty()) {
+      TC_WARN("ncclGroupEnd: out of host memory while joining the group's streams: work queued on them may not "
+              "see the results of its calls on the topology-ordered split");
+      ours = ncclSystemError;
+    }
   }
   if (nccl != ncclSuccess) return nccl;
   if (init_out_of_memory) return ncclSystemError;

@@ -40,13 +40,9 @@ ncclResult_t forward_collective(const CollectiveCall& call, ncclComm_t comm);
 // a group) or runs the schedule on the user's stream.
 ncclResult_t serve_collective(const CollectiveCall& call);
 
-// Inside a user group: the stream of a collective of the group, served or not, for the
-// group's end to join (group_streams.h). Nothing outside a group.
-void note_group_stream(ncclComm_t comm, cudaStream_t stream) noexcept;
-
 ncclResult_t group_start();
-// The outermost end: NCCL's group, the inits made in it, then the queued calls, the group's
-// streams joined around them when the group has several (group_streams.h).
+// The outermost end: NCCL's group, the inits made in it, then the queued calls, each
+// communicator's streams in the group joined around its calls (group_streams.h).
 ncclResult_t group_end();
 // ncclGroupSimulateEnd closes NCCL's group and launches nothing: the thread's depth must
 // follow it (otherwise every later served call on the thread would be queued forever), and

@@ -24,7 +24,6 @@ ncclResult_t forward_collective(const CollectiveCall& c, ncclComm_t comm) {
 }
 
 ncclResult_t serve_collective(const CollectiveCall& call) { return forward_collective(call, call.comm); }
-void note_group_stream(ncclComm_t, cudaStream_t) noexcept {}
 ncclResult_t group_start() { return pncclGroupStart(); }
 ncclResult_t group_end() { return pncclGroupEnd(); }
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) { return pncclGroupSimulateEnd(info); }

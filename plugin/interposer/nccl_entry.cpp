@@ -4,7 +4,10 @@
 // No exception crosses these functions.
 #include <nccl.h>
 
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <mutex>
 #include <new>
 
 #if TOPOCOLL_INTERPOSER_CUDA
@@ -22,13 +25,35 @@ using topocoll::sched::Collective;
 
 namespace {
 
+// NCCL keeps one last error for the process (debug.cc ncclLastError, written by each of its
+// WARNs), which ncclGetLastError returns. A call of topocoll's that failed leaves its last
+// warning here, with the text NCCL's held at that moment: while NCCL's is still that (it
+// logged nothing since), ncclGetLastError answers with topocoll's.
+struct LastFailure {
+  std::mutex mutex;
+  char ours[1024] = "";
+  char nccl_then[1024] = "";
+};
+LastFailure& last_failure() {
+  static LastFailure f;
+  return f;
+}
+
 // Every entry point starts here: the warnings topocoll logs on this thread from now on are
-// the call's own, which ncclGetLastError then answers with (below).
+// the call's own ...
 void begin_call() noexcept { topocoll::plugin::clear_last_warning_on_this_thread(); }
-// ... and ends here: a call that did not fail keeps no warning for ncclGetLastError (a
-// fallback's WARN must not answer for a later failure of a call topocoll never sees).
+// ... and ends here: a call that failed after logging one leaves it for ncclGetLastError (a
+// call that did not fail leaves the last failure's, as NCCL keeps its last error).
 ncclResult_t finish_call(ncclResult_t r) noexcept {
-  if (r == ncclSuccess || r == ncclInProgress) topocoll::plugin::clear_last_warning_on_this_thread();
+  const char* warning = topocoll::plugin::last_warning_on_this_thread();
+  if (r != ncclSuccess && r != ncclInProgress && *warning) {
+    LastFailure& f = last_failure();
+    const char* nccl = pncclGetLastError(nullptr);
+    std::lock_guard lock(f.mutex);
+    std::snprintf(f.ours, sizeof f.ours, "%s", warning);
+    std::snprintf(f.nccl_then, sizeof f.nccl_then, "%s", nccl ? nccl : "");
+  }
+  topocoll::plugin::clear_last_warning_on_this_thread();
   return r;
 }
 
@@ -119,7 +144,6 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
                                            ncclDataType_t datatype, ncclRedOp_t op,
                                            ncclComm_t comm, cudaStream_t stream) {
   begin_call();
-  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return finish_call(pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
   return finish_call(guarded("ncclAllReduce", [&] {
@@ -132,7 +156,6 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
                                                ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) {
   begin_call();
-  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return finish_call(pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
   return finish_call(guarded("ncclReduceScatter", [&] {
@@ -144,7 +167,6 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
   begin_call();
-  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return finish_call(pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
   return finish_call(guarded("ncclAllGather", [&] {
@@ -156,7 +178,6 @@ TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, 
                                           ncclDataType_t datatype, ncclComm_t comm,
                                           cudaStream_t stream) {
   begin_call();
-  ti::note_group_stream(comm, stream);
   if (!ti::served_state(comm))
     return finish_call(pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
   return finish_call(guarded("ncclAlltoAll", [&] {
@@ -291,11 +312,13 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 // --- errors --------------------------------------------------------------------------------
 
-// NCCL answers with the last warning it logged on the calling thread (debug.cc keeps it per
-// thread); a call topocoll served logs its warnings through topocoll's log, so for that call
-// the answer is topocoll's last warning, as long as it logged one (a failed vote, a
-// communicator out of step). After any other call, NCCL's.
+// NCCL's last error, or topocoll's last failure's warning when NCCL logged nothing since
+// (last_failure above): a framework quoting it with a failed call (PyTorch does) then shows
+// why topocoll failed it, from any thread, as NCCL's own answers from any thread.
 TOPOCOLL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
-  const char* ours = topocoll::plugin::last_warning_on_this_thread();
-  return ti::interposer_enabled() && *ours ? ours : pncclGetLastError(comm);
+  const char* nccl = pncclGetLastError(comm);
+  if (!ti::interposer_enabled()) return nccl;
+  LastFailure& f = last_failure();
+  std::lock_guard lock(f.mutex);
+  return *f.ours && std::strcmp(nccl ? nccl : "", f.nccl_then) == 0 ? f.ours : nccl;
 }

@@ -72,16 +72,25 @@ std::vector<std::vector<std::size_t>> split_rounds(const std::vector<CommState*>
 // communicator whose splits share its resources shares its abort flag too (init.cc
 // ncclCommInitChildComm): aborting it would abort the user's communicator, whose later
 // kernels would then quit at once and leave their outputs unwritten. That split is
-// destroyed instead (no operation ever ran on it).
-void release_unadopted_split(const CommState& st, ncclComm_t split) {
-  if (st.config.splits_share_resources(process_context().env.nccl_comm_split_share_resources)) {
-    if (const ncclResult_t r = pncclCommDestroy(split); r != ncclSuccess)
-      TC_WARN("comm %p rank %d: destroying its unused topology-ordered communicator %p (which shares its abort "
-              "flag, so it is not aborted) failed: %s",
-              static_cast<void*>(st.comm), st.rank, static_cast<void*>(split), pncclGetErrorString(r));
+// destroyed instead (no operation ever ran on it). NCCL's destroy of a communicator that
+// reports an error returns that error from inside the group it opened, leaving the thread's
+// group open, and frees nothing (init.cc: NCCLCHECK(ncclCommEnsureReady)): such a split is
+// not destroyed but kept, and aborted with the user's communicator (comm_release).
+void release_unadopted_split(CommState& st, ncclComm_t split) {
+  if (!st.config.splits_share_resources(process_context().env.nccl_comm_split_share_resources)) {
+    pncclCommAbort(split);
     return;
   }
-  pncclCommAbort(split);
+  ncclResult_t failed = ncclSuccess;
+  if (pncclCommGetAsyncError(split, &failed) != ncclSuccess) failed = ncclSystemError;
+  ncclResult_t r = failed;
+  if (failed == ncclSuccess) r = pncclCommDestroy(split);
+  if (r == ncclSuccess) return;
+  TC_WARN("comm %p rank %d: its unused topology-ordered communicator %p %s (%s); it shares the communicator's "
+          "abort flag, so it is aborted only with the communicator, at its destroy or abort",
+          static_cast<void*>(st.comm), st.rank, static_cast<void*>(split),
+          failed != ncclSuccess ? "reports an error" : "could not be destroyed", pncclGetErrorString(r));
+  st.unused_split.store(split);  // one at most: a split not adopted is not made again (ring_comm_failed)
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "exec/external_program.h"
 #include "tests/common/scratch_dir.h"
@@ -119,6 +120,37 @@ TEST_F(PrivateConversion, TheInterruptIsOursAgainAfterTheConverter) {
   EXPECT_TRUE(run.interrupted());
   EXPECT_EQ(describe_end(run).rfind("killed by signal 3 (", 0), 0u) << describe_end(run);
   EXPECT_FALSE(run_program({"false"}).interrupted());
+}
+
+// Started ignoring SIGINT (nohup, a launcher): the converter inherits that, as under
+// system(3), and a Ctrl-C is no interrupt of its.
+TEST_F(PrivateConversion, AProgramStartedIgnoringTheInterruptKeepsIgnoringIt) {
+  struct sigaction ignore {}, before {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(::sigaction(SIGINT, &ignore, &before), 0);
+  const ProgramRun run = run_program({"sh", "-c", "kill -INT $$; exit 7"});
+  struct sigaction after {};
+  ::sigaction(SIGINT, &before, &after);
+  EXPECT_FALSE(run.interrupted());
+  EXPECT_EQ(run.exit_code, 7) << describe_end(run);
+  EXPECT_EQ(after.sa_handler, SIG_IGN) << "still ignored after the run";
+}
+
+// Two programs run at once from two threads: the last to end restores our disposition, so
+// neither leaves SIGINT ignored for good.
+TEST_F(PrivateConversion, ProgramsRunAtOnceLeaveTheInterruptAsItWas) {
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &before), 0);
+  for (int round = 0; round < 5; ++round) {
+    std::thread a([] { run_program({"sleep", "0.05"}); });
+    std::thread b([] { run_program({"sleep", "0.02"}); });
+    a.join();
+    b.join();
+    struct sigaction now {};
+    ASSERT_EQ(::sigaction(SIGINT, nullptr, &now), 0);
+    ASSERT_EQ(now.sa_handler, before.sa_handler) << "round " << round;
+  }
 }
 
 }  // namespace

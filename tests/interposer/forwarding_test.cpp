@@ -17,6 +17,7 @@
 
 #include "plugin/interposer/comm_state.h"
 #include "plugin/interposer/device_scratch.h"
+#include "plugin/interposer/group_streams.h"
 #include "plugin/interposer/interposer.h"
 #include "plugin/interposer/interposer_config.h"
 #include "plugin/interposer/call_route_cache.h"
@@ -330,14 +331,22 @@ class ServedForwarding : public Forwarding {
     ASSERT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
     EXPECT_EQ(async, ncclSystemError);
     EXPECT_EQ(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
-    // NCCL's ncclGetLastError, which PyTorch quotes with a failed call, says why.
+    // NCCL's ncclGetLastError, which PyTorch quotes with a failed call, says why, from any
+    // thread (NCCL keeps one last error for the process) ...
     EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("is out of step with its peers"), std::string::npos)
         << ncclGetLastError(nullptr);
-    // A call NCCL runs afterwards leaves the answer to NCCL again.
+    std::string elsewhere;
+    std::thread([&] { elsewhere = ncclGetLastError(comm_); }).join();
+    EXPECT_NE(elsewhere.find("is out of step with its peers"), std::string::npos) << elsewhere;
+    // ... also after calls that did not fail, as NCCL's stays ...
     alignas(16) char small[16] = {};
     const ncclComm_t unserved = fake_comm(0x7000);
     EXPECT_EQ(ncclAllGather(small, small, 1, ncclFloat32, unserved, nullptr), ncclSuccess);
-    EXPECT_STREQ(ncclGetLastError(nullptr), "the stub's last error");
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("is out of step"), std::string::npos);
+    // ... until NCCL logs an error of its own (a call topocoll never sees: ncclSend).
+    stub_nccl::set_last_error("NCCL's newer error");
+    EXPECT_STREQ(ncclGetLastError(nullptr), "NCCL's newer error");
+    stub_nccl::set_last_error("the stub's last error");
   }
   // Votes (the scratch's, the topology-ordered split's) reach the stub; unless a test sets
   // the peers' votes, this rank's vote is the outcome.
@@ -1316,16 +1325,68 @@ TEST_F(ServedForwarding, AnUnusedSplitThatSharesTheUsersAbortFlagIsDestroyedNotA
   stub_nccl::reset();
 }
 
+// NCCL's destroy of a communicator that reports an error leaves the thread's group open and
+// frees nothing: an unused split that shares the user's abort flag and reports an error is
+// neither destroyed nor aborted when it is dropped, but aborted with the user's communicator.
+TEST_F(ServedForwarding, AnUnusedSharingSplitThatFailedIsAbortedWithTheUsersCommunicator) {
+  const ncclComm_t user = stub_comm_with_topo_ring_allreduce(comm_, 4);
+  CommState* st = CommRegistry::instance().find(user);
+  ASSERT_NE(st, nullptr);
+  ncclConfig_t sharing = NCCL_CONFIG_INITIALIZER;
+  sharing.splitShare = 1;
+  st->config = CommConfigCopy(sharing);
+  const long live = stub_nccl::live_comms();
+  stub_nccl::reset();
+  stub_nccl::set_allreduce_min_peers(0);                 // some peer's split failed
+  stub_nccl::set_async_error(nullptr, ncclRemoteError);  // and this rank's reports an error
+  stub_nccl::set_async_error(user, ncclSuccess);
+  ::testing::internal::CaptureStderr();
+  create_ring_comms({st}, WaitLimit{});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(calls_named("pncclCommDestroy").empty()) << "NCCL's destroy would leave its group open";
+  EXPECT_TRUE(calls_named("pncclCommAbort").empty()) << "the user's abort flag would go with it";
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  EXPECT_NE(st->unused_split.load(), nullptr);
+  EXPECT_EQ(stub_nccl::live_comms(), live + 1);
+  EXPECT_NE(err.find("reports an error"), std::string::npos) << err;
+  stub_nccl::set_async_error(nullptr, ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(user), ncclSuccess);
+  EXPECT_EQ(calls_named("pncclCommAbort").size(), 1u) << "the split goes with the user's communicator";
+  EXPECT_EQ(stub_nccl::live_comms(), live - 1);
+  stub_nccl::reset();
+}
+
+// NCCL joins the streams of one communicator's calls in a group, never two communicators':
+// a process driving several GPUs in one group (ncclCommInitAll, a stream per device, maybe
+// each captured in a graph of its own) must not have device 0 wait for device 1.
+TEST(GroupStreams, OnlyOneCommunicatorsStreamsAreJoinedTogether) {
+  const ncclComm_t a = fake_comm(0xa0), b = fake_comm(0xb0);
+  const cudaStream_t s1 = fake_stream(0x51), s2 = fake_stream(0x52);
+  GroupStreamsSeen seen;
+  note_group_call(seen, {a, s1, 0}, false);
+  note_group_call(seen, {b, s2, 1}, false);
+  note_group_call(seen, {a, s1, 0}, false);  // noted once
+  EXPECT_EQ(seen.streams.size(), 2u);
+  EXPECT_TRUE(streams_to_join(seen, {a, b}).empty()) << "one stream each: nothing to join across them";
+  note_group_call(seen, {a, s2, 0}, true);
+  EXPECT_EQ(seen.moved, (std::vector<ncclComm_t>{a}));
+  const auto sets = streams_to_join(seen, {a, b, a});
+  ASSERT_EQ(sets.size(), 1u);
+  EXPECT_EQ(sets[0], (std::vector<GroupStream>{{a, s1, 0}, {a, s2, 0}}));
+  EXPECT_TRUE(streams_to_join(seen, {b}).empty());
+}
+
 TEST(CommConfigCopy, SplitsShareResourcesAsNcclDecidesIt) {
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
   EXPECT_FALSE(CommConfigCopy(c).splits_share_resources(""));
   EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("1"));
   EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("2")) << "not 0/1: NCCL takes 0";
-  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("yes")) << "not a number: NCCL ignores it";
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("yes")) << "not a number: NCCL reads 0";
   c.splitShare = 1;
   EXPECT_TRUE(CommConfigCopy(c).splits_share_resources(""));
   EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("0")) << "the environment replaces the config";
-  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("yes"));
+  EXPECT_FALSE(CommConfigCopy(c).splits_share_resources("yes")) << "strtoll reads 0, and NCCL takes it";
+  EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("99999999999999999999")) << "out of range: unset";
   c.splitShare = 0;
   EXPECT_TRUE(CommConfigCopy(c).splits_share_resources("0x1"));
 }

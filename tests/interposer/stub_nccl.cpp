@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -41,6 +42,7 @@ struct FakeComm {
 std::atomic<long> g_live_comms{0};  // made and not yet destroyed or aborted
 
 std::string g_fail_fn;
+char g_last_error[256] = "the stub's last error";
 ncclResult_t g_fail_result = ncclSuccess;
 std::atomic<bool> g_failing{false};
 std::atomic<bool> g_capture{false};
@@ -203,6 +205,10 @@ void set_failure(const std::string& fn, ncclResult_t result) {
   g_fail_fn = fn;
   g_fail_result = result;
   g_failing = true;
+}
+void set_last_error(const std::string& text) {
+  std::lock_guard lock(g_mutex);
+  std::snprintf(g_last_error, sizeof g_last_error, "%s", text.c_str());
 }
 void set_recording(bool on) { g_recording = on; }
 long long call_count() { return g_count.load(); }
@@ -431,7 +437,7 @@ STUB_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t c, int* d) {
   *d = stub_nccl::fake(c)->device;
   return ncclSuccess;
 }
-STUB_EXPORT const char* pncclGetLastError(ncclComm_t) { return "the stub's last error"; }
+STUB_EXPORT const char* pncclGetLastError(ncclComm_t) { return stub_nccl::g_last_error; }
 STUB_EXPORT ncclResult_t pncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
   std::lock_guard lock(stub_nccl::g_mutex);

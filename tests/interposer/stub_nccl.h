@@ -37,6 +37,8 @@ STUB_NCCL_API int group_depth();
 // From now on, calls of the pnccl* function `fn` return `result` (still recorded);
 // reset() clears it.
 STUB_NCCL_API void set_failure(const std::string& fn, ncclResult_t result);
+// What pncclGetLastError returns from now on (NCCL's process-wide last error).
+STUB_NCCL_API void set_last_error(const std::string& text);
 // On: each pncclAllGather of ncclUint8 also records its `count` send bytes (host memory
 // only: the test must have made the buffer), in call order. reset() turns it off and
 // clears them.
