@@ -718,6 +718,14 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 
 // The wait is stream work: under capture it takes effect at each launch, on the launching
 // stream, with the event's clock as it is then.
+// A host function is work of its stream like any other (the emulation runs a stream's work
+// where it is issued, in order).
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
+  if (!fn) return fail_with(cudaErrorInvalidValue);
+  enqueue(stream, [fn, user_data] { fn(user_data); });
+  return cudaSuccess;
+}
+
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (!event) return fail_with(cudaErrorInvalidValue);
   if (const cudaError_t e = topocoll::emu::take_injected_failure("cudaStreamWaitEvent"); e != cudaSuccess)

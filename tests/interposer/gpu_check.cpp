@@ -511,12 +511,16 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
   for (std::size_t k = 0; k < 3; ++k) on[k].verify("multi-stream group", cases[k], more[k]);
   // NCCL runs a group as if it were posted on every stream of its calls: a copy queued on the
   // second call's stream after the group reads the first call's output whole, though nothing
-  // but the group orders the two streams (on the emulation, the race detector fails the
-  // process if topocoll ran the first call on its own stream only).
+  // but the group orders the two streams. The first stream is held back 50 ms first (a host
+  // function), so on a GPU a copy that does not wait for it reads the poison; on the
+  // emulation, the race detector fails the process if topocoll ran the first call on its own
+  // stream only.
   {
     Buffers first = on[0].prepare(cases[0], 21), second = on[1].prepare(cases[1], 22);
     void* copy = nullptr;
     CUDA_OK(cudaMalloc(&copy, first.recv_bytes));
+    CUDA_OK(cudaLaunchHostFunc(streams[0], [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+                               nullptr));
     NCCL_OK(ncclGroupStart());
     NCCL_OK(on[0].issue(cases[0], first, comm));
     NCCL_OK(on[1].issue(cases[1], second, comm));
