@@ -27,20 +27,6 @@ cudaError_t wait(const GroupStream& s, CurrentDeviceGuard& device, cudaEvent_t e
   return cudaStreamWaitEvent(s.stream, event, 0);
 }
 
-}  // namespace
-
-void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept {
-  try {
-    if (std::find(seen.streams.begin(), seen.streams.end(), s) == seen.streams.end()) seen.streams.push_back(s);
-    if (moved_to_split && std::find(seen.moved.begin(), seen.moved.end(), s.comm) == seen.moved.end())
-      seen.moved.push_back(s.comm);
-  } catch (const std::bad_alloc&) {
-    seen.lost = true;
-  }
-}
-
-namespace {
-
 // The streams of one communicator's calls joined (see join_group_streams).
 cudaError_t join_one(const std::vector<GroupStream>& streams, CurrentDeviceGuard& device, const char** what) {
   std::vector<cudaEvent_t> events;
@@ -65,6 +51,16 @@ cudaError_t join_one(const std::vector<GroupStream>& streams, CurrentDeviceGuard
 }
 
 }  // namespace
+
+void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept {
+  try {
+    if (std::find(seen.streams.begin(), seen.streams.end(), s) == seen.streams.end()) seen.streams.push_back(s);
+    if (moved_to_split && std::find(seen.moved.begin(), seen.moved.end(), s.comm) == seen.moved.end())
+      seen.moved.push_back(s.comm);
+  } catch (const std::bad_alloc&) {
+    seen.lost = true;
+  }
+}
 
 std::vector<std::vector<GroupStream>> streams_to_join(const GroupStreamsSeen& seen,
                                                       const std::vector<ncclComm_t>& comms) {
