@@ -297,7 +297,7 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
                   "on it before: see that WARN); it runs nothing more: abort it",
                   static_cast<void*>(st->comm), st->rank);
     set_last_warning_on_this_thread(why);
-    return e;
+    return fail_users_group(e, collective_name(call.collective));
   }
   if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
   if (nccl_refuses(call, st->min_compute_capability)) return forward_collective(call, call.comm);
@@ -347,8 +347,29 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     return run_pending(one);
   } catch (const std::bad_alloc&) {
     // Planning, queueing or running it: its peers do what this rank could not.
-    return out_of_host_memory(*st, call, "serving");
+    return fail_users_group(out_of_host_memory(*st, call, "serving"), collective_name(call.collective));
   }
+}
+
+ncclResult_t fail_users_group(ncclResult_t r, const char* call_name) {
+  ThreadGroup& g = thread_group();
+  if (r == ncclSuccess || r == ncclInProgress || !g.depth.inside()) return r;
+  const bool first = g.failed == ncclSuccess;
+  g.failed = r;
+  if (!first) return r;
+  // NCCL's group error can be set from outside only by a call NCCL refuses: a collective on a
+  // null communicator, refused before it touches anything (enqueue.cc ncclEnqueueCheck ->
+  // CommCheck -> ncclGroupErrCheck; so since NCCL 2.19). Its WARN is explained first; the
+  // caller's own warning stays the one ncclGetLastError answers with.
+  char own[1024];
+  std::snprintf(own, sizeof own, "%s", last_warning_on_this_thread());
+  TC_WARN("%s failed inside a group: the group fails at its ncclGroupEnd and launches none of its calls, as "
+          "NCCL fails a group with a failed call; NCCL's warning of a NULL comm that follows is topocoll "
+          "failing NCCL's part of the group",
+          call_name);
+  (void)pncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, nullptr, nullptr);
+  set_last_warning_on_this_thread(own);
+  return r;
 }
 
 namespace {
@@ -383,6 +404,9 @@ ncclResult_t group_end() {
   if (!g.depth.leave()) return pncclGroupEnd();  // no open group: NCCL reports the misuse
   const ncclResult_t nccl = pncclGroupEnd();
   if (g.depth.inside()) return nccl;
+  // A served call topocoll failed in the group failed NCCL's part too (fail_users_group):
+  // the group's result is that call's, and none of topocoll's part runs either.
+  const ncclResult_t refused = std::exchange(g.failed, ncclSuccess);
   // Outermost end: NCCL's group is closed; finish inits, then the queued collectives.
   std::vector<PendingCollective> queued;
   queued.swap(g.collectives);  // empty afterwards even if an init or a collective throws
@@ -406,13 +430,15 @@ ncclResult_t group_end() {
   // Never exchanged later, at some other init of this thread that its peers do not match.
   g.children.clear();
   g.inits.clear();
-  if (nccl != ncclSuccess && nccl != ncclInProgress) {
+  if (refused != ncclSuccess || (nccl != ncclSuccess && nccl != ncclInProgress)) {
     // NCCL's failed group launches none of its operations (group.cc groupCleanup): nor do
     // ours, so a caller retrying the group after the error runs each reduction once.
-    if (!queued.empty())
+    // (The refused call's WARN said so already, and stays ncclGetLastError's answer.)
+    const ncclResult_t failed = refused != ncclSuccess ? refused : nccl;
+    if (!queued.empty() && refused == ncclSuccess)
       TC_WARN("ncclGroupEnd failed (%s): its %zu topocoll collective(s) are dropped, as NCCL drops its own",
-              pncclGetErrorString(nccl), queued.size());
-    return nccl;
+              pncclGetErrorString(failed), queued.size());
+    return failed;
   }
   // NCCL ran the rest of the group as if posted on every one of its streams; topocoll's part
   // is joined to them the same way, per communicator: its calls start after the work on any
@@ -463,7 +489,8 @@ ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
   g.inits.clear();
   g.children.clear();
   g.streams = {};
-  return nccl;
+  const ncclResult_t refused = std::exchange(g.failed, ncclSuccess);
+  return refused != ncclSuccess ? refused : nccl;
 }
 
 }  // namespace topocoll::plugin::interposer

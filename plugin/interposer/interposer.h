@@ -40,6 +40,12 @@ ncclResult_t forward_collective(const CollectiveCall& call, ncclComm_t comm);
 // a group) or runs the schedule on the user's stream.
 ncclResult_t serve_collective(const CollectiveCall& call);
 
+// A served call that topocoll itself failed (`r`) inside the user's group fails the whole
+// group, as NCCL fails a group one of whose calls failed (group.h ncclGroupErrCheck): NCCL's
+// part launches nothing and the outermost ncclGroupEnd returns `r`. Returns `r`; outside a
+// group it only returns it.
+ncclResult_t fail_users_group(ncclResult_t r, const char* call_name);
+
 ncclResult_t group_start();
 // The outermost end: NCCL's group, the inits made in it, then the queued calls, each
 // communicator's streams in the group joined around its calls (group_streams.h).

@@ -75,6 +75,19 @@ ncclResult_t guarded(const char* what, Fn&& fn) noexcept {
   return ncclInternalError;
 }
 
+// A served collective's call: guarded, and a failure topocoll threw, which never reached
+// NCCL, fails the user's group as NCCL would fail it (fail_users_group).
+template <class Fn>
+ncclResult_t guarded_collective(const char* what, Fn&& fn) noexcept {
+  bool returned = false;
+  const ncclResult_t r = guarded(what, [&] {
+    const ncclResult_t result = fn();
+    returned = true;
+    return result;
+  });
+  return returned ? r : ti::fail_users_group(r, what);
+}
+
 // After a successful create: topocoll's per-communicator init. Returns NCCL's result `r`, or
 // ncclSystemError when topocoll's init ran out of host memory: its peers may be waiting in
 // topocoll's init collectives for this rank, which cannot know how far it got, so the user's
@@ -146,7 +159,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
   begin_call();
   if (!ti::served_state(comm))
     return finish_call(pncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
-  return finish_call(guarded("ncclAllReduce", [&] {
+  return finish_call(guarded_collective("ncclAllReduce", [&] {
     return ti::serve_collective({Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream});
   }));
 }
@@ -158,7 +171,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
   begin_call();
   if (!ti::served_state(comm))
     return finish_call(pncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
-  return finish_call(guarded("ncclReduceScatter", [&] {
+  return finish_call(guarded_collective("ncclReduceScatter", [&] {
     return ti::serve_collective({Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream});
   }));
 }
@@ -169,7 +182,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
   begin_call();
   if (!ti::served_state(comm))
     return finish_call(pncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
-  return finish_call(guarded("ncclAllGather", [&] {
+  return finish_call(guarded_collective("ncclAllGather", [&] {
     return ti::serve_collective({Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, stream});
   }));
 }
@@ -180,7 +193,7 @@ TOPOCOLL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, 
   begin_call();
   if (!ti::served_state(comm))
     return finish_call(pncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream));
-  return finish_call(guarded("ncclAlltoAll", [&] {
+  return finish_call(guarded_collective("ncclAlltoAll", [&] {
     return ti::serve_collective({Collective::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, comm, stream});
   }));
 }

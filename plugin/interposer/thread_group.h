@@ -1,6 +1,7 @@
 // What one thread has open inside a user's ncclGroupStart/End: the nesting depth, the
 // communicators created in the group (their topocoll init runs after the outermost end),
-// the served collectives queued until then and the streams of the group's collectives. Each entry of a collective holds its
+// the served collectives queued until then, the streams of the group's collectives and the
+// failure of a served call that fails the group. Each entry of a collective holds its
 // communicator's state by shared_ptr: a destroy or abort from another thread while the call
 // is queued or running cannot free what the call still uses.
 #pragma once
@@ -47,6 +48,9 @@ struct ThreadGroup {
   std::vector<PendingCollective> collectives;
   // The streams of the group's collectives: what group_end joins (group_streams.h).
   GroupStreamsSeen streams;
+  // The last failure of a served call of the group that topocoll, not NCCL, returned: what
+  // the outermost end returns (fail_users_group).
+  ncclResult_t failed = ncclSuccess;
 };
 
 inline ThreadGroup& thread_group() {

@@ -51,6 +51,14 @@ ncclResult_t guarded(Body&& body) {
   }
 }
 
+// An operation NCCL enqueues into the thread's group (collectives, point-to-point, a split or
+// shrink): one that fails inside a group fails the whole group at its end, as NCCL's
+// ncclGroupErrCheck does (group.h), and the group then launches none of its operations.
+template <class Body>
+ncclResult_t enqueued(Body&& body) {
+  return emu::group_error_check(guarded(std::forward<Body>(body)));
+}
+
 void check_comm(const ncclComm* comm, const char* call) {
   if (!comm) invalid(std::string(call) + ": comm is NULL");
 }
@@ -313,7 +321,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const
 
 NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                             ncclConfig_t* config) {
-  return guarded([&] {
+  return enqueued([&] {
     check_comm(comm, "ncclCommSplit");
     check_config(config, "ncclCommSplit");
     if (!newcomm) invalid("ncclCommSplit: newcomm is NULL");
@@ -370,7 +378,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
 NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList,
                                              int excludeRanksCount, ncclComm_t* newcomm,
                                              ncclConfig_t* config, int shrinkFlags) {
-  return guarded([&] {
+  return enqueued([&] {
     check_comm(comm, "ncclCommShrink");
     check_config(config, "ncclCommShrink");
     if (!newcomm) invalid("ncclCommShrink: newcomm is NULL");
@@ -519,8 +527,11 @@ NCCL_EMU_EXPORT ncclResult_t pncclGroupStart() { return emu::group_start(); }
 NCCL_EMU_EXPORT ncclResult_t pncclGroupEnd() { return guarded([] { return emu::group_end(); }); }
 
 // Like NCCL: the group's operations are not run; there is no cost model to estimate with.
+// Without a simInfo NCCL launches the group as ncclGroupEnd does (group.cc
+// ncclGroupEndInternal simulates only for a given simInfo).
 NCCL_EMU_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  if (simInfo) simInfo->estimatedTime = 0.0f;
+  if (!simInfo) return pncclGroupEnd();
+  simInfo->estimatedTime = 0.0f;
   return emu::group_discard();
 }
 
@@ -529,7 +540,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, ncclRedOp_t op,
                                             ncclComm_t comm, cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclAllReduce";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -546,7 +557,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
                                                 size_t recvcount, ncclDataType_t datatype,
                                                 ncclRedOp_t op, ncclComm_t comm,
                                                 cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclReduceScatter";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -563,7 +574,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
 NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                             ncclDataType_t datatype, ncclComm_t comm,
                                             cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclAllGather";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -577,7 +588,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
 NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclComm_t comm,
                                            cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclAlltoAll";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -591,7 +602,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
 NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, int root, ncclComm_t comm,
                                             cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclBroadcast";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -611,7 +622,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t
 NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                                          ncclDataType_t datatype, ncclRedOp_t op, int root,
                                          ncclComm_t comm, cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclReduce";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -627,7 +638,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
 
 NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
                                        int peer, ncclComm_t comm, cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclSend";
     check_comm(comm, call);
     ensure_ready(comm, call);
@@ -640,7 +651,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclD
 
 NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
                                        int peer, ncclComm_t comm, cudaStream_t stream) {
-  return guarded([&] {
+  return enqueued([&] {
     const char* call = "ncclRecv";
     check_comm(comm, call);
     ensure_ready(comm, call);

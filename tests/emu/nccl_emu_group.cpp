@@ -21,6 +21,7 @@ struct QueuedOp {
 struct ThreadGroup {
   int depth = 0;
   std::vector<QueuedOp> queue;
+  ncclResult_t error = ncclSuccess;  // NCCL's ncclGroupError
 };
 thread_local ThreadGroup group;
 
@@ -109,18 +110,27 @@ ncclResult_t group_start() {
   return ncclSuccess;
 }
 
+ncclResult_t group_error_check(ncclResult_t r) {
+  if (group.depth > 0 && r != ncclSuccess && r != ncclInProgress) group.error = r;
+  return r;
+}
+
 ncclResult_t group_end() {
   if (group.depth == 0)
     return report(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   if (--group.depth > 0) return ncclSuccess;
-  return launch(std::exchange(group.queue, {}));
+  std::vector<QueuedOp> ops = std::exchange(group.queue, {});
+  // A failed group launches nothing (group.cc ncclGroupEndInternal -> groupCleanup).
+  if (const ncclResult_t failed = std::exchange(group.error, ncclSuccess); failed != ncclSuccess) return failed;
+  return launch(std::move(ops));
 }
 
 ncclResult_t group_discard() {
   if (group.depth == 0)
     return report(ncclInvalidUsage, "ncclGroupSimulateEnd without ncclGroupStart");
-  if (--group.depth == 0) group.queue.clear();
-  return ncclSuccess;
+  if (--group.depth > 0) return ncclSuccess;
+  group.queue.clear();
+  return std::exchange(group.error, ncclSuccess);
 }
 
 }  // namespace topocoll::emu

@@ -368,6 +368,36 @@ TEST(NcclEmu, InvalidArgumentsAreRefused) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+// NCCL fails a group one of whose operations failed when enqueued (group.h
+// ncclGroupErrCheck): its outermost end returns that error and launches none of the group's
+// operations; the thread's next group starts clean.
+TEST(NcclEmu, AGroupWithAFailedOperationLaunchesNothing) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  float in[2] = {1, 2}, out[2] = {-1, -1}, x = 0;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclFloat32, ncclSum, comms[r], 0), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, nullptr, 0), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);  // an inner end launches nothing and fails nothing
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_EQ(out[0], -1.0f);
+  EXPECT_EQ(out[1], -1.0f);
+  // A simulated group reports it too; the error is gone after either end.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclSend(&x, 1, ncclFloat32, 2, comms[0], 0), ncclInvalidArgument);
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclInvalidArgument);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(&in[r], &out[r], 1, ncclFloat32, ncclSum, comms[r], 0), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(out[1], 3.0f);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
 // One element of `type` holding a small positive integer v (1..5), encoded by hand for the
 // types C++ has no arithmetic for.
 void store_small(ncclDataType_t type, std::byte* at, int v) {

@@ -1482,6 +1482,66 @@ TEST_F(ServedForwarding, AFailedGroupEndRunsNoneOfTheQueuedCalls) {
   EXPECT_EQ(user_allreduces().size(), 1u);
 }
 
+// NCCL fails a group one of whose calls failed when enqueued: its end returns the call's
+// error and launches none of the group. A served call topocoll refuses itself (a
+// communicator out of step) fails NCCL's part of the group the one way NCCL allows (a
+// collective on a null communicator, after a WARN that says so), and topocoll's part is
+// dropped; the group's end returns the refused call's error, ncclGetLastError still says
+// why, and the thread's next group runs.
+TEST_F(ServedForwarding, AServedCallRefusedInsideAGroupFailsTheWholeGroup) {
+  CommState* st = served_state(comm_).get();
+  ASSERT_NE(st, nullptr);
+  route_allreduce_to_topo_ring(comm_);
+  const ncclComm_t unserved = fake_comm(0x7000);
+  alignas(16) char in[64] = {}, out[64] = {};
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllGather(in, out, 1, ncclFloat32, unserved, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);  // queued
+  st->out_of_step = ncclSystemError;
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);  // inner
+  EXPECT_EQ(ncclGroupEnd(), ncclSystemError);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  st->out_of_step = ncclSuccess;
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  EXPECT_NE(err.find("allreduce failed inside a group: the group fails at its ncclGroupEnd"), std::string::npos)
+      << err;
+  // NCCL's group was failed once, with a call NCCL refuses before it touches anything.
+  std::vector<Call> refused;
+  for (const Call& c : calls_named("pncclAllReduce"))
+    if (!c.comm) refused.push_back(c);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].count, 0u);
+  EXPECT_TRUE(user_allreduces().size() == 1u && !user_allreduces()[0].comm)
+      << "the queued allreduce ran after the group failed";
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("is out of step with its peers"), std::string::npos)
+      << ncclGetLastError(nullptr);
+  // The next group starts clean.
+  stub_nccl::reset();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(user_allreduces().size(), 1u);
+  // A simulated group reports it as well.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  st->out_of_step = ncclSystemError;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclSystemError);
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stub_nccl::group_depth(), 0);
+  // A refusal outside a group touches no group of NCCL's.
+  stub_nccl::reset();
+  st->out_of_step = ncclSystemError;
+  EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSystemError);
+  st->out_of_step = ncclSuccess;
+  EXPECT_TRUE(calls_named("pncclAllReduce").empty());
+}
+
 TEST_F(ServedForwarding, UnsupportedCallsFallBackToNccl) {
   ASSERT_NE(served_state(comm_), nullptr);
   alignas(16) char buf[4096];

@@ -11,6 +11,7 @@
 #include <map>
 #include <new>
 #include <mutex>
+#include <utility>
 
 namespace stub_nccl {
 namespace {
@@ -29,6 +30,9 @@ std::vector<Call> g_calls;
 std::atomic<bool> g_recording{true};
 std::atomic<long long> g_count{0};
 thread_local int g_depth = 0;
+// NCCL's ncclGroupError: an operation that failed when enqueued inside a group fails the
+// group's outermost end (group.h ncclGroupErrCheck).
+thread_local ncclResult_t g_group_error = ncclSuccess;
 // Splits made inside a group: as NCCL 2.28 (init.cc: "*newcomm should be NCCL_COMM_NULL
 // until comm split fully complete"), the handle is written at the outermost group end.
 // A fixed array: the stub allocates nothing in the calls the out-of-memory sweeps fail.
@@ -148,6 +152,7 @@ void reset() {
   std::lock_guard lock(g_mutex);
   g_calls.clear();
   g_count = 0;
+  g_group_error = ncclSuccess;
   g_failing = false;
   g_fail_fn.clear();
   g_capture = false;
@@ -241,6 +246,17 @@ void set_comm_shape(int nranks, int rank, int device) {
 using stub_nccl::Call;
 using stub_nccl::record;
 
+namespace {
+// A collective or point-to-point call: NCCL refuses a null communicator before anything
+// else (enqueue.cc ncclEnqueueCheck -> CommCheck), and a refusal inside a group is the group's.
+ncclResult_t enqueue(const stub_nccl::CallArgs& a) {
+  ncclResult_t r = record(a);
+  if (!a.comm) r = ncclInvalidArgument;
+  if (stub_nccl::g_depth > 0 && r != ncclSuccess && r != ncclInProgress) stub_nccl::g_group_error = r;
+  return r;
+}
+}  // namespace
+
 #define STUB_EXPORT extern "C" __attribute__((visibility("default")))
 
 STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t,
@@ -255,11 +271,11 @@ STUB_EXPORT ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, ncclDa
       std::memcpy(r, &min, sizeof min);
     }
   }
-  return record({"pncclAllReduce", s, r, n, int(t), int(op), -1, -1, c, st});
+  return enqueue({"pncclAllReduce", s, r, n, int(t), int(op), -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclReduceScatter(const void* s, void* r, size_t n, ncclDataType_t t,
                                             ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
-  return record({"pncclReduceScatter", s, r, n, int(t), int(op), -1, -1, c, st});
+  return enqueue({"pncclReduceScatter", s, r, n, int(t), int(op), -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDataType_t t,
                                         ncclComm_t c, cudaStream_t st) {
@@ -278,19 +294,19 @@ STUB_EXPORT ncclResult_t pncclAllGather(const void* s, void* r, size_t n, ncclDa
     const auto& all = stub_nccl::g_allgather_result;
     if (!all.empty()) std::memcpy(r, all.data(), all.size());
   }
-  return record({"pncclAllGather", s, r, n, int(t), -1, -1, -1, c, st});
+  return enqueue({"pncclAllGather", s, r, n, int(t), -1, -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclAlltoAll(const void* s, void* r, size_t n, ncclDataType_t t,
                                        ncclComm_t c, cudaStream_t st) {
-  return record({"pncclAlltoAll", s, r, n, int(t), -1, -1, -1, c, st});
+  return enqueue({"pncclAlltoAll", s, r, n, int(t), -1, -1, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclSend(const void* s, size_t n, ncclDataType_t t, int peer,
                                    ncclComm_t c, cudaStream_t st) {
-  return record({"pncclSend", s, nullptr, n, int(t), -1, peer, -1, c, st});
+  return enqueue({"pncclSend", s, nullptr, n, int(t), -1, peer, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclRecv(void* r, size_t n, ncclDataType_t t, int peer, ncclComm_t c,
                                    cudaStream_t st) {
-  return record({"pncclRecv", nullptr, r, n, int(t), -1, peer, -1, c, st});
+  return enqueue({"pncclRecv", nullptr, r, n, int(t), -1, peer, -1, c, st});
 }
 STUB_EXPORT ncclResult_t pncclGroupStart() {
   // A start that fails opens no group (NCCL's own never fails: group.h).
@@ -315,14 +331,18 @@ void end_group(ncclResult_t r) {
 STUB_EXPORT ncclResult_t pncclGroupEnd() {
   if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
   --stub_nccl::g_depth;
-  const ncclResult_t r = record({"pncclGroupEnd"});
+  ncclResult_t r = record({"pncclGroupEnd"});
+  if (stub_nccl::g_depth == 0 && stub_nccl::g_group_error != ncclSuccess)
+    r = std::exchange(stub_nccl::g_group_error, ncclSuccess);
   stub_nccl::end_group(r);
   return r;
 }
 STUB_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t*) {
   if (stub_nccl::g_depth == 0) return ncclInvalidUsage;
   --stub_nccl::g_depth;
-  const ncclResult_t r = record({"pncclGroupSimulateEnd"});
+  ncclResult_t r = record({"pncclGroupSimulateEnd"});
+  if (stub_nccl::g_depth == 0 && stub_nccl::g_group_error != ncclSuccess)
+    r = std::exchange(stub_nccl::g_group_error, ncclSuccess);
   stub_nccl::end_group(r);
   return r;
 }
