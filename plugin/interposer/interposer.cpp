@@ -402,6 +402,20 @@ ncclResult_t group_start() {
 ncclResult_t group_end() {
   ThreadGroup& g = thread_group();
   if (!g.depth.leave()) return pncclGroupEnd();  // no open group: NCCL reports the misuse
+  // A call moved to the topology-ordered split is launched by NCCL's end of the group on the
+  // split, joined to the split's streams alone: before that launch, its communicator's
+  // streams in the group are joined, so it starts after the work queued before the group on
+  // any of them, as NCCL would start it on the user's communicator.
+  ncclResult_t moved_joined = ncclSuccess;
+  if (!g.depth.inside() && !g.streams.moved.empty()) {
+    try {
+      moved_joined = join_streams_of(g.streams, g.streams.moved, "before");
+    } catch (const std::bad_alloc&) {
+      TC_WARN("ncclGroupEnd: out of host memory while joining the group's streams: its calls on the "
+              "topology-ordered split may start before work queued on their communicator's other streams");
+      moved_joined = ncclSystemError;
+    }
+  }
   const ncclResult_t nccl = pncclGroupEnd();
   if (g.depth.inside()) return nccl;
   // A served call topocoll failed in the group failed NCCL's part too (fail_users_group):
@@ -463,7 +477,8 @@ ncclResult_t group_end() {
   }
   if (nccl != ncclSuccess) return nccl;
   if (init_out_of_memory) return ncclSystemError;
-  return ours != ncclSuccess ? ours : joined;
+  if (ours != ncclSuccess) return ours;
+  return moved_joined != ncclSuccess ? moved_joined : joined;
 }
 
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) {

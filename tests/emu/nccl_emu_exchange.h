@@ -23,6 +23,7 @@ class Exchange {
   Exchange& operator=(const Exchange&) = delete;
 
   const std::string& what() const { return what_; }
+  const ncclComm* comm() const { return comm_; }
 
   // `data` is read when the op posts (at each replay under graph capture), not now.
   void send(int peer, const void* data, std::size_t bytes) { sends_.push_back({peer, data, bytes}); }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -71,6 +72,14 @@ ncclResult_t launch(std::vector<QueuedOp> ops) {
     return ncclSuccess;
   }
 
+  // The streams of each communicator with several, for the launch below.
+  std::map<const ncclComm*, std::set<cudaStream_t>> per_comm;
+  for (const QueuedOp& q : ops)
+    if (q.stream) per_comm[q.op->comm()].insert(*q.stream);
+  std::vector<std::vector<cudaStream_t>> joined;
+  for (const auto& [comm, its] : per_comm)
+    if (its.size() > 1) joined.emplace_back(its.begin(), its.end());
+
   auto result = std::make_shared<ncclResult_t>(ncclSuccess);
   auto work = [ops = std::move(ops), result] {
     try {
@@ -83,11 +92,12 @@ ncclResult_t launch(std::vector<QueuedOp> ops) {
   if (streams.size() == 1 && !streamless) {
     enqueue(*streams.begin(), std::move(work));
   } else {
-    // One launch joined to all the group's streams, as NCCL does: before and after.
-    const std::vector<cudaStream_t> joined(streams.begin(), streams.end());
-    join_streams(joined.data(), joined.size());
+    // Each communicator's launch joined to the streams of its operations in the group, as
+    // NCCL does, before and after; never one communicator's streams to another's (2.28
+    // enqueue.cc ncclLaunchPrepare joins the comm's planner->streams).
+    for (const auto& its : joined) join_streams(its.data(), its.size());
     work();
-    join_streams(joined.data(), joined.size());
+    for (const auto& its : joined) join_streams(its.data(), its.size());
   }
   return *result;
 }

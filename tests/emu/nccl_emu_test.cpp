@@ -527,3 +527,54 @@ TEST(NcclEmuDeathTest, FailureDuringGraphReplayEndsTheProcess) {
 }
 
 }  // namespace
+
+// NCCL joins the streams of a group per communicator (2.28 enqueue.cc ncclLaunchPrepare:
+// the communicator's planner->streams): a communicator's operation on stream b starts after
+// the work queued before the group on stream a only when the same communicator has an
+// operation on a in the group. Another communicator's operation on a orders nothing.
+class NcclEmuStreams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(ncclCommInitAll(comms_, 2, nullptr), ncclSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&a_, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&b_, cudaStreamNonBlocking), cudaSuccess);
+    for (float*& p : buffers_) ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), 4 * sizeof(float)), cudaSuccess);
+  }
+  void TearDown() override {
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (float* p : buffers_) cudaFree(p);
+    cudaStreamDestroy(b_);
+    cudaStreamDestroy(a_);
+    for (ncclComm_t c : comms_) ncclCommDestroy(c);
+  }
+  // Rank r's allreduce of 4 floats in place on buffer `k`, on `stream`.
+  ncclResult_t reduce(int r, int k, cudaStream_t stream) {
+    return ncclAllReduce(buffers_[k], buffers_[k], 4, ncclFloat32, ncclSum, comms_[r], stream);
+  }
+  ncclComm_t comms_[2] = {};
+  cudaStream_t a_ = nullptr, b_ = nullptr;
+  float* buffers_[4] = {};
+};
+
+TEST_F(NcclEmuStreams, OneCommunicatorsStreamsAreJoined) {
+  ASSERT_EQ(cudaMemsetAsync(buffers_[1], 0, 4 * sizeof(float), a_), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(buffers_[3], 0, 4 * sizeof(float), a_), cudaSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(reduce(r, 2 * r, a_), ncclSuccess);
+    ASSERT_EQ(reduce(r, 2 * r + 1, b_), ncclSuccess);  // reads what stream a wrote before
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+}
+
+TEST_F(NcclEmuStreams, AnotherCommunicatorsStreamIsNotJoined) {
+  EXPECT_DEATH(
+      {
+        cudaMemsetAsync(buffers_[1], 0, 4 * sizeof(float), a_);
+        ncclGroupStart();
+        reduce(0, 0, a_);
+        reduce(1, 1, b_);  // rank 1's communicator has nothing on a
+        ncclGroupEnd();
+      },
+      "stream-ordering race(.|\n)*cudaMemsetAsync");
+}

@@ -541,6 +541,30 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
     on[0].verify("multi-stream group joined", cases[0], first);
     on[1].verify("multi-stream group joined", cases[1], second);
   }
+  // ... and every call of the group starts after the work queued before it on any of the
+  // group's streams: the first call's input is written on the second call's stream, held
+  // back 50 ms, just before the group. Whichever way topocoll routes each call (run by NCCL
+  // on the communicator, queued, moved to the topology-ordered split), the first reads its
+  // input whole.
+  {
+    Buffers first = on[0].prepare(cases[0], 31), second = on[1].prepare(cases[1], 32);
+    void* staged = nullptr;
+    CUDA_OK(cudaMalloc(&staged, first.input.size()));
+    CUDA_OK(cudaMemcpy(staged, first.input.data(), first.input.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(first.send, 0xA5, first.input.size()));
+    CUDA_OK(cudaDeviceSynchronize());  // the legacy stream's work, as in prepare()
+    CUDA_OK(cudaLaunchHostFunc(streams[1], [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+                               nullptr));
+    CUDA_OK(cudaMemcpyAsync(first.send, staged, first.input.size(), cudaMemcpyDeviceToDevice, streams[1]));
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(on[0].issue(cases[0], first, comm));
+    NCCL_OK(on[1].issue(cases[1], second, comm));
+    NCCL_OK(ncclGroupEnd());
+    for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaFree(staged));
+    on[0].verify("multi-stream group, input written before it on another stream", cases[0], first);
+    on[1].verify("multi-stream group, input written before it on another stream", cases[1], second);
+  }
   for (const Checker& c : on) merge(ck, c);
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
 }
