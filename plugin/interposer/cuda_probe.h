@@ -21,6 +21,21 @@ inline bool stream_capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// What NCCL compares to tell whether a group's streams are captured by the same graph
+// (2.28 strongstream.cc ncclCudaGetCapturingGraph, the capture's id): the id of the capture
+// `stream` takes part in, unique in the process, or kNotCapturing (a failed query too, as in
+// stream_capturing).
+inline constexpr unsigned long long kNotCapturing = ~0ull;
+inline unsigned long long stream_capture_id(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess) {
+    cudaGetLastError();
+    return kNotCapturing;
+  }
+  return status == cudaStreamCaptureStatusActive ? id : kNotCapturing;
+}
+
 // A call whose failure topocoll handles itself: its error is cleared from the last error.
 inline cudaError_t quietly(cudaError_t e) {
   if (e != cudaSuccess) cudaGetLastError();

@@ -52,6 +52,11 @@ cudaError_t join_one(const std::vector<GroupStream>& streams, CurrentDeviceGuard
 
 }  // namespace
 
+bool captured_alike(const GroupStreamsSeen& seen, const GroupStream& s) {
+  return std::all_of(seen.streams.begin(), seen.streams.end(),
+                     [&](const GroupStream& t) { return t.comm != s.comm || t.capture == s.capture; });
+}
+
 void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept {
   try {
     if (std::find(seen.streams.begin(), seen.streams.end(), s) == seen.streams.end()) seen.streams.push_back(s);

@@ -27,6 +27,7 @@ struct GroupStream {
   ncclComm_t comm = nullptr;  // the user's communicator, also for a call moved to its split
   cudaStream_t stream = nullptr;
   int device = -1;  // -1: the thread's current device
+  unsigned long long capture = ~0ull;  // the capture's id (cuda_probe.h stream_capture_id)
   bool operator==(const GroupStream&) const = default;
 };
 
@@ -36,6 +37,11 @@ struct GroupStreamsSeen {
   std::vector<ncclComm_t> moved;     // communicators with a call moved to their split
   bool lost = false;                 // out of host memory while noting: incomplete
 };
+
+// Whether `s` is captured as the streams of its communicator's earlier calls in the group
+// are: all uncaptured or all in one capture, as NCCL requires of one communicator's streams
+// in a group (2.28 enqueue.cc ncclPlannerSetCapturingGraph; ncclInvalidUsage otherwise).
+bool captured_alike(const GroupStreamsSeen& seen, const GroupStream& s);
 
 // Notes a call of the group (never throws: out of host memory, `lost` is set).
 void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept;

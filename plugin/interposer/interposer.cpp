@@ -282,9 +282,20 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   // Held for the whole call (and while queued in a group): see served_state.
   std::shared_ptr<CommState> st = served_state(call.comm);
   if (!st) return forward_collective(call, call.comm);
-  // Its stream, for the group's end to join with the others of the communicator's calls.
-  if (ThreadGroup& g = thread_group(); g.depth.inside())
-    note_group_call(g.streams, {call.comm, call.stream, st->device}, false);
+  // Its stream, for the group's end to join with the others of the communicator's calls;
+  // refused, as NCCL refuses it, when it is captured otherwise than they are (topocoll takes
+  // calls out of NCCL's group, where NCCL would not see them together).
+  GroupStream group_stream;
+  if (ThreadGroup& g = thread_group(); g.depth.inside()) {
+    group_stream = {call.comm, call.stream, st->device, stream_capture_id(call.stream)};
+    if (!captured_alike(g.streams, group_stream)) {
+      TC_WARN("Streams given to a communicator within a NCCL group must either be all uncaptured or all captured "
+              "by the same graph (communicator %p, %s on stream %p)",
+              static_cast<void*>(call.comm), collective_name(call.collective), static_cast<void*>(call.stream));
+      return fail_users_group(ncclInvalidUsage, collective_name(call.collective));
+    }
+    note_group_call(g.streams, group_stream, false);
+  }
   const bool reduces = call.collective == Collective::AllReduce ||
                        call.collective == Collective::ReduceScatter;
   // Out of step with its peers (a vote's outcome this rank cannot know): nothing more runs
@@ -330,8 +341,7 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
         if (const ncclComm_t ring = st->ring_comm.load();
             ring && (call.collective == Collective::AllReduce || !st->ring_permutes)) {
           // Another communicator than the group's others: NCCL joins streams per communicator.
-          if (ThreadGroup& g = thread_group(); g.depth.inside())
-            note_group_call(g.streams, {call.comm, call.stream, st->device}, true);
+          if (ThreadGroup& g = thread_group(); g.depth.inside()) note_group_call(g.streams, group_stream, true);
           return forward_collective(call, ring);
         }
         break;

@@ -58,6 +58,7 @@ struct CUgraph_st {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   std::thread::id owner;
   bool invalidated = false;
+  unsigned long long id = 0;  // cudaStreamGetCaptureInfo's, unique in the process
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> work;
@@ -118,11 +119,17 @@ bool unsafe_call_prohibited() {
 // The stream whose work is running on this thread now (inside enqueue), or null.
 thread_local CUstream_st* running_on = nullptr;
 
-// The legacy and per-thread default streams are the same stream here: each thread's own.
+// The special handles. The legacy default stream (0, cudaStreamLegacy) is one per device
+// for the process in CUDA; here each thread has its own, which orders less than CUDA does,
+// so the race detector can only report more, never hide one. cudaStreamPerThread is a
+// blocking stream of each thread's own (ordered with the legacy stream only, not with other
+// blocking streams nor with another thread's): one handle, a different stream per thread.
 CUstream_st* resolve(cudaStream_t stream) {
-  thread_local CUstream_st default_stream(/*legacy_default=*/true);
+  thread_local CUstream_st legacy_stream(/*legacy_default=*/true);
+  thread_local CUstream_st per_thread_stream(/*legacy_default=*/false, /*blocking_stream=*/true);
+  if (stream == cudaStreamPerThread) return &per_thread_stream;
   const auto handle = reinterpret_cast<std::uintptr_t>(stream);
-  if (handle <= 2) return &default_stream;
+  if (handle <= 2) return &legacy_stream;
   return stream;
 }
 
@@ -743,7 +750,9 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   CUstream_st* s = resolve(stream);
   if (s->capture) return fail_with(cudaErrorIllegalState);
+  static std::atomic<unsigned long long> next_capture_id{1};
   s->capture = new CUgraph_st;
+  s->capture->id = next_capture_id++;
   s->capture->mode = mode;
   s->capture->owner = std::this_thread::get_id();
   {
@@ -783,6 +792,20 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
   if (s->legacy && !s->capture && topocoll::emu::global_captures.load() > 0)
     return fail_with(cudaErrorStreamCaptureImplicit);
   *status = s->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+// The capture's id (one capture per stream here: each capturing stream is its own graph);
+// the dependency outputs are not emulated.
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                     unsigned long long* id, cudaGraph_t* graph,
+                                     const cudaGraphNode_t** dependencies, const cudaGraphEdgeData** edge_data,
+                                     size_t* num_dependencies) {
+  if (dependencies || edge_data || num_dependencies) return fail_with(cudaErrorNotSupported);
+  if (const cudaError_t e = cudaStreamIsCapturing(stream, status); e != cudaSuccess) return e;
+  CUstream_st* s = resolve(stream);
+  if (id && s->capture) *id = s->capture->id;
+  if (graph) *graph = s->capture;
   return cudaSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "plugin/interposer/cuda_probe.h"
 #include "plugin/interposer/device_scratch.h"
@@ -82,6 +83,17 @@ TEST(DeviceScratchEmu, AFailedStreamWaitIsWaitedOutOnTheHost) {
   use(scratch, 1000, b.s);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the failure was left for the application";
   EXPECT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+}
+
+// cudaStreamPerThread is one handle for a different stream in each thread: a communicator
+// used from two threads in turn (NCCL allows it, the calls serialised) on that handle is
+// used on two streams, and the second use must wait for the first (the race detector
+// aborts otherwise).
+TEST(DeviceScratchEmu, ThePerThreadStreamOfAnotherThreadIsWaitedFor) {
+  DeviceScratch scratch(0);
+  std::thread([&] { use(scratch, 1000, cudaStreamPerThread); }).join();
+  std::thread([&] { use(scratch, 1000, cudaStreamPerThread); }).join();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 TEST(DeviceScratchEmu, GrowthFreesTheOldEagerBuffer) {

@@ -14,9 +14,22 @@
 namespace topocoll::emu {
 namespace {
 
+constexpr unsigned long long kNotCapturing = ~0ull;
+
+// The capture `stream` takes part in (NCCL compares captures by id: strongstream.cc
+// ncclCudaGetCapturingGraph).
+unsigned long long capture_of(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess)
+    throw Failure(ncclUnhandledCudaError, "cudaStreamGetCaptureInfo failed");
+  return status == cudaStreamCaptureStatusActive ? id : kNotCapturing;
+}
+
 struct QueuedOp {
   std::shared_ptr<Exchange> op;
   std::optional<cudaStream_t> stream;
+  unsigned long long capture = kNotCapturing;  // of `stream` when the op was enqueued
 };
 
 struct ThreadGroup {
@@ -109,7 +122,15 @@ ncclResult_t submit(std::shared_ptr<Exchange> op, std::optional<cudaStream_t> st
     std::fprintf(stderr, "nccl_emu TRACE %s%s\n", op->what().c_str(),
                  group.depth > 0 ? " (grouped)" : "");
   if (group.depth > 0) {
-    group.queue.push_back({std::move(op), stream});
+    const unsigned long long capture = stream ? capture_of(*stream) : kNotCapturing;
+    // One communicator's streams in a group are all uncaptured or all in one capture
+    // (enqueue.cc ncclPlannerSetCapturingGraph): the op that mixes them is refused.
+    for (const QueuedOp& q : group.queue)
+      if (stream && q.stream && q.op->comm() == op->comm() && q.capture != capture)
+        return report(ncclInvalidUsage,
+                      "Streams given to a communicator within a NCCL group must either be all uncaptured or all "
+                      "captured by the same graph.");
+    group.queue.push_back({std::move(op), stream, capture});
     return ncclSuccess;
   }
   return launch({{std::move(op), stream}});

@@ -569,6 +569,43 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
 }
 
+// NCCL refuses a group whose calls on one communicator mix a captured stream with an
+// uncaptured one (enqueue.cc ncclPlannerSetCapturingGraph): the call that mixes them fails
+// with ncclInvalidUsage, the group's end fails with it and launches nothing, the user's
+// capture stays valid, and the communicator serves the next call. topocoll takes calls out
+// of NCCL's group, where NCCL would not see them together, so it checks this itself.
+void mixed_capture_group_case(const Args& a, ncclComm_t comm, Checker& ck) {
+  cudaStream_t captured = nullptr, eager = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&captured, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&eager, cudaStreamNonBlocking));
+  Checker on_captured{ck.rank, ck.nranks, comm, captured}, on_eager{ck.rank, ck.nranks, comm, eager};
+  const Case c{Coll::AllReduce, &kTypes[0], ncclSum, std::min<int64_t>(65536 + 13, a.max_count), false};
+  Buffers first = on_captured.prepare(c, 51), second = on_eager.prepare(c, 52);
+  CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeRelaxed));
+  NCCL_OK(ncclGroupStart());
+  const ncclResult_t in_capture = on_captured.issue(c, first, comm);
+  const ncclResult_t mixed = on_eager.issue(c, second, comm);
+  const ncclResult_t end = ncclGroupEnd();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
+  if (graph) CUDA_OK(cudaGraphDestroy(graph));
+  if (in_capture != ncclSuccess || mixed != ncclInvalidUsage || end != ncclInvalidUsage || ended != cudaSuccess) {
+    ++ck.failures;
+    std::printf("FAIL rank %d mixed-capture group: calls %s, %s, group end %s (want success, then invalid usage "
+                "twice), end of capture %s\n", ck.rank, ncclGetErrorString(in_capture), ncclGetErrorString(mixed),
+                ncclGetErrorString(end), cudaGetErrorString(ended));
+  } else {
+    ++ck.passed;
+  }
+  CUDA_OK(cudaFree(first.base));
+  NCCL_OK(on_eager.issue(c, second, comm));
+  CUDA_OK(cudaStreamSynchronize(eager));
+  on_eager.verify("after a refused mixed-capture group", c, second);
+  merge(ck, on_eager);
+  CUDA_OK(cudaStreamDestroy(eager));
+  CUDA_OK(cudaStreamDestroy(captured));
+}
+
 // Communicators made and ended the other ways NCCL offers, each checked like the first.
 void lifecycle_cases(const Args& a, ncclComm_t comm, cudaStream_t stream, Checker& ck) {
   const auto at_most = [&](int64_t c) { return std::min(c, a.max_count); };
@@ -781,6 +818,7 @@ int run_check(const Args& a) {
   }
 
   multi_stream_cases(a, comm, ck);
+  mixed_capture_group_case(a, comm, ck);
   lifecycle_cases(a, comm, stream, ck);
 
   CUDA_OK(cudaStreamDestroy(stream));
