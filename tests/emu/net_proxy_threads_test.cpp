@@ -229,7 +229,23 @@ TEST(EmulatedNetProxyThreads, AFailedShrinkLeavesNoMemberBehind) {
 // NCCL's proxy keeps the code the plugin returned (proxy.cc) and ncclCommGetAsyncError gives
 // it back: ncclRemoteError for a dead peer is what a framework acts on. The emulation used to
 // turn every plugin error into ncclSystemError.
-bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& id) {
+// Two ranks meet here: each tells the other it arrived, then waits to hear the same.
+struct TwoRankBarrier {
+  int to[2][2] = {{-1, -1}, {-1, -1}};  // to[r]: a pipe rank r reads
+  TwoRankBarrier() {
+    for (auto& p : to) EXPECT_EQ(::pipe(p), 0);
+  }
+  ~TwoRankBarrier() {
+    for (auto& p : to)
+      for (int fd : p) ::close(fd);
+  }
+  bool meet(int rank) const {
+    char c = 'x';
+    return ::write(to[1 - rank][1], &c, 1) == 1 && ::read(to[rank][0], &c, 1) == 1;
+  }
+};
+
+bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& id, const TwoRankBarrier& all_failed) {
   ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_TEST_RESULT", std::to_string(int(ncclRemoteError)).c_str(), 1);
@@ -244,11 +260,17 @@ bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& i
   ncclResult_t async = ncclSuccess;
   CHECK_OR_FAIL(ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclRemoteError,
                 "ncclCommGetAsyncError gave %s", ncclGetErrorString(async));
+  // Not gone before the peer's call failed on its own: its connection to a rank that
+  // exited would fail otherwise (ncclInternalError, a broken pipe).
+  CHECK_OR_FAIL(all_failed.meet(rank), "barrier");
   CHECK_OR_FAIL(ncclCommAbort(comm) == ncclSuccess, "abort");
   return true;
 }
 TEST(EmulatedNetProxyThreads, APluginsErrorReachesTheCallerWithItsCode) {
-  EXPECT_TRUE(run_ranks(2, plugin_error_code_reaches_the_caller));
+  const TwoRankBarrier all_failed;
+  EXPECT_TRUE(run_ranks(2, [&](int rank, int n, const ncclUniqueId& id) {
+    return plugin_error_code_reaches_the_caller(rank, n, id, all_failed);
+  }));
 }
 
 }  // namespace
