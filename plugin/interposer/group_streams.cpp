@@ -50,21 +50,37 @@ cudaError_t join_one(const std::vector<GroupStream>& streams, CurrentDeviceGuard
   return failed;
 }
 
+// The same stream of the same communicator (its capture as first seen).
+bool same_stream(const GroupStream& a, const GroupStream& b) {
+  return a.comm == b.comm && a.stream == b.stream && a.device == b.device;
+}
+
 }  // namespace
 
 bool captured_alike(const GroupStreamsSeen& seen, const GroupStream& s) {
+  // NCCL looks at a stream once, when the group first has it (planner->streams).
+  if (std::any_of(seen.streams.begin(), seen.streams.end(), [&](const GroupStream& t) { return same_stream(t, s); }))
+    return true;
   return std::all_of(seen.streams.begin(), seen.streams.end(),
                      [&](const GroupStream& t) { return t.comm != s.comm || t.capture == s.capture; });
 }
 
 void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept {
   try {
-    if (std::find(seen.streams.begin(), seen.streams.end(), s) == seen.streams.end()) seen.streams.push_back(s);
+    if (std::none_of(seen.streams.begin(), seen.streams.end(), [&](const GroupStream& t) { return same_stream(t, s); }))
+      seen.streams.push_back(s);
     if (moved_to_split && std::find(seen.moved.begin(), seen.moved.end(), s.comm) == seen.moved.end())
       seen.moved.push_back(s.comm);
   } catch (const std::bad_alloc&) {
     seen.lost = true;
   }
+}
+
+bool any_communicator_on_several_streams(const GroupStreamsSeen& seen) noexcept {
+  for (std::size_t i = 0; i < seen.streams.size(); ++i)
+    for (std::size_t j = i + 1; j < seen.streams.size(); ++j)
+      if (seen.streams[i].comm == seen.streams[j].comm) return true;
+  return false;
 }
 
 std::vector<std::vector<GroupStream>> streams_to_join(const GroupStreamsSeen& seen,

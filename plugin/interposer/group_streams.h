@@ -46,6 +46,9 @@ bool captured_alike(const GroupStreamsSeen& seen, const GroupStream& s);
 // Notes a call of the group (never throws: out of host memory, `lost` is set).
 void note_group_call(GroupStreamsSeen& seen, const GroupStream& s, bool moved_to_split) noexcept;
 
+// Whether a communicator has calls on several streams in the group (allocates nothing).
+bool any_communicator_on_several_streams(const GroupStreamsSeen& seen) noexcept;
+
 // The streams join_group_streams joins, a list per communicator of `comms` (each once) that
 // has more than one: the streams of that communicator's calls, never another's.
 std::vector<std::vector<GroupStream>> streams_to_join(const GroupStreamsSeen& seen,

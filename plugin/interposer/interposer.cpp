@@ -282,22 +282,15 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   // Held for the whole call (and while queued in a group): see served_state.
   std::shared_ptr<CommState> st = served_state(call.comm);
   if (!st) return forward_collective(call, call.comm);
-  // Its stream, for the group's end to join with the others of the communicator's calls;
-  // refused, as NCCL refuses it, when it is captured otherwise than they are (topocoll takes
-  // calls out of NCCL's group, where NCCL would not see them together).
-  GroupStream group_stream;
-  if (ThreadGroup& g = thread_group(); g.depth.inside()) {
-    group_stream = {call.comm, call.stream, st->device, stream_capture_id(call.stream)};
-    if (!captured_alike(g.streams, group_stream)) {
-      TC_WARN("Streams given to a communicator within a NCCL group must either be all uncaptured or all captured "
-              "by the same graph (communicator %p, %s on stream %p)",
-              static_cast<void*>(call.comm), collective_name(call.collective), static_cast<void*>(call.stream));
-      return fail_users_group(ncclInvalidUsage, collective_name(call.collective));
-    }
-    note_group_call(g.streams, group_stream, false);
-  }
   const bool reduces = call.collective == Collective::AllReduce ||
                        call.collective == Collective::ReduceScatter;
+  // Revoked (ncclCommRevoke, or a shrink with NCCL_SHRINK_ABORT): NCCL refuses the call
+  // before anything else (enqueue.cc ncclEnqueueCheck), and so the group; so does topocoll,
+  // whatever the route (a queued call would otherwise fail only after NCCL's part ran).
+  if (st->revoked.load()) {
+    TC_WARN("%s: communicator %p was revoked", collective_name(call.collective), static_cast<void*>(call.comm));
+    return fail_users_group(ncclInvalidUsage, collective_name(call.collective));
+  }
   // Out of step with its peers (a vote's outcome this rank cannot know): nothing more runs
   // here. NCCL refuses the communicator's operations too (its enqueue asks the exported
   // ncclCommGetAsyncError), but that is not left to chance.
@@ -309,6 +302,24 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
                   static_cast<void*>(st->comm), st->rank);
     set_last_warning_on_this_thread(why);
     return fail_users_group(e, collective_name(call.collective));
+  }
+  // Its stream, for the group's end to join with the others of the communicator's calls;
+  // refused, as NCCL refuses it, when it is captured otherwise than they are (topocoll takes
+  // calls out of NCCL's group, where NCCL would not see them together). Not for a call NCCL
+  // drops or refuses before it looks at the stream (enqueue.cc taskAppend: an empty
+  // collective, an fp8 reduction below sm_90, a one-rank communicator's launch), which
+  // topocoll sends to NCCL as it is.
+  GroupStream group_stream;
+  if (ThreadGroup& g = thread_group();
+      g.depth.inside() && call.count > 0 && st->nranks > 1 && !nccl_refuses(call, st->min_compute_capability)) {
+    group_stream = {call.comm, call.stream, st->device, stream_capture_id(call.stream)};
+    if (!captured_alike(g.streams, group_stream)) {
+      TC_WARN("Streams given to a communicator within a NCCL group must either be all uncaptured or all captured "
+              "by the same graph (communicator %p, %s on stream %p)",
+              static_cast<void*>(call.comm), collective_name(call.collective), static_cast<void*>(call.stream));
+      return fail_users_group(ncclInvalidUsage, collective_name(call.collective));
+    }
+    note_group_call(g.streams, group_stream, false);
   }
   if (!type_supported(call.datatype)) return forward_collective(call, call.comm);
   if (nccl_refuses(call, st->min_compute_capability)) return forward_collective(call, call.comm);
@@ -341,7 +352,8 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
         if (const ncclComm_t ring = st->ring_comm.load();
             ring && (call.collective == Collective::AllReduce || !st->ring_permutes)) {
           // Another communicator than the group's others: NCCL joins streams per communicator.
-          if (ThreadGroup& g = thread_group(); g.depth.inside()) note_group_call(g.streams, group_stream, true);
+          if (ThreadGroup& g = thread_group(); g.depth.inside() && group_stream.comm)
+            note_group_call(g.streams, group_stream, true);
           return forward_collective(call, ring);
         }
         break;
@@ -411,21 +423,28 @@ ncclResult_t group_start() {
 
 ncclResult_t group_end() {
   ThreadGroup& g = thread_group();
-  if (!g.depth.leave()) return pncclGroupEnd();  // no open group: NCCL reports the misuse
-  // A call moved to the topology-ordered split is launched by NCCL's end of the group on the
-  // split, joined to the split's streams alone: before that launch, its communicator's
-  // streams in the group are joined, so it starts after the work queued before the group on
-  // any of them, as NCCL would start it on the user's communicator.
-  ncclResult_t moved_joined = ncclSuccess;
-  if (!g.depth.inside() && !g.streams.moved.empty()) {
+  if (!g.depth.inside()) return pncclGroupEnd();  // no open group: NCCL reports the misuse
+  // NCCL's end of the group launches each communicator's calls joined to the streams NCCL
+  // saw them on: a call moved to the topology-ordered split to the split's streams alone, a
+  // call left to NCCL on the user's communicator to the streams of its NCCL calls, not those
+  // of the calls topocoll queued. Before that launch, the streams of each communicator with
+  // calls topocoll took out are joined, so every call starts after the work queued before
+  // the group on any of them, as NCCL would start them all. (Not for a group failing anyway.)
+  ncclResult_t taken_out_joined = ncclSuccess;
+  if (g.depth.depth() == 1 && g.failed == ncclSuccess && (!g.streams.moved.empty() || !g.collectives.empty()) &&
+      any_communicator_on_several_streams(g.streams)) {
     try {
-      moved_joined = join_streams_of(g.streams, g.streams.moved, "before");
+      std::vector<ncclComm_t> comms = g.streams.moved;
+      for (const PendingCollective& c : g.collectives) comms.push_back(c.call.comm);
+      taken_out_joined = join_streams_of(g.streams, comms, "before");
     } catch (const std::bad_alloc&) {
-      TC_WARN("ncclGroupEnd: out of host memory while joining the group's streams: its calls on the "
-              "topology-ordered split may start before work queued on their communicator's other streams");
-      moved_joined = ncclSystemError;
+      // Unjoined, NCCL's part could read what is not written yet: the group fails whole,
+      // and its communicators are out of step (their peers run the group).
+      for (const PendingCollective& c : g.collectives) out_of_host_memory(*c.state, c.call, "running a group's");
+      fail_users_group(ncclSystemError, "ncclGroupEnd (out of host memory joining the group's streams)");
     }
   }
+  g.depth.leave();
   const ncclResult_t nccl = pncclGroupEnd();
   if (g.depth.inside()) return nccl;
   // A served call topocoll failed in the group failed NCCL's part too (fail_users_group):
@@ -488,7 +507,7 @@ ncclResult_t group_end() {
   if (nccl != ncclSuccess) return nccl;
   if (init_out_of_memory) return ncclSystemError;
   if (ours != ncclSuccess) return ours;
-  return moved_joined != ncclSuccess ? moved_joined : joined;
+  return taken_out_joined != ncclSuccess ? taken_out_joined : joined;
 }
 
 ncclResult_t group_simulate_end(ncclSimInfo_t* info) {

@@ -796,12 +796,20 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
 }
 
 // The capture's id (one capture per stream here: each capturing stream is its own graph);
-// the dependency outputs are not emulated.
+// the dependency outputs are not emulated. CUDA 13 declares it with edge data; CUDA 12's
+// header names the 6-argument cudaStreamGetCaptureInfo_v2 through a macro.
+#if CUDART_VERSION >= 13000
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
                                      unsigned long long* id, cudaGraph_t* graph,
                                      const cudaGraphNode_t** dependencies, const cudaGraphEdgeData** edge_data,
                                      size_t* num_dependencies) {
-  if (dependencies || edge_data || num_dependencies) return fail_with(cudaErrorNotSupported);
+  if (edge_data) return fail_with(cudaErrorNotSupported);
+#else
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                     unsigned long long* id, cudaGraph_t* graph,
+                                     const cudaGraphNode_t** dependencies, size_t* num_dependencies) {
+#endif
+  if (dependencies || num_dependencies) return fail_with(cudaErrorNotSupported);
   if (const cudaError_t e = cudaStreamIsCapturing(stream, status); e != cudaSuccess) return e;
   CUstream_st* s = resolve(stream);
   if (id && s->capture) *id = s->capture->id;

@@ -549,6 +549,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, count, call);
+    if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
   });
 }
@@ -566,6 +567,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
     check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, recvcount, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, recvcount, call);
+    if (recvcount == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
                           stream);
   });
@@ -581,6 +583,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
     check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
+    if (sendcount == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_gather(comm, sendbuff, recvbuff, sendcount, datatype), stream);
   });
 }
@@ -595,6 +598,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
+    if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_to_all(comm, sendbuff, recvbuff, count, datatype), stream);
   });
 }
@@ -610,6 +614,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff
     check_rank(comm, root, "root", call);
     if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::broadcast(comm, sendbuff, recvbuff, count, datatype, root), stream);
   });
 }
@@ -632,6 +637,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
     if (comm->rank == root) check_buffer(recvbuff, count, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, count, call);
+    if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
   });
 }

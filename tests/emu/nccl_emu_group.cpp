@@ -1,5 +1,6 @@
 #include "tests/emu/nccl_emu_group.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -122,11 +123,16 @@ ncclResult_t submit(std::shared_ptr<Exchange> op, std::optional<cudaStream_t> st
     std::fprintf(stderr, "nccl_emu TRACE %s%s\n", op->what().c_str(),
                  group.depth > 0 ? " (grouped)" : "");
   if (group.depth > 0) {
-    const unsigned long long capture = stream ? capture_of(*stream) : kNotCapturing;
+    unsigned long long capture = stream ? capture_of(*stream) : kNotCapturing;
     // One communicator's streams in a group are all uncaptured or all in one capture
-    // (enqueue.cc ncclPlannerSetCapturingGraph): the op that mixes them is refused.
+    // (enqueue.cc ncclPlannerSetCapturingGraph, which looks at a stream when the group
+    // first has it): the op that mixes them is refused.
+    const auto same_stream = [&](const QueuedOp& q) { return q.stream == stream && q.op->comm() == op->comm(); };
+    const auto first = std::find_if(group.queue.begin(), group.queue.end(), same_stream);
+    const bool seen = first != group.queue.end();
+    if (seen) capture = first->capture;  // as NCCL saw it first
     for (const QueuedOp& q : group.queue)
-      if (stream && q.stream && q.op->comm() == op->comm() && q.capture != capture)
+      if (!seen && stream && q.stream && q.op->comm() == op->comm() && q.capture != capture)
         return report(ncclInvalidUsage,
                       "Streams given to a communicator within a NCCL group must either be all uncaptured or all "
                       "captured by the same graph.");

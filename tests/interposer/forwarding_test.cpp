@@ -770,12 +770,25 @@ TEST_F(ServedForwarding, ARevokeEndsACallWaitingInTheScratchVoteAndRunsNoLaterCa
       EXPECT_TRUE(call.forwarded()) << "the shrunk parent's call did not reach NCCL unchanged";
       EXPECT_EQ(served_state(comm), nullptr);
     } else {
+      // Refused at the call, as NCCL refuses it (enqueue.cc: "communicator was revoked") ...
       EXPECT_EQ(later_result, ncclInvalidUsage);
-      EXPECT_NE(later.find("revoked (ncclCommRevoke, or ncclCommShrink with NCCL_SHRINK_ABORT) before it ran; its "
-                           "allreduce of 4096 elements was not run"),
-                std::string::npos)
-          << later;
+      EXPECT_NE(later.find("allreduce: communicator " ), std::string::npos) << later;
+      EXPECT_NE(later.find(" was revoked"), std::string::npos) << later;
       EXPECT_TRUE(user_allreduces().empty()) << "a call was issued on the revoked communicator";
+      // ... also inside a group, which then fails whole: its other calls do not run either
+      // (queued, the call would have failed only after NCCL's part ran).
+      ::testing::internal::CaptureStderr();
+      alignas(16) char small[16] = {};
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      EXPECT_EQ(ncclAllGather(small, small, 1, ncclFloat32, fake_comm(0x7000), nullptr), ncclSuccess);
+      EXPECT_EQ(ncclAllReduce(call.in.data(), call.out.data(), count, ncclFloat32, ncclSum, comm, nullptr),
+                ncclInvalidUsage);
+      EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+      ::testing::internal::GetCapturedStderr();
+      EXPECT_EQ(stub_nccl::group_depth(), 0);
+      EXPECT_TRUE(user_allreduces().size() == 1u && !user_allreduces()[0].comm)
+          << "NCCL's part of the group was not failed";
+      stub_nccl::set_last_error("the stub's last error");
     }
     if (shrunk) {
       EXPECT_EQ(ncclCommDestroy(shrunk), ncclSuccess);
@@ -1519,6 +1532,7 @@ TEST_F(ServedForwarding, AServedCallRefusedInsideAGroupFailsTheWholeGroup) {
       << "the queued allreduce ran after the group failed";
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("is out of step with its peers"), std::string::npos)
       << ncclGetLastError(nullptr);
+  stub_nccl::set_last_error("the stub's last error");
   // The next group starts clean.
   stub_nccl::reset();
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);

@@ -542,28 +542,33 @@ void multi_stream_cases(const Args& a, ncclComm_t comm, Checker& ck) {
     on[1].verify("multi-stream group joined", cases[1], second);
   }
   // ... and every call of the group starts after the work queued before it on any of the
-  // group's streams: the first call's input is written on the second call's stream, held
-  // back 50 ms, just before the group. Whichever way topocoll routes each call (run by NCCL
-  // on the communicator, queued, moved to the topology-ordered split), the first reads its
-  // input whole.
-  {
-    Buffers first = on[0].prepare(cases[0], 31), second = on[1].prepare(cases[1], 32);
-    void* staged = nullptr;
-    CUDA_OK(cudaMalloc(&staged, first.input.size()));
-    CUDA_OK(cudaMemcpy(staged, first.input.data(), first.input.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(first.send, 0xA5, first.input.size()));
+  // group's streams: one call's input is written on the other call's stream, held back
+  // 50 ms, just before the group (the first call's, then the second's). Whichever way
+  // topocoll routes each call (run by NCCL on the communicator, queued, moved to the
+  // topology-ordered split), it reads its input whole.
+  for (const std::size_t staged : {0, 1}) {
+    const std::size_t other = 1 - staged;
+    Buffers b[2] = {on[0].prepare(cases[0], 31), on[1].prepare(cases[1], 32)};
+    Buffers& input_late = b[staged];
+    void* held = nullptr;
+    CUDA_OK(cudaMalloc(&held, input_late.input.size()));
+    CUDA_OK(cudaMemcpy(held, input_late.input.data(), input_late.input.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(input_late.send, 0xA5, input_late.input.size()));
     CUDA_OK(cudaDeviceSynchronize());  // the legacy stream's work, as in prepare()
-    CUDA_OK(cudaLaunchHostFunc(streams[1], [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+    CUDA_OK(cudaLaunchHostFunc(streams[other], [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
                                nullptr));
-    CUDA_OK(cudaMemcpyAsync(first.send, staged, first.input.size(), cudaMemcpyDeviceToDevice, streams[1]));
+    CUDA_OK(cudaMemcpyAsync(input_late.send, held, input_late.input.size(), cudaMemcpyDeviceToDevice,
+                            streams[other]));
     NCCL_OK(ncclGroupStart());
-    NCCL_OK(on[0].issue(cases[0], first, comm));
-    NCCL_OK(on[1].issue(cases[1], second, comm));
+    NCCL_OK(on[0].issue(cases[0], b[0], comm));
+    NCCL_OK(on[1].issue(cases[1], b[1], comm));
     NCCL_OK(ncclGroupEnd());
     for (cudaStream_t s : streams) CUDA_OK(cudaStreamSynchronize(s));
-    CUDA_OK(cudaFree(staged));
-    on[0].verify("multi-stream group, input written before it on another stream", cases[0], first);
-    on[1].verify("multi-stream group, input written before it on another stream", cases[1], second);
+    CUDA_OK(cudaFree(held));
+    const std::string label = "multi-stream group, call " + std::to_string(staged) +
+                              "'s input written before it on another stream";
+    on[0].verify(label, cases[0], b[0]);
+    on[1].verify(label, cases[1], b[1]);
   }
   for (const Checker& c : on) merge(ck, c);
   for (cudaStream_t s : streams) CUDA_OK(cudaStreamDestroy(s));
@@ -597,11 +602,27 @@ void mixed_capture_group_case(const Args& a, ncclComm_t comm, Checker& ck) {
   } else {
     ++ck.passed;
   }
-  CUDA_OK(cudaFree(first.base));
   NCCL_OK(on_eager.issue(c, second, comm));
   CUDA_OK(cudaStreamSynchronize(eager));
   on_eager.verify("after a refused mixed-capture group", c, second);
+  // NCCL looks at no stream of an empty collective (enqueue.cc taskAppend drops it first):
+  // one on the eager stream beside a captured call is no mix, and the captured call runs at
+  // the graph's launch.
+  CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeRelaxed));
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(on_captured.issue(c, first, comm));
+  NCCL_OK(ncclAllReduce(first.send, first.recv, 0, c.type->type, c.op, comm, eager));
+  NCCL_OK(ncclGroupEnd());
+  CUDA_OK(cudaStreamEndCapture(captured, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, captured));
+  CUDA_OK(cudaStreamSynchronize(captured));
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  on_captured.verify("a captured call beside an empty one on another stream", c, first);
   merge(ck, on_eager);
+  merge(ck, on_captured);
   CUDA_OK(cudaStreamDestroy(eager));
   CUDA_OK(cudaStreamDestroy(captured));
 }

@@ -251,7 +251,12 @@ namespace {
 // else (enqueue.cc ncclEnqueueCheck -> CommCheck), and a refusal inside a group is the group's.
 ncclResult_t enqueue(const stub_nccl::CallArgs& a) {
   ncclResult_t r = record(a);
-  if (!a.comm) r = ncclInvalidArgument;
+  if (!a.comm) {
+    r = ncclInvalidArgument;
+    // NCCL's WARN is its new last error (debug.cc ncclLastError).
+    std::lock_guard lock(stub_nccl::g_mutex);
+    std::snprintf(stub_nccl::g_last_error, sizeof stub_nccl::g_last_error, "%s", "comm argument is NULL");
+  }
   if (stub_nccl::g_depth > 0 && r != ncclSuccess && r != ncclInProgress) stub_nccl::g_group_error = r;
   return r;
 }
