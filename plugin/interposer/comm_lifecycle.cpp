@@ -572,6 +572,12 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
                           ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   std::shared_ptr<CommState> st;
   bool calls_left = true;  // no served call is inside st any more
+  // A revoked topology-ordered split whose user's communicator shares its resources shares
+  // its abort flag too (init.cc ncclCommInitChildComm), which the revoke has reset: aborted
+  // before the user's destroy, it would stop the user's kernels that destroy is to flush.
+  // It is aborted after it (its kernels ended at the revoke; NCCL counts the shared
+  // resources and the flag, so either may go first).
+  ncclComm_t abort_after_user = nullptr;
   try {
     // Calls still queued in this thread's open group (an abort during error recovery) go
     // with the communicator.
@@ -581,7 +587,13 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
     if (st) calls_left = fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
-    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) release_ring_comm(*st, ring, abort);
+    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) {
+      if (!abort && st->revoked.load() &&
+          st->config.splits_share_resources(process_context().env.nccl_comm_split_share_resources))
+        abort_after_user = ring;
+      else
+        release_ring_comm(*st, ring, abort);
+    }
     // A split kept because NCCL would not destroy it (ring_comm.cpp): it shares this
     // communicator's abort flag, and goes now, with it.
     if (ncclComm_t unused = st ? st->unused_split.exchange(nullptr) : nullptr) pncclCommAbort(unused);
@@ -591,6 +603,13 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
   // NCCL's own destroy/abort first: an abort ends the user's communicator's kernels, so the
   // scratch below is freed only when nothing can still be waiting on the device for it.
   const ncclResult_t r = nccl_release(comm);
+  if (abort_after_user) {
+    CurrentDeviceGuard device_guard;
+    device_guard.use(st->device);
+    if (const ncclResult_t a = pncclCommAbort(abort_after_user); a != ncclSuccess)
+      TC_WARN("comm %p: aborting its revoked topology-ordered communicator %p failed: %s", static_cast<void*>(comm),
+              static_cast<void*>(abort_after_user), pncclGetErrorString(a));
+  }
   if (st) {
     CurrentDeviceGuard device_guard;
     device_guard.use(st->device);

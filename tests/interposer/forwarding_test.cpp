@@ -234,6 +234,33 @@ void comm_with_ring(ncclComm_t* comm, ncclComm_t* ring) {
   stub_nccl::reset();
 }
 
+// A revoked topology-ordered split (the user's ncclCommShrink with NCCL_SHRINK_ABORT revokes
+// it) of a communicator whose splits share its resources shares its abort flag, which the
+// revoke reset: a destroy of the user's communicator, which flushes its kernels, comes
+// first, the split's abort after it. Not sharing, the split goes first as ever.
+TEST_F(Forwarding, ARevokedSharingSplitIsAbortedOnlyAfterTheUsersDestroy) {
+  for (const bool sharing : {true, false}) {
+    SCOPED_TRACE(sharing ? "splitShare=1" : "splitShare=0");
+    ncclComm_t comm = nullptr, ring = nullptr;
+    comm_with_ring(&comm, &ring);
+    std::shared_ptr<CommState> st = CommRegistry::instance().share(comm);
+    ASSERT_NE(st, nullptr);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.splitShare = sharing ? 1 : 0;
+    st->config = CommConfigCopy(config);
+    st->revoked = true;
+    st->calls_stopped = true;
+    st.reset();
+    ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    std::vector<std::string> released;
+    for (const auto& c : stub_nccl::calls())
+      if (c.fn == "pncclCommAbort" || c.fn == "pncclCommDestroy") released.push_back(c.fn + (c.comm == ring ? " ring" : " user"));
+    EXPECT_EQ(released, sharing ? (std::vector<std::string>{"pncclCommDestroy user", "pncclCommAbort ring"})
+                                : (std::vector<std::string>{"pncclCommAbort ring", "pncclCommDestroy user"}));
+    EXPECT_EQ(stub_nccl::group_depth(), 0);
+  }
+}
+
 // Abort order: the topology-ring communicator, then NCCL's abort of the user's communicator,
 // and only after that topocoll's state (whose scratch free synchronises the device and would
 // wait forever on kernels only the abort can end). NCCL's result reaches the caller.
