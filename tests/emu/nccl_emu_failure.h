@@ -15,8 +15,8 @@ struct Failure : std::runtime_error {
   ncclResult_t code;
 };
 
-// Prints `message` to stderr as NCCL's WARN does, keeps it for ncclGetLastError (per
-// thread), and returns `code`.
+// Prints `message` to stderr as NCCL's WARN does, keeps it for ncclGetLastError (one for
+// the process, as NCCL's), and returns `code`.
 ncclResult_t report(ncclResult_t code, const std::string& message);
 const char* last_error();
 
