@@ -325,6 +325,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
     check_comm(comm, "ncclCommSplit");
     check_config(config, "ncclCommSplit");
     if (!newcomm) invalid("ncclCommSplit: newcomm is NULL");
+    ensure_ready(comm, "ncclCommSplit");  // init.cc ncclCommInitChildComm
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
       invalid("ncclCommSplit: color " + std::to_string(color) + " is negative");
     *newcomm = nullptr;
@@ -393,6 +394,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
     }
     if (excluded.count(comm->rank))
       invalid("ncclCommShrink: rank " + std::to_string(comm->rank) + " excludes itself");
+    ensure_ready(comm, "ncclCommShrink");  // init.cc ncclCommInitChildComm, after the abort's reset
     *newcomm = nullptr;
     std::vector<int> members;
     for (int p = 0; p < comm->nranks; ++p)
@@ -437,7 +439,10 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
 // Operations complete synchronously, so there is nothing left to flush.
 NCCL_EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   return guarded([&] {
-    check_comm(comm, "ncclCommFinalize");
+    if (!comm) return ncclSuccess;  // as NCCL's (init.cc: a NULL comm finalizes nothing)
+    ensure_ready(comm, "ncclCommFinalize");
+    if (comm->finalize_called) invalid("ncclCommFinalize: the communicator was finalized already");
+    comm->finalize_called = true;
     return ncclSuccess;
   });
 }
@@ -498,6 +503,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
   return guarded([&] {
     check_comm(comm, "ncclCommCount");
     if (!count) invalid("ncclCommCount: count is NULL");
+    // NCCL 2.28 asks the communicator's readiness first (init.cc: ncclCommEnsureReady).
+    ensure_ready(comm, "ncclCommCount");
     *count = comm->nranks;
     return ncclSuccess;
   });
@@ -507,6 +514,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* devic
   return guarded([&] {
     check_comm(comm, "ncclCommCuDevice");
     if (!device) invalid("ncclCommCuDevice: device is NULL");
+    // NCCL 2.28 asks the communicator's readiness first (init.cc: ncclCommEnsureReady).
+    ensure_ready(comm, "ncclCommCuDevice");
     *device = comm->cuda_device;
     return ncclSuccess;
   });
@@ -516,6 +525,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank)
   return guarded([&] {
     check_comm(comm, "ncclCommUserRank");
     if (!rank) invalid("ncclCommUserRank: rank is NULL");
+    // NCCL 2.28 asks the communicator's readiness first (init.cc: ncclCommEnsureReady).
+    ensure_ready(comm, "ncclCommUserRank");
     *rank = comm->rank;
     return ncclSuccess;
   });

@@ -312,7 +312,19 @@ TEST(NcclEmu, EveryOperationAsksTheExportedAsyncErrorFirst) {
                         ncclRemoteError);
     EXPECT_TRUE_OR_FAIL(ncclSend(buffer.data(), 8, ncclFloat32, 1 - rank, comm, 0) == ncclRemoteError);
     EXPECT_TRUE_OR_FAIL(ncclAllGather(buffer.data(), buffer.data(), 4, ncclFloat32, comm, 0) == ncclRemoteError);
+    // So do the queries, a split, a shrink and a finalize (init.cc ncclCommEnsureReady).
+    int value = -1;
+    ncclComm_t child = nullptr;
+    int excluded = 1 - rank;
+    EXPECT_TRUE_OR_FAIL(ncclCommCount(comm, &value) == ncclRemoteError && value == -1);
+    EXPECT_TRUE_OR_FAIL(ncclCommUserRank(comm, &value) == ncclRemoteError && value == -1);
+    EXPECT_TRUE_OR_FAIL(ncclCommCuDevice(comm, &value) == ncclRemoteError && value == -1);
+    EXPECT_TRUE_OR_FAIL(ncclCommSplit(comm, 0, rank, &child, nullptr) == ncclRemoteError && !child);
+    EXPECT_TRUE_OR_FAIL(ncclCommShrink(comm, &excluded, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) == ncclRemoteError);
+    EXPECT_TRUE_OR_FAIL(ncclCommFinalize(comm) == ncclRemoteError);
     g_injected_async_error = ncclSuccess;
+    EXPECT_NCCL_OK(ncclCommFinalize(comm));
+    EXPECT_TRUE_OR_FAIL(ncclCommFinalize(comm) == ncclInvalidArgument);  // finalized already
     EXPECT_NCCL_OK(ncclCommDestroy(comm));
     return true;
   }));
