@@ -542,8 +542,9 @@ NCCL_EMU_EXPORT ncclResult_t pncclGroupEnd() { return guarded([] { return emu::g
 // ncclGroupEndInternal simulates only for a given simInfo).
 NCCL_EMU_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (!simInfo) return pncclGroupEnd();
-  simInfo->estimatedTime = 0.0f;
-  return emu::group_discard();
+  const bool initialized = simInfo->magic == 0x74685283;
+  if (initialized) simInfo->estimatedTime = 0.0f;
+  return guarded([&] { return emu::group_discard(initialized); });
 }
 
 // --- collectives and point-to-point ---------------------------------------------------------

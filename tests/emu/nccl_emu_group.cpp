@@ -162,12 +162,18 @@ ncclResult_t group_end() {
   return launch(std::move(ops));
 }
 
-ncclResult_t group_discard() {
+ncclResult_t group_discard(bool sim_info_initialized) {
   if (group.depth == 0)
     return report(ncclInvalidUsage, "ncclGroupSimulateEnd without ncclGroupStart");
   if (--group.depth > 0) return ncclSuccess;
-  group.queue.clear();
-  return std::exchange(group.error, ncclSuccess);
+  std::vector<QueuedOp> ops = std::exchange(group.queue, {});
+  if (const ncclResult_t failed = std::exchange(group.error, ncclSuccess); failed != ncclSuccess) return failed;
+  if (!sim_info_initialized)
+    return report(ncclInvalidArgument, "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER");
+  // NCCL still makes the group's splits and shrinks (group.cc groupLaunch runs its async
+  // jobs and skips only the launches): the ops on no stream run, the others do not.
+  std::erase_if(ops, [](const QueuedOp& q) { return q.stream.has_value(); });
+  return launch(std::move(ops));
 }
 
 }  // namespace topocoll::emu

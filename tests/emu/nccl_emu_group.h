@@ -24,8 +24,10 @@ ncclResult_t group_start();
 // one wins, as NCCL's ncclGroupError).
 ncclResult_t group_error_check(ncclResult_t r);
 ncclResult_t group_end();
-// Ends the group without running its ops (what ncclGroupSimulateEnd does to them); a
-// failed group's error all the same.
-ncclResult_t group_discard();
+// Ends the group without launching its ops on streams (what ncclGroupSimulateEnd does to
+// them) but making its splits and shrinks, as NCCL does; a failed group's error all the same.
+// `sim_info_initialized`: the simInfo came from NCCL_SIM_INFO_INITIALIZER (NCCL fails the
+// outermost end otherwise, launching nothing).
+ncclResult_t group_discard(bool sim_info_initialized);
 
 }  // namespace topocoll::emu

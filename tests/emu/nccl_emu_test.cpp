@@ -410,6 +410,35 @@ TEST(NcclEmu, AGroupWithAFailedOperationLaunchesNothing) {
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
+// ncclGroupSimulateEnd launches none of the group's operations but still makes its splits
+// (group.cc groupLaunch runs the async jobs, skipping only the launches); a simInfo not made
+// from NCCL_SIM_INFO_INITIALIZER fails the group, which then makes nothing.
+TEST(NcclEmu, ASimulatedGroupMakesItsSplitsAndLaunchesNothing) {
+  EXPECT_TRUE(run_ranks(2, [](int rank, int n, const ncclUniqueId& id) {
+    ncclComm_t comm = nullptr, child = nullptr;
+    EXPECT_NCCL_OK(ncclCommInitRank(&comm, n, id, rank));
+    float in = 1.0f, out = -1.0f;
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    EXPECT_NCCL_OK(ncclGroupStart());
+    EXPECT_NCCL_OK(ncclCommSplit(comm, 0, rank, &child, nullptr));
+    EXPECT_NCCL_OK(ncclAllReduce(&in, &out, 1, ncclFloat32, ncclSum, comm, 0));
+    EXPECT_NCCL_OK(ncclGroupSimulateEnd(&sim));
+    EXPECT_TRUE_OR_FAIL(out == -1.0f);  // not launched
+    EXPECT_TRUE_OR_FAIL(child != nullptr);
+    EXPECT_NCCL_OK(ncclAllReduce(&in, &out, 1, ncclFloat32, ncclSum, child, 0));
+    EXPECT_TRUE_OR_FAIL(out == 2.0f);
+    EXPECT_NCCL_OK(ncclCommDestroy(child));
+    ncclSimInfo_t raw{};
+    child = nullptr;
+    EXPECT_NCCL_OK(ncclGroupStart());
+    EXPECT_NCCL_OK(ncclCommSplit(comm, 0, rank, &child, nullptr));
+    EXPECT_TRUE_OR_FAIL(ncclGroupSimulateEnd(&raw) == ncclInvalidArgument);
+    EXPECT_TRUE_OR_FAIL(child == nullptr);
+    EXPECT_NCCL_OK(ncclCommDestroy(comm));
+    return true;
+  }));
+}
+
 // One element of `type` holding a small positive integer v (1..5), encoded by hand for the
 // types C++ has no arithmetic for.
 void store_small(ncclDataType_t type, std::byte* at, int v) {
