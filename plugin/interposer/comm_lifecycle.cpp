@@ -564,18 +564,23 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
 
 ncclResult_t comm_finalize(ncclComm_t comm) {
   const std::shared_ptr<CommState> st = CommRegistry::instance().share(comm);
-  if (const ncclComm_t ring = st ? st->ring_comm.load() : nullptr) return pncclCommFinalize(ring);
-  return ncclSuccess;
+  const ncclComm_t ring = st ? st->ring_comm.load() : nullptr;
+  if (!ring) return ncclSuccess;
+  // NCCL refuses to finalize a revoked communicator (its revoke finalized it) or one that
+  // reports an error, and the refusal would fail the user's group around the call: such a
+  // split is left to the release (aborted there), the user's finalize goes on.
+  ncclResult_t failed = ncclSuccess;
+  if (st->revoked.load() || pncclCommGetAsyncError(ring, &failed) != ncclSuccess || failed != ncclSuccess)
+    return ncclSuccess;
+  return pncclCommFinalize(ring);
 }
 
 ncclResult_t comm_release(ncclComm_t comm, bool abort,
                           ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   std::shared_ptr<CommState> st;
   bool calls_left = true;  // no served call is inside st any more
-  // A revoked topology-ordered split whose user's communicator shares its resources shares
-  // its abort flag too (init.cc ncclCommInitChildComm), which the revoke has reset: aborted
-  // before the user's destroy, it would stop the user's kernels that destroy is to flush.
-  // It is aborted after it (its kernels ended at the revoke; NCCL counts the shared
+  // A revoked topology-ordered split sharing the user's abort flag that reports an error:
+  // aborted only after the user's release (release_ring_comm; NCCL counts the shared
   // resources and the flag, so either may go first).
   ncclComm_t abort_after_user = nullptr;
   try {
@@ -587,13 +592,9 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
     st = CommRegistry::instance().remove(comm);
     // Served calls on other threads leave before NCCL frees what they use (release_fence.h).
     if (st) calls_left = fence_served_calls(*st, abort, kReleaseWaitsForCalls, kStoppedCallsLeave);
-    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr) {
-      if (!abort && st->revoked.load() &&
-          st->config.splits_share_resources(process_context().env.nccl_comm_split_share_resources))
-        abort_after_user = ring;
-      else
-        release_ring_comm(*st, ring, abort);
-    }
+    if (ncclComm_t ring = st ? take_ring_comm_for_release(*st) : nullptr)
+      abort_after_user = release_ring_comm(
+          *st, ring, abort, st->config.splits_share_resources(process_context().env.nccl_comm_split_share_resources));
     // A split kept because NCCL would not destroy it (ring_comm.cpp): it shares this
     // communicator's abort flag, and goes now, with it.
     if (ncclComm_t unused = st ? st->unused_split.exchange(nullptr) : nullptr) pncclCommAbort(unused);

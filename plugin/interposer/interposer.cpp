@@ -306,12 +306,14 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
   // Its stream, for the group's end to join with the others of the communicator's calls;
   // refused, as NCCL refuses it, when it is captured otherwise than they are (topocoll takes
   // calls out of NCCL's group, where NCCL would not see them together). Not for a call NCCL
-  // drops or refuses before it looks at the stream (enqueue.cc taskAppend: an empty
-  // collective, an fp8 reduction below sm_90, a one-rank communicator's launch), which
-  // topocoll sends to NCCL as it is.
+  // drops or refuses before it looks at the stream (argcheck.cc ArgsCheck: a datatype or op
+  // out of range; enqueue.cc taskAppend: an empty collective, an fp8 reduction below sm_90,
+  // a one-rank communicator's launch), which topocoll sends to NCCL as it is.
+  const bool nccl_looks_at_stream = call.count > 0 && st->nranks > 1 && int(call.datatype) >= 0 &&
+                                    int(call.datatype) < int(ncclNumTypes) && (!reduces || int(call.op) >= 0) &&
+                                    !nccl_refuses(call, st->min_compute_capability);
   GroupStream group_stream;
-  if (ThreadGroup& g = thread_group();
-      g.depth.inside() && call.count > 0 && st->nranks > 1 && !nccl_refuses(call, st->min_compute_capability)) {
+  if (ThreadGroup& g = thread_group(); g.depth.inside() && nccl_looks_at_stream) {
     group_stream = {call.comm, call.stream, st->device, stream_capture_id(call.stream)};
     if (!captured_alike(g.streams, group_stream)) {
       TC_WARN("Streams given to a communicator within a NCCL group must either be all uncaptured or all captured "
@@ -437,10 +439,13 @@ ncclResult_t group_end() {
       std::vector<ncclComm_t> comms = g.streams.moved;
       for (const PendingCollective& c : g.collectives) comms.push_back(c.call.comm);
       taken_out_joined = join_streams_of(g.streams, comms, "before");
-    } catch (const std::bad_alloc&) {
+    } catch (...) {  // std::bad_alloc: nothing else throws there
       // Unjoined, NCCL's part could read what is not written yet: the group fails whole,
-      // and its communicators are out of step (their peers run the group).
-      for (const PendingCollective& c : g.collectives) out_of_host_memory(*c.state, c.call, "running a group's");
+      // and every communicator with a served call in it is out of step (their peers run
+      // the group).
+      for (const GroupStream& s : g.streams.streams)
+        if (const std::shared_ptr<CommState> st = served_state(s.comm))
+          mark_out_of_step(*st, "a user group (out of host memory joining its streams)");
       fail_users_group(ncclSystemError, "ncclGroupEnd (out of host memory joining the group's streams)");
     }
   }

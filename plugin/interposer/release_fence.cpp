@@ -138,10 +138,18 @@ void adopt_ring_comm(CommState& st, ncclComm_t made) {
   }
 }
 
-void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort) {
+ncclComm_t release_ring_comm(const CommState& st, ncclComm_t ring, bool abort, bool shares_user_abort_flag) {
   CurrentDeviceGuard device_guard;
   device_guard.use(st.device);
   ncclResult_t failed = ncclSuccess;
+  if (!abort && st.revoked.load() && shares_user_abort_flag) {
+    if (pncclCommGetAsyncError(ring, &failed) != ncclSuccess) failed = ncclSystemError;
+    if (failed != ncclSuccess) return ring;
+    if (const ncclResult_t r = pncclCommDestroy(ring); r != ncclSuccess)
+      TC_WARN("comm %p: destroying its revoked topology-ordered communicator %p failed: %s",
+              static_cast<void*>(st.comm), static_cast<void*>(ring), pncclGetErrorString(r));
+    return nullptr;
+  }
   if (!abort && !st.revoked.load() && pncclCommGetAsyncError(ring, &failed) != ncclSuccess) failed = ncclSystemError;
   if (!abort && (st.revoked.load() || (failed != ncclSuccess && failed != ncclInProgress))) {
     TC_INFO(NCCL_INIT, "comm %p: its topology-ordered communicator %p %s: aborting it, not destroying it",
@@ -153,6 +161,7 @@ void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort) {
   if (r != ncclSuccess)
     TC_WARN("comm %p: %s its topology-ordered communicator %p failed: %s", static_cast<void*>(st.comm),
             abort ? "aborting" : "destroying", static_cast<void*>(ring), pncclGetErrorString(r));
+  return nullptr;
 }
 
 void mark_out_of_step(CommState& st, const char* what) noexcept {

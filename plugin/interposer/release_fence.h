@@ -119,7 +119,12 @@ ncclComm_t take_ring_comm_for_release(CommState& st);
 // (init.cc: ncclGroupStartInternal, then NCCLCHECK(ncclCommEnsureReady)), so the thread's group
 // depth stays raised: the user's own destroy that follows would be queued in a group that
 // never ends, and the thread's every later NCCL call with it.
-void release_ring_comm(const CommState& st, ncclComm_t ring, bool abort);
+// A revoked ring that shares the user's abort flag (`shares_user_abort_flag`: splitShare,
+// init.cc ncclCommInitChildComm) is not aborted at a destroy: the abort would stop the
+// user's kernels that destroy is to flush. It is destroyed (its revoke set its finalize, so
+// NCCL's destroy neither flushes it nor touches the flag), or, reporting an error, returned
+// for the caller to abort once the user's release is done. Returns null otherwise.
+ncclComm_t release_ring_comm(const CommState& st, ncclComm_t ring, bool abort, bool shares_user_abort_flag = false);
 
 // Marks `st` as releasing (and aborting, for an abort: its calls stop at once) and waits
 // up to `bound` for the served calls inside it to leave. At the bound it stops them and

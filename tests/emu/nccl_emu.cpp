@@ -77,6 +77,14 @@ void ensure_ready(ncclComm* comm, const char* call) {
     throw emu::Failure(async, std::string(call) + ": the communicator reports an asynchronous error");
 }
 
+// Before an operation is enqueued: its communicator, not revoked (refused first, enqueue.cc
+// ncclEnqueueCheck), then ready.
+void check_enqueue(ncclComm* comm, const char* call) {
+  check_comm(comm, call);
+  if (comm->revoked) throw emu::Failure(ncclInvalidUsage, std::string(call) + ": communicator was revoked");
+  ensure_ready(comm, call);
+}
+
 void check_config(const ncclConfig_t* config, const char* call) {
   // NCCL refuses a config not made from NCCL_CONFIG_INITIALIZER.
   if (config && config->magic != 0xcafebeef)
@@ -438,7 +446,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksL
 
 // Operations complete synchronously, so there is nothing left to flush.
 NCCL_EMU_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
-  return guarded([&] {
+  return enqueued([&] {  // a refused finalize fails the group around it (init.cc: ncclGroupErrCheck)
     if (!comm) return ncclSuccess;  // as NCCL's (init.cc: a NULL comm finalizes nothing)
     ensure_ready(comm, "ncclCommFinalize");
     if (comm->finalize_called) invalid("ncclCommFinalize: the communicator was finalized already");
@@ -485,8 +493,18 @@ NCCL_EMU_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void*) {
 }
 
 // Revocation is not emulated (no operation is ever in flight across calls here).
-NCCL_EMU_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int) {
-  return comm ? ncclSuccess : ncclInvalidArgument;
+// As NCCL 2.28's (init.cc ncclCommRevoke): nothing for a NULL comm; only
+// NCCL_REVOKE_DEFAULT; not after a finalize or another revoke. It finalizes the
+// communicator, whose later operations are refused (enqueue.cc: "communicator was revoked").
+NCCL_EMU_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (!comm) return ncclSuccess;
+  return guarded([&] {
+    if (revokeFlags != NCCL_REVOKE_DEFAULT) invalid("ncclCommRevoke: unsupported flags " + std::to_string(revokeFlags));
+    if (comm->finalize_called || comm->revoked) invalid("ncclCommRevoke: the communicator was finalized or revoked");
+    comm->revoked = true;
+    comm->finalize_called = true;
+    return ncclSuccess;
+  });
 }
 
 NCCL_EMU_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
@@ -554,8 +572,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
                                             ncclComm_t comm, cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclAllReduce";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -572,8 +589,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
                                                 cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclReduceScatter";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
@@ -590,8 +606,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
                                             cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclAllGather";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
     check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
@@ -605,8 +620,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
                                            cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclAlltoAll";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
     check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
@@ -620,8 +634,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff
                                             cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclBroadcast";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, root, "root", call);
     if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -641,8 +654,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
                                          ncclComm_t comm, cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclReduce";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_rank(comm, root, "root", call);
@@ -658,8 +670,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclD
                                        int peer, ncclComm_t comm, cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclSend";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(sendbuff, count, size, 1, "sendbuff", call);
@@ -671,8 +682,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataTyp
                                        int peer, ncclComm_t comm, cudaStream_t stream) {
   return enqueued([&] {
     const char* call = "ncclRecv";
-    check_comm(comm, call);
-    ensure_ready(comm, call);
+    check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
     check_buffer(recvbuff, count, size, 1, "recvbuff", call);
@@ -700,6 +710,7 @@ NCCL_EMU_WEAK_ALIAS(ncclCommShrink)
 NCCL_EMU_WEAK_ALIAS(ncclCommFinalize)
 NCCL_EMU_WEAK_ALIAS(ncclCommDestroy)
 NCCL_EMU_WEAK_ALIAS(ncclCommAbort)
+NCCL_EMU_WEAK_ALIAS(ncclCommRevoke)
 NCCL_EMU_WEAK_ALIAS(ncclCommGetAsyncError)
 NCCL_EMU_WEAK_ALIAS(ncclCommCount)
 NCCL_EMU_WEAK_ALIAS(ncclCommCuDevice)

@@ -31,7 +31,8 @@ struct ncclComm {
   // Its config's splitShare / shrinkShare (or NCCL_COMM_*_SHARE_RESOURCES): whether its
   // splits / shrinks share its net context and proxy.
   bool split_share = false, shrink_share = false;
-  bool finalize_called = false;  // ncclCommFinalize ran (a second one is refused)
+  bool finalize_called = false;  // ncclCommFinalize or ncclCommRevoke ran (a finalize is refused)
+  bool revoked = false;          // ncclCommRevoke ran: operations are refused
 };
 
 namespace topocoll::emu {

@@ -439,6 +439,25 @@ TEST(NcclEmu, ASimulatedGroupMakesItsSplitsAndLaunchesNothing) {
   }));
 }
 
+// ncclCommRevoke as NCCL 2.28's: the communicator's operations are refused from then on
+// (inside a group, failing it), it counts as finalized, and a second revoke is refused.
+TEST(NcclEmu, ARevokedCommunicatorRefusesItsOperations) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  float x = 1.0f;
+  EXPECT_EQ(ncclCommRevoke(comms[0], 1), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommRevoke(nullptr, NCCL_REVOKE_DEFAULT), ncclSuccess);
+  ASSERT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess);
+  EXPECT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comms[0], 0), ncclInvalidUsage);
+  EXPECT_EQ(ncclSend(&x, 1, ncclFloat32, 1, comms[0], 0), ncclInvalidUsage);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comms[0], 0), ncclInvalidUsage);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+  EXPECT_EQ(ncclCommFinalize(comms[0]), ncclInvalidArgument);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
 // One element of `type` holding a small positive integer v (1..5), encoded by hand for the
 // types C++ has no arithmetic for.
 void store_small(ncclDataType_t type, std::byte* at, int v) {

@@ -236,28 +236,64 @@ void comm_with_ring(ncclComm_t* comm, ncclComm_t* ring) {
 
 // A revoked topology-ordered split (the user's ncclCommShrink with NCCL_SHRINK_ABORT revokes
 // it) of a communicator whose splits share its resources shares its abort flag, which the
-// revoke reset: a destroy of the user's communicator, which flushes its kernels, comes
-// first, the split's abort after it. Not sharing, the split goes first as ever.
-TEST_F(Forwarding, ARevokedSharingSplitIsAbortedOnlyAfterTheUsersDestroy) {
-  for (const bool sharing : {true, false}) {
-    SCOPED_TRACE(sharing ? "splitShare=1" : "splitShare=0");
+// revoke reset: a destroy of the user's communicator, which flushes its kernels, must not
+// follow an abort of the split. The split is destroyed (its revoke finalized it: NCCL's
+// destroy neither flushes it nor touches the flag); reporting an error (NCCL's destroy
+// would fail inside its own group) it is aborted after the user's destroy. Not sharing, it
+// is aborted first as ever.
+TEST_F(Forwarding, ARevokedSharingSplitIsNeverAbortedBeforeTheUsersDestroy) {
+  struct Case {
+    bool sharing;
+    ncclResult_t ring_error;
+    std::vector<std::string> order;
+  };
+  const std::vector<Case> cases = {
+      {true, ncclSuccess, {"pncclCommDestroy ring", "pncclCommDestroy user"}},
+      {true, ncclRemoteError, {"pncclCommDestroy user", "pncclCommAbort ring"}},
+      {false, ncclSuccess, {"pncclCommAbort ring", "pncclCommDestroy user"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.sharing ? "splitShare=1" : "splitShare=0") + ", ring error " + std::to_string(int(c.ring_error)));
     ncclComm_t comm = nullptr, ring = nullptr;
     comm_with_ring(&comm, &ring);
     std::shared_ptr<CommState> st = CommRegistry::instance().share(comm);
     ASSERT_NE(st, nullptr);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.splitShare = sharing ? 1 : 0;
+    config.splitShare = c.sharing ? 1 : 0;
     st->config = CommConfigCopy(config);
     st->revoked = true;
     st->calls_stopped = true;
     st.reset();
+    stub_nccl::set_async_error(ring, c.ring_error);
     ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
     std::vector<std::string> released;
-    for (const auto& c : stub_nccl::calls())
-      if (c.fn == "pncclCommAbort" || c.fn == "pncclCommDestroy") released.push_back(c.fn + (c.comm == ring ? " ring" : " user"));
-    EXPECT_EQ(released, sharing ? (std::vector<std::string>{"pncclCommDestroy user", "pncclCommAbort ring"})
-                                : (std::vector<std::string>{"pncclCommAbort ring", "pncclCommDestroy user"}));
+    for (const auto& call : stub_nccl::calls())
+      if (call.fn == "pncclCommAbort" || call.fn == "pncclCommDestroy")
+        released.push_back(call.fn + (call.comm == ring ? " ring" : " user"));
+    EXPECT_EQ(released, c.order);
     EXPECT_EQ(stub_nccl::group_depth(), 0);
+    stub_nccl::reset();
+  }
+}
+
+// A user's finalize finalizes the topology-ordered split too, unless NCCL would refuse it
+// (revoked: its revoke finalized it; or reporting an error), which inside a user's group
+// would fail the group: that split is left to the release.
+TEST_F(Forwarding, AFinalizeLeavesARevokedOrFailedSplitToTheRelease) {
+  for (const int which : {0, 1, 2}) {
+    SCOPED_TRACE(which == 0 ? "healthy" : which == 1 ? "revoked" : "failed");
+    ncclComm_t comm = nullptr, ring = nullptr;
+    comm_with_ring(&comm, &ring);
+    if (which == 1) CommRegistry::instance().share(comm)->revoked = true;
+    if (which == 2) stub_nccl::set_async_error(ring, ncclRemoteError);
+    ASSERT_EQ(ncclCommFinalize(comm), ncclSuccess);
+    std::vector<ncclComm_t> finalized;
+    for (const auto& call : stub_nccl::calls())
+      if (call.fn == "pncclCommFinalize") finalized.push_back(call.comm);
+    EXPECT_EQ(finalized, which == 0 ? (std::vector<ncclComm_t>{ring, comm}) : (std::vector<ncclComm_t>{comm}));
+    stub_nccl::reset();
+    ASSERT_EQ(ncclCommAbort(comm), ncclSuccess);
+    stub_nccl::reset();
   }
 }
 
