@@ -489,17 +489,16 @@ ncclResult_t group_end() {
     return failed;
   }
   // NCCL ran the rest of the group as if posted on every one of its streams; topocoll's part
-  // is joined to them the same way, per communicator: its calls start after the work on any
-  // of their communicator's streams in the group (NCCL's launch included), and work queued
-  // on any of them after the group sees theirs.
+  // is joined to them the same way, per communicator: its calls started after the work on
+  // any of their communicator's streams before the group (the join before NCCL's end), and
+  // work queued on any of them after the group sees theirs (the join after them).
   ncclResult_t ours = ncclSuccess, joined = ncclSuccess;
   try {
     std::vector<ncclComm_t> comms;
     for (const PendingCollective& c : queued) comms.push_back(c.call.comm);
-    joined = join_streams_of(seen, comms, "before");
     ours = run_pending(queued);
     comms.insert(comms.end(), seen.moved.begin(), seen.moved.end());
-    if (const ncclResult_t after = join_streams_of(seen, comms, "after"); joined == ncclSuccess) joined = after;
+    joined = join_streams_of(seen, comms, "after");
   } catch (const std::bad_alloc&) {
     // Which of the group's calls ran before memory ran out is this rank's to know alone.
     for (const PendingCollective& c : queued) ours = out_of_host_memory(*c.state, c.call, "running a group's");

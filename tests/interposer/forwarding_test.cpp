@@ -1450,6 +1450,25 @@ TEST(GroupStreams, OnlyOneCommunicatorsStreamsAreJoinedTogether) {
   ASSERT_EQ(sets.size(), 1u);
   EXPECT_EQ(sets[0], (std::vector<GroupStream>{{a, s1, 0}, {a, s2, 0}}));
   EXPECT_TRUE(streams_to_join(seen, {b}).empty());
+  EXPECT_TRUE(any_communicator_on_several_streams(seen));
+}
+
+// NCCL's capture rule, per communicator, each stream as the group first saw it
+// (enqueue.cc ncclPlannerSetCapturingGraph).
+TEST(GroupStreams, OneCommunicatorsStreamsShareOneCaptureOrNone) {
+  const ncclComm_t a = fake_comm(0xa0), b = fake_comm(0xb0);
+  const cudaStream_t s1 = fake_stream(0x51), s2 = fake_stream(0x52);
+  const unsigned long long capture = 7, none = ~0ull;
+  GroupStreamsSeen seen;
+  note_group_call(seen, {a, s1, 0, capture}, false);
+  EXPECT_FALSE(any_communicator_on_several_streams(seen));
+  EXPECT_TRUE(captured_alike(seen, {a, s2, 0, capture}));
+  EXPECT_FALSE(captured_alike(seen, {a, s2, 0, none})) << "a captured and an uncaptured stream";
+  EXPECT_FALSE(captured_alike(seen, {a, s2, 0, 8})) << "two captures";
+  EXPECT_TRUE(captured_alike(seen, {a, s1, 0, none})) << "a stream seen already is not looked at again";
+  EXPECT_TRUE(captured_alike(seen, {b, s2, 1, none})) << "another communicator's streams are its own";
+  note_group_call(seen, {a, s1, 0, none}, false);
+  EXPECT_EQ(seen.streams.size(), 1u) << "one stream, noted once, with its first capture";
 }
 
 TEST(CommConfigCopy, SplitsShareResourcesAsNcclDecidesIt) {
