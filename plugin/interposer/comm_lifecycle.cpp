@@ -582,7 +582,7 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
   // A revoked topology-ordered split sharing the user's abort flag that reports an error:
   // aborted only after the user's release (release_ring_comm; NCCL counts the shared
   // resources and the flag, so either may go first).
-  ncclComm_t abort_after_user = nullptr;
+  ncclComm_t abort_after_user = nullptr, abort_unused_after_user = nullptr;
   try {
     // Calls still queued in this thread's open group (an abort during error recovery) go
     // with the communicator.
@@ -596,20 +596,25 @@ ncclResult_t comm_release(ncclComm_t comm, bool abort,
       abort_after_user = release_ring_comm(
           *st, ring, abort, st->config.splits_share_resources(process_context().env.nccl_comm_split_share_resources));
     // A split kept because NCCL would not destroy it (ring_comm.cpp): it shares this
-    // communicator's abort flag, and goes now, with it.
-    if (ncclComm_t unused = st ? st->unused_split.exchange(nullptr) : nullptr) pncclCommAbort(unused);
+    // communicator's abort flag, and goes with it: at an abort now, at a destroy once the
+    // destroy has flushed the user's kernels (it ran none of its own).
+    if (ncclComm_t unused = st ? st->unused_split.exchange(nullptr) : nullptr) {
+      if (abort) pncclCommAbort(unused);
+      else abort_unused_after_user = unused;
+    }
   } catch (const std::exception& e) {
     TC_WARN("topocoll release of comm %p failed: %s", static_cast<void*>(comm), e.what());
   }
   // NCCL's own destroy/abort first: an abort ends the user's communicator's kernels, so the
   // scratch below is freed only when nothing can still be waiting on the device for it.
   const ncclResult_t r = nccl_release(comm);
-  if (abort_after_user) {
+  for (const ncclComm_t split : {abort_after_user, abort_unused_after_user}) {
+    if (!split) continue;
     CurrentDeviceGuard device_guard;
     device_guard.use(st->device);
-    if (const ncclResult_t a = pncclCommAbort(abort_after_user); a != ncclSuccess)
-      TC_WARN("comm %p: aborting its revoked topology-ordered communicator %p failed: %s", static_cast<void*>(comm),
-              static_cast<void*>(abort_after_user), pncclGetErrorString(a));
+    if (const ncclResult_t a = pncclCommAbort(split); a != ncclSuccess)
+      TC_WARN("comm %p: aborting its topology-ordered communicator %p failed: %s", static_cast<void*>(comm),
+              static_cast<void*>(split), pncclGetErrorString(a));
   }
   if (st) {
     CurrentDeviceGuard device_guard;

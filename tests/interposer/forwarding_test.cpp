@@ -1428,6 +1428,13 @@ TEST_F(ServedForwarding, AnUnusedSharingSplitThatFailedIsAbortedWithTheUsersComm
   stub_nccl::set_async_error(nullptr, ncclSuccess);
   EXPECT_EQ(ncclCommDestroy(user), ncclSuccess);
   EXPECT_EQ(calls_named("pncclCommAbort").size(), 1u) << "the split goes with the user's communicator";
+  // After the user's destroy, which flushes the user's kernels an abort of the split (its
+  // flag is the user's) would stop.
+  std::vector<std::string> released;
+  for (const auto& call : stub_nccl::calls())
+    if (call.fn == "pncclCommAbort" || call.fn == "pncclCommDestroy")
+      released.push_back(call.fn + (call.comm == user ? " user" : " split"));
+  EXPECT_EQ(released, (std::vector<std::string>{"pncclCommDestroy user", "pncclCommAbort split"}));
   EXPECT_EQ(stub_nccl::live_comms(), live - 1);
   stub_nccl::reset();
 }
