@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,22 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
   if (args[i + 1].rfind("--", 0) == 0)
     throw std::invalid_argument(args[i] + " needs a value, not the flag '" + args[i + 1] + "'");
   return args[++i];
+}
+
+// Each flag once: the parsers keep the last value given, so "--rate-mbit 1000 ... --rate-mbit
+// 100" would silently run at the second rate (a script that appends an override, a pasted
+// command). Flags are the words before "--" (what follows is another program's) that begin
+// with "--", up to an '=' ("--shape=4x8" of generate); a value never begins with "--"
+// (flag_value). `repeatable` names the flags that add to a list (--rank0-env).
+inline void refuse_repeated_flags(std::span<const std::string> args, const std::set<std::string>& repeatable) {
+  std::set<std::string> seen;
+  for (const std::string& a : args) {
+    if (a == "--") return;
+    if (a.rfind("--", 0) != 0) continue;
+    const std::string flag = a.substr(0, a.find('='));
+    if (!repeatable.count(flag) && !seen.insert(flag).second)
+      throw std::invalid_argument(flag + " is given twice: give each flag once");
+  }
 }
 
 // A rate or scale where 0 inside means "not given" (the default): a 0 given is refused.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/version.h"
+#include "tools/flag_value.h"
 #include "tools/command.h"
 
 namespace topocoll::cli {
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {
+      refuse_repeated_flags(args, {"--rank0-env"});
       return c.run(args);
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "topocoll %s: out of memory (a size, topology or plan larger than this machine holds)\n",

@@ -26,7 +26,9 @@ echo "\$*" >> "$work/cli.log"
 verb=\$2; shift 2
 args=()
 while [ \$# -gt 0 ]; do
-  if [ "\$1" = --name ]; then shift 2; continue; fi
+  # the stand-in's fabric is the topology file at 1000 Mbit/s: given once (the CLI refuses
+  # a flag given twice), in place of the script's --name or its own --topo/--rate-mbit
+  case \$1 in --name|--topo|--rate-mbit) shift 2; continue ;; esac
   args+=("\$1"); shift
 done
 case \$verb in

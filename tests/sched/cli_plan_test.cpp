@@ -169,6 +169,21 @@ TEST(CliSimulate, SizesAreWhatMovesAndBadNamesFailUpFront) {
   EXPECT_NE(out.find("--json and --csv: give one"), std::string::npos) << out;
 }
 
+// A flag given twice is refused (the parsers would keep the last value) in every command,
+// generate's --key=value form too; what follows "--" is another program's and not looked at.
+TEST(CliFlags, AFlagGivenTwiceIsRefusedNamingIt) {
+  int rc = -1;
+  std::string out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 4096 "
+                        "--bytes 8192", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("topocoll plan: --bytes is given twice: give each flag once"), std::string::npos) << out;
+  out = run("generate nap --packages=2 --packages 4", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("--packages is given twice"), std::string::npos) << out;
+  out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 4096", &rc);
+  EXPECT_EQ(rc, 0) << out;
+}
+
 // `topocoll algorithms` and the help texts are the registry's lists.
 TEST(CliPlan, AlgorithmsAndHelpListTheRegistry) {
   int rc = -1;
