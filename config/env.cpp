@@ -3,6 +3,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 
 #include "config/algorithm_names.h"
@@ -48,6 +49,12 @@ constexpr EnvVariable text(std::string_view name, std::string_view fallback, std
 constexpr std::string_view kRingCommModes[] = {"init", "lazy", "off"};
 
 // A launcher's rank or size: refused when bad (guessing would join the wrong rank).
+// A root-facing setting (EnvVariable::environment_only).
+constexpr EnvVariable environment_only(EnvVariable v) {
+  v.environment_only = true;
+  return v;
+}
+
 constexpr EnvVariable launcher_rank(std::string_view name, std::string_view doc) {
   return count(name, 0, INT_MAX, "", "the next launcher variable", doc, Owner::Launcher, true);
 }
@@ -140,14 +147,18 @@ const std::vector<EnvVariable>& table() {
       boolean("TOPOCOLL_BOOTSTRAP_SERVED", "0",
               "1: the launcher serves the rendezvous itself; rank 0 does not host it"),
       // Emulated fabric (docs/fabric.md).
-      text("TOPOCOLL_TRUSTED_UIDS", "", "only root, this user and SUDO_UID",
-           "as root: comma-separated uids whose directories root may write under (as git's safe.directory: "
-           "a container's root and a checkout mounted from the host); never for programs it runs"),
-      text("TOPOCOLL_FABRIC_STATE_DIR", "/run/topocoll/fabric", "", "where `topocoll fabric` keeps its records"),
-      number("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB", 1, 1e12, "", "half the memory available",
-             "most kernel memory (MiB) a fabric may take", true),
-      text("TOPOCOLL_FABRIC_IPROUTE2", "", "PATH, /usr/sbin, /sbin, /usr/bin, /bin, then BUILD_DIR/deps",
-           "where the fabric's `ip` and `tc` are: their directory, or a prefix iproute2's .debs were unpacked into"),
+      // These four decide what root trusts, runs or builds: the environment's alone.
+      environment_only(text("TOPOCOLL_TRUSTED_UIDS", "", "only root, this user and SUDO_UID",
+                            "as root: comma-separated uids whose directories root may write under (as git's "
+                            "safe.directory: a container's root and a checkout mounted from the host); never for "
+                            "programs it runs")),
+      environment_only(
+          text("TOPOCOLL_FABRIC_STATE_DIR", "/run/topocoll/fabric", "", "where `topocoll fabric` keeps its records")),
+      environment_only(number("TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB", 1, 1e12, "", "half the memory available",
+                              "most kernel memory (MiB) a fabric may take", true)),
+      environment_only(text("TOPOCOLL_FABRIC_IPROUTE2", "", "PATH, /usr/sbin, /sbin, /usr/bin, /bin, then BUILD_DIR/deps",
+                            "where the fabric's `ip` and `tc` are: their directory, or a prefix iproute2's .debs were "
+                            "unpacked into")),
 
       // Other programs' variables topocoll reads.
       text("NCCL_HOSTID", "", "", "names this host for the topology, after TOPOCOLL_HOSTNAME", Owner::Nccl),
@@ -365,16 +376,25 @@ const Env& env() {
   // What the environment does not set, NCCL's configuration files may (config/nccl_conf.h):
   // NCCL applies them only at its own init, which a face may run before.
   static const Env process = [] {
-    Env e = read_env_from([](std::string_view name) -> std::optional<std::string> {
+    std::set<std::string> ignored_from_conf;
+    Env e = read_env_from([&ignored_from_conf](std::string_view name) -> std::optional<std::string> {
       if (const char* value = std::getenv(std::string(name).c_str())) return std::string(value);
       // Only NCCL's and topocoll's own: CUDA, the launchers and the system read theirs
       // before NCCL's init could set them (CUDA_VISIBLE_DEVICES from there would name
       // another GPU than CUDA uses).
       if (!name.starts_with("NCCL_") && !name.starts_with("TOPOCOLL_")) return std::nullopt;
       const NcclConf& conf = process_nccl_conf();
-      if (const auto it = conf.find(name); it != conf.end()) return it->second;
-      return std::nullopt;
+      const auto it = conf.find(name);
+      if (it == conf.end()) return std::nullopt;
+      if (const EnvVariable* v = find_env_variable(name); v && v->environment_only) {
+        ignored_from_conf.insert(std::string(name));
+        return std::nullopt;
+      }
+      return it->second;
     });
+    for (const std::string& name : ignored_from_conf)
+      e.warnings.push_back(name + " in NCCL's configuration files is ignored: it decides what root trusts or runs, "
+                                  "so only the environment sets it");
     for (EnvSetting& s : e.settings) {
       s.from_nccl_conf = s.is_set() && !std::getenv(std::string(s.variable->name).c_str());
       // A bad value the environment does not show says where it is.

@@ -46,6 +46,9 @@ struct EnvVariable {
   // A bad value is refused, not replaced: whatever reads it fails naming it (a rank number
   // guessed would join the wrong rank; a fabric's memory limit guessed could exhaust it).
   bool bad_is_error = false;
+  // Read from the environment alone, never from NCCL's configuration files: it decides what
+  // root trusts, runs or removes, and NCCL_CONF_FILE or ~/.nccl.conf may be another user's.
+  bool environment_only = false;
 };
 
 // The table, in the order `topocoll env` and the warnings list it.

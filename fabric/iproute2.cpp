@@ -90,9 +90,13 @@ std::optional<ToolLocation> find_in_prefix(const std::string& name, const std::s
     const std::string dir = root + sub;
     const std::string candidate = inside_prefix(root, dir + "/" + name);
     if (!is_executable_file(candidate)) continue;
+    // As root, only a file no other user can replace, as PATH's (config/trusted_paths.h): the
+    // setting and the bundled prefix name a program root runs as surely as PATH does.
+    const std::string program = config::trusted_program(candidate);
+    if (program.empty()) continue;
     // Libraries: those of the prefix the tool sits in (the given directory may be its bin).
     const std::string prefix = *sub ? root : prefix_of_dir(root);
-    return ToolLocation{candidate, library_path_of(prefix.empty() ? root : prefix, triplet)};
+    return ToolLocation{program, library_path_of(prefix.empty() ? root : prefix, triplet)};
   }
   return std::nullopt;
 }
@@ -162,7 +166,10 @@ std::string tool_missing(const std::string& name, const ToolSearch& s) {
            joined({s.setting, s.setting + "/sbin", s.setting + "/bin", s.setting + "/usr/sbin",
                    s.setting + "/usr/bin"},
                   ", ") +
-           "): point it at a directory holding `" + name + "` or at a prefix an iproute2 .deb was unpacked into";
+           "): point it at a directory holding `" + name + "` or at a prefix an iproute2 .deb was unpacked into" +
+           (config::writes_as_root() ? " (as root: a file no other user may replace, in directories no other user "
+                                       "controls)"
+                                     : "");
   std::vector<std::string> places;
   std::vector<std::string> skipped;
   for (const auto& d : s.path)

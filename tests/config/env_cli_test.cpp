@@ -63,6 +63,33 @@ TEST(EnvCli, ValuesFromNcclsConfigurationFilesAreShownAndNamed) {
       << r.output;
 }
 
+// What decides what root trusts, runs or builds comes from the environment alone: a
+// configuration file another user may own (NCCL_CONF_FILE, ~/.nccl.conf) does not set it,
+// and the file's line is named as ignored.
+TEST(EnvCli, RootFacingSettingsInNcclsConfigurationFilesAreIgnoredAndNamed) {
+  const testing_support::ScratchDir dir("env_cli_nccl_conf_root");
+  const std::string file = dir.file("nccl.conf");
+  std::ofstream(file) << "TOPOCOLL_FABRIC_IPROUTE2=/tmp/elsewhere\nTOPOCOLL_TRUSTED_UIDS=1000\n"
+                         "TOPOCOLL_FABRIC_STATE_DIR=/tmp/state\nTOPOCOLL_FABRIC_MEMORY_LIMIT_MIB=999999\n"
+                         "TOPOCOLL_AUTO_MARGIN=1.5\n";
+  const auto r = topocoll_env("NCCL_CONF_FILE=" + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  for (const char* name : {"TOPOCOLL_FABRIC_IPROUTE2", "TOPOCOLL_TRUSTED_UIDS", "TOPOCOLL_FABRIC_STATE_DIR",
+                           "TOPOCOLL_FABRIC_MEMORY_LIMIT_MIB"})
+    EXPECT_NE(r.output.find(std::string(name) + " in NCCL's configuration files is ignored: it decides what root "
+                                                "trusts or runs, so only the environment sets it"),
+              std::string::npos)
+        << name << ": " << r.output;
+  EXPECT_EQ(r.output.find("/tmp/elsewhere"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("/tmp/state"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("TOPOCOLL_AUTO_MARGIN             1.5 (from NCCL's configuration files)\n"),
+            std::string::npos)
+      << r.output;
+  // The environment still sets them.
+  const auto set = topocoll_env("NCCL_CONF_FILE=" + file + " TOPOCOLL_FABRIC_STATE_DIR=/run/tc-elsewhere");
+  EXPECT_NE(set.output.find("/run/tc-elsewhere"), std::string::npos) << set.output;
+}
+
 TEST(EnvCli, AllAddsTheOtherProgramsVariables) {
   const auto r = topocoll_env("LOCAL_RANK=abc", "--all");
   EXPECT_EQ(r.status, 1) << r.output;

@@ -3,6 +3,8 @@
 // libraries go with its tools; and what it says when there is none.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -124,6 +126,30 @@ TEST_F(Iproute2Search, APathEntryIsTrustedByEveryDirectoryOnTheWayAndRunsResolve
   const auto tc = find_tool("tc", s);
   ASSERT_TRUE(tc);
   EXPECT_EQ(tc->path, fs::canonical(tool).string()) << "the link, not its target, would be run";
+}
+
+// The setting and the bundled prefix name programs root runs as surely as PATH does: as
+// root, a tool another user may replace there is not taken (nor one in a directory anyone
+// may write), and the reason is in what the user is told.
+TEST_F(Iproute2Search, AsRootAPrefixToolAnotherUserMayReplaceIsNotTaken) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the rule is root's";
+  const std::string theirs = make_tool("theirs/sbin/tc");
+  ASSERT_EQ(::chown(theirs.c_str(), 1000, 1000), 0);
+  ToolSearch s = empty_search();
+  s.setting = (root_ / "theirs").string();
+  EXPECT_FALSE(find_tool("tc", s)) << "another user's tc would run as root";
+  EXPECT_NE(tool_missing("tc", s).find("as root: a file no other user may replace"), std::string::npos)
+      << tool_missing("tc", s);
+  make_tool("open/sbin/tc");
+  fs::permissions(root_ / "open/sbin", fs::perms::all);  // 0777, not sticky
+  s = empty_search();
+  s.bundled_prefix = (root_ / "open").string();
+  EXPECT_FALSE(find_tool("tc", s)) << "a tc in a directory anyone may write would run as root";
+  const std::string ours = make_tool("ours/sbin/tc");
+  s.bundled_prefix = (root_ / "ours").string();
+  const auto tc = find_tool("tc", s);
+  ASSERT_TRUE(tc);
+  EXPECT_EQ(tc->path, fs::canonical(ours).string());
 }
 
 TEST_F(Iproute2Search, SystemToolsNeedNoLibraries) {
