@@ -171,7 +171,7 @@ FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
 
   std::set<std::string> ns_names;
   auto ns_name = [&](const std::string& node) {
-    std::string base = "tf-" + options.name + "-" + sanitized(node);
+    std::string base = namespace_prefix(options.name) + sanitized(node);
     std::string name = base;
     for (int i = 2; !ns_names.insert(name).second; ++i) name = base + "~" + std::to_string(i);
     return name;

@@ -25,6 +25,10 @@ namespace topocoll::fabric {
 
 inline constexpr double kDefaultPeakSlackUs = 100;
 
+// What every namespace of fabric `name` is called by ("tf-<name>-<node>"): `down` and
+// `--force` remove by it, and a record listing another name is refused (fabric_record.h).
+inline std::string namespace_prefix(const std::string& name) { return "tf-" + name + "-"; }
+
 struct FabricOptions {
   std::string name = "tf";  // [a-z0-9_], 1..12 characters: namespaces are "tf-<name>-<node>"
   // Emulated rates: either the fastest cable class runs at rate_mbit (the others keep their

@@ -113,6 +113,12 @@ std::optional<FabricRecord> load_record(const std::string& name) {
     // A record without it was written before the slack existed: its cables had one frame.
     r.options.peak_slack_us = o.value("peak_slack_us", 0.0);
     r.namespaces = j.at("namespaces").get<std::vector<std::string>>();
+    // `down` kills what runs in each and deletes it: only this fabric's, never another's
+    // or a container runtime's a hand-edited record names.
+    for (const std::string& ns : r.namespaces)
+      if (!ns.starts_with(namespace_prefix(name)) || ns.size() == namespace_prefix(name).size())
+        throw std::runtime_error("it lists namespace '" + ns + "', not one of fabric '" + name + "' (" +
+                                 namespace_prefix(name) + "*)");
     for (const auto& f : j.value("faults", nlohmann::json::array())) {
       Fault fault;
       fault.kind = parse_kind(f.at("kind").get<std::string>());

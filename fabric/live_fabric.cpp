@@ -31,8 +31,6 @@
 namespace topocoll::fabric {
 namespace {
 
-std::string prefix_of(const std::string& name) { return "tf-" + name + "-"; }
-
 double available_memory_mib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -238,7 +236,7 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
       throw FabricError("namespace " + ns.name + " exists already, and no record of fabric " + options.name +
                         " lists it (left by a fabric whose record was lost, or someone else's): `topocoll "
                         "fabric down --name " + options.name + " --force` removes namespaces named " +
-                        prefix_of(options.name) + "*, or choose another --name");
+                        namespace_prefix(options.name) + "*, or choose another --name");
 
   FabricRecord record;
   record.name = options.name;
@@ -252,7 +250,7 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
   record.creator_pid = ::getpid();
   // The record names the probe before it is made, so a crash during the probe leaves
   // nothing `down` would not remove.
-  const std::string probe = prefix_of(options.name) + "probe~" + std::to_string(::getpid());
+  const std::string probe = namespace_prefix(options.name) + "probe~" + std::to_string(::getpid());
   record.namespaces = {probe};
   save_record(record);
   if (const std::string reason = probe_cannot_run(probe); !reason.empty()) {
@@ -319,7 +317,7 @@ std::vector<std::string> unrecorded_namespaces(const std::string& name) {
     }
   }
   std::vector<std::string> out;
-  for (const auto& n : netns_with_prefix(name.empty() ? "tf-" : prefix_of(name)))
+  for (const auto& n : netns_with_prefix(name.empty() ? "tf-" : namespace_prefix(name)))
     if (!recorded.count(n)) out.push_back(n);
   std::sort(out.begin(), out.end());
   return out;

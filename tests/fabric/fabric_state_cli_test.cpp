@@ -121,6 +121,23 @@ TEST(FabricState, ALinkPlantedAsALockOrRecordIsNeverWrittenThroughNorTrusted) {
   EXPECT_EQ(read_file(scratch.file("victim.json")), record_of("victim"));
 }
 
+// `down` kills what runs in a record's namespaces and deletes them: a record naming one that
+// is not its fabric's (another fabric's, a container runtime's cni-*) is refused whole.
+TEST(FabricState, ARecordListingAnotherFabricsNamespaceIsRefused) {
+  const ScratchDir scratch("fabric_state_foreign_ns");
+  const std::string state = scratch.file("state");
+  fs::create_directories(state);
+  for (const std::string ns : {"cni-1234", "tf-tgx-a", "tf-tg-", "tf-t-a"}) {
+    write_file(state + "/tg.json", "{\"name\": \"tg\", \"status\": \"up\", \"topology\": {}, \"options\": {}, "
+                                   "\"namespaces\": [\"tf-tg-a\", \"" + ns + "\"]}\n");
+    const auto r = shell_run(in_state(state, "fabric down --name tg"));
+    EXPECT_NE(r.status, 0) << ns << ": " << r.output;
+    EXPECT_NE(r.output.find("is corrupt (it lists namespace '" + ns + "', not one of fabric 'tg' (tf-tg-*))"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 // --hostfile is written by `run`, as root: a link planted at its path (in /tmp, by another
 // user) is replaced, never written through to its target.
 TEST(FabricState, AHostfileIsNeverWrittenThroughALinkAtItsPath) {
