@@ -47,17 +47,37 @@ mode_t current_umask() {
 }  // namespace
 
 std::string read_user_file(const std::string& path, std::uint64_t max_bytes, const std::string& what_it_is) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw UserFileError("cannot read " + in_quotes(path) + ": " + std::strerror(errno));
   struct Closer {
     int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  const auto cannot_read = [&] { return UserFileError("cannot read " + in_quotes(path) + ": " + std::strerror(errno)); };
+  // What the name is, looked at before anything opens it: opening a device has effects of its
+  // own (a watchdog arms, a tape rewinds, a FIFO blocks), so only a regular file is opened for
+  // reading, and it is that very file (reopened through its O_PATH descriptor, which opens
+  // the inode looked at, not whatever the name holds by then).
+  const Closer at{::open(path.c_str(), O_PATH | O_CLOEXEC)};
+  if (at.fd < 0) throw cannot_read();
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw UserFileError("cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  if (::fstat(at.fd, &st) != 0) throw cannot_read();
   if (!S_ISREG(st.st_mode))
     throw UserFileError(in_quotes(path) + " is " + file_kind(st.st_mode) + ", not " + what_it_is +
                         " (a regular file is expected)");
+  const std::string same_file = "/proc/self/fd/" + std::to_string(at.fd);
+  int opened = ::open(same_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (opened < 0 && errno == ENOENT) {  // no /proc: by name, then checked to be the same file
+    opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat again {};
+    if (opened >= 0 && (::fstat(opened, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino)) {
+      ::close(opened);
+      throw UserFileError(in_quotes(path) + " was replaced while it was read");
+    }
+  }
+  if (opened < 0) throw cannot_read();
+  const Closer closer{opened};
+  const int fd = opened;
   const auto too_large = [&](const std::string& size) {
     const std::string limit = max_bytes >= (1u << 20) ? std::to_string(max_bytes >> 20) + " MiB"
                                                       : std::to_string(max_bytes) + " bytes";

@@ -3,6 +3,8 @@
 #include "config/user_files.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -57,6 +59,29 @@ TEST(UserFiles, APipeIsRefusedNotWaitedOn) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(error_of([&] { read_user_file(fifo, 10, "a host list"); }),
             "\"" + fifo + "\" is a pipe, not a host list (a regular file is expected)");
+}
+
+// Refused before it is opened: opening a device has effects of its own (a watchdog arms, a
+// tape rewinds). The kernel's open notification (inotify IN_OPEN, which a look by O_PATH
+// does not raise) says whether the name was opened; a link to it is looked through, not opened.
+TEST(UserFiles, WhatIsNotARegularFileIsNeverOpened) {
+  const ScratchDir dir("user_files_not_opened");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink(fifo, dir.file("link"));
+  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, fifo.c_str(), IN_OPEN), 0);
+  EXPECT_NE(error_of([&] { read_user_file(dir.file("link"), 10, "a host list"); }).find("is a pipe"),
+            std::string::npos);
+  char events[256];
+  EXPECT_LT(::read(watch, events, sizeof events), 0) << "the pipe was opened";
+  // The check itself: a real open is seen.
+  const int opened = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(opened, 0);
+  EXPECT_GT(::read(watch, events, sizeof events), 0);
+  ::close(opened);
+  ::close(watch);
 }
 
 TEST(UserFiles, ReplacingALinkReplacesTheLinkNotItsTarget) {
