@@ -21,6 +21,12 @@ constexpr double kDefaultRateMbit = 20;
 constexpr double kMaxCableMbit = 10000;
 // Route compilation walks Topology::route for every pair of endpoints.
 constexpr int kMaxFabricEndpoints = 1024;
+// Switches and cables are bounded apart from endpoints: a few lines of JSON (a thousand
+// switches a group, no "links": complete bipartite) describe a million cables, which would
+// take root hours and the machine's memory to build. The largest fabrics the project runs
+// (1024 endpoints of BiGraph or NAP, docs/fabric.md) need a tenth of these.
+constexpr int kMaxFabricNamespaces = 4096;
+constexpr int kMaxFabricCables = 32768;
 
 std::string dotted(uint32_t a) {
   return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." +
@@ -144,13 +150,28 @@ FabricSize estimate_fabric_size(const Topology& t) {
   return s;
 }
 
-FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
-  check_fabric_options(options);
+void check_fabric_limits(const Topology& t) {
   if (int(t.endpoints().size()) > kMaxFabricEndpoints)
     throw std::invalid_argument("topology " + t.name() + " has " +
                                 std::to_string(t.endpoints().size()) +
                                 " endpoints; a fabric emulates at most " +
                                 std::to_string(kMaxFabricEndpoints));
+  int switches = 0;
+  for (const auto& sw : t.switches()) switches += sw.role != topo::SwitchRole::HostFabric;
+  if (const int64_t namespaces = 1 + int64_t(t.hosts().size()) + switches; namespaces > kMaxFabricNamespaces)
+    throw std::invalid_argument("topology " + t.name() + " needs " + std::to_string(namespaces) +
+                                " namespaces (" + std::to_string(t.hosts().size()) + " hosts, " +
+                                std::to_string(switches) + " switches); a fabric emulates at most " +
+                                std::to_string(kMaxFabricNamespaces));
+  if (t.links().size() > size_t(kMaxFabricCables))
+    if (const size_t cables = topo::cable_links(t).size(); cables > size_t(kMaxFabricCables))
+      throw std::invalid_argument("topology " + t.name() + " has " + std::to_string(cables) +
+                                  " cables; a fabric emulates at most " + std::to_string(kMaxFabricCables));
+}
+
+FabricPlan plan_fabric(const Topology& t, const FabricOptions& options) {
+  check_fabric_options(options);
+  check_fabric_limits(t);
   FabricPlan plan;
   plan.name = options.name;
   plan.mtu = options.mtu;

@@ -147,6 +147,11 @@ FabricSize estimate_fabric_size(const topo::Topology& topology);
 // emulated (bad name, rates, a topology too large for routes to be compiled per pair).
 FabricPlan plan_fabric(const topo::Topology& topology, const FabricOptions& options);
 
+// The checks of plan_fabric's topology alone, made before anything is planned: at most
+// 1024 endpoints, 4096 namespaces (hosts and switches) and 32768 cables; throws
+// std::invalid_argument naming the count.
+void check_fabric_limits(const topo::Topology& topology);
+
 // The checks of plan_fabric's options alone (name, rates, MTU, peak slack).
 void check_fabric_options(const FabricOptions& options);
 // "" when `name` may name a fabric: 1 to 12 of a-z, 0-9 and '_', so its namespaces

@@ -219,9 +219,13 @@ FabricRecord fabric_up(const topo::Topology& topology, const std::string& topolo
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  const FabricPlan plan = plan_fabric(topology, options);
+  // What is wrong with the request, then what the machine lacks (root, iproute2, memory),
+  // before the plan, which takes a while.
+  check_fabric_options(options);
+  check_fabric_limits(topology);
   const FabricSize size = estimate_fabric_size(topology);
   if (const std::string lack = machine_lacks(size); !lack.empty()) throw FabricError(lack);
+  const FabricPlan plan = plan_fabric(topology, options);
   const FabricLock lock(options.name, "up");
   if (const auto existing = load_record(options.name)) {
     if (existing->status == "up")

@@ -124,6 +124,35 @@ TEST(FabricPlan, LargerTorusAndMissingCables) {
   expect_routes_match(gaps, plan_fabric(gaps, {}));
 }
 
+// A few lines of topology describe a million cables (a complete bipartite core of many
+// switches): refused, naming the count, before anything is planned.
+TEST(FabricPlan, TooManyCablesOrEndpointsAreRefusedUpFront) {
+  topo::BiGraphShape wide;
+  wide.switches_per_group = 200;  // 40000 core cables, 400 endpoints
+  wide.endpoints_per_switch = 1;
+  const Topology t = topo::generate_bigraph(wide);
+  try {
+    check_fabric_limits(t);
+    ADD_FAILURE() << "40400 cables accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("has 40400 cables; a fabric emulates at most 32768"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(plan_fabric(t, {}), std::invalid_argument);
+  topo::BiGraphShape many;
+  many.switches_per_group = 40;
+  many.endpoints_per_switch = 16;  // 1280 endpoints
+  try {
+    check_fabric_limits(topo::generate_bigraph(many));
+    ADD_FAILURE() << "1280 endpoints accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("has 1280 endpoints; a fabric emulates at most 1024"), std::string::npos)
+        << e.what();
+  }
+  many.endpoints_per_switch = 12;  // 960 endpoints, 1600 core cables: within
+  EXPECT_NO_THROW(check_fabric_limits(topo::generate_bigraph(many)));
+}
+
 TEST(FabricPlan, RatesScaleFromTheFastestCable) {
   const Topology t = example_topology("nap-4x8.json");  // 512 Gb/s inside packages, 256 on the torus
   FabricOptions o;
