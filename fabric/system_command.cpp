@@ -91,7 +91,11 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   args[0] = const_cast<char*>(program.c_str());
   args.push_back(nullptr);
   const pid_t pid = ::fork();
-  if (pid < 0) throw FabricError("fork: " + errno_text(errno));
+  if (pid < 0) {
+    const int err = errno;
+    for (const int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw FabricError("fork: " + errno_text(err));
+  }
   if (pid == 0) {
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
@@ -101,7 +105,10 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   }
   ::close(in[0]);
   ::close(out[1]);
-  // Feed stdin and drain stdout together: a large batch must not deadlock on full pipes.
+  // Feed stdin and drain stdout together: a large batch must not deadlock on full pipes. Our
+  // end of stdin does not block: a blocking write of the whole batch waits for the tool to
+  // read all of it while the tool waits for us to read what it wrote.
+  ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK);
   size_t written = 0;
   if (input.empty()) ::close(in[1]), in[1] = -1;
   // A tool that exits early must not kill us with SIGPIPE while we feed it.
@@ -116,7 +123,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     if (n == 2 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
       const ssize_t w = ::write(in[1], input.data() + written, input.size() - written);
       if (w > 0) written += size_t(w);
-      if (w < 0 || written == input.size()) ::close(in[1]), in[1] = -1;
+      const bool again = w < 0 && (errno == EAGAIN || errno == EINTR);
+      if ((w < 0 && !again) || written == input.size()) ::close(in[1]), in[1] = -1;
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[4096];

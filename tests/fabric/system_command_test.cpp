@@ -44,5 +44,22 @@ TEST(SystemCommand, ACommandsExitCodeAndOutputComeBack) {
   EXPECT_EQ(r.output, "out\n");
 }
 
+// A batch larger than both pipes hold (ip -batch of a large fabric) while the tool echoes
+// it: fed and drained together, never both sides waiting. In a child, so a deadlock is a
+// failure after 30 s, not a hung test.
+TEST(SystemCommand, ALargeInputWhileTheToolWritesAsMuchDoesNotDeadlock) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(30);
+    const std::string input(4 << 20, 'x');
+    const CommandResult r = run_command({"cat"}, input);
+    ::_exit(r.status == 0 && r.output == input ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      << (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "deadlocked: killed after 30 s" : "wrong output");
+}
+
 }  // namespace
 }  // namespace topocoll::fabric
