@@ -9,6 +9,32 @@
 namespace topocoll::fabric {
 namespace {
 
+constexpr int kClassStart[] = {kExceptionRulePriority, kStripeRulePriority, kOriginRulePriority,
+                               kTransitRulePriority};
+// The kernel's main table is looked up at 32766 (`ip rule` lists it): every rule goes before.
+constexpr int kMainRulePriority = 32766;
+
+}  // namespace
+
+void place_rule_classes(Namespace& ns) {
+  int end = 0;  // one past the last priority given so far
+  for (int c = 0; c < 4; ++c) {
+    const int start = std::max(kClassStart[c], end);
+    for (Rule& r : ns.rules)
+      if (r.priority / kRuleClassSpan == c) {
+        r.priority = start + r.priority % kRuleClassSpan;
+        end = std::max(end, r.priority + 1);
+      }
+    end = std::max(end, start);
+  }
+  if (end > kMainRulePriority)
+    throw std::invalid_argument("namespace " + ns.name + " needs " + std::to_string(ns.rules.size()) +
+                                " routing rules, more than fit before the main table's (priority " +
+                                std::to_string(kMainRulePriority) + ")");
+}
+
+namespace {
+
 using topo::LinkKind;
 using topo::NodeRef;
 using topo::Topology;
@@ -109,10 +135,12 @@ void compile_routes(const Topology& t, const NodeAddressing& a, FabricPlan& plan
   TableBuilder build(t, a);
   // Per namespace: next table id and next rule priority per class.
   std::vector<int> next_table(plan.namespaces.size(), 1000);
-  std::vector<int> next_exception(plan.namespaces.size(), kExceptionRulePriority);
-  std::vector<int> next_stripe(plan.namespaces.size(), kStripeRulePriority);
-  std::vector<int> next_origin(plan.namespaces.size(), kOriginRulePriority);
-  std::vector<int> next_transit(plan.namespaces.size(), kTransitRulePriority);
+  // Numbered within their class while compiling (class c from c * kRuleClassSpan), given their
+  // final priorities by place_rule_classes once every class is counted.
+  std::vector<int> next_exception(plan.namespaces.size(), 0 * kRuleClassSpan);
+  std::vector<int> next_stripe(plan.namespaces.size(), 1 * kRuleClassSpan);
+  std::vector<int> next_origin(plan.namespaces.size(), 2 * kRuleClassSpan);
+  std::vector<int> next_transit(plan.namespaces.size(), 3 * kRuleClassSpan);
   std::vector<bool> main_set(plan.namespaces.size(), false);
   std::set<std::string> notes;
 
@@ -233,6 +261,7 @@ void compile_routes(const Topology& t, const NodeAddressing& a, FabricPlan& plan
       for (int j = 0; j < max_paths; ++j) plan.lane_marks.push_back(kFirstLaneMark + uint32_t(j));
     }
   }
+  for (Namespace& ns : plan.namespaces) place_rule_classes(ns);
   plan.notes.assign(notes.begin(), notes.end());
 }
 

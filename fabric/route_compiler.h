@@ -33,6 +33,17 @@ inline constexpr int kStripeRulePriority = 500;
 inline constexpr int kOriginRulePriority = 1000;
 inline constexpr int kTransitRulePriority = 2000;
 
+// Rule classes in lookup order: exceptions (one source's flows), stripes (a lane's marks),
+// origins (a host's own packets), transit. Each starts at its usual priority above, or right
+// after the class before when that one is longer (a namespace forwarding for hundreds of
+// sources has thousands of exception rules): a class spilling into the next would have some
+// of its rules looked up after the next class's, and those flows would take the majority's
+// path. The compiler numbers each rule within its class, class c from c * kRuleClassSpan;
+// place_rule_classes gives them their priorities, or throws std::invalid_argument naming
+// the namespace when they do not fit before the main table's rule (32766).
+inline constexpr int kRuleClassSpan = 1 << 24;
+void place_rule_classes(Namespace& ns);
+
 // Fills tables, rules and lane marks of `plan`'s namespaces.
 void compile_routes(const topo::Topology& topology, const NodeAddressing& addressing,
                     FabricPlan& plan);

@@ -153,6 +153,42 @@ TEST(FabricPlan, TooManyCablesOrEndpointsAreRefusedUpFront) {
   EXPECT_NO_THROW(check_fabric_limits(topo::generate_bigraph(many)));
 }
 
+// Each class of rules is looked up before the next however long it is: 500 exception rules
+// (a node forwarding for hundreds of sources) push the stripes, not into them.
+TEST(FabricPlan, RuleClassesKeepTheirOrderWhateverTheirLength) {
+  Namespace ns;
+  ns.name = "tf-tf-x";
+  const auto rule = [](int numbered) {
+    Rule r;
+    r.priority = numbered;
+    return r;
+  };
+  for (int i = 0; i < 500; ++i) ns.rules.push_back(rule(0 * kRuleClassSpan + i));
+  for (int i = 0; i < 2; ++i) ns.rules.push_back(rule(1 * kRuleClassSpan + i));
+  ns.rules.push_back(rule(2 * kRuleClassSpan));
+  for (int i = 0; i < 4; ++i) ns.rules.push_back(rule(3 * kRuleClassSpan + i));
+  place_rule_classes(ns);
+  EXPECT_EQ(ns.rules[0].priority, kExceptionRulePriority);
+  EXPECT_EQ(ns.rules[499].priority, kExceptionRulePriority + 499);
+  EXPECT_EQ(ns.rules[500].priority, kExceptionRulePriority + 500) << "stripes right after the exceptions";
+  EXPECT_EQ(ns.rules[501].priority, kExceptionRulePriority + 501);
+  EXPECT_EQ(ns.rules[502].priority, kOriginRulePriority);
+  EXPECT_EQ(ns.rules[503].priority, kTransitRulePriority);
+  EXPECT_EQ(ns.rules[506].priority, kTransitRulePriority + 3);
+  Namespace huge;
+  huge.name = "tf-tf-y";
+  for (int i = 0; i < 33000; ++i) huge.rules.push_back(rule(i));
+  try {
+    place_rule_classes(huge);
+    ADD_FAILURE() << "rules past the main table's accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("namespace tf-tf-y needs 33000 routing rules, more than fit before the "
+                                         "main table's (priority 32766)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(FabricPlan, RatesScaleFromTheFastestCable) {
   const Topology t = example_topology("nap-4x8.json");  // 512 Gb/s inside packages, 256 on the torus
   FabricOptions o;
