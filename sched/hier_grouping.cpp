@@ -38,7 +38,10 @@ HierParams hier_params(const topo::Topology& t, const Placement& p, InterGroupAl
   params.inter = inter;
   if (is_nap(t) && params.group_size == t.nodes_per_package() &&
       p.nranks() / params.group_size == t.package_count())
-    params.torus_dims = t.torus_dims();
+    // The topology numbers packages row-major (dimension 0 varies slowest: topology.h
+    // torus_dims), the schedule its groups with dimension 0 fastest (hierarchical.h): the
+    // dimensions reversed, so each ring runs along one torus line of neighbouring packages.
+    params.torus_dims.assign(t.torus_dims().rbegin(), t.torus_dims().rend());
   return params;
 }
 

@@ -127,6 +127,29 @@ TEST(Plan, HdOnBigraph32IsPairwiseWithLoadOne) {
   }
 }
 
+// NAP's hier rings run along torus lines of neighbouring packages, on square and non-square
+// tori alike (the topology numbers packages with dimension 0 slowest, the schedule its groups
+// with dimension 0 fastest): no cable carries two flows in any step.
+TEST(Plan, HierRingsFollowTheTorusLinesOnANonSquareTorus) {
+  for (const std::vector<int>& torus : std::vector<std::vector<int>>{{2, 4}, {4, 2}, {3, 4}, {2, 3, 2}}) {
+    topo::NapShape n;
+    n.torus = torus;
+    n.packages = 1;
+    for (int d : torus) n.packages *= d;
+    n.nodes_per_package = 2;
+    n.local_switches = 1;
+    const Topology t = topo::generate_nap(n);
+    PlanRequest req;
+    req.algo = "hier";
+    req.bytes = 64 << 20;
+    const Plan plan = make_plan(t, req);
+    SCOPED_TRACE(t.name() + " torus of " + std::to_string(torus.size()) + " dimensions, first " +
+                 std::to_string(torus[0]));
+    EXPECT_TRUE(plan.verified) << plan.verification;
+    EXPECT_DOUBLE_EQ(plan.link_load.max_load, 1.0);
+  }
+}
+
 TEST(Plan, RingBaselinesOnBigraph32) {
   Topology t = topo::load_topology_file(TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json");
   PlanRequest req;
