@@ -55,7 +55,8 @@ std::string entry_name(int algo, int proto) {
 
 std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnodes,
                                                      const ncclTunerConstants_v5_t* constants,
-                                                     const RanksPerNode* per_node) noexcept {
+                                                     const RanksPerNode* per_node, ncclResult_t* refusal) noexcept {
+  if (refusal) *refusal = ncclSystemError;
   std::unique_ptr<TopologyTuner> tuner;
   try {
     tuner.reset(new TopologyTuner());
@@ -87,8 +88,12 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
     }
     topo_file = env.topo_file;
     if (!context.topology) {
-      warn_once(about(context.topology_error + "; the tuner changes nothing"));
-      return tuner;
+      warn_once(about(context.topology_error +
+                      "; refused: this rank would keep NCCL's cost tables while ranks that read the file tune "
+                      "theirs, and ranks that pick different algorithms hang (fix the file on this host, or "
+                      "set TOPOCOLL_TUNER=0 on every rank)"));
+      if (refusal) *refusal = ncclInvalidUsage;
+      return nullptr;
     }
     // Modelling NCCL's rings and trees over every rank costs minutes at 65,536 ranks, per
     // communicator: beyond this budget the tuner steps aside.
@@ -178,8 +183,9 @@ std::unique_ptr<TopologyTuner> TopologyTuner::create(size_t nranks, size_t nnode
 
 ncclResult_t TopologyTuner::init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
                                          void** context, const RanksPerNode* per_node) noexcept {
-  *context = create(nranks, nnodes, constants, per_node).release();
-  return *context ? ncclSuccess : ncclSystemError;
+  ncclResult_t refusal = ncclSuccess;
+  *context = create(nranks, nnodes, constants, per_node, &refusal).release();
+  return *context ? ncclSuccess : refusal;
 }
 
 bool TopologyTuner::first_in_bucket(ncclFunc_t coll, size_t nbytes) {

@@ -24,12 +24,17 @@ class TopologyTuner {
  public:
   // `constants`: NCCL's tuning constants (v5 only; nullptr = NCCL 2.28's defaults). A tuner
   // that changes nothing where the rules say so (no topology, a communicator it does not
-  // describe: the same on every rank); nullptr when this rank ran out of host memory building
-  // what its peers build, for NCCL's init to fail (init_context).
+  // describe: the same on every rank); nullptr, for NCCL's init to fail (init_context), when
+  // this rank cannot build what its peers build: out of host memory (*refusal
+  // ncclSystemError), or a TOPOCOLL_TOPO_FILE it cannot load (ncclInvalidUsage: a host that
+  // lacks the file would keep NCCL's tables while its peers tune theirs, and ranks that pick
+  // different algorithms for one collective wait for each other forever; NCCL decides each
+  // rank's alone, enqueue.cc topoGetAlgoInfo).
   // `per_node`: the ranks of NCCL's smallest and largest node (v5 only; nullptr = unknown).
   static std::unique_ptr<TopologyTuner> create(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
-                                               const RanksPerNode* per_node = nullptr) noexcept;
-  // NCCL's init: *context = create(...), ncclSystemError when it is null.
+                                               const RanksPerNode* per_node = nullptr,
+                                               ncclResult_t* refusal = nullptr) noexcept;
+  // NCCL's init: *context = create(...), create's refusal when it is null.
   static ncclResult_t init_context(size_t nranks, size_t nnodes, const ncclTunerConstants_v5_t* constants,
                                    void** context, const RanksPerNode* per_node = nullptr) noexcept;
 

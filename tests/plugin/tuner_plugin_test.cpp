@@ -201,17 +201,24 @@ TEST_F(TunerPlugin, NoTopologyChangesNothingAndSaysSoOnce) {
   EXPECT_EQ(ncclTunerPlugin_v5.finalize(b), ncclSuccess);
 }
 
-TEST_F(TunerPlugin, BrokenTopologyFilesWarnAndChangeNothing) {
+// A topology file this rank cannot load fails NCCL's init with ncclInvalidUsage and a WARN
+// naming the file and why: changing nothing here while ranks on hosts that read the file tune
+// their tables would have ranks pick different algorithms and hang.
+TEST_F(TunerPlugin, BrokenTopologyFilesFailTheInitNamingTheFile) {
   for (const std::string& file : {data("truncated.json"), data("unknown-switch.json"),
                                   data("does-not-exist.json")}) {
     SCOPED_TRACE(file);
     use_env({{"TOPOCOLL_TOPO_FILE", file}});
-    void* ctx = init_v5(32, 32);
-    expect_no_change(ctx);
+    void* ctx = reinterpret_cast<void*>(0x1);
+    ncclTunerConstants_v5_t constants = nccl_constants();
+    EXPECT_EQ(ncclTunerPlugin_v5.init(&ctx, 0x1234, 32, 32, fake_logger, nullptr, &constants), ncclInvalidUsage);
+    EXPECT_EQ(ctx, nullptr);
     auto warns = logged(NCCL_LOG_WARN, file);
     ASSERT_EQ(warns.size(), 1u);
-    EXPECT_NE(warns[0].text.find("the tuner changes nothing"), std::string::npos) << warns[0].text;
-    ncclTunerPlugin_v5.finalize(ctx);
+    EXPECT_NE(warns[0].text.find("refused: this rank would keep NCCL's cost tables while ranks that read the file "
+                                 "tune theirs"),
+              std::string::npos)
+        << warns[0].text;
   }
   EXPECT_FALSE(logged(NCCL_LOG_WARN, "/servers/3/nics/0/switch: unknown switch \"U9\"").empty());
   EXPECT_FALSE(logged(NCCL_LOG_WARN, "invalid JSON").empty());
