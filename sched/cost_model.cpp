@@ -72,7 +72,9 @@ ScheduleAnalysis analyze_schedule(const Schedule& schedule, const Placement& pla
     }
     // Local ops: the rank with the most bytes to reduce or copy ends the step.
     sc.reduce_us = worst_bytes * params.gamma_us_per_byte;
-    sc.rounds = params.pipeline.pieces(std::size_t(sl.max_flow_bytes));
+    // Rounds as the engine cuts: each message on its own size (several runs to one peer
+    // are one flow on the links, but each is its own message).
+    sc.rounds = params.pipeline.pieces(std::size_t(sl.max_send_bytes));
     if (sc.rounds > 1 && any_local) {
       // Pipelined (exec/pipeline.h): C rounds, each round's local ops behind the next
       // round's transfers.

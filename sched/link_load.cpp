@@ -130,12 +130,14 @@ void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vecto
         }
         continue;
       }
+      const int64_t bytes = op.count * int64_t(elem_size);
       if (out.size() > first && out.back().dst == op.peer) {
-        out.back().bytes += op.count * int64_t(elem_size);
+        out.back().bytes += bytes;
+        out.back().largest_send = std::max(out.back().largest_send, bytes);
         continue;
       }
       if (out.size() > first && out.back().dst > op.peer) sorted = false;
-      out.push_back(Flow{r, op.peer, op.count * int64_t(elem_size)});
+      out.push_back(Flow{r, op.peer, bytes, bytes});
     }
     if (local_bytes) *local_bytes = std::max(*local_bytes, local);
     if (sorted) continue;
@@ -143,9 +145,10 @@ void step_flows(const Schedule& schedule, int step, size_t elem_size, std::vecto
               [](const Flow& a, const Flow& b) { return a.dst < b.dst; });
     size_t w = first;
     for (size_t i = first; i < out.size(); ++i) {
-      if (w > first && out[w - 1].dst == out[i].dst)
+      if (w > first && out[w - 1].dst == out[i].dst) {
         out[w - 1].bytes += out[i].bytes;
-      else
+        out[w - 1].largest_send = std::max(out[w - 1].largest_send, out[i].largest_send);
+      } else
         out[w++] = out[i];
     }
     out.resize(w);
@@ -197,6 +200,7 @@ void StepLoadPass::run_step(int s, double* local_bytes, bool* any_local) {
     }
     out.bytes += f.bytes;
     out.max_flow_bytes = std::max(out.max_flow_bytes, f.bytes);
+    out.max_send_bytes = std::max(out.max_send_bytes, f.largest_send);
   }
   flow_first_.push_back(uint32_t(flow_paths_.size()));
   out.flows = int(flows_.size());

@@ -79,6 +79,9 @@ class RouteCache {
 struct Flow {
   int src = -1, dst = -1;
   int64_t bytes = 0;
+  // Its largest single send: the engine cuts each message on its own (exec/pipeline.cpp
+  // cut_step), so this, not `bytes`, sets how many pipelined rounds the step runs.
+  int64_t largest_send = 0;
 };
 
 // The flows of step `step` of a schedule, by source rank then destination: all sends from
@@ -125,6 +128,7 @@ struct StepLoad {
   int flows = 0;          // sends in the step
   int64_t bytes = 0;      // bytes sent by all ranks
   int64_t max_flow_bytes = 0;
+  int64_t max_send_bytes = 0;  // the largest single send (Flow::largest_send)
   double max_load = 0;    // worst flows on one directed link
   int bottleneck_link = -1;
   int64_t hops = 0;       // links crossed, summed over flows (striped: over paths)

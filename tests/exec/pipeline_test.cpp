@@ -370,5 +370,33 @@ TEST(PipelineCost, OverlapHidesTheSmallerOfTransferAndReducePerRound) {
   EXPECT_LT(b.total_us, a.total_us);
 }
 
+// The model's rounds are the engine's: each message is cut on its own size, so four 1 MiB
+// runs to one peer (one 4 MiB flow on the links) run in two rounds of 512 KiB pieces, not
+// the eight a 4 MiB message would.
+TEST(PipelineCost, RoundsAreThoseTheEngineCutsNotTheMergedFlows) {
+  const int64_t run = (1 << 20) / 4;  // 1 MiB of float32
+  const sched::Schedule s = two_rank_step(8 * run, 4 * run, [&](sched::ScheduleBuilder& b, int r, int peer) {
+    for (int k = 0; k < 4; ++k) {  // runs apart, so not one message
+      b.recv(0, r, peer, {Buf::Scratch, k * run}, run);
+      b.send(0, r, peer, {Buf::Input, (2 * k + 1) * run}, run);
+    }
+    for (int k = 0; k < 4; ++k)
+      b.reduce(0, r, {Buf::Output, 2 * k * run}, {BufRef{Buf::Input, 2 * k * run}, BufRef{Buf::Scratch, k * run}},
+               run);
+  });
+  const PipelineShape shape{1 << 19, 8};
+  const StepCut cut = cut_step(s.programs[0], 0, 4, shape, FakeBuffers{});
+  ASSERT_TRUE(cut.pieces_cut);
+  ASSERT_EQ(cut.transfers.size(), 2u);
+  const topo::Topology t =
+      topo::load_topology_file(std::string(TOPOCOLL_SOURCE_DIR) + "/examples/bigraph-32.json");
+  sched::RouteCache routes(t);
+  sched::CostParams params;
+  params.pipeline = shape;
+  const sched::CostEstimate c = sched::estimate_cost(s, sched::first_endpoints(t, 2), 4, routes, params);
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steps[0].rounds, int(cut.transfers.size()));
+}
+
 }  // namespace
 }  // namespace topocoll::exec
