@@ -761,4 +761,16 @@ VerifyResult verify(const Schedule& schedule, const VerifyOptions& options) {
   return v.run();
 }
 
+VerifyResult verify_as_served(const Schedule& schedule, VerifyOptions options) {
+  options.aliasing = Aliasing::OutOfPlace;
+  VerifyResult out_of_place = verify(schedule, options);
+  if (!out_of_place.ok || schedule.collective == Collective::AllToAll) return out_of_place;
+  options.aliasing = Aliasing::InPlace;
+  if (const VerifyResult in_place = verify(schedule, options); !in_place.ok) {
+    out_of_place.ok = false;
+    out_of_place.error = "in place: " + in_place.error;
+  }
+  return out_of_place;
+}
+
 }  // namespace topocoll::sched

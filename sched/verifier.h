@@ -69,4 +69,10 @@ struct VerifyResult {
 
 VerifyResult verify(const Schedule& schedule, const VerifyOptions& options = {});
 
+// The checks a plan passes before it is served (sched/plan.cpp): out of place, then, for
+// the collectives NCCL defines one for (not all-to-all), in place, as the interposer serves
+// in-place calls with the same schedule; an in-place failure's error begins "in place: ".
+// The result is the out-of-place run's (its statistics and bitwise-identity note).
+VerifyResult verify_as_served(const Schedule& schedule, VerifyOptions options = {});
+
 }  // namespace topocoll::sched

@@ -166,6 +166,12 @@ TEST(Verifier, CatchesInPlaceHazards) {
   const VerifyResult r = verify(s);
   EXPECT_TRUE(r.ok) << r.error;
   expect_error(s, "overlaps", Aliasing::InPlace);
+  // What a plan passes before it is served checks both.
+  const VerifyResult served = verify_as_served(s);
+  EXPECT_FALSE(served.ok);
+  EXPECT_EQ(served.error.rfind("in place: ", 0), 0u) << served.error;
+  EXPECT_NE(served.error.find("overlaps"), std::string::npos) << served.error;
+  EXPECT_TRUE(verify_as_served(ring_allreduce(4, 40)).ok);
 }
 
 TEST(Verifier, AllowsAReduceIntoAnyOneSourceButNotAPartOfOne) {
