@@ -224,6 +224,53 @@ TEST_F(TunerPlugin, BrokenTopologyFilesFailTheInitNamingTheFile) {
   EXPECT_FALSE(logged(NCCL_LOG_WARN, "invalid JSON").empty());
 }
 
+// NCCL passes numPipeOps, the collectives of a group that share one launch (enqueue.cc
+// divUp(nTasksColl, nChannels)): a ring pays its latency once per op, the other algorithms
+// once per batch of ten (tuning.cc ncclTopoGetAlgoTime), and the tuned table says so.
+TEST_F(TunerPlugin, GroupedCollectivesPayTheRingsLatencyPerOpAndTheTreesPerBatch) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
+  void* ctx = init_v5(32, 32);
+  auto tuned = [&](int pipe_ops) {
+    Table t;
+    nccl_table(t, ncclFuncAllReduce);
+    int channels = 0;
+    EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, ncclFuncAllReduce, 4096, pipe_ops, reinterpret_cast<float**>(t),
+                                             A, P, 0, &channels),
+              ncclSuccess);
+    return std::vector<float>{t[NCCL_ALGO_RING][NCCL_PROTO_LL], t[NCCL_ALGO_TREE][NCCL_PROTO_LL]};
+  };
+  const std::vector<float> one = tuned(1), two = tuned(2), three = tuned(3), ten = tuned(10), eleven = tuned(11);
+  ASSERT_GT(one[0], 0.0f);
+  ASSERT_GT(one[1], 0.0f);
+  const float ring_latency = two[0] - one[0];
+  EXPECT_GT(ring_latency, 0.0f);
+  EXPECT_NEAR(three[0] - one[0], 2 * ring_latency, 1e-3 * three[0]);
+  EXPECT_FLOAT_EQ(two[1], one[1]);   // one batch
+  EXPECT_FLOAT_EQ(ten[1], one[1]);
+  EXPECT_GT(eleven[1], one[1]);      // two batches
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
+// A one-rank communicator: NCCL's table has Ring/Simple at 0 alone (enqueue.cc); the tuner
+// leaves it so.
+TEST_F(TunerPlugin, AOneRankCommunicatorsTableIsLeftAlone) {
+  use_env({{"TOPOCOLL_TOPO_FILE", example_path("bigraph-32")}});
+  void* ctx = init_v5(1, 1);
+  for (ncclFunc_t coll : {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncBroadcast}) {
+    Table t;
+    for (int a = 0; a < A; ++a)
+      for (int p = 0; p < P; ++p) t[a][p] = float(NCCL_ALGO_PROTO_IGNORE);
+    t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = 0.0f;
+    Table before;
+    std::memcpy(before, t, sizeof t);
+    int channels = 0;
+    EXPECT_EQ(ncclTunerPlugin_v5.getCollInfo(ctx, coll, 1 << 20, 1, reinterpret_cast<float**>(t), A, P, 0, &channels),
+              ncclSuccess);
+    EXPECT_TRUE(same(before, t)) << collective_name(coll);
+  }
+  ncclTunerPlugin_v5.finalize(ctx);
+}
+
 // A bad value is the Env's one warning (config/env.h), and the default (on) is used, as
 // for every variable.
 TEST_F(TunerPlugin, BadSettingIsAWarningOfTheEnvAndTheDefaultIsUsed) {
