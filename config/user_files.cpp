@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "config/trusted_paths.h"
 
@@ -166,20 +167,45 @@ void replace_file(const std::string& path, const std::string& text) {
 void prepare_output_dir(const std::string& dir) {
   if (dir.empty()) throw UserFileError("the output directory is empty");
   check_root_may_write_in(dir, "into " + in_quotes(dir));  // before any directory is made
-  std::string partial = dir.front() == '/' ? "" : ".";
-  std::size_t start = 0;
-  while (start <= dir.size()) {
+  std::vector<std::string> pieces;
+  for (std::size_t start = 0; start <= dir.size();) {
     const std::size_t end = std::min(dir.find('/', start), dir.size());
-    const std::string piece = dir.substr(start, end - start);
+    if (std::string piece = dir.substr(start, end - start); !piece.empty() && piece != ".") pieces.push_back(piece);
     start = end + 1;
-    if (piece.empty() || piece == ".") continue;
-    partial += "/" + piece;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw UserFileError("cannot create " + partial + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::stat(partial.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw UserFileError("cannot create " + dir + ": " + partial + " is not a directory");
   }
+  // What exists already was looked at above, links as the kernel resolves them. What is made
+  // here is made and entered by descriptor, never by name again, and never through a link: a
+  // name another user puts in its place meanwhile (a link to /etc under /tmp) is refused,
+  // not followed into making root's directory elsewhere.
+  std::string existing = dir.front() == '/' ? "/" : ".";
+  std::size_t made_from = 0;
+  for (; made_from < pieces.size(); ++made_from) {
+    const std::string next = (existing == "/" ? "/" : existing + "/") + pieces[made_from];
+    struct stat st {};
+    if (::stat(next.c_str(), &st) != 0) break;
+    if (!S_ISDIR(st.st_mode)) throw UserFileError("cannot create " + dir + ": " + next + " is not a directory");
+    existing = next;
+  }
+  int at = ::open(existing.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (at < 0) throw UserFileError("cannot create " + dir + ": " + existing + ": " + std::strerror(errno));
+  std::string partial = existing;
+  for (std::size_t i = made_from; i < pieces.size(); ++i) {
+    partial += (partial == "/" ? "" : "/") + pieces[i];
+    if (::mkdirat(at, pieces[i].c_str(), 0755) != 0 && errno != EEXIST) {
+      const int err = errno;
+      ::close(at);
+      throw UserFileError("cannot create " + partial + ": " + std::strerror(err));
+    }
+    const int next = ::openat(at, pieces[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    ::close(at);
+    if (next < 0)
+      throw UserFileError("cannot create " + dir + ": " + partial +
+                          (err == ELOOP || err == ENOTDIR ? " is not a directory (a link or a file took its place)"
+                                                          : std::string(": ") + std::strerror(err)));
+    at = next;
+  }
+  ::close(at);
   check_root_may_write_in(dir, "into " + in_quotes(dir));
   // A fresh file of a unique name (O_EXCL): a link planted at a guessable name is never
   // followed, nothing outside the directory is created or truncated.

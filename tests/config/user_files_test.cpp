@@ -84,6 +84,26 @@ TEST(UserFiles, WhatIsNotARegularFileIsNeverOpened) {
   ::close(watch);
 }
 
+// The missing directories of an output path are made (absolute and relative), through the
+// links that already were on it; a file in the way is named.
+TEST(UserFiles, AnOutputDirectoryIsMadeWithEveryMissingParent) {
+  const ScratchDir dir("user_files_out_dir");
+  EXPECT_EQ(error_of([&] { prepare_output_dir(dir.file("a/b/c")); }), "");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/c")));
+  std::filesystem::create_symlink(dir.file("a"), dir.file("via"));
+  EXPECT_EQ(error_of([&] { prepare_output_dir(dir.file("via/b/d/e")); }), "");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/d/e")));
+  std::ofstream(dir.file("a/file")) << "x";
+  EXPECT_NE(error_of([&] { prepare_output_dir(dir.file("a/file/f")); }).find(dir.file("a/file") + " is not a directory"),
+            std::string::npos);
+  const std::string here = std::filesystem::current_path().string();
+  std::filesystem::current_path(dir.path());
+  const std::string relative = error_of([&] { prepare_output_dir("rel/x/./y"); });
+  std::filesystem::current_path(here);
+  EXPECT_EQ(relative, "");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("rel/x/y")));
+}
+
 TEST(UserFiles, ReplacingALinkReplacesTheLinkNotItsTarget) {
   const ScratchDir dir("user_files_link");
   const std::string target = dir.file("target"), link = dir.file("report.json");
