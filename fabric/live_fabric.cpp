@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,25 @@
 namespace topocoll::fabric {
 namespace {
 
+// SIGKILLs `pid` if it still runs in the namespace bound at `ns_path`. The pid was listed a
+// moment ago: the process may have exited and its number gone to another, which must not be
+// killed. A pidfd holds the process itself; its namespace is checked after the pidfd is
+// taken, and the signal goes through the pidfd, so it reaches that process or none.
+bool kill_if_in_netns(pid_t pid, const std::string& ns_path) {
+  struct stat ns {};
+  if (::stat(ns_path.c_str(), &ns) != 0) return false;
+  const auto in_ns = [&] {
+    struct stat its {};
+    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+    return ::stat(path.c_str(), &its) == 0 && its.st_dev == ns.st_dev && its.st_ino == ns.st_ino;
+  };
+  const int pidfd = int(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno == ENOSYS && in_ns() && ::kill(pid, SIGKILL) == 0;  // before Linux 5.3
+  const bool killed = in_ns() && ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
+  ::close(pidfd);
+  return killed;
+}
+
 double available_memory_mib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -49,27 +69,52 @@ std::string fixed(double x, int digits = 0) {
   return o.str();
 }
 
-// Writes the sysctls inside namespace `ns`; names the first one that failed.
+// Writes the sysctls inside namespace `ns`; names the first one that failed and why (the
+// child that writes them says which, and its errno, through a pipe).
 void apply_sysctls(const std::string& ns, const std::vector<Sysctl>& sysctls) {
-  const int code = run_in_netns(ns, [&] {
-    for (size_t i = 0; i < sysctls.size(); ++i) {
-      const std::string path = "/proc/sys/" + sysctls[i].path;
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-      bool ok = fd >= 0;
-      if (ok) {
-        ok = ::write(fd, sysctls[i].value.data(), sysctls[i].value.size()) ==
-             ssize_t(sysctls[i].value.size());
-        ::close(fd);
+  struct Failure {
+    std::size_t index = 0;
+    int error = 0;
+  };
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) throw FabricError(std::string("pipe: ") + std::strerror(errno));
+  int code = 0;
+  try {
+    code = run_in_netns(ns, [&] {
+      ::close(report[0]);
+      for (std::size_t i = 0; i < sysctls.size(); ++i) {
+        const std::string path = "/proc/sys/" + sysctls[i].path;
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0;
+        if (ok) {
+          ok = ::write(fd, sysctls[i].value.data(), sysctls[i].value.size()) == ssize_t(sysctls[i].value.size());
+          if (!ok && errno == 0) errno = EIO;  // a short write
+          const int err = errno;
+          ::close(fd);
+          errno = err;
+        }
+        if (!ok && !sysctls[i].optional) {
+          const Failure f{i, errno};
+          (void)!::write(report[1], &f, sizeof f);
+          return 1;
+        }
       }
-      if (!ok && !sysctls[i].optional) return int(std::min<size_t>(i + 1, 120));
-    }
-    return 0;
-  });
+      return 0;
+    });
+  } catch (...) {
+    ::close(report[0]);
+    ::close(report[1]);
+    throw;
+  }
+  ::close(report[1]);
+  Failure f;
+  const bool said = ::read(report[0], &f, sizeof f) == ssize_t(sizeof f) && f.index < sysctls.size();
+  ::close(report[0]);
   if (code != 0)
     throw FabricError("namespace " + ns + ": cannot set " +
-                      (code <= int(sysctls.size()) ? "/proc/sys/" + sysctls[code - 1].path + " = " +
-                                                         sysctls[code - 1].value
-                                                   : std::string("its sysctls")));
+                      (said ? "/proc/sys/" + sysctls[f.index].path + " = " + sysctls[f.index].value + " (" +
+                                  std::strerror(f.error) + ")"
+                            : std::string("its sysctls (exit ") + std::to_string(code) + ")"));
 }
 
 // Runs tc; when the kernel (or tc) lacks the qdisc a feature needs, says which feature and
@@ -125,7 +170,7 @@ std::string remove_namespaces(const std::vector<std::string>& names) {
       bool any = false;
       long pid = 0;
       while (in >> pid)
-        if (pid > 1 && pid != ::getpid()) any = ::kill(pid_t(pid), SIGKILL) == 0 || any;
+        if (pid > 1 && pid != ::getpid()) any = kill_if_in_netns(pid_t(pid), netns_path(n)) || any;
       if (!any) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -153,18 +153,35 @@ void run_checked(const std::vector<std::string>& argv, const std::string& what,
 int run_in_netns(const std::string& name, const std::function<int()>& body) {
   const int fd = ::open(netns_path(name).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw FabricError("network namespace " + name + ": " + errno_text(errno));
+  int why[2];  // the child's setns errno, when it fails
+  if (::pipe2(why, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw FabricError("pipe: " + errno_text(err));
+  }
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(fd);
-    throw FabricError("fork: " + errno_text(errno));
+    const int err = errno;
+    for (const int f : {fd, why[0], why[1]}) ::close(f);
+    throw FabricError("fork: " + errno_text(err));
   }
   if (pid == 0) {
-    if (::setns(fd, CLONE_NEWNET) != 0) _exit(126);
+    ::close(why[0]);
+    if (::setns(fd, CLONE_NEWNET) != 0) {
+      const int err = errno;
+      (void)!::write(why[1], &err, sizeof err);
+      _exit(126);
+    }
+    ::close(why[1]);
     _exit(body());
   }
   ::close(fd);
+  ::close(why[1]);
+  int err = 0;
+  const bool setns_failed = ::read(why[0], &err, sizeof err) == ssize_t(sizeof err);
+  ::close(why[0]);
   const int code = exit_status_of(pid, "a child in network namespace " + name);
-  if (code == 126) throw FabricError("cannot enter network namespace " + name + " (setns)");
+  if (setns_failed) throw FabricError("cannot enter network namespace " + name + " (setns: " + errno_text(err) + ")");
   return code;
 }
 
