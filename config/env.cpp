@@ -203,6 +203,8 @@ const std::vector<EnvVariable>& table() {
       text("PATH", "", "", "where `ip`, `tc` and Graphviz's `dot` are looked for", Owner::System),
       text("SUDO_UID", "", "", "as root under sudo: the user who ran it, whose directories root may also write in",
            Owner::System),
+      text("TMPDIR", "", "/tmp", "where converters (Graphviz, rsvg-convert) work, in a private directory; as root "
+           "only one no other user controls", Owner::System),
   };
   return variables;
 }
@@ -360,6 +362,7 @@ Env read_env_from(const EnvSource& source) {
   e.nccl_debug_subsys = value_of<std::string>(e, "NCCL_DEBUG_SUBSYS");
   e.path = value_of<std::string>(e, "PATH");
   e.sudo_uid = value_of<std::string>(e, "SUDO_UID");
+  e.tmpdir = value_of<std::string>(e, "TMPDIR");
   e.trusted_uids = value_of<std::string>(e, "TOPOCOLL_TRUSTED_UIDS");
   return e;
 }

@@ -130,6 +130,7 @@ struct Env {
   std::string nccl_debug, nccl_debug_subsys;  // NCCL_DEBUG, NCCL_DEBUG_SUBSYS
   std::string path;                 // PATH
   std::string sudo_uid;             // SUDO_UID (config/trusted_paths.h)
+  std::string tmpdir;               // TMPDIR (exec/private_conversion.h)
   std::string trusted_uids;         // TOPOCOLL_TRUSTED_UIDS (config/trusted_paths.h)
 
   // ---- Every variable of the table as read, in table order.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "config/env.h"
 #include "config/trusted_paths.h"
 #include "config/user_files.h"
 #include "exec/external_program.h"
@@ -28,8 +29,8 @@ std::string substitute(const std::string& arg, const std::string& in, const std:
 // other user controls (a per-job TMPDIR of another user's would let them swap our directory
 // for a link of theirs between mkdtemp and the converter's write); /tmp otherwise.
 std::string scratch_base() {
-  const char* base = std::getenv("TMPDIR");
-  if (!base || *base != '/') return "/tmp";
+  const std::string& base = config::env().tmpdir;
+  if (base.empty() || base.front() != '/') return "/tmp";
   if (config::writes_as_root() && !config::unsafe_directory(base, true, "swap the directory").empty()) return "/tmp";
   return base;
 }
