@@ -151,10 +151,23 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         }
         st.failed_accepts = 0;
         if (st.arriving.size() >= kMaxArrivingSockets) {
-          st.close_stray(st.arriving.front().peer, address_,
+          // Crowded: the oldest socket that has sent nothing goes (a stranger holding a slot),
+          // not one whose hello waits unread (the real peer's may: it connected before the
+          // flood); the oldest of all only when every one has bytes waiting.
+          size_t victim = 0;
+          for (size_t k = 0; k < st.arriving.size(); ++k) {
+            char byte;
+            if (st.arriving[k].received == 0 &&
+                ::recv(st.arriving[k].socket.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+                (errno == EAGAIN || errno == EWOULDBLOCK)) {
+              victim = k;
+              break;
+            }
+          }
+          st.close_stray(st.arriving[victim].peer, address_,
                          "crowded out by " + std::to_string(kMaxArrivingSockets) +
-                             " newer connections before its handshake arrived");
-          st.arriving.erase(st.arriving.begin());
+                             " other connections before its handshake arrived");
+          st.arriving.erase(st.arriving.begin() + long(victim));
         }
         State::Arriving a;
         a.socket = FileDescriptor(fd);

@@ -159,6 +159,24 @@ TEST(Handshake, FloodOfSilentConnectionsDoesNotKeepTheRealPeerOut) {
   config::set_warning_sink(nullptr);
 }
 
+// The real peer first, its hello waiting unread, then more strangers than the listener holds
+// before the next accept: the strangers crowd out strangers, never the peer.
+TEST(Handshake, AFloodAfterTheRealPeerDoesNotCrowdItOut) {
+  warnings().clear();
+  config::set_warning_sink(&capture_warning);
+  std::unique_ptr<Listener> l;
+  ASSERT_TRUE(Listener::open(SocketAddress::loopback_ipv4(), fast_options(), &l).ok());
+  std::unique_ptr<SendComm> send;
+  ASSERT_TRUE(connect(l->handle(), nullptr, fast_options(), 5, &send).ok());
+  std::vector<int> flood;
+  for (int i = 0; i < 400; ++i) flood.push_back(raw_connect(*l));
+  std::unique_ptr<RecvComm> recv;
+  for (int i = 0; i < 20 && !recv; ++i) ASSERT_TRUE(l->accept(&recv, 100).ok());
+  EXPECT_TRUE(recv) << "the real peer, first in, was crowded out by the flood behind it";
+  for (int fd : flood) ::close(fd);
+  config::set_warning_sink(nullptr);
+}
+
 TEST(Handshake, AcceptPollReturnsNothingThenTimesOut) {
   TransportOptions o = fast_options();
   o.accept_idle_timeout_ms = 200;
