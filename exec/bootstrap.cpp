@@ -9,7 +9,9 @@
 #include <deque>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
+#include "config/warnings.h"
 #include "exec/bootstrap_wire.h"
 #include "net/host_resolution.h"
 #include "net/socket_calls.h"
@@ -182,6 +184,7 @@ void tell(int fd, const std::string& bytes) {
 
 void BootstrapRoot::serve() {
   std::vector<Joining> joining;
+  std::string accept_shortage;  // why accepting failed last (out of descriptors or memory), if it did
   std::vector<Member> ranks(nranks_);
   int joined = 0, round = 0;
   bool round_open = false;  // a rank contributed to the current round, at round_opened
@@ -268,7 +271,10 @@ void BootstrapRoot::serve() {
           if (nranks_ - joined > 8) missing += ", ...";
           fail("bootstrap: only " + std::to_string(joined) + " of " + std::to_string(nranks_) +
                " ranks joined within " + std::to_string(ms_of(timeout_)) + " ms (missing: rank " +
-               missing + ")");
+               missing + ")" +
+               (accept_shortage.empty() ? ""
+                                        : "; the root could not accept connections (" + accept_shortage +
+                                              "): the missing ranks may be waiting in its backlog"));
         }
       }
       // After a failed registration, ranks still arriving are told why until the deadline.
@@ -286,8 +292,20 @@ void BootstrapRoot::serve() {
       // group is complete is a duplicate too.
       for (;;) {
         net::SocketAddress peer;
-        net::FileDescriptor fd = net::accept_connection(listener_.get(), &peer);
-        if (!fd.valid()) break;
+        int accept_error = 0;
+        net::FileDescriptor fd = net::accept_connection(listener_.get(), &peer, &accept_error);
+        if (!fd.valid()) {
+          // Out of descriptors or memory: the ranks wait in the backlog; back off (the
+          // listener stays readable, so the poll above returns at once) and say so.
+          if (net::is_resource_shortage(accept_error)) {
+            if (accept_shortage.empty())
+              config::warn("bootstrap root: cannot accept a rank's connection: " +
+                           std::string(std::strerror(accept_error)) + "; retrying");
+            accept_shortage = std::strerror(accept_error);
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          break;
+        }
         net::set_no_delay(fd.get());
         if (joining.size() >= kMaxJoining)  // a flood crowds out its own oldest sockets
           joining.erase(joining.begin());

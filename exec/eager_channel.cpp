@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "config/warnings.h"
 #include "exec/backend.h"
@@ -311,7 +312,9 @@ void EagerChannel::accept_strangers() {
     const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      // EAGAIN: none waiting. EMFILE and the like: leave it queued, retry on the next pass.
+      // EAGAIN: none waiting. EMFILE and the like: leave it queued, retry on the next pass,
+      // after a pause (the listener stays readable: the caller's poll would return at once).
+      if (net::is_resource_shortage(errno)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       return;
     }
     if (strangers_.size() >= kMaxStrangers) {

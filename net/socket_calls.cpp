@@ -134,14 +134,21 @@ std::chrono::milliseconds connect_retry_delay(int tries) {
   return std::min(std::chrono::milliseconds(10 << std::clamp(tries, 0, 6)), std::chrono::milliseconds(500));
 }
 
-FileDescriptor accept_connection(int listen_fd, SocketAddress* peer) {
+FileDescriptor accept_connection(int listen_fd, SocketAddress* peer, int* error) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  FileDescriptor fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len,
-                              SOCK_NONBLOCK | SOCK_CLOEXEC));
+  int fd_number;
+  do {
+    fd_number = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  } while (fd_number < 0 && errno == EINTR);
+  const int err = fd_number < 0 && errno != EAGAIN && errno != EWOULDBLOCK ? errno : 0;
+  FileDescriptor fd(fd_number);
+  if (error) *error = err;
   if (fd.valid() && peer) *peer = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss));
   return fd;
 }
+
+bool is_resource_shortage(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
 
 int wait_ready(int fd, short events, Clock::time_point deadline) {
   for (;;) {

@@ -55,9 +55,14 @@ int bind_local(int fd, const SocketAddress& address);
 int start_connect(int fd, const SocketAddress& peer);
 // The outcome of a non-blocking connect once its socket is writable (SO_ERROR).
 int connect_error(int fd);
-// One pending connection, non-blocking and close-on-exec; invalid when none is pending.
-// `peer` (optional) gets its address.
-FileDescriptor accept_connection(int listen_fd, SocketAddress* peer = nullptr);
+// One pending connection, non-blocking and close-on-exec; invalid when none is pending or
+// accepting failed. `peer` (optional) gets its address; `error` (optional) why it is invalid:
+// 0 when none is pending, else accept's errno.
+FileDescriptor accept_connection(int listen_fd, SocketAddress* peer = nullptr, int* error = nullptr);
+// Whether an accept (or socket) error is this process or machine running short (descriptors,
+// buffers, memory): it passes, so the caller backs off and retries, and says so if it lasts,
+// instead of polling a listener that stays readable in a tight loop.
+bool is_resource_shortage(int error_number);
 
 // Waits until `fd` is ready for `events` (POLLIN, POLLOUT...) or the deadline passes,
 // retrying interrupted waits: > 0 ready, 0 at the deadline, -1 when poll failed (errno).

@@ -87,8 +87,10 @@ TEST(SocketCalls, ListenConnectAcceptSendReceiveOnLoopback) {
   EXPECT_EQ(bind_and_listen(second.get(), address, 16, &failed_call), EADDRINUSE);
   EXPECT_STREQ(failed_call, "bind");
 
-  // Nothing pending yet.
-  EXPECT_FALSE(accept_connection(listener.get()).valid());
+  // Nothing pending yet: invalid, and no error.
+  int accept_error = -1;
+  EXPECT_FALSE(accept_connection(listener.get(), nullptr, &accept_error).valid());
+  EXPECT_EQ(accept_error, 0);
 
   FileDescriptor client;
   ASSERT_TRUE(open_tcp_socket(AF_INET, &client).ok());
@@ -169,6 +171,32 @@ TEST(SocketCalls, ARefusedConnectIsReportedByItsErrno) {
   const int sent = send_fully(client.get(), &byte, 1, Clock::now() + std::chrono::seconds(1));
   EXPECT_NE(sent, 0);
   EXPECT_NE(sent, kDeadlinePassed);
+}
+
+// Out of descriptors: accept fails with EMFILE, which the caller is told (a shortage that
+// passes, so it backs off: the bootstrap root spun on a listener that stays readable and
+// then blamed the ranks). In a child, whose descriptor limit is lowered.
+TEST(SocketCalls, AcceptOutOfDescriptorsSaysSo) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    FileDescriptor listener, client;
+    if (!open_tcp_socket(AF_INET, &listener).ok()) ::_exit(2);
+    const char* failed_call = nullptr;
+    if (bind_and_listen(listener.get(), SocketAddress::loopback_ipv4(), 16, &failed_call) != 0) ::_exit(3);
+    if (!open_tcp_socket(AF_INET, &client).ok() || start_connect(client.get(), local_address_of(listener.get())) != 0)
+      ::_exit(4);
+    if (wait_ready(listener.get(), POLLIN, Clock::now() + std::chrono::seconds(10)) <= 0) ::_exit(5);
+    const rlimit none_left{rlim_t(client.get() + 1), rlim_t(client.get() + 1)};  // no descriptor above the client's
+    if (::setrlimit(RLIMIT_NOFILE, &none_left) != 0) ::_exit(6);
+    int error = 0;
+    const bool got = accept_connection(listener.get(), nullptr, &error).valid();
+    ::_exit(!got && error == EMFILE && is_resource_shortage(error) ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: not EMFILE, or not a shortage; above 1: the set-up failed";
+  EXPECT_FALSE(is_resource_shortage(ECONNRESET));
 }
 
 }  // namespace
