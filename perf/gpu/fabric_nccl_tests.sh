@@ -345,6 +345,17 @@ one_run() {
   local started=$SECONDS rc
   { echo "# $(quoted "${cmd[@]}")"; "${cmd[@]}"; } > "$out/$log" 2>&1
   rc=$?
+  # A run whose face NCCL did not take (the preloaded library declined, the tuner was not
+  # loaded) measured NCCL alone: failed (3), so a resumed record runs it again.
+  local mark=""
+  case $base in
+    tuner) mark="TUNER/Plugin: Using topocoll" ;;
+    preload-*) mark="served on topology" ;;
+  esac
+  if [ $rc -eq 0 ] && [ -n "$mark" ] && ! grep -qF "$mark" "$out/$log"; then
+    echo "# fabric_nccl_tests.sh: rank 0's log lacks \"$mark\": topocoll did not take part" >> "$out/$log"
+    rc=3
+  fi
   if [ -n "$before" ]; then
     say "$name: run again (exit $before before)"
     awk -F'\t' -v n="$name" '$1 != n' "$manifest" > "$manifest.tmp" && mv "$manifest.tmp" "$manifest"

@@ -19,9 +19,22 @@ start_mps() {
     mps_note "off, nvidia-cuda-mps-control not found: $1 time-slice the GPU"
     return 0
   fi
+  local ours=0
+  [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && ours=1
   export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/topocoll-mps-pipe}
   export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/topocoll-mps-log}
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  # A daemon in our own pipe directory was left by an earlier call the device tool killed (its
+  # exit trap never ran): it may serve a client killed mid-kernel, so it is restarted, not
+  # reused. One in a directory the caller named is the caller's, and left as it is.
+  if [ $ours = 1 ] && echo get_server_list | mps_control > /dev/null 2>&1; then
+    echo quit | mps_control
+    for _ in $(seq 50); do
+      echo get_server_list | mps_control > /dev/null 2>&1 || break
+      sleep 0.2
+    done
+    mps_note "a daemon left by an earlier call was stopped ($(date -u +%T))"
+  fi
   if echo get_server_list | mps_control > /dev/null 2>&1; then
     mps_note "on, already running ($(date -u +%T)); left running at exit"
   elif mps_control -d; then

@@ -118,16 +118,28 @@ log_cmd() { printf '%s\n' "$*" >> "$out/commands.txt"; }
 # renamed, so a kill mid-write leaves the previous archive whole (the temporary file is the
 # process's own: nccl-tests' build packs from the background); gzip -1, as it runs after
 # every check.
+# A file over 16 MiB does not come back at all: above 14 MiB the logs of ranks other than 0
+# are left out (rank 0's log, the tables and the summary carry the figures; a failed rank
+# is named in its check's log), and the summary says so.
 pack_results() {
   [ -n "${RESULTS_TAR:-}" ] || return 0
-  local tmp=$RESULTS_TAR.tmp$BASHPID
-  # tar's 1 is "a file changed while read" (a log still being written): the archive stands.
-  if { tar --warning=no-file-changed -C "$(dirname "$out")" -cf - "$(basename "$out")" 2> /dev/null; [ $? -le 1 ]; } |
-     gzip -1 > "$tmp"; then
-    mv -f "$tmp" "$RESULTS_TAR"
-  else
-    rm -f "$tmp"
-  fi
+  local tmp=$RESULTS_TAR.tmp$BASHPID exclude=()
+  for attempt in 1 2; do
+    # tar's 1 is "a file changed while read" (a log still being written): the archive stands.
+    if { tar --warning=no-file-changed "${exclude[@]}" -C "$(dirname "$out")" -cf - "$(basename "$out")" 2> /dev/null
+         [ $? -le 1 ]; } | gzip -1 > "$tmp"; then
+      if [ "$attempt" = 1 ] && [ "$(stat -c %s "$tmp")" -gt $((14 << 20)) ]; then
+        exclude=(--exclude='rank[1-9]*.log')
+        grep -qF "archive-trimmed" "$summary" 2> /dev/null ||
+          echo "| archive-trimmed | the results archive passed 14 MiB: logs of ranks other than 0 left out | |" >> "$summary"
+        continue
+      fi
+      mv -f "$tmp" "$RESULTS_TAR"
+    else
+      rm -f "$tmp"
+    fi
+    return 0
+  done
 }
 
 # --- the deadline (DEADLINE_S) -----------------------------------------------------------------
@@ -186,7 +198,16 @@ run() {
   pack_results
   return $rc
 }
-skip() { echo "| $1 | skipped: $2 | |" >> "$summary"; }
+# A stage named in STAGES that cannot run is a failure (the call was made for it); one of
+# the default list is a skip.
+skip() {
+  if [ -n "${STAGES:-}" ]; then
+    echo "| $1 | FAIL: asked for (STAGES) but cannot run: $2 | |" >> "$summary"
+    failed=1
+  else
+    echo "| $1 | skipped: $2 | |" >> "$summary"
+  fi
+}
 
 # --- what this machine lacks: packages as .debs, NCCL from the wheel -------------------------
 # shellcheck source=perf/gpu/gpu_env.sh
@@ -511,7 +532,8 @@ if want nccl-tests || want net-vs-socket; then
       python3 "$root/perf/gpu/nccl_tests_table.py" --title "all_reduce_perf, $n ranks on one GPU (MPS)" \
           --json "$out/nccl-tests-n$n.json" nccl="$out/nccl-tests-n$n-nccl.log" \
           preload="$out/nccl-tests-n$n-preload.log" tuner="$out/nccl-tests-n$n-tuner.log" \
-          > "$out/nccl-tests-n$n.md" || failed=1
+          > "$out/nccl-tests-n$n.md" ||
+        { echo "| nccl-tests-n$n table | FAIL: #wrong above 0 or no results (nccl-tests-n$n.md) | |" >> "$summary"; failed=1; }
     done
     # The net plugin beside NCCL's own Socket transport, rounds interleaved. Both arms give
     # NCCL's tuning model the same network: Socket reports lo at 10 Gb/s (its default when
@@ -540,7 +562,8 @@ if want nccl-tests || want net-vs-socket; then
       done
       [ ${#args[@]} -ge 2 ] || continue
       python3 "$root/perf/gpu/nccl_tests_table.py" --title "net plugin vs NCCL Socket, all_reduce_perf, $n ranks (MPS)" \
-          --json "$out/net-vs-socket-n$n.json" "${args[@]}" > "$out/net-vs-socket-n$n.md" || failed=1
+          --json "$out/net-vs-socket-n$n.json" "${args[@]}" > "$out/net-vs-socket-n$n.md" ||
+        { echo "| net-vs-socket-n$n table | FAIL: #wrong above 0 or no results (net-vs-socket-n$n.md) | |" >> "$summary"; failed=1; }
     done
   fi
 fi

@@ -57,6 +57,15 @@ run_case running 'start_mps "the stages"; start_mps "the stages"; stop_mps'
 [ -f "$case_dir/stub/running" ] || fail "running: a daemon it did not start was stopped"
 said "already running" running
 
+# Running in our own pipe directory (none named): left by an earlier call the device tool
+# killed, it is stopped and a fresh one started (and stopped at the end).
+mkdir -p "$work/leftover/stub" && touch "$work/leftover/stub/running"
+run_case leftover 'unset CUDA_MPS_PIPE_DIRECTORY; start_mps "the stages"; stop_mps'
+[ "$(calls)" = "get_server_list quit get_server_list get_server_list -d quit get_server_list " ] ||
+  fail "leftover: calls were: $(calls)"
+said "a daemon left by an earlier call was stopped" leftover
+said "on, started for the stages" leftover
+
 # Started again after a stop (run_all.sh stops it around the fabric stage).
 run_case restart 'start_mps a; stop_mps; start_mps b; stop_mps'
 [ "$(calls)" = "get_server_list -d quit get_server_list get_server_list -d quit get_server_list " ] ||

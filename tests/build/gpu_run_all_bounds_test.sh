@@ -74,4 +74,11 @@ tar -xzf "$work/killed.tgz" -O killed/summary.md | grep -q "| check-n8-auto | ki
   fail "RESULTS_TAR lacks the killed call's running check"
 pkill -TERM -f "$marker" 2> /dev/null
 no_rank_left killed
+# A stage asked for by name that cannot run fails the call (no nccl-tests here): a call made
+# for it must not read as passed.
+out=$work/asked
+env -u NCCL_TESTS_SRC MPS=0 STAGES=nccl-tests RESULTS_DIR="$out" SMOKE=0 PATH=/usr/bin:/bin \
+  bash "$src/perf/gpu/run_all.sh" "$build" > "$work/asked.log" 2>&1 && fail "a stage that could not run passed"
+grep -q "| nccl-tests | FAIL: asked for (STAGES) but cannot run" "$out/summary.md" ||
+  fail "no failed row for the stage asked for: $(cat "$out/summary.md")"
 echo "run_all.sh stays inside its bounds"
