@@ -551,7 +551,11 @@ BootstrapClient::~BootstrapClient() {
 
 void BootstrapClient::send_locked(const std::string& bytes, Clock::time_point deadline) {
   std::lock_guard lock(send_mutex_);
-  write_all(socket_.get(), bytes, deadline);
+  try {
+    write_all(socket_.get(), bytes, deadline);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + " (to the bootstrap root at " + root_name_ + ")");
+  }
 }
 
 void BootstrapClient::heartbeat_loop() {
@@ -599,7 +603,9 @@ std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
   if (mine.size() > wire::kMaxBlob) throw std::invalid_argument("bootstrap: blob too large");
   try {
     if (!verdict_.empty()) throw std::runtime_error(verdict_);
-    send_locked(wire::blob_frame(mine), Clock::now() + std::chrono::minutes(30));
+    // A root that takes nothing for as long as it may be silent is hung (it reads every
+    // rank's socket each pass), not busy: the same bound as its silence when it answers.
+    send_locked(wire::blob_frame(mine), Clock::now() + round_limit_ + silence_limit_);
     uint32_t status = 0;
     std::string reply;
     // The root ends a round that waits too long for a rank, telling every rank; this limit

@@ -28,9 +28,17 @@ std::string foreign_hello(const Hello& h) {
 std::optional<Frame> take_frame(std::string& inbox) {
   if (inbox.size() < sizeof(uint64_t)) return std::nullopt;
   const uint64_t n = read_u64(inbox, 0);
-  if (n == kHeartbeatFrame || n == kGoodbyeFrame) {
+  if (n == kHeartbeatFrame) {
+    // A run of heartbeats is one (erased at once: one erase per 8-byte frame made a stream of
+    // them quadratic, a peer holding the root up for minutes).
+    size_t run = sizeof n;
+    while (inbox.size() >= run + sizeof n && read_u64(inbox, run) == kHeartbeatFrame) run += sizeof n;
+    inbox.erase(0, run);
+    return Frame{FrameKind::Heartbeat, {}};
+  }
+  if (n == kGoodbyeFrame) {
     inbox.erase(0, sizeof n);
-    return Frame{n == kHeartbeatFrame ? FrameKind::Heartbeat : FrameKind::Goodbye, {}};
+    return Frame{FrameKind::Goodbye, {}};
   }
   if (n > kMaxBlob)
     throw std::runtime_error("a frame of " + std::to_string(n) + " bytes, more than the " +
@@ -45,8 +53,13 @@ std::optional<RootMessage> take_root_message(std::string& inbox) {
   uint32_t status;
   if (inbox.size() < sizeof status) return std::nullopt;
   std::memcpy(&status, inbox.data(), sizeof status);
-  if (status == kRootHeartbeat) {
-    inbox.erase(0, sizeof status);
+  if (status == kRootHeartbeat) {  // a run of them is one, as take_frame's
+    size_t run = sizeof status;
+    for (uint32_t next; inbox.size() >= run + sizeof next; run += sizeof next) {
+      std::memcpy(&next, inbox.data() + run, sizeof next);
+      if (next != kRootHeartbeat) break;
+    }
+    inbox.erase(0, run);
     return RootMessage{kRootHeartbeat, {}};
   }
   if (status != kRoundReply && status != kGroupFailed) {

@@ -164,11 +164,15 @@ int wait_ready(int fd, short events, Clock::time_point deadline) {
 
 bool receive_available(int fd, std::string& inbox) {
   char buf[65536];
-  for (;;) {
+  // At most this much a call: a peer that keeps the socket full must not hold the caller (a
+  // root serving every rank in one loop) in one read for ever.
+  constexpr size_t kMaxPerCall = size_t(4) << 20;
+  for (size_t taken = 0;;) {
     const ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
     if (r > 0) {
       inbox.append(buf, size_t(r));
-      if (size_t(r) < sizeof buf) return true;
+      taken += size_t(r);
+      if (size_t(r) < sizeof buf || taken >= kMaxPerCall) return true;
       continue;
     }
     if (r == 0) return false;

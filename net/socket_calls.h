@@ -67,8 +67,8 @@ bool is_resource_shortage(int error_number);
 // Waits until `fd` is ready for `events` (POLLIN, POLLOUT...) or the deadline passes,
 // retrying interrupted waits: > 0 ready, 0 at the deadline, -1 when poll failed (errno).
 int wait_ready(int fd, short events, Clock::time_point deadline);
-// Appends everything a non-blocking socket holds now to `inbox`; false at the end of the
-// stream or on a socket error.
+// Appends what a non-blocking socket holds now to `inbox`, at most 4 MiB a call (the rest
+// stays readable for the next); false at the end of the stream or on a socket error.
 bool receive_available(int fd, std::string& inbox);
 
 // Writes all of `size` bytes to a non-blocking socket, waiting for room until the deadline:
