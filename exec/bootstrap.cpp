@@ -104,7 +104,10 @@ BootstrapRoot::BootstrapRoot(const BootstrapAddress& address, int nranks,
   std::string last_error = "no address";
   for (const net::SocketAddress& a : resolve(address, true)) {
     net::FileDescriptor fd;
-    if (!net::open_tcp_socket(a.family, &fd).ok()) continue;
+    if (const net::NetStatus st = net::open_tcp_socket(a.family, &fd); !st.ok()) {
+      last_error = st.message;  // socket() failed: the family unsupported (IPv6 off), no descriptors
+      continue;
+    }
     if (const int e = net::bind_and_listen(fd.get(), a, 1024); e != 0) {
       last_error = std::strerror(e);
       continue;
@@ -496,7 +499,10 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
     for (const net::SocketAddress& a : resolve(root, false)) {
       if (socket_.valid()) break;
       net::FileDescriptor fd;
-      if (!net::open_tcp_socket(a.family, &fd).ok()) continue;
+      if (const net::NetStatus st = net::open_tcp_socket(a.family, &fd); !st.ok()) {
+        last_error = st.error_number != 0 ? st.error_number : EINVAL;
+        continue;
+      }
       // Non-blocking connect bounded by the deadline: an unreachable host must not hold
       // us for the kernel's SYN retries (minutes).
       int err = net::start_connect(fd.get(), a);

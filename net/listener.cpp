@@ -187,6 +187,13 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           continue;
         }
         if (a.received < sizeof(Hello)) {
+          // Its first bytes already say whether it speaks this protocol (a probe sending an
+          // HTTP request): turned away now, not after holding a slot until the deadline.
+          if (a.received >= sizeof a.hello.magic && a.hello.magic != kHelloMagic) {
+            st.close_stray(a.peer, address_, hello_problem(a.hello, handle_));
+            st.arriving.erase(st.arriving.begin() + long(i));
+            continue;
+          }
           if (now > a.deadline) {
             st.close_stray(a.peer, address_,
                            "sent " + std::to_string(a.received) + " of " + std::to_string(sizeof(Hello)) +
@@ -233,7 +240,9 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
           State::Assembling c = std::move(*it);
           st.assembling.erase(it);
           for (auto& s : c.sockets)
-            if (auto r = set_no_delay(s.get()); !r.ok()) return r;
+            if (auto r = set_no_delay(s.get()); !r.ok())
+              return NetStatus::error(r.code, "connection from " + c.peer.to_string() + ": " + r.message,
+                                      r.error_number);
           SocketAddress local = local_address_of(c.sockets[0].get());
           auto connection = std::make_unique<Connection>(Connection::Direction::Recv, std::move(c.sockets),
                                                          size_t(c.chunk_bytes), c.min_stripe_bytes,
@@ -242,7 +251,9 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
                                                          std::chrono::milliseconds(st.options.stall_timeout_ms),
                                                          st.options.caller_polls,
                                                          std::chrono::milliseconds(st.options.idle_poll_ms));
-          if (auto r = connection->start(); !r.ok()) return r;
+          if (auto r = connection->start(); !r.ok())
+            return NetStatus::error(r.code, "connection from " + c.peer.to_string() + ": " + r.message,
+                                    r.error_number);
           out->reset(new RecvComm(std::move(connection), c.cookie));
           st.idle_since.reset();
           return {};

@@ -134,6 +134,15 @@ TEST(Handshake, StrayConnectionsAreClosedWhileTheRealPeerIsAccepted) {
   s = l->accept(&recv, 600);  // the idle socket's deadline passes
   EXPECT_EQ(l->stray_connections(), 4u);
   EXPECT_TRUE(warned("sent 0 of ")) << ::testing::PrintToString(warnings());
+  // A probe that sends less than a hello and waits is turned away by its first bytes, not
+  // held until the hello deadline.
+  int probe = raw_connect(*l);
+  write_all(probe, "GET / HTTP/1.1\r\n", 16);
+  const size_t strays = l->stray_connections();
+  s = l->accept(&recv, 100);
+  EXPECT_EQ(l->stray_connections(), strays + 1) << "a 16-byte probe was held for the hello deadline";
+  EXPECT_TRUE(warned("magic 0x20544547")) << ::testing::PrintToString(warnings());
+  ::close(probe);
   for (int fd : {other_version, foreign, other_listener, idle}) ::close(fd);
   config::set_warning_sink(nullptr);
 }
