@@ -512,6 +512,7 @@ BootstrapClient::BootstrapClient(const BootstrapAddress& root, int rank, int nra
         err = answered ? net::connect_error(fd.get()) : ETIMEDOUT;
         // An attempt our own deadline cut short says nothing about the root.
         if (!answered && slice == deadline && last_error != 0) err = last_error;
+        if (err == 0 && net::connected_to_itself(fd.get())) err = ECONNREFUSED;  // no root there yet
       }
       if (err == 0)
         socket_ = std::move(fd);

@@ -114,7 +114,11 @@ NetStatus ConnectAttempt::advance(std::unique_ptr<SendComm>* out) {
         all_sent = false;
         continue;
       }
-      const int err = connect_error(lane.socket.get());
+      int err = connect_error(lane.socket.get());
+      // Connected to itself: retrying a local port nobody listens on any more (a stale
+      // handle), Linux can complete a TCP simultaneous open of the socket with itself, and
+      // the hello and every message would go nowhere. Refused, as it is.
+      if (err == 0 && connected_to_itself(lane.socket.get())) err = ECONNREFUSED;
       if (err != 0 && retry_later(lane, err, now)) {
         all_sent = false;
         continue;

@@ -148,6 +148,11 @@ FileDescriptor accept_connection(int listen_fd, SocketAddress* peer, int* error)
   return fd;
 }
 
+bool connected_to_itself(int fd) {
+  const SocketAddress local = local_address_of(fd), peer = peer_address_of(fd);
+  return local.is_set() && peer.is_set() && local.to_string() == peer.to_string();
+}
+
 bool is_resource_shortage(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
 
 int wait_ready(int fd, short events, Clock::time_point deadline) {

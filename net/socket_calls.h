@@ -44,6 +44,10 @@ NetStatus open_tcp_socket(int family, FileDescriptor* out);
 NetStatus set_no_delay(int fd);
 SocketAddress local_address_of(int fd);
 SocketAddress peer_address_of(int fd);
+// Whether a connected TCP socket is connected to itself: Linux completes a connect to one's
+// own local address and port (a simultaneous open), as a retry towards a local port nobody
+// listens on any more can hit; what is sent there goes nowhere.
+bool connected_to_itself(int fd);
 
 // Binds to `address` with SO_REUSEADDR and listens with `backlog`. `failed_call` (optional)
 // gets "bind" or "listen" when one fails.

@@ -173,6 +173,30 @@ TEST(SocketCalls, ARefusedConnectIsReportedByItsErrno) {
   EXPECT_NE(sent, kDeadlinePassed);
 }
 
+// A socket bound to a port and connected to that same address is connected to itself (a
+// TCP simultaneous open Linux completes); a real pair is not.
+TEST(SocketCalls, ASelfConnectionIsToldApartFromARealOne) {
+  FileDescriptor self;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &self).ok());
+  ASSERT_EQ(bind_local(self.get(), SocketAddress::loopback_ipv4()), 0);
+  const SocketAddress own = local_address_of(self.get());
+  ASSERT_EQ(start_connect(self.get(), own), 0);
+  const auto soon = Clock::now() + std::chrono::seconds(10);
+  ASSERT_GT(wait_ready(self.get(), POLLOUT, soon), 0);
+  ASSERT_EQ(connect_error(self.get()), 0) << "the kernel refused the simultaneous open";
+  EXPECT_TRUE(connected_to_itself(self.get()));
+
+  FileDescriptor listener, client;
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &listener).ok());
+  const char* failed_call = nullptr;
+  ASSERT_EQ(bind_and_listen(listener.get(), SocketAddress::loopback_ipv4(), 4, &failed_call), 0);
+  ASSERT_TRUE(open_tcp_socket(AF_INET, &client).ok());
+  ASSERT_EQ(start_connect(client.get(), local_address_of(listener.get())), 0);
+  ASSERT_GT(wait_ready(client.get(), POLLOUT, soon), 0);
+  ASSERT_EQ(connect_error(client.get()), 0);
+  EXPECT_FALSE(connected_to_itself(client.get()));
+}
+
 // Out of descriptors: accept fails with EMFILE, which the caller is told (a shortage that
 // passes, so it backs off: the bootstrap root spun on a listener that stays readable and
 // then blamed the ranks). In a child, whose descriptor limit is lowered.
