@@ -118,7 +118,9 @@ std::vector<NetworkInterface> select_interfaces(const std::vector<NetworkInterfa
   if (comm_id)
     for (const auto& n : all)
       for (const auto& s : n.subnets)
-        if (same_subnet(s.address, *comm_id, s.netmask)) {
+        // Not a link-local IPv6 address: a handle carries no scope, so no peer could reach it.
+        if (!(s.address.family == AF_INET6 && is_link_local_v6(s.address)) &&
+            same_subnet(s.address, *comm_id, s.netmask)) {
           NetworkInterface chosen = n;
           chosen.address = s.address;
           return {chosen};

@@ -106,6 +106,12 @@ TEST(InterfaceSelector, TheCommIdsSubnetChoosesBeforeTheDefault) {
   root.scope_id = 3;
   EXPECT_TRUE(same_subnet(local, root, mask));
   EXPECT_FALSE(same_subnet(*SocketAddress::parse("10.0.0.1"), *SocketAddress::parse("::1"), mask));
+  // A root at a link-local address does not choose the interface of that link: the handle
+  // it would publish carries no scope, and no peer could reach it. The default tier instead.
+  NetworkInterface link = with_subnets("eth2", {{"fe80::1", "ffff:ffff:ffff:ffff::"}});
+  link.subnets[0].address.scope_id = 3;
+  const std::vector<NetworkInterface> with_link = {with_subnets("eth0", {{"fd00:1::5", "ffff:ffff::"}}), link};
+  EXPECT_EQ(names_of(select_interfaces(with_link, def, root)), (std::vector<std::string>{"eth0", "eth2"}));
 }
 
 TEST(InterfaceList, LoopbackIsListedAndSelectable) {
