@@ -378,6 +378,6 @@ int run_fabric(std::span<const std::string> args) {
 }  // namespace
 
 TOPOCOLL_COMMAND("fabric", "a topology as a real network of namespaces, routers and shaped links",
-                 run_fabric);
+                 run_fabric, "--rank0-env --relay-port");
 
 }  // namespace topocoll::cli

@@ -29,7 +29,7 @@ using topo::Topology;
 std::string usage() {
   return
     "usage: topocoll plan --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
-    "                     --algo NAME|auto\n"
+    "                     [--algo NAME|auto]\n"
     "                     --bytes N[K|M|G] [--ranks N] [--elem-size B] [--alpha-us X]\n"
     "                     [--alpha-msg-us X]\n"
     "                     [--gamma-gbs G] [--no-verify] [--json]\n"
@@ -37,7 +37,7 @@ std::string usage() {
     "--bytes is nccl-tests' size (allreduce: the vector; others: the whole P-rank buffer).\n"
     "--ranks N plans for the first N endpoints (a partially filled cluster).\n"
     "--algo is an algorithm of `topocoll algorithms` (" + sched::algorithm_list() + "),\n"
-    "or auto: the fastest predicted of those auto weighs for the collective.\n";
+    "or auto (the default): the fastest predicted of those auto weighs for the collective.\n";
 }
 
 // Whether the plan's order came from the HD order search (hd, rd: sched/hd_order.h), whose

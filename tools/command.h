@@ -16,6 +16,9 @@ struct Command {
   std::string_view name;
   std::string_view summary;  // one line for `topocoll help`
   CommandFn run;
+  // Flags that add to a list and may be given again, space-separated ("--rank0-env
+  // --relay-port"); any other flag given twice is refused (flag_value.h).
+  std::string_view repeatable = {};
 };
 
 bool register_command(Command command);
@@ -25,6 +28,6 @@ const std::vector<Command>& commands();
 
 #define TOPOCOLL_CONCAT_INNER(a, b) a##b
 #define TOPOCOLL_CONCAT(a, b) TOPOCOLL_CONCAT_INNER(a, b)
-#define TOPOCOLL_COMMAND(name, summary, fn)                                      \
+#define TOPOCOLL_COMMAND(name, summary, fn, ...)                                 \
   [[maybe_unused]] static const bool TOPOCOLL_CONCAT(topocoll_registered_, __LINE__) = \
-      ::topocoll::cli::register_command({name, summary, fn})
+      ::topocoll::cli::register_command({name, summary, fn, __VA_ARGS__})

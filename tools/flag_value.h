@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "config/value_grammar.h"
 
@@ -29,14 +30,19 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
 // 100" would silently run at the second rate (a script that appends an override, a pasted
 // command). Flags are the words before "--" (what follows is another program's) that begin
 // with "--", up to an '=' ("--shape=4x8" of generate); a value never begins with "--"
-// (flag_value). `repeatable` names the flags that add to a list (--rank0-env).
-inline void refuse_repeated_flags(std::span<const std::string> args, const std::set<std::string>& repeatable) {
+// (flag_value). `repeatable`, space-separated, names the flags that add to a list
+// (Command::repeatable: --rank0-env, --relay-port).
+inline void refuse_repeated_flags(std::span<const std::string> args, std::string_view repeatable) {
   std::set<std::string> seen;
   for (const std::string& a : args) {
     if (a == "--") return;
     if (a.rfind("--", 0) != 0) continue;
     const std::string flag = a.substr(0, a.find('='));
-    if (!repeatable.count(flag) && !seen.insert(flag).second)
+    bool listed = false;
+    for (size_t at = repeatable.find(flag); at != std::string_view::npos; at = repeatable.find(flag, at + 1))
+      listed = listed || ((at == 0 || repeatable[at - 1] == ' ') &&
+                          (at + flag.size() == repeatable.size() || repeatable[at + flag.size()] == ' '));
+    if (!listed && !seen.insert(flag).second)
       throw std::invalid_argument(flag + " is given twice: give each flag once");
   }
 }

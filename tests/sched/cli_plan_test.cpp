@@ -182,6 +182,12 @@ TEST(CliFlags, AFlagGivenTwiceIsRefusedNamingIt) {
   EXPECT_NE(out.find("--packages is given twice"), std::string::npos) << out;
   out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 4096", &rc);
   EXPECT_EQ(rc, 0) << out;
+  // The flags that add to a list repeat (fabric rank-exec's --relay-port and --rank0-env).
+  out = run("fabric rank-exec --relay-port 1 --relay-port 2 --rank0-env A=1 --rank0-env B=2 --relay-port 3 --show -- true",
+            &rc);
+  EXPECT_EQ(out.find("given twice"), std::string::npos) << out;
+  out = run("fabric rank-exec --relay-port 1 --placement a --placement b --show -- true", &rc);
+  EXPECT_NE(out.find("--placement is given twice"), std::string::npos) << out;
 }
 
 // `topocoll algorithms` and the help texts are the registry's lists.
