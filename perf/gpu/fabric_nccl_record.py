@@ -12,7 +12,7 @@ algorithm and protocol from rank 0's `NCCL INFO <Coll>: <bytes> Bytes -> Algo X 
 lines (NCCL_DEBUG_SUBSYS=TUNING), topocoll's route from the interposer's `topocoll: comm ...
 up to <bytes> B -> <route> (<why>)` lines, and whether the interposer served the
 communicator. Predictions come from `topocoll fabric predict` (DIR/<case>/predict-*.json).
-Writes DIR/table.md (tables, the goals of issue 21 as measured), DIR/record.json and one SVG
+Writes DIR/table.md (tables, the record's goals as measured), DIR/record.json and one SVG
 plot of bus bandwidth per size per path for each (topology, ranks, rate, collective).
 Runs with TOPOCOLL_STEP_TIMES=1 (the `+steps` variant) also log every schedule step's time on
 rank 0 (`topocoll: comm ... step times of <coll> <bytes> B <algo> (...)`): the table sets the
@@ -529,7 +529,7 @@ def table(a):
                       f"{c['goodput_mbit']:.1f} | {c['of_rate']:.3f} | {c['of_tcp_ceiling']:.3f} | "
                       f"{c.get('peak_slack_us')} |")
         md.append("")
-    md += ["## Goals (issue 21), as measured", ""]
+    md += ["## Goals, as measured", ""]
     for text, met in goals(analysed):
         md.append(f"- {'met' if met else 'not met' if met is not None else 'not measured'}: {text}")
     with open(os.path.join(directory, "table.md"), "w") as f:

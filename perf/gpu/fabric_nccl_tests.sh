@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nccl-tests on GPUs over an emulated fabric: plain NCCL against NCCL with topocoll, the
-# record of issue 21 (docs/fabric.md, "The GPU record"). On the GPU machine, as root, under
+# headline record (docs/fabric.md, "The GPU record"). On the GPU machine, as root, under
 # MPS, every rank its own process, its own NCCL host and its own network namespace of
 # `topocoll fabric`, all ranks on the one GPU:
 #

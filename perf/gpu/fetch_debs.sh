@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# On a Debian 12 (bookworm) machine with network access, as this project's build machine
-# is: downloads the .deb files the GPU machine
+# On a Debian 12 (bookworm) machine with network access: downloads the .deb files the GPU machine
 # lacks and cannot fetch (it has no network) into DIR (default perf/gpu/debs, ignored by
 # git), for perf/gpu/run_all.sh to unpack there with dpkg -x. Build: nlohmann-json and
 # GoogleTest. Emulated fabric (topocoll fabric): iproute2 and the libraries its ip and tc

@@ -2,7 +2,7 @@
 # Builds here, without a GPU, what perf/gpu/run_all.sh builds on the GPU machine (topocoll for one
 # CUDA architecture, and nccl-tests' three binaries when NCCL_TESTS_SRC names a source tree), and
 # packs it to travel with the device call: a fresh GPU machine then starts its checks at once
-# instead of after its build (~90 s of a 900 s session, nccl-tests 42 s more).
+# instead of after its build (~90 s of 900 s of GPU time, nccl-tests 42 s more).
 #
 #   NCCL_TESTS_SRC=perf/gpu/nccl-tests bash perf/gpu/prebuild.sh [ARCH]   (default 90: H100, H200)
 #

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 # Not compiled and not read by CMake, so an edit to them must not cost the GPU machine a
-# rebuild (~90-130 s of a 15-minute session): records (written and copied back between calls),
+# rebuild (~90-130 s of 15 minutes of GPU time): records (written and copied back between calls),
 # documentation, and the GPU run scripts themselves (perf/gpu/*.sh, *.py: they run from the
 # tree, the build holds no copy). Tests that read docs or these scripts read them from the
 # source tree at test time, not from the build.
