@@ -49,7 +49,7 @@ double expected_gbps(const topo::Topology& t, const ProbeFlow& f) {
 
 nlohmann::json outcome_json(const FlowOutcome& o) {
   return {{"flow", o.flow}, {"sending", o.sending}, {"bytes", o.bytes}, {"complete", o.complete},
-          {"rate", o.rate_gbps}, {"connect_us", o.connect_us}, {"error", o.error}};
+          {"rate", o.rate_gbps}, {"connect_us", o.connect_us}, {"error", o.error}, {"local", o.local_error}};
 }
 
 class Run {
@@ -108,6 +108,11 @@ class Run {
   }
   void say(const std::string& line) const {
     if (me_ == 0 && progress_) progress_(line);
+  }
+  // A phase asked for that cannot run measured nothing: not a pass.
+  void cannot_run(const std::string& phase, const std::string& why) {
+    r_.phases.push_back({phase, "incomplete", "not run: " + why});
+    say("[" + phase + "] not run: " + why + "  INCOMPLETE");
   }
   void skip(const std::string& phase, const std::string& why) {
     r_.phases.push_back({phase, "skipped", why});
@@ -226,6 +231,7 @@ class Run {
         if (x["sending"].get<bool>()) {
           out[i].rtt_us = x["connect_us"].get<double>();
           sender_error[i] = x["error"].get<std::string>();
+          out[i].local_error = x.value("local", false);
         } else {
           out[i].measured_gbps = x["rate"].get<double>();
           out[i].dead = x["bytes"].get<int64_t>() == 0;
@@ -239,9 +245,24 @@ class Run {
     return out;
   }
 
+  // Where the file's flows stripe over local switches, each flow needs its lane's mark: an
+  // unmarked one takes the default route, off the plan, and healthy cables would read slow.
+  std::string lanes_unpinned() const {
+    if (t_.kind() != topo::TopologyKind::Nap || t_.local_switches() < 2 ||
+        int(o_.lane_marks.size()) >= t_.local_switches())
+      return "";
+    return "the topology's flows stripe over " + std::to_string(t_.local_switches()) + " local switches and " +
+           std::to_string(o_.lane_marks.size()) +
+           " lane marks were given (--lane-marks, one per local switch, with policy routing per mark)";
+  }
+
   void cables() {
     if (r_.inventory.present.size() < 2) {
-      skip("cables", "fewer than two measurable endpoints");
+      cannot_run("cables", "fewer than two measurable endpoints");
+      return;
+    }
+    if (const std::string why = lanes_unpinned(); !why.empty()) {
+      cannot_run("cables", why);
       return;
     }
     const RoundPlan plan =
@@ -291,6 +312,17 @@ class Run {
       summary += " (the budget allowed " + std::to_string(measured_rounds) + " of " +
                  std::to_string(plan.rounds.size()) + " rounds)";
     }
+    // A cable direction flows between the endpoints could cross but no round does (the
+    // planner's round limit) is untested, not passed.
+    int uncrossed = 0;
+    for (int c : topo::cable_links(t_))
+      for (int l : {c, t_.links()[c].reverse})
+        uncrossed += plan.crossings[size_t(l)] == 0 &&
+                     std::find(plan.unreachable.begin(), plan.unreachable.end(), l) == plan.unreachable.end();
+    if (uncrossed > 0) {
+      incomplete = true;
+      summary += "; " + std::to_string(uncrossed) + " cable directions the endpoints reach were in no round";
+    }
     // A flow slow though all its cables were cleared is judged by the wiring phase only.
     if (!r_.localization.unexplained_flows.empty() && !wants("wiring")) {
       incomplete = true;
@@ -337,7 +369,7 @@ class Run {
   // --- 3. wiring -------------------------------------------------------------------------
   void wiring() {
     if (flows_.empty()) {
-      skip("wiring", "no flows were measured");
+      cannot_run("wiring", "no flows were measured");
       return;
     }
     // Probe the path of every distinct flow this rank sent.

@@ -108,6 +108,7 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
       o.header.run = run;
       const uint64_t share = uint64_t(t.bytes) / uint64_t(streams_left[i]);
       o.header.bytes = s + 1 == streams_left[i] ? uint64_t(t.bytes) - share * uint64_t(s) : share;
+      bool before_the_network = true;  // a failure here is this host's (mark, bind), not a cable's
       try {
         o.fd = tcp_socket();
         if (t.mark && ::setsockopt(o.fd.get(), SOL_SOCKET, SO_MARK, &t.mark, sizeof t.mark) != 0)
@@ -121,10 +122,11 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
         if (const int e = net::bind_local(o.fd.get(), ipv4(t.local_address, 0)); e != 0)
           throw std::runtime_error("bind " + t.local_address + ": " + std::strerror(e));
         net::set_no_delay(o.fd.get());
+        before_the_network = false;
         if (const int e = net::start_connect(o.fd.get(), ipv4(t.peer_address, t.peer_port)); e != 0)
           throw std::runtime_error("connect to " + t.peer_address + ": " + std::strerror(e));
       } catch (const std::exception& e) {
-        if (out[i].error.empty()) out[i].error = e.what();
+        if (out[i].error.empty()) out[i].error = e.what(), out[i].local_error = before_the_network;
         continue;  // o, and its socket, end here
       }
       outgoing.push_back(std::move(o));

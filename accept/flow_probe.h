@@ -63,6 +63,9 @@ struct FlowOutcome {
   double rate_gbps = 0;   // receiver: payload rate over the window's last three quarters
   double connect_us = -1; // sender: the first connection's set-up time (one round trip)
   std::string error;      // sender: why it could not connect or send; receiver: what is missing
+  // Sender: it failed on its own host before a packet left (socket mark, bind): no cable is
+  // to blame.
+  bool local_error = false;
 };
 
 // Runs this rank's tasks of round `round`: senders send from now until `window_end`;

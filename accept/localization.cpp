@@ -1,6 +1,7 @@
 #include "accept/localization.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,10 +25,10 @@ std::string to_string(CableState s) {
 
 namespace {
 
+// "25 %", "99 %" (never "1e+02 %": fixed, whole percents; tenths below 10 %).
 std::string short_percent(double x) {
   std::ostringstream o;
-  o.precision(x < 0.1 ? 1 : 2);
-  o << x * 100 << " %";
+  o << std::fixed << std::setprecision(x < 0.1 ? 1 : 0) << x * 100 << " %";
   return o.str();
 }
 
@@ -42,6 +43,7 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
   std::vector<double> proven(t.links().size(), 0);
   for (const auto& m : flows)
     for (int l : m.flow.links) {
+      if (m.dead && m.local_error) break;  // never left its host: tested nothing
       ++out.links[l].flows;
       if (!m.dead) proven[l] = std::max(proven[l], m.measured_gbps);
     }
@@ -50,8 +52,27 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
   // Every bad flow's uncleared cables: those not shown to carry what the flow should have
   // reached. A cable alone in such a set is certain.
   std::vector<std::vector<int>> groups;
+  // Flows that failed on their sender's host (a socket mark refused without CAP_NET_ADMIN, a
+  // bind): that host's problem, named once per host with its error, not a cable's.
+  std::map<int, std::pair<std::string, int>> local_failures;  // sender endpoint -> error, flows
+  for (const auto& m : flows)
+    if (m.dead && m.local_error) {
+      auto& [error, count] = local_failures[m.flow.src];
+      if (error.empty()) error = m.error;
+      ++count;
+    }
+  for (const auto& [ep, failure] : local_failures) {
+    Finding f;
+    f.kind = "local error";
+    f.endpoints = {ep};
+    f.certainty = "certain";
+    f.detail = t.endpoints()[ep].id + " could not start " + std::to_string(failure.second) + " flow" +
+               (failure.second == 1 ? "" : "s") + " on its own host: " + failure.first;
+    out.findings.push_back(f);
+  }
   for (size_t i = 0; i < flows.size(); ++i) {
     const auto& m = flows[i];
+    if (m.dead && m.local_error) continue;
     const bool bad = m.dead || m.ratio() < threshold;
     if (!bad) continue;
     std::vector<int> uncleared;
@@ -59,12 +80,26 @@ Localization localize(const topo::Topology& t, const std::vector<FlowMeasurement
       ++out.links[l].bad_flows;
       if (proven[l] < threshold * m.expected_gbps) uncleared.push_back(l);
     }
+    // A dead flow also dies of its way back: TCP's handshake and ACKs take the route from
+    // the receiver, which on NAP crosses other cables (dimension order, the receiver's
+    // package first). Those no live flow crossed are suspects too; a slow flow's ACKs need
+    // little, so only a dead one looks there.
+    if (m.dead)
+      for (const auto& path : t.route(m.flow.dst, m.flow.src))
+        for (int l : path.links)
+          if (t.links()[l].kind != LinkKind::HostFabric && proven[l] == 0 &&
+              std::find(uncleared.begin(), uncleared.end(), l) == uncleared.end())
+            uncleared.push_back(l);
     if (uncleared.empty()) {
       out.unexplained_flows.push_back(int(i));
       continue;
     }
     for (int l : uncleared) suspect[l] = 1;
-    if (uncleared.size() == 1) out.links[uncleared[0]].certain = true;
+    // Certain when one cable is left, in one direction or both.
+    std::set<int> cables;
+    for (int l : uncleared) cables.insert(std::min(l, t.links()[l].reverse));
+    if (cables.size() == 1)
+      for (int l : uncleared) out.links[l].certain = true;
     groups.push_back(uncleared);
   }
   for (auto& e : out.links) {

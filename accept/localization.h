@@ -21,6 +21,9 @@ struct FlowMeasurement {
   bool dead = false;         // nothing arrived, or the connection could not be made
   std::string error;         // why, when dead or incomplete
   double rtt_us = -1;        // connection set-up round trip, when measured
+  // Failed on its sender's host before a packet left (socket mark, bind; `error` says which):
+  // named as that host's problem, never a cable's.
+  bool local_error = false;
   double ratio() const { return expected_gbps > 0 ? measured_gbps / expected_gbps : 0; }
 };
 

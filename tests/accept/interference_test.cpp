@@ -39,6 +39,10 @@ TEST(Interference, ACrowdedCpuSlowingAHealthyFlowALittleIsNot) {
 
 TEST(Interference, AFlowFastAgainBesideItsRoundWasAPassingDisturbance) {
   EXPECT_FALSE(judge_interference(check(at(0.4), at(1.0), at(0.97)), 0.8));
+  // Dead in its round once, fast alone and fast beside it again: a connection that failed,
+  // not a shared cable (the mean of 0 and 97 % read as one).
+  EXPECT_FALSE(judge_interference(check(at(0, true), at(1.0), at(0.97)), 0.8));
+  EXPECT_TRUE(judge_interference(check(at(0, true), at(1.0), at(0.5)), 0.8));
 }
 
 TEST(Interference, AFlowSlowAloneIsNotJudgedHere) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <numeric>
 
 #include "accept/localization.h"
@@ -120,6 +121,73 @@ TEST(Localization, NapLocalSwitchPortAndTorusCable) {
     named.insert(f.detail.substr(0, f.detail.find(':')));
   }
   EXPECT_EQ(named, (std::set<std::string>{"p1.n3->p1.s2", "p0.n6-p2.n6"}));
+}
+
+// A cut cable kills the flows whose way back crosses it too (TCP's handshake and ACKs take
+// the receiver's route, on NAP through other cables than the way there): the cut cable is
+// named, dead, and no healthy cable is named for the flows it killed that way.
+TEST(Localization, ACutTorusCableIsNamedFromTheFlowsItsAcksKilledToo) {
+  const auto t = example_topology("nap-4x8.json");
+  const int cut = link(t, "p0.n6-p2.n6");
+  const std::set<int> dead_links = {cut, t.links()[cut].reverse};
+  auto flows = measure(t, {{cut, 0}, {t.links()[cut].reverse, 0}});
+  int killed_by_acks = 0;
+  for (auto& m : flows) {
+    if (m.dead) continue;
+    for (const auto& path : t.route(m.flow.dst, m.flow.src))
+      for (int l : path.links)
+        if (dead_links.count(l) && !m.dead) {
+          m.dead = true;
+          m.measured_gbps = 0;
+          ++killed_by_acks;
+        }
+  }
+  ASSERT_GT(killed_by_acks, 0) << "no flow's way back crosses the cut cable: the case tests nothing";
+  const auto loc = localize(t, flows, 0.8);
+  std::string all;
+  for (const auto& f : loc.findings) all += f.kind + ": " + f.detail + " [" + f.certainty + "]\n";
+  ASSERT_FALSE(loc.findings.empty()) << all;
+  bool named = false;
+  for (const auto& f : loc.findings) {
+    EXPECT_NE(f.kind, "unexplained") << all;
+    if (f.kind == "dead cable" && f.detail.rfind("p0.n6-p2.n6", 0) == 0) {
+      named = true;
+    } else if (f.kind == "dead cable") {
+      EXPECT_NE(f.certainty, "certain") << "a healthy cable named for certain:\n" << all;
+    }
+  }
+  EXPECT_TRUE(named) << all;
+}
+
+// A sender whose socket mark was refused (no CAP_NET_ADMIN) or whose bind failed never put a
+// packet on a cable: its host is named with the error, no cable is, and the cables only its
+// flows would have crossed stay unmeasured.
+TEST(Localization, FlowsThatFailedOnTheirOwnHostNameTheHostNotACable) {
+  const auto t = example_topology("nap-4x8.json");
+  auto flows = measure(t, {});
+  const int host = *t.find_endpoint_by_id("p1.n3");
+  int failed = 0;
+  for (auto& m : flows)
+    if (m.flow.src == host) {
+      m.dead = true;
+      m.measured_gbps = 0;
+      m.local_error = true;
+      m.error = "SO_MARK (needs CAP_NET_ADMIN): Operation not permitted";
+      ++failed;
+    }
+  ASSERT_GT(failed, 0);
+  const auto loc = localize(t, flows, 0.8);
+  std::string all;
+  for (const auto& f : loc.findings) all += f.kind + ": " + f.detail + "\n";
+  ASSERT_EQ(loc.findings.size(), 1u) << all;
+  EXPECT_EQ(loc.findings[0].kind, "local error");
+  EXPECT_EQ(loc.findings[0].endpoints, std::vector<int>{host});
+  EXPECT_NE(loc.findings[0].detail.find("p1.n3 could not start " + std::to_string(failed) +
+                                        " flows on its own host: SO_MARK (needs CAP_NET_ADMIN)"),
+            std::string::npos)
+      << all;
+  const int up = link(t, "p1.n3->p1.s0");
+  EXPECT_EQ(loc.links[up].flows, 0);
 }
 
 TEST(Localization, CablesNoFlowSeparatesAreNamedTogether) {
