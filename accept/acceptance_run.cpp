@@ -547,6 +547,12 @@ class Run {
         c.error = e.what();
         *local_failure = e.what();
       }
+      // Every rank learns whether a case failed anywhere and stops together: one rank
+      // stopping alone would have its next allgather met by its peers' next case, and the
+      // error would read as a schedule mismatch, naming the wrong rank.
+      const std::vector<std::string> errors = group_.allgather(c.error);
+      for (size_t r = 0; r < errors.size() && c.error.empty(); ++r)
+        if (!errors[r].empty()) c.error = "rank " + std::to_string(r) + ": " + errors[r];
       ok = ok && c.error.empty() && c.wrong == 0;
       say("  " + c.collective + " " + c.algo + " " + std::to_string(c.bytes) + " B: " +
           (c.error.empty() ? std::to_string(int(c.measured_us / 1000)) + " ms measured, " +
