@@ -63,6 +63,7 @@ struct Arrival {  // per received flow
   int64_t bytes = 0;            // all that arrived
   int64_t measured = 0;         // in the measured part of the window
   Clock::time_point first;
+  Clock::time_point last;       // the last byte counted in `measured`
 };
 
 }  // namespace
@@ -251,7 +252,7 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
         if (a.bytes == 0) a.first = now;
         a.bytes += n;
         in.received += uint64_t(n);
-        if (now >= warm && now <= window_end) a.measured += n;
+        if (now >= warm && now <= window_end) a.measured += n, a.last = now;
       }
     }
     // Drop closed connections.
@@ -269,8 +270,14 @@ std::vector<FlowOutcome> run_flow_round(FlowListener& listener, uint32_t round, 
       r.error = "nothing arrived in " + std::to_string(int(microseconds(window_end - start) / 1000)) + " ms";
       continue;
     }
-    // Over the measured part of the window, from its start or from the first byte if later.
-    const double span_us = microseconds(window_end - std::max(warm, a.first));
+    // Over the measured part of the window, from its start or from the first byte if later,
+    // to its end, or to the last byte when the sender's window closed a little earlier: the
+    // ranks leave the barrier one after another, so the sender's window may end before this
+    // one, and the time after its last byte is not the flow's. By at most an eighth of the
+    // measured part: a flow that stopped halfway is not a fast one.
+    const Clock::time_point measured_from = std::max(warm, a.first);
+    const Clock::time_point end = std::max(a.last, window_end - (window_end - warm) / 8);
+    const double span_us = microseconds(std::min(window_end, end) - measured_from);
     r.rate_gbps = span_us > 0 ? double(a.measured) * 8 / (span_us * 1e3) : 0;
   }
   return out;
