@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 
+#include "config/env.h"
 #include "config/local_host.h"
+#include "config/warnings.h"
 #include "net/interface_list.h"
 #include "net/nic_resolver.h"
 
@@ -81,11 +83,15 @@ RankIdentity describe_this_rank(int rank, int gpu, const std::string& bind,
     r.address_source = "host " + r.host + " GPU " + std::to_string(gpu) + " is not in the topology";
     return r;
   }
-  net::NicResolver resolver({}, interfaces);
+  // As the net plugin resolves it (plugin/net/net_device.cpp): TOPOCOLL_NET_PLANE_ADDRS first.
+  std::vector<std::string> bad_entries;
+  net::NicResolver resolver(net::parse_plane_addresses(config::env().net_plane_addrs, &bad_entries), interfaces);
+  for (const std::string& e : bad_entries) config::warn_once("TOPOCOLL_NET_PLANE_ADDRS: " + e);
   const auto nic = resolver.resolve(t.endpoints()[*endpoint].nic);
   if (nic.ok()) {
     r.address = nic.address.ip_string();
     r.address_source = nic.source;
+    if (nic.port_down) r.address_source += " (its RDMA port is not ACTIVE: flows through it will fail)";
   } else {
     r.address_source = nic.error;
   }

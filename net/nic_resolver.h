@@ -28,6 +28,13 @@ struct NicAddress {
   bool ok() const { return address.is_set(); }
 };
 
+// TOPOCOLL_NET_PLANE_ADDRS: "nic0=127.0.0.2,nic1=127.0.0.3", the explicit entries (1.
+// above), read alike by the net plugin and by acceptance's inventory. Bad entries (not
+// NIC=IP, a wildcard or broadcast address, a NIC or an address given twice) are reported in
+// *errors and left out.
+std::vector<std::pair<std::string, SocketAddress>> parse_plane_addresses(const std::string& text,
+                                                                        std::vector<std::string>* errors);
+
 class NicResolver {
  public:
   // interfaces: normally list_interfaces(); sysfs_root: "/sys" except in tests.

@@ -146,45 +146,6 @@ void name_apart_from_nccl_topology(const config::Env& env, std::vector<NetDevice
 
 }  // namespace
 
-std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
-    const std::string& text, std::vector<std::string>* errors) {
-  std::vector<std::pair<std::string, net::SocketAddress>> result;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string entry = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    if (entry.empty()) continue;
-    size_t eq = entry.find('=');
-    std::optional<net::SocketAddress> address;
-    if (eq != std::string::npos && eq > 0) address = net::SocketAddress::parse(entry.substr(eq + 1));
-    if (!address) {
-      if (errors) errors->push_back("entry \"" + entry + "\" is not NIC=IP (e.g. nic0=10.0.0.1)");
-      continue;
-    }
-    const std::string nic = entry.substr(0, eq);
-    // A NIC address must be one a peer can reach: not the wildcard, not a broadcast address.
-    if (address->is_unspecified() || address->is_broadcast()) {
-      if (errors)
-        errors->push_back("entry \"" + entry + "\": " + address->ip_string() +
-                          " is not an address a peer can reach (wildcard or broadcast); ignored");
-      continue;
-    }
-    const bool nic_twice = std::any_of(result.begin(), result.end(), [&](const auto& r) { return r.first == nic; });
-    const bool ip_twice = std::any_of(result.begin(), result.end(),
-                                      [&](const auto& r) { return r.second.same_ip(*address); });
-    if (nic_twice || ip_twice) {
-      if (errors)
-        errors->push_back("entry \"" + entry + "\": " +
-                          (nic_twice ? "NIC " + nic + " is listed twice" : "address " + address->ip_string() + " is given to two NICs") +
-                          "; the first entry is used");
-      continue;
-    }
-    result.emplace_back(nic, *address);
-  }
-  return result;
-}
-
 uint32_t handle_fingerprint(uint64_t topology_fingerprint) {
   const uint32_t folded = uint32_t(topology_fingerprint ^ (topology_fingerprint >> 32));
   return topology_fingerprint == 0 ? 0 : folded == 0 ? 1 : folded;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "net/nic_resolver.h"
 #include "net/socket_address.h"
 #include "plugin/process_context.h"
 #include "topo/topology.h"
@@ -31,9 +32,7 @@ struct DeviceCatalog {
   std::string host;                                // this host's name in the topology
 };
 
-// Parses "nic0=127.0.0.2,nic1=127.0.0.3". Bad entries are reported in *errors.
-std::vector<std::pair<std::string, net::SocketAddress>> parse_plane_addresses(
-    const std::string& text, std::vector<std::string>* errors);
+using net::parse_plane_addresses;  // TOPOCOLL_NET_PLANE_ADDRS (net/nic_resolver.h)
 
 // The 32 bits of a topology's fingerprint (topo/topology_fingerprint.h) that a connect
 // handle carries in its user_data, so both ends can tell whether they loaded the same

@@ -63,5 +63,21 @@ TEST(Inventory, IdentityRoundTripsThroughJson) {
   EXPECT_THROW(identity_from_json(nlohmann::json{{"rank", "x"}}), std::runtime_error);
 }
 
+// A rank's NIC address is resolved as the net plugin resolves it: TOPOCOLL_NET_PLANE_ADDRS
+// first (nic0 of s0 in bigraph-32 at an address no interface has). In a child that reads the
+// process's settings afresh (they are read once per process).
+TEST(InventoryDeathTest, PlaneAddressesNameTheNicsAddressAsForTheNetPlugin) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const topo::Topology t = example_topology("bigraph-32.json");
+  EXPECT_EXIT(
+      {
+        ::setenv("TOPOCOLL_NET_PLANE_ADDRS", "nic0=10.77.0.7", 1);
+        ::setenv("TOPOCOLL_HOSTNAME", "s0", 1);
+        const RankIdentity r = describe_this_rank(0, 0, "", t);
+        std::exit(r.address == "10.77.0.7" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace topocoll::accept
