@@ -64,7 +64,12 @@ PathTrace trace_path(const std::string& local, const std::string& destination, u
   }
   const int one = 1;
   ::setsockopt(fd, SOL_IP, IP_RECVERR, &one, sizeof one);
-  if (mark) ::setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark);
+  // Unmarked, the probe would take the default lane, not the flow's, and its first
+  // deviation would read as miswiring: no probe then, and why.
+  if (mark && ::setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) != 0) {
+    trace.error = std::string("SO_MARK (needs CAP_NET_ADMIN): ") + std::strerror(errno);
+    return trace;
+  }
   const std::optional<net::SocketAddress> src = net::SocketAddress::parse(local);
   std::optional<net::SocketAddress> dst = net::SocketAddress::parse(destination);
   if (!src || src->family != AF_INET || !dst || dst->family != AF_INET ||

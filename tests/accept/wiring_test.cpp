@@ -2,6 +2,10 @@
 // majority where no address is known, and missing answers are no deviation.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "accept/path_probe.h"
 #include "accept/wiring.h"
 #include "topo/cable_names.h"
 #include "topo/topology_json.h"
@@ -72,6 +76,22 @@ TEST(Wiring, KnownAddressesWinAndSilenceIsNoDeviation) {
   ASSERT_EQ(w.findings.size(), 1u);
   EXPECT_NE(w.findings[0].detail.find("U0's port the file cables to L1 (U0-L1) reaches L2"), std::string::npos)
       << w.findings[0].detail;
+}
+
+// A probe of a striped flow whose lane mark the kernel refuses (no CAP_NET_ADMIN) is not
+// sent unmarked, where it would take the default lane and its first deviation would read as
+// miswiring: no responders, and the reason. In a child without root's privileges.
+TEST(PathProbe, AMarkTheKernelRefusesSendsNoProbe) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::geteuid() == 0 && ::setuid(65534) != 0) ::_exit(2);
+    const PathTrace t = trace_path("127.0.0.1", "127.0.0.1", 0x105, 2, std::chrono::milliseconds(50));
+    ::_exit(t.responders.empty() && t.error.rfind("SO_MARK (needs CAP_NET_ADMIN)", 0) == 0 ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: the probe went out unmarked, or said nothing; 2: could not drop root";
 }
 
 }  // namespace
