@@ -291,7 +291,7 @@ class Run {
       ++measured_rounds;
     }
     r_.localization = localize(t_, all, o_.threshold);
-    recheck_slow_flows(all, seconds);
+    const int not_rechecked = recheck_slow_flows(all, seconds);
     flows_ = all;
     int ok = 0, slow = 0, dead = 0, unmeasured = 0;
     for (int c : topo::cable_links(t_))
@@ -312,6 +312,22 @@ class Run {
       summary += " (the budget allowed " + std::to_string(measured_rounds) + " of " +
                  std::to_string(plan.rounds.size()) + " rounds)";
     }
+    // A cable faster than every flow that crosses it (a fat spine behind slower NICs) is
+    // shown to carry only what its flows can reach: say how many, not a pass of its rate.
+    std::vector<double> fastest_flow(t_.links().size(), 0);
+    for (const auto& m : all)
+      for (int l : m.flow.links) fastest_flow[size_t(l)] = std::max(fastest_flow[size_t(l)], m.expected_gbps);
+    int below_rate = 0;
+    for (int c : topo::cable_links(t_))
+      for (int l : {c, t_.links()[c].reverse})
+        below_rate += fastest_flow[size_t(l)] > 0 && fastest_flow[size_t(l)] < o_.threshold * t_.links()[l].gbps;
+    if (below_rate > 0)
+      summary += "; " + std::to_string(below_rate) +
+                 " cable directions are faster than any flow across them: tested only up to their flows' rate";
+    if (not_rechecked > 0)
+      summary += "; " + std::to_string(not_rechecked) +
+                 " rounds of slow flows not run again (the budget, or six at most): cables slow in them are "
+                 "named from one measurement";
     // A cable direction flows between the endpoints could cross but no round does (the
     // planner's round limit) is untested, not passed.
     int uncrossed = 0;
@@ -339,12 +355,16 @@ class Run {
   // A cable is named slow only when its slow flows are slow again (accept/recheck.h): each
   // round with such flows runs once more with only them, and every flow counts at its
   // faster run. `all` is the cable phase's flows, round after round, as r_.rounds holds them.
-  void recheck_slow_flows(std::vector<FlowMeasurement>& all, double seconds) {
+  // Returns how many rounds of slow flows across slow cables were not run again (the budget,
+  // or six at most): their cables are named slow from one measurement.
+  int recheck_slow_flows(std::vector<FlowMeasurement>& all, double seconds) {
+    const size_t wanted = flows_to_recheck(r_.localization, all, o_.threshold, 1 << 20).size();
     const auto plan = flows_to_recheck(r_.localization, all, o_.threshold, 6);
-    if (plan.empty()) return;
-    int flows = 0, still_slow = 0;
+    if (plan.empty()) return 0;
+    int flows = 0, still_slow = 0, rounds = 0;
     for (const auto& [round, indices] : plan) {
       if (agreed_budget_left() - collectives_reserve_s() < seconds + 1) break;
+      ++rounds;
       std::vector<ProbeFlow> again;
       for (int i : indices) again.push_back(all[i].flow);
       const auto measured = measure_round(uint32_t(50000 + round), again, seconds);
@@ -357,13 +377,15 @@ class Run {
         r_.rechecks.push_back(std::move(c));
       }
     }
-    if (flows == 0) return;
+    const int not_rechecked = int(wanted) - rounds;
+    if (flows == 0) return not_rechecked;
     size_t at = 0;
     for (auto& round : r_.rounds)
       for (auto& m : round) m = all[at++];
     r_.localization = localize(t_, all, o_.threshold);
     say("  recheck: " + std::to_string(flows) + " slow flows across slow cables run again, " +
         std::to_string(still_slow) + " slow again");
+    return not_rechecked;
   }
 
   // --- 3. wiring -------------------------------------------------------------------------
