@@ -310,8 +310,11 @@ void BootstrapRoot::serve() {
           break;
         }
         net::set_no_delay(fd.get());
-        if (joining.size() >= kMaxJoining)  // a flood crowds out its own oldest sockets
-          joining.erase(joining.begin());
+        if (joining.size() >= kMaxJoining)  // a flood crowds out its own sockets, not a rank's
+          joining.erase(joining.begin() +
+                        long(net::socket_to_crowd_out(
+                            joining, [](const Joining& j) { return j.fd.get(); },
+                            [](const Joining& j) { return j.inbox.size(); })));
         joining.push_back({std::move(fd), peer.to_string(), {}, t + std::min<milliseconds>(kHelloDeadline, timeout_)});
       }
       for (size_t i = 0; i < joining.size();) {

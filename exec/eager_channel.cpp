@@ -317,9 +317,11 @@ void EagerChannel::accept_strangers() {
       if (net::is_resource_shortage(errno)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       return;
     }
-    if (strangers_.size() >= kMaxStrangers) {
-      reject(strangers_.front(), "too many connections had not said who they are");
-      strangers_.erase(strangers_.begin());
+    if (strangers_.size() >= kMaxStrangers) {  // a flood crowds out its own sockets, not a peer's
+      const size_t victim = net::socket_to_crowd_out(
+          strangers_, [](const Stranger& s) { return s.socket.get(); }, [](const Stranger& s) { return s.got; });
+      reject(strangers_[victim], "too many connections had not said who they are");
+      strangers_.erase(strangers_.begin() + long(victim));
     }
     Stranger& s = strangers_.emplace_back();
     s.socket = net::FileDescriptor(fd);

@@ -151,19 +151,10 @@ NetStatus Listener::accept(std::unique_ptr<RecvComm>* out, int wait_ms) {
         }
         st.failed_accepts = 0;
         if (st.arriving.size() >= kMaxArrivingSockets) {
-          // Crowded: the oldest socket that has sent nothing goes (a stranger holding a slot),
-          // not one whose hello waits unread (the real peer's may: it connected before the
-          // flood); the oldest of all only when every one has bytes waiting.
-          size_t victim = 0;
-          for (size_t k = 0; k < st.arriving.size(); ++k) {
-            char byte;
-            if (st.arriving[k].received == 0 &&
-                ::recv(st.arriving[k].socket.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-                (errno == EAGAIN || errno == EWOULDBLOCK)) {
-              victim = k;
-              break;
-            }
-          }
+          // Crowded: the oldest socket that has sent nothing goes, not the real peer's.
+          const size_t victim = socket_to_crowd_out(
+              st.arriving, [](const State::Arriving& a) { return a.socket.get(); },
+              [](const State::Arriving& a) { return a.received; });
           st.close_stray(st.arriving[victim].peer, address_,
                          "crowded out by " + std::to_string(kMaxArrivingSockets) +
                              " other connections before its handshake arrived");

@@ -155,6 +155,13 @@ bool connected_to_itself(int fd) {
 
 bool is_resource_shortage(int e) { return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM; }
 
+bool has_sent_nothing(int fd, size_t received) {
+  if (received > 0) return false;
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 int wait_ready(int fd, short events, Clock::time_point deadline) {
   for (;;) {
     const int left = remaining_ms(deadline);

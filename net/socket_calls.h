@@ -68,6 +68,21 @@ FileDescriptor accept_connection(int listen_fd, SocketAddress* peer = nullptr, i
 // instead of polling a listener that stays readable in a tight loop.
 bool is_resource_shortage(int error_number);
 
+// Whether a socket from which `received` bytes were read has sent nothing at all: none read
+// and none waiting.
+bool has_sent_nothing(int fd, size_t received);
+// Which of the sockets still to say who they are (oldest first) a newcomer crowds out when
+// their table is full: the oldest that has sent nothing (a stranger holding a slot), never
+// one whose hello waits unread (the real peer's may: it connected before the flood); the
+// oldest of all only when every one has bytes. Shared by the Listener, the bootstrap root
+// and the eager channel, so a flood crowds out only itself wherever it lands.
+template <class Waiting, class FdOf, class ReceivedOf>
+size_t socket_to_crowd_out(const Waiting& waiting, FdOf fd_of, ReceivedOf received_of) {
+  for (size_t k = 0; k < waiting.size(); ++k)
+    if (has_sent_nothing(fd_of(waiting[k]), received_of(waiting[k]))) return k;
+  return 0;
+}
+
 // Waits until `fd` is ready for `events` (POLLIN, POLLOUT...) or the deadline passes,
 // retrying interrupted waits: > 0 ready, 0 at the deadline, -1 when poll failed (errno).
 int wait_ready(int fd, short events, Clock::time_point deadline);

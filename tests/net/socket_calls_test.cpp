@@ -223,5 +223,32 @@ TEST(SocketCalls, AcceptOutOfDescriptorsSaysSo) {
   EXPECT_FALSE(is_resource_shortage(ECONNRESET));
 }
 
+// A full table of sockets that have not said who they are: the newcomer crowds out the
+// oldest silent one, never one whose hello waits unread or was partly read; the oldest of
+// all only when each has sent something. One rule for the Listener, the bootstrap root and
+// the eager channel (the latter two closed the oldest, which may be the real peer's).
+TEST(SocketCalls, AFloodCrowdsOutTheOldestSilentSocketNotAPeerWhoseHelloWaits) {
+  struct Waiting {
+    FileDescriptor mine, theirs;
+    size_t received = 0;
+  };
+  std::vector<Waiting> waiting(4);
+  for (auto& w : waiting) {
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, pair), 0);
+    w.mine = FileDescriptor(pair[0]);
+    w.theirs = FileDescriptor(pair[1]);
+  }
+  const auto fd_of = [](const Waiting& w) { return w.mine.get(); };
+  const auto received_of = [](const Waiting& w) { return w.received; };
+  ASSERT_EQ(::send(waiting[0].theirs.get(), "h", 1, 0), 1);  // the peer's hello, unread
+  waiting[1].received = 3;                                    // a hello partly read
+  EXPECT_EQ(socket_to_crowd_out(waiting, fd_of, received_of), 2u);
+  EXPECT_FALSE(has_sent_nothing(waiting[0].mine.get(), 0));
+  EXPECT_TRUE(has_sent_nothing(waiting[2].mine.get(), 0));
+  for (size_t k = 2; k < waiting.size(); ++k) ASSERT_EQ(::send(waiting[k].theirs.get(), "x", 1, 0), 1);
+  EXPECT_EQ(socket_to_crowd_out(waiting, fd_of, received_of), 0u) << "every one has bytes: the oldest";
+}
+
 }  // namespace
 }  // namespace topocoll::net
