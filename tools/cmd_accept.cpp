@@ -240,6 +240,6 @@ int run_accept(std::span<const std::string> args) {
 
 }  // namespace
 
-TOPOCOLL_COMMAND("accept", "check a cluster against its topology file, cable by cable", run_accept);
+TOPOCOLL_COMMAND("accept", "check a cluster against its topology file, cable by cable", run_accept, "", "-n --ranks");
 
 }  // namespace topocoll::cli

@@ -435,6 +435,7 @@ int run_bench(std::span<const std::string> args) {
 
 }  // namespace
 
-TOPOCOLL_COMMAND("bench", "verified collectives across processes, nccl-tests columns", run_bench);
+TOPOCOLL_COMMAND("bench", "verified collectives across processes, nccl-tests columns", run_bench, "",
+                 "-n --ranks, --algo --algos, -f --factor, -d --dtype, -o --op, -i --iters, -w --warmup, -c --check");
 
 }  // namespace topocoll::cli

@@ -97,6 +97,6 @@ int run_draw(std::span<const std::string> args) {
 
 }  // namespace
 
-TOPOCOLL_COMMAND("draw", "draw a topology with Graphviz (png, svg, pdf or dot)", run_draw);
+TOPOCOLL_COMMAND("draw", "draw a topology with Graphviz (png, svg, pdf or dot)", run_draw, "", "-o --output");
 
 }  // namespace topocoll::cli

@@ -229,6 +229,6 @@ int run_generate(std::span<const std::string> args) {
 }  // namespace
 
 TOPOCOLL_COMMAND("generate", "write a BiGraph or NAP topology JSON from shape parameters",
-                 run_generate);
+                 run_generate, "", "-o --output");
 
 }  // namespace topocoll::cli

@@ -19,6 +19,9 @@ struct Command {
   // Flags that add to a list and may be given again, space-separated ("--rank0-env
   // --relay-port"); any other flag given twice is refused (flag_value.h).
   std::string_view repeatable = {};
+  // One flag's spellings, groups split by ',' ("-n --ranks, --algo --algos"): given once
+  // under any of them (flag_value.h).
+  std::string_view synonyms = {};
 };
 
 bool register_command(Command command);

@@ -2,14 +2,17 @@
 // read by config/value_grammar.h, the grammar of the environment's values too.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/value_grammar.h"
 
@@ -29,21 +32,42 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
 // Each flag once: the parsers keep the last value given, so "--rate-mbit 1000 ... --rate-mbit
 // 100" would silently run at the second rate (a script that appends an override, a pasted
 // command). Flags are the words before "--" (what follows is another program's) that begin
-// with "--", up to an '=' ("--shape=4x8" of generate); a value never begins with "--"
-// (flag_value). `repeatable`, space-separated, names the flags that add to a list
-// (Command::repeatable: --rank0-env, --relay-port).
-inline void refuse_repeated_flags(std::span<const std::string> args, std::string_view repeatable) {
+// with "--", up to an '=' ("--shape=4x8" of generate), and the short names `synonyms` lists;
+// a value never begins with "--" (flag_value). `repeatable`, space-separated, names the flags
+// that add to a list (Command::repeatable: --rank0-env, --relay-port). `synonyms`, groups of
+// space-separated names split by ',', names one flag's spellings ("-n --ranks, --algo
+// --algos"): "-n 4 ... --ranks 8" is that flag given twice too.
+inline void refuse_repeated_flags(std::span<const std::string> args, std::string_view repeatable,
+                                  std::string_view synonyms = {}) {
+  const auto words = [](std::string_view text) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find(' ', at), text.size());
+      if (end > at) out.emplace_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> listed = words(repeatable);
+  const std::set<std::string> may_repeat(listed.begin(), listed.end());
+  std::map<std::string, std::string> spelling_of;  // a name -> its group's spellings, "-n or --ranks"
+  for (size_t at = 0; at <= synonyms.size();) {
+    const size_t end = std::min(synonyms.find(',', at), synonyms.size());
+    const std::vector<std::string> group = words(synonyms.substr(at, end - at));
+    std::string spelled;
+    for (const std::string& name : group) spelled += (spelled.empty() ? "" : " or ") + name;
+    for (const std::string& name : group) spelling_of[name] = spelled;
+    at = end + 1;
+  }
   std::set<std::string> seen;
   for (const std::string& a : args) {
     if (a == "--") return;
-    if (a.rfind("--", 0) != 0) continue;
     const std::string flag = a.substr(0, a.find('='));
-    bool listed = false;
-    for (size_t at = repeatable.find(flag); at != std::string_view::npos; at = repeatable.find(flag, at + 1))
-      listed = listed || ((at == 0 || repeatable[at - 1] == ' ') &&
-                          (at + flag.size() == repeatable.size() || repeatable[at + flag.size()] == ' '));
-    if (!listed && !seen.insert(flag).second)
-      throw std::invalid_argument(flag + " is given twice: give each flag once");
+    const auto synonym = spelling_of.find(flag);
+    if (a.rfind("--", 0) != 0 && synonym == spelling_of.end()) continue;
+    if (may_repeat.count(flag)) continue;
+    const std::string name = synonym == spelling_of.end() ? flag : synonym->second;
+    if (!seen.insert(name).second) throw std::invalid_argument(name + " is given twice: give each flag once");
   }
 }
 

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {
-      refuse_repeated_flags(args, c.repeatable);
+      refuse_repeated_flags(args, c.repeatable, c.synonyms);
       return c.run(args);
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "topocoll %s: out of memory (a size, topology or plan larger than this machine holds)\n",

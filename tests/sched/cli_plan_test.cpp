@@ -188,6 +188,19 @@ TEST(CliFlags, AFlagGivenTwiceIsRefusedNamingIt) {
   EXPECT_EQ(out.find("given twice"), std::string::npos) << out;
   out = run("fabric rank-exec --relay-port 1 --placement a --placement b --show -- true", &rc);
   EXPECT_NE(out.find("--placement is given twice"), std::string::npos) << out;
+  // A short name and its long one are one flag (bench -n 4 --ranks 8 ran 8 ranks), as are
+  // two long spellings (--algo, --algos); a negative number is a value, not a short flag.
+  out = run("bench --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json -n 4 --ranks 8", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("topocoll bench: -n or --ranks is given twice: give each flag once"), std::string::npos) << out;
+  out = run("bench --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --algo hd --algos ring", &rc);
+  EXPECT_NE(out.find("--algo or --algos is given twice"), std::string::npos) << out;
+  out = run("draw " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json -o a.svg -o b.svg", &rc);
+  EXPECT_NE(out.find("-o or --output is given twice"), std::string::npos) << out;
+  out = run("accept --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json -n 2 -n 3", &rc);
+  EXPECT_NE(out.find("-n or --ranks is given twice"), std::string::npos) << out;
+  out = run("generate nap --packages 2 -o x.json --output y.json", &rc);
+  EXPECT_NE(out.find("-o or --output is given twice"), std::string::npos) << out;
 }
 
 // `topocoll algorithms` and the help texts are the registry's lists.
