@@ -239,6 +239,9 @@ ncclResult_t run_schedules(const std::vector<PendingCollective>& calls) {
     timed.end(false);
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (outcomes[i] == ScratchOutcome::Served) mark_out_of_step(*calls[i].state, "a schedule's collective");
+    // The steps queued before the failure still use the scratch: its next free or growth
+    // (the abort a job makes next) waits for them.
+    mark_batch_scratch_used(calls, needs, device_guard);
     throw;
   }
   timed.end(true);

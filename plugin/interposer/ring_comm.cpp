@@ -307,6 +307,7 @@ ncclResult_t run_ring_calls(std::vector<PendingCollective>& calls) {
     for (std::size_t i = 0; i < calls.size(); ++i)
       if (outcomes[i] != ScratchOutcome::Released && outcomes[i] != ScratchOutcome::Failed)
         mark_out_of_step(*calls[i].state, "a batch whose block permutation failed");
+    mark_batch_scratch_used(calls, needs, device_guard);  // the permutes queued so far use it
     return r;
   }
   r = pncclGroupStart();

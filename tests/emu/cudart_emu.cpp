@@ -325,8 +325,13 @@ std::map<std::string, cudaError_t>& injected_failures() {
   static std::map<std::string, cudaError_t> failures;
   return failures;
 }
+}  // namespace
 
-// The failure injected for `function`'s next call (once), or cudaSuccess.
+void fail_next_call(const char* function, cudaError_t error) {
+  std::lock_guard<std::mutex> lock(injected_mu);
+  injected_failures()[function] = error;
+}
+
 cudaError_t take_injected_failure(const char* function) {
   std::lock_guard<std::mutex> lock(injected_mu);
   auto it = injected_failures().find(function);
@@ -334,12 +339,6 @@ cudaError_t take_injected_failure(const char* function) {
   const cudaError_t e = it->second;
   injected_failures().erase(it);
   return e;
-}
-}  // namespace
-
-void fail_next_call(const char* function, cudaError_t error) {
-  std::lock_guard<std::mutex> lock(injected_mu);
-  injected_failures()[function] = error;
 }
 
 std::size_t live_device_bytes() {

@@ -70,6 +70,9 @@ TOPOCOLL_EMU_API long event_count(const char* what);
 // cudaEventCreateWithFlags, cudaEventRecord and cudaEventQuery (cudaErrorNotReady there:
 // the event's work is still running).
 TOPOCOLL_EMU_API void fail_next_call(const char* function, cudaError_t error);
+// The failure injected for `function`'s next call (taken: once), or cudaSuccess; for the
+// emulated kernels (kernels_emu.cpp: "reduce_cuda").
+TOPOCOLL_EMU_API cudaError_t take_injected_failure(const char* function);
 
 // Device memory is host memory from cudaMalloc. Aborts (via fail) unless [p, p + bytes)
 // lies inside one live allocation: an out-of-bounds or freed buffer is a test failure, not

@@ -37,6 +37,7 @@ void enqueue_map(const char* what, void* dst, const void* src, std::size_t bytes
 cudaError_t reduce_cuda(DataType type, ReduceOp op, void* dst, const void* const* srcs, int nsrc,
                         std::size_t count, cudaStream_t stream) {
   if (const Launch l = check_reduce(type, op, dst, srcs, nsrc, count); l != Launch::Run) return result_of(l);
+  if (const cudaError_t e = emu::take_injected_failure("reduce_cuda"); e != cudaSuccess) return e;
   const std::size_t bytes = count * datatype_size(type);
   std::array<const void*, kMaxReduceInputs> inputs{};  // by value, as a kernel launch takes them
   for (int i = 0; i < nsrc; ++i) {

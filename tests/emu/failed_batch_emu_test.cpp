@@ -1,0 +1,80 @@
+// A served collective that fails part-way, on the emulation with the interposer linked in
+// front of the emulated NCCL (as LD_PRELOAD puts it): the steps already queued keep using the
+// communicator's device scratch, so freeing it (the abort a job makes next) must still wait
+// for them. The race detector of the emulated runtime (emu_runtime.h) aborts the rank when
+// the stream-ordered free is not ordered after those steps' writes.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tests/emu/emu_runtime.h"
+#include "tests/emu/forked_ranks.h"
+
+namespace {
+
+using topocoll::emu::testing::run_ranks;
+
+#define CHECK_OR_FAIL(cond, ...)                                      \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      std::fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                              \
+      std::fprintf(stderr, "\n");                                     \
+      return false;                                                   \
+    }                                                                 \
+  } while (0)
+
+// Every rank's first reduce kernel of the schedule fails (after step 0's transfer wrote the
+// scratch), so no rank waits for a peer that stopped; each then aborts its communicator.
+bool fail_mid_schedule_then_abort(int rank, int nranks, const ncclUniqueId& id, bool destroy) {
+  ::setenv("NCCL_HOSTID", ("s" + std::to_string(rank)).c_str(), 1);
+  ncclComm_t comm = nullptr;
+  CHECK_OR_FAIL(ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess, "init");
+  const std::size_t count = std::size_t(1) << 16;
+  float *send = nullptr, *recv = nullptr;
+  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float)) == cudaSuccess, "malloc");
+  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float)) == cudaSuccess, "malloc");
+  cudaStream_t stream = nullptr;
+  CHECK_OR_FAIL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "stream");
+  CHECK_OR_FAIL(cudaMemsetAsync(send, 0, count * sizeof(float), stream) == cudaSuccess, "memset");
+  topocoll::emu::fail_next_call("reduce_cuda", cudaErrorLaunchFailure);
+  const ncclResult_t r = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, stream);
+  // The injected failure taken is the proof that topocoll's schedule served the call.
+  CHECK_OR_FAIL(topocoll::emu::take_injected_failure("reduce_cuda") == cudaSuccess,
+                "the allreduce was not served by a schedule (returned %d)", int(r));
+  CHECK_OR_FAIL(r != ncclSuccess, "a failed reduce kernel must fail the call");
+  // The scratch goes with the communicator: its free must follow the failed call's steps.
+  CHECK_OR_FAIL((destroy ? ncclCommDestroy(comm) : ncclCommAbort(comm)) == ncclSuccess, "release");
+  cudaStreamDestroy(stream);
+  cudaFree(send);
+  cudaFree(recv);
+  return true;
+}
+
+class FailedBatchEmu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("TOPOCOLL_TOPO_FILE", TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json", 1);
+    ::setenv("TOPOCOLL_ALGO", "hd", 1);
+    ::setenv("TOPOCOLL_EMU_TIMEOUT_S", "20", 1);
+  }
+};
+
+TEST_F(FailedBatchEmu, AnAbortAfterAScheduleFailedMidwayFreesTheScratchAfterItsSteps) {
+  EXPECT_TRUE(run_ranks(2, [](int rank, int n, const ncclUniqueId& id) {
+    return fail_mid_schedule_then_abort(rank, n, id, false);
+  }, std::chrono::seconds(60)));
+}
+
+TEST_F(FailedBatchEmu, ADestroyAfterAScheduleFailedMidwayFreesTheScratchAfterItsSteps) {
+  EXPECT_TRUE(run_ranks(4, [](int rank, int n, const ncclUniqueId& id) {
+    return fail_mid_schedule_then_abort(rank, n, id, true);
+  }, std::chrono::seconds(60)));
+}
+
+}  // namespace
