@@ -62,12 +62,12 @@ void* DeviceScratch::reserve(std::size_t bytes, bool captured) {
 
 void DeviceScratch::order_after_previous(cudaStream_t stream) {
   if (last_uses_.empty() || stream_capturing(stream)) return;
-  // A use on the same stream is ordered already, but cudaStreamPerThread names another
-  // stream in each thread (a communicator may be used from several threads in turn).
-  const bool same_handle_same_stream = stream != cudaStreamPerThread;
+  // Waited for on every stream, the one of the last use too: the same handle may name
+  // another stream by now (cudaStreamPerThread in another thread; a stream destroyed with
+  // its work still queued and a new one given its address), and a wait on an event already
+  // behind the stream costs nothing.
   for (const Use& u : last_uses_)
-    if (!(same_handle_same_stream && u.stream == stream) &&
-        quietly(cudaStreamWaitEvent(stream, u.event, 0)) != cudaSuccess)
+    if (quietly(cudaStreamWaitEvent(stream, u.event, 0)) != cudaSuccess)
       quietly(cudaEventSynchronize(u.event));  // no order on the device: wait it out rather than race
 }
 

@@ -56,7 +56,7 @@ class DeviceScratch {
   }
 
   // Orders a call on `stream` after every use of the scratch by the previous batch (the
-  // calls of one run) on other streams. Skipped while `stream` is being captured (an event
+  // calls of one run), on whichever streams. Skipped while `stream` is being captured (an event
   // recorded outside the capture cannot be waited on inside it): use one stream per
   // communicator in a graph.
   void order_after_previous(cudaStream_t stream);
