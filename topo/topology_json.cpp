@@ -35,6 +35,32 @@ std::string type_name(const json& v) {
 
 std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
 
+// A field name from the file as a message shows it: in JSON quotes, a control character or a
+// quote escaped (never a raw byte in a log: a forged line, a terminal escape), at most 64
+// characters.
+constexpr size_t kShownKeyChars = 64;
+std::string quoted_key(const std::string& key) {
+  const bool cut = key.size() > kShownKeyChars;
+  return json(cut ? key.substr(0, kShownKeyChars) : key).dump(-1, ' ', true, json::error_handler_t::replace) +
+         (cut ? "..." : "");
+}
+// One reference token of a JSON pointer (RFC 6901: '~' is "~0", '/' is "~1"), with the
+// bytes a log must not hold escaped as quoted_key does, at most 64 characters.
+std::string pointer_token(const std::string& key) {
+  std::string token;
+  for (size_t i = 0; i < key.size() && i < kShownKeyChars; ++i) {
+    const unsigned char c = static_cast<unsigned char>(key[i]);
+    if (c == '~') token += "~0";
+    else if (c == '/') token += "~1";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\u%04x", c);
+      token += hex;
+    } else token += char(c);
+  }
+  return key.size() > kShownKeyChars ? token + "..." : token;
+}
+
 void expect_object(const json& v, const std::string& ptr) {
   if (!v.is_object()) throw TopologyError(ptr, "expected an object, got " + type_name(v));
 }
@@ -49,7 +75,7 @@ void check_fields(const json& obj, const std::string& ptr,
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool known = false;
     for (const char* name : allowed) known = known || it.key() == name;
-    if (!known) throw TopologyError(ptr, "unknown field " + in_quotes(it.key()));
+    if (!known) throw TopologyError(ptr, "unknown field " + quoted_key(it.key()));
   }
 }
 
@@ -365,6 +391,15 @@ Topology bigraph_explicit(const json& doc) {
       b.attach(endpoint, sw->second, gbps, latency);
     }
   }
+  // A switch neither linked nor cabled to a NIC is a typo or a missing links entry (the
+  // connectivity check looks at endpoints only, so it would pass unseen).
+  for (size_t s = 0; s < used.size(); ++s)
+    if (used[s] == 0) {
+      const Switch& sw = b.switches()[s];
+      throw TopologyError(std::string("/switches/") + (sw.role == SwitchRole::Upper ? "upper/" : "lower/") +
+                              std::to_string(sw.index_in_role),
+                          "switch " + in_quotes(sw.id) + " has no cable (no link, no NIC)");
+    }
   for (auto [u, l] : cables)
     b.add_cable(switch_node(u), switch_node(l), LinkKind::InterGroup, gbps, latency);
   return finish(std::move(b), doc.contains("links") ? "/links" : "");
@@ -456,6 +491,12 @@ NapShape read_nap_shape(const json& obj, const std::string& p, bool explicit_for
   s.packages = product > 4096 ? 4096 : int(product);
   // "packages" is optional; when given it must agree with the torus (check_nap_shape).
   optional_int(obj, p, "packages", s.packages, 1, 4096);
+  if (obj.contains("packages") && !obj.contains("torus") && long(s.packages) != product) {
+    std::string dims;
+    for (int d : s.torus) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    throw TopologyError(p + "/packages", std::to_string(s.packages) + " packages and no \"torus\": the default torus " +
+                                             dims + " holds " + std::to_string(product) + " (give the torus)");
+  }
   optional_number(obj, p, "intra_latency_us", s.intra_latency_us);
   optional_number(obj, p, "inter_latency_us", s.inter_latency_us);
   optional_number(obj, p, "switch_latency_us", s.switch_latency_us);
@@ -608,30 +649,37 @@ namespace {
 
 // JSON allows a field twice in one object and nlohmann keeps the last; a topology file
 // refuses it, as it refuses unknown fields: one of the two values would be silently ignored.
-// Also bounds the nesting (a topology nests a few levels; this parse keeps a frame a level).
-class DuplicateFieldCheck {
+// Also bounds the nesting (a topology nests a few levels) and the number of values (memory:
+// a parsed value costs tens of bytes). A SAX pass of its own before the document is built:
+// nlohmann's parse with a callback walks a container's elements each time one of them
+// closes, quadratic in an array of objects (a 1 MB file of "{}," took minutes).
+class FileShapeCheck : public nlohmann::json_sax<json> {
  public:
   static constexpr size_t kMaxDepth = 64;
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        count_element();
-        if (frames_.size() >= kMaxDepth)
-          throw TopologyError(pointer(), "nested deeper than " + std::to_string(kMaxDepth) + " levels");
-        frames_.push_back({event == json::parse_event_t::object_start, {}, {}, -1});
-        break;
-      case json::parse_event_t::key: {
-        Frame& f = frames_.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second) throw TopologyError(pointer(), "duplicate field " + in_quotes(f.key));
-        break;
-      }
-      case json::parse_event_t::value: count_element(); break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end: frames_.pop_back(); break;
-    }
+  // Room for the largest topology the loader takes (65,536 endpoints, 2,097,152 cables
+  // listed as links: three values each), with margin.
+  static constexpr size_t kMaxValues = size_t(8) << 20;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& name) override {
+    Frame& f = frames_.back();
+    f.key = name;
+    if (!f.keys.insert(name).second) throw TopologyError(pointer(), "duplicate field " + quoted_key(name));
     return true;
+  }
+  // A syntax error: the pass stops; the parse that follows reports it with its position.
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
   }
 
  private:
@@ -641,41 +689,65 @@ class DuplicateFieldCheck {
     std::string key;  // the field being read (objects)
     long index;       // the element being read (arrays)
   };
-  void count_element() {
+  bool value() {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+    if (++values_ > kMaxValues)
+      throw TopologyError(pointer(), "more than " + std::to_string(kMaxValues) +
+                                         " values (a topology holds at most " + std::to_string(kMaxEndpoints) +
+                                         " endpoints and " + std::to_string(kMaxCables) + " cables)");
+    return true;
   }
-  std::string pointer() const {  // JSON pointer of the current field or element
+  bool open(bool object) {
+    value();
+    if (frames_.size() >= kMaxDepth)
+      throw TopologyError(pointer(), "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    frames_.push_back({object, {}, {}, -1});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  std::string pointer() const {  // JSON pointer (RFC 6901) of the current field or element
     std::string p;
-    for (const Frame& f : frames_) p += "/" + (f.object ? f.key : std::to_string(f.index));
+    for (const Frame& f : frames_) p += "/" + (f.object ? pointer_token(f.key) : std::to_string(f.index));
     return p;
   }
   std::vector<Frame> frames_;
+  size_t values_ = 0;
 };
+
+// nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1,
+// column 5: <what>"; keep <what> and report the byte offset.
+[[noreturn]] void throw_invalid_json(const json::exception& e) {
+  std::string what = e.what();
+  if (const auto* parse = dynamic_cast<const json::parse_error*>(&e)) {
+    auto at = what.find(": ", what.find("parse error"));
+    if (at != std::string::npos) what = what.substr(at + 2);
+    throw TopologyError("", "invalid JSON at byte " + std::to_string(parse->byte) + ": " + what);
+  }
+  // Other parse-time failures, e.g. out_of_range.406 for a number such as 1e999.
+  if (auto end = what.find("] "); end != std::string::npos) what = what.substr(end + 2);
+  throw TopologyError("", "invalid JSON: " + what);
+}
 
 }  // namespace
 
 Topology load_topology_text(std::string_view text) {
+  // nlohmann's lexer takes a NUL for the end of the input: what follows would be ignored.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw TopologyError("", "a NUL byte at byte " + std::to_string(nul) + " (a topology file is JSON text)");
   json doc;
   try {
-    DuplicateFieldCheck check;
-    doc = json::parse(text.begin(), text.end(), std::ref(check), /*allow_exceptions=*/true,
-                      /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1,
-    // column 5: <what>"; keep <what> and report the byte offset.
-    std::string what = e.what();
-    auto at = what.find(": ", what.find("parse error"));
-    if (at != std::string::npos) what = what.substr(at + 2);
-    throw TopologyError("", "invalid JSON at byte " + std::to_string(e.byte) + ": " + what);
+    FileShapeCheck check;
+    json::sax_parse(text.begin(), text.end(), &check, json::input_format_t::json, /*strict=*/true,
+                    /*ignore_comments=*/true);
+    doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {
-    // Other parse-time failures, e.g. out_of_range.406 for a number such as 1e999.
-    std::string what = e.what();
-    if (auto end = what.find("] "); end != std::string::npos) what = what.substr(end + 2);
-    throw TopologyError("", "invalid JSON: " + what);
+    throw_invalid_json(e);
   }
   return topology_from_json(doc);
 }
-
 
 Topology load_topology_file(const std::string& path) {
   std::string text;

@@ -14,8 +14,9 @@ namespace topocoll::topo {
 
 // A topology file is a regular file of at most kMaxTopologyFileBytes: a device (/dev/zero),
 // a FIFO or a directory is refused by name before anything is read, and no more than the
-// limit is ever read (a file growing while read is cut off there and refused).
-inline constexpr size_t kMaxTopologyFileBytes = size_t(256) << 20;
+// limit is ever read (a file growing while read is cut off there and refused). 64 MiB holds
+// the largest topology the loader takes (65,536 endpoints, 2,097,152 cables as links).
+inline constexpr size_t kMaxTopologyFileBytes = size_t(64) << 20;
 Topology load_topology_file(const std::string& path);
 Topology load_topology_text(std::string_view json_text);
 Topology topology_from_json(const nlohmann::json& doc);
