@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -188,10 +189,34 @@ TEST(EmulatedNetProxyThreads, TheEnvironmentMakesTheParentShare) {
   EXPECT_TRUE(run_ranks(2, environment_makes_the_split_share));
 }
 
+// Forked ranks meet here: each tells every other it arrived, then waits to hear the same
+// from all of them (a pipe per rank, made before the fork).
+struct RankBarrier {
+  explicit RankBarrier(int nranks) : to(std::size_t(nranks)) {
+    for (auto& p : to) EXPECT_EQ(::pipe(p.data()), 0);
+  }
+  ~RankBarrier() {
+    for (auto& p : to)
+      for (int fd : p) ::close(fd);
+  }
+  bool meet(int rank) const {
+    char c = 'x';
+    for (std::size_t r = 0; r < to.size(); ++r)
+      if (int(r) != rank && ::write(to[r][1], &c, 1) != 1) return false;
+    for (std::size_t r = 1; r < to.size(); ++r)
+      if (::read(to[std::size_t(rank)][0], &c, 1) != 1) return false;
+    return true;
+  }
+  std::vector<std::array<int, 2>> to;  // to[r]: the pipe rank r reads
+};
+
 // A shrink whose exchange fails (here: rank 1 never shrinks, so rank 0's times out) leaves
 // nothing on the net: with the parent's shrinkShare=1 the child had joined the parent's
 // proxy, and destroying the parent must still stop that proxy and finalize the context.
-bool failed_shrink_leaves_no_member(int rank, int n, const ncclUniqueId& id) {
+// The ranks meet after the allreduce and again after rank 0's shrink failed: rank 1 stays
+// until then, so the shrink fails by its timeout, as said, not by a send to a rank that had
+// already gone (which failed the shared proxy, and with it ranks 1 and 2 at random).
+bool failed_shrink_leaves_no_member(int rank, int n, const ncclUniqueId& id, const RankBarrier& barrier) {
   const std::string log = log_path("shrink", rank);
   ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
@@ -206,11 +231,13 @@ bool failed_shrink_leaves_no_member(int rank, int n, const ncclUniqueId& id) {
   float x = 1, sum = 0;
   CHECK_OR_FAIL(ncclAllReduce(&x, &sum, 1, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess && sum == n,
                 "allreduce");
+  CHECK_OR_FAIL(barrier.meet(rank), "barrier after the allreduce");
   if (rank == 0) {
     int excluded = 2;
     CHECK_OR_FAIL(ncclCommShrink(comm, &excluded, 1, &child, nullptr, NCCL_SHRINK_DEFAULT) != ncclSuccess || !child,
                   "the shrink cannot succeed without rank 1");
   }
+  CHECK_OR_FAIL(barrier.meet(rank), "barrier after the shrink");
   CHECK_OR_FAIL(ncclCommDestroy(comm) == ncclSuccess || rank == 0, "destroy");
   int inits = 0, finalizes = 0;
   for (const Call& c : read_calls(log)) {
@@ -223,29 +250,17 @@ bool failed_shrink_leaves_no_member(int rank, int n, const ncclUniqueId& id) {
   return true;
 }
 TEST(EmulatedNetProxyThreads, AFailedShrinkLeavesNoMemberBehind) {
-  EXPECT_TRUE(run_ranks(3, failed_shrink_leaves_no_member));
+  const RankBarrier barrier(3);
+  EXPECT_TRUE(run_ranks(3, [&](int rank, int n, const ncclUniqueId& id) {
+    return failed_shrink_leaves_no_member(rank, n, id, barrier);
+  }));
 }
 
 // NCCL's proxy keeps the code the plugin returned (proxy.cc) and ncclCommGetAsyncError gives
 // it back: ncclRemoteError for a dead peer is what a framework acts on. The emulation used to
 // turn every plugin error into ncclSystemError.
-// Two ranks meet here: each tells the other it arrived, then waits to hear the same.
-struct TwoRankBarrier {
-  int to[2][2] = {{-1, -1}, {-1, -1}};  // to[r]: a pipe rank r reads
-  TwoRankBarrier() {
-    for (auto& p : to) EXPECT_EQ(::pipe(p), 0);
-  }
-  ~TwoRankBarrier() {
-    for (auto& p : to)
-      for (int fd : p) ::close(fd);
-  }
-  bool meet(int rank) const {
-    char c = 'x';
-    return ::write(to[1 - rank][1], &c, 1) == 1 && ::read(to[rank][0], &c, 1) == 1;
-  }
-};
 
-bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& id, const TwoRankBarrier& all_failed) {
+bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& id, const RankBarrier& all_failed) {
   ::setenv("NCCL_NET_PLUGIN", TOPOCOLL_SPY_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_INNER", TOPOCOLL_NET_PLUGIN, 1);
   ::setenv("TOPOCOLL_SPY_NET_TEST_RESULT", std::to_string(int(ncclRemoteError)).c_str(), 1);
@@ -267,7 +282,7 @@ bool plugin_error_code_reaches_the_caller(int rank, int n, const ncclUniqueId& i
   return true;
 }
 TEST(EmulatedNetProxyThreads, APluginsErrorReachesTheCallerWithItsCode) {
-  const TwoRankBarrier all_failed;
+  const RankBarrier all_failed(2);
   EXPECT_TRUE(run_ranks(2, [&](int rank, int n, const ncclUniqueId& id) {
     return plugin_error_code_reaches_the_caller(rank, n, id, all_failed);
   }));
