@@ -621,7 +621,7 @@ TEST(Bootstrap, ARankClaimedTwiceFailsTheGroupAtOnceNamingIt) {
     });
   for (auto& t : ranks) t.join();
   ::close(rogue);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10)) << "well before the 20 s registration timeout";
   for (int r = 0; r < 3; ++r)
     EXPECT_NE(errors[r].find("rank 2 joined twice"), std::string::npos) << "rank " << r << ": " << errors[r];
 }
@@ -655,7 +655,7 @@ TEST(Bootstrap, IdleConnectionsDoNotHoldUpRegistration) {
   for (auto& t : ranks) t.join();
   for (int fd : idle) ::close(fd);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(6)) << "well before the 8 s registration timeout";
 }
 
 // A socket listening on 127.0.0.1 at an ephemeral port (in *port), or -1: a scripted root.
@@ -720,7 +720,7 @@ TEST(Bootstrap, ARankOfAnotherReleaseFailsTheGroupAtOnceNamingTheVersion) {
     error = e.what();
   }
   ::close(other);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10)) << "well before the 20 s registration timeout";
   EXPECT_NE(error.find("(rank 1) speaks bootstrap protocol version 1, this side speaks 2"), std::string::npos)
       << error;
   EXPECT_NE(root.error().find("every rank must run the same topocoll"), std::string::npos) << root.error();
@@ -959,7 +959,7 @@ TEST(Bootstrap, ARankThatDoesNotReadItsReplyHoldsUpOnlyItself) {
     }
   }
   EXPECT_EQ(error, "") << "after " << slow.rounds_done << " rounds";
-  EXPECT_LT(slowest, std::chrono::seconds(2)) << "rank 1 waited for the root's write to rank 0";
+  EXPECT_LT(slowest, silence / 2) << "rank 1 waited for the root's write to rank 0 (until the silence limit)";
   // Rank 0 now reads: every round's reply, whole, with rank 1's blob of that round.
   std::string inbox;
   int replies = 0;
@@ -1132,7 +1132,7 @@ TEST(Bootstrap, AWrongGroupSizeIsToldToEveryRankIncludingLaterOnes) {
   } catch (const std::exception& e) {
     late = e.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10)) << "well before the 20 s registration timeout";
   for (const std::string& e : {early, wrong, late})
     EXPECT_NE(e.find("joined as rank 1 of 4, which does not fit this group of 3"), std::string::npos) << e;
 }

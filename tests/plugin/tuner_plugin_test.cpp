@@ -732,9 +732,7 @@ TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
     out << R"({"kind": "bigraph", "shape": {"switches_per_group": 256, "endpoints_per_switch": 128}})";
   }
   use_env({{"TOPOCOLL_TOPO_FILE", path}});
-  const auto started = std::chrono::steady_clock::now();
-  void* ctx = init_v5(65536, 65536);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  void* ctx = init_v5(65536, 65536);  // minutes if it modelled: ctest's timeout is the bound, not a clock here
   expect_no_change(ctx);
   auto warns = logged(NCCL_LOG_WARN, "65536 ranks on 65536 nodes");
   ASSERT_EQ(warns.size(), 1u);
