@@ -36,25 +36,23 @@ namespace {
 
 // The configuration is read once per process: set it up before any test touches it.
 const std::string kTopologyPath = [] {
-  // One file per process: ctest runs this binary's tests in parallel, and a test reading
-  // the file while another rewrites it would see it empty.
-  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_init_topology." +
-                           std::to_string(::getpid()) + ".json";
+  // One file for every process, the same bytes each time, written whole under another name
+  // and renamed over it: ctest runs this binary's tests in parallel, and a reader never sees
+  // it half-written. (A file per process was left behind by every death test's child.)
+  const std::string path = std::string(TOPOCOLL_BINARY_DIR) + "/interposer_init_topology.json";
+  const std::string written = path + "." + std::to_string(::getpid());
   topo::BiGraphShape shape;
   shape.switches_per_group = 1;
   shape.endpoints_per_switch = 2;
   shape.gpus_per_server = 1;
-  std::ofstream(path) << topo::topology_to_json(topo::generate_bigraph(shape)).dump();
+  std::ofstream(written) << topo::topology_to_json(topo::generate_bigraph(shape)).dump();
+  std::rename(written.c_str(), path.c_str());
   setenv("TOPOCOLL_TOPO_FILE", path.c_str(), 1);
   setenv("NCCL_HOSTID", "s1", 1);
   setenv("NCCL_DEBUG", "WARN", 1);
   setenv("TOPOCOLL_INIT_TIMEOUT_S", "1", 1);  // the fake streams finish at once unless a test hangs them
   return path;
 }();
-// Removed when the process ends (forked ranks exit with _exit and leave it alone).
-const struct RemoveTopologyFile {
-  ~RemoveTopologyFile() { std::remove(kTopologyPath.c_str()); }
-} kRemoveTopologyFile;
 
 std::vector<std::string> names() {
   std::vector<std::string> out;
