@@ -66,6 +66,9 @@ ncclResult_t comm_revoke(ncclComm_t comm, int flags) {
   // Flags NCCL refuses revoke nothing: nothing is stopped either.
   if (flags != NCCL_REVOKE_DEFAULT) return pncclCommRevoke(comm, flags);
   if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) {
+    // What NCCL refuses (revoked already, finalized, being destroyed: init.cc ncclCommRevoke)
+    // changes nothing here either: NCCL's answer goes back and the calls keep running.
+    if (st->revoked.load() || st->finalize_called.load() || st->releasing.load()) return pncclCommRevoke(comm, flags);
     // Before NCCL ends the kernels: a vote waiting on another thread must not take the end
     // of its allreduce for its peers' answer (release_fence.h).
     stop_calls_for_revoke(*st);

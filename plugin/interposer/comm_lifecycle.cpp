@@ -575,6 +575,13 @@ ncclResult_t comm_finalize(ncclComm_t comm) {
   return pncclCommFinalize(ring);
 }
 
+void note_finalize_called(ncclComm_t comm) noexcept {
+  try {
+    if (std::shared_ptr<CommState> st = CommRegistry::instance().share(comm)) st->finalize_called.store(true);
+  } catch (...) {  // a lookup that could not run: a later revoke is NCCL's to refuse anyway
+  }
+}
+
 ncclResult_t comm_release(ncclComm_t comm, bool abort,
                           ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   std::shared_ptr<CommState> st;

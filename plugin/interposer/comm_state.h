@@ -120,6 +120,9 @@ struct CommState {
   // communicator next. Never cleared (release_fence.h).
   std::atomic<bool> calls_stopped{false};
   std::atomic<bool> revoked{false};  // what stopped them was a revoke
+  // NCCL took ncclCommFinalize for it: NCCL refuses a revoke from now on (init.cc
+  // ncclCommRevoke), so a revoke stops nothing here either.
+  std::atomic<bool> finalize_called{false};
 
   // One INFO line per decision bucket: bit b of word c = collective c, size 2^b bytes.
   std::array<std::atomic<uint64_t>, 4> logged_buckets{};

@@ -81,6 +81,8 @@ void comms_created_locally(const ncclComm_t* comms, int ndev, const int* devlist
 // Before NCCL finalizes / destroys / aborts the user's communicator: releases topocoll's
 // state for it (topology-ring communicator, scratch, routes).
 ncclResult_t comm_finalize(ncclComm_t comm);
+// NCCL accepted ncclCommFinalize(comm): a revoke of it is refused from now on.
+void note_finalize_called(ncclComm_t comm) noexcept;
 // Destroy/abort in the order that cannot hang: topocoll's state leaves the registry and its
 // topology-ring communicator is destroyed/aborted, then `nccl_release` (pncclCommDestroy or
 // pncclCommAbort of the user's communicator) runs, and only then is the device scratch

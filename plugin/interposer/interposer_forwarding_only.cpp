@@ -39,6 +39,7 @@ bool created_by_nonblocking_parent(ncclComm_t) { return false; }
 bool child_created_in_group(ncclComm_t*, const ncclConfig_t*, ncclComm_t) { return false; }
 void comms_created_locally(const ncclComm_t*, int, const int*) {}
 ncclResult_t comm_finalize(ncclComm_t) { return ncclSuccess; }
+void note_finalize_called(ncclComm_t) noexcept {}
 ncclResult_t comm_release(ncclComm_t comm, bool, ncclResult_t (*nccl_release)(ncclComm_t)) noexcept {
   return nccl_release(comm);
 }

@@ -306,9 +306,11 @@ TOPOCOLL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   begin_call();
-  if (ti::interposer_enabled())
-    guarded("topocoll finalize", [&] { return ti::comm_finalize(comm); });
-  return finish_call(pncclCommFinalize(comm));
+  if (!ti::interposer_enabled()) return finish_call(pncclCommFinalize(comm));
+  guarded("topocoll finalize", [&] { return ti::comm_finalize(comm); });
+  const ncclResult_t r = pncclCommFinalize(comm);
+  if (r == ncclSuccess || r == ncclInProgress) ti::note_finalize_called(comm);
+  return finish_call(r);
 }
 
 TOPOCOLL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {

@@ -791,6 +791,35 @@ TEST_F(ServedForwarding, ADestroyPastItsBoundStopsTheCallWaitingInTheScratchVote
   stub_nccl::reset();
 }
 
+// A revoke NCCL refuses (after ncclCommFinalize, or a second one: init.cc ncclCommRevoke)
+// stops nothing of topocoll's: NCCL's answer is passed back and the split is left alone.
+TEST_F(ServedForwarding, ARevokeNcclRefusesStopsNothing) {
+  std::shared_ptr<CommState> st = served_state(comm_);
+  ASSERT_NE(st, nullptr);
+  ASSERT_EQ(ncclCommFinalize(comm_), ncclSuccess);
+  EXPECT_TRUE(st->finalize_called.load());
+  stub_nccl::reset();
+  stub_nccl::set_failure("pncclCommRevoke", ncclInvalidArgument);  // as NCCL answers it
+  EXPECT_EQ(ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
+  EXPECT_FALSE(st->revoked.load());
+  EXPECT_FALSE(st->calls_stopped.load()) << "a refused revoke stopped the communicator's calls";
+  stub_nccl::reset();
+  // Revoked once: the second revoke is NCCL's to refuse, and touches nothing else.
+  const ncclComm_t other = fake_comm(0x5000);
+  insert_served_state(other);
+  std::shared_ptr<CommState> second = served_state(other);
+  ASSERT_EQ(ncclCommRevoke(other, NCCL_REVOKE_DEFAULT), ncclSuccess);
+  EXPECT_TRUE(second->revoked.load());
+  stub_nccl::reset();
+  stub_nccl::set_failure("pncclCommRevoke", ncclInvalidArgument);
+  EXPECT_EQ(ncclCommRevoke(other, NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
+  int revokes = 0;
+  for (const stub_nccl::Call& c : stub_nccl::calls()) revokes += c.fn == "pncclCommRevoke";
+  EXPECT_EQ(revokes, 1) << "only the user's communicator's revoke reaches NCCL";
+  stub_nccl::reset();
+  CommRegistry::instance().remove(other);
+}
+
 // A revoke (ncclCommRevoke, or a shrink that aborts the communicator's operations) ends the
 // kernels of its collectives, the vote's allreduce among them, which then holds this
 // rank's own vote: the call waiting in it must not take that for its peers' answer, even
