@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -110,6 +111,10 @@ std::string as_identifier(const json& v, const std::string& ptr) {
   if (s.size() > 64) throw TopologyError(ptr, "longer than 64 characters");
   const size_t bad = s.find_first_not_of(
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+  if (bad == std::string::npos && !std::isalnum(static_cast<unsigned char>(s[0])))
+    throw TopologyError(ptr, "begins with '" + s.substr(0, 1) +
+                                 "': names and ids begin with a letter or digit (a leading '-' reads as an option, "
+                                 "'.' and '..' as directories)");
   if (bad != std::string::npos) {
     const unsigned char c = static_cast<unsigned char>(s[bad]);
     char shown[16];
@@ -120,6 +125,23 @@ std::string as_identifier(const json& v, const std::string& ptr) {
   }
   return s;
 }
+
+// Host names are the machines' names, which DNS and hostfiles read ignoring case: "node1"
+// and "NODE1" are one machine, never two hosts of the topology.
+class HostSpellings {
+ public:
+  void check(const std::string& host, const std::string& ptr) {
+    std::string lower = host;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const auto [it, added] = first_.emplace(lower, host);
+    if (!added && it->second != host)
+      throw TopologyError(ptr, "host " + in_quotes(host) + " is host " + in_quotes(it->second) +
+                                   " spelt otherwise (host names are compared ignoring case)");
+  }
+
+ private:
+  std::map<std::string, std::string> first_;  // lower case -> the first spelling
+};
 
 long as_int(const json& v, const std::string& ptr, long min, long max) {
   if (!v.is_number_integer()) throw TopologyError(ptr, "expected an integer, got " + type_name(v));
@@ -333,6 +355,7 @@ Topology bigraph_explicit(const json& doc) {
   expect_array(servers, "/servers");
   if (servers.empty()) throw TopologyError("/servers", "a topology needs at least one server");
   std::map<std::string, std::string> endpoint_ids;  // id -> pointer of its definition
+  HostSpellings host_spellings;
   long nic_total = 0;
   for (size_t i = 0; i < servers.size(); ++i) {
     const std::string sp = "/servers/" + std::to_string(i);
@@ -341,6 +364,7 @@ Topology bigraph_explicit(const json& doc) {
     check_fields(server, sp, {"name", "nics", "fabric"});
     const std::string host = as_identifier(require(server, sp, "name"), sp + "/name");
     if (b.find_host(host)) throw TopologyError(sp + "/name", "duplicate server " + in_quotes(host));
+    host_spellings.check(host, sp + "/name");
     Fabric f = fabric;
     if (server.contains("fabric")) f = read_fabric(server["fabric"], sp + "/fabric", fabric);
     b.add_host(host, f.kind, f.gbps, f.latency_us);
@@ -542,6 +566,7 @@ Topology nap_explicit(const json& doc) {
   std::set<std::string> ids;
   std::map<std::pair<std::string, int>, std::string> host_gpu;
   std::map<std::pair<std::string, std::string>, std::string> host_nic;
+  HostSpellings host_spellings;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::string np = "/nodes/" + std::to_string(i);
     const json& node = nodes[i];
@@ -551,6 +576,7 @@ Topology nap_explicit(const json& doc) {
     e.package = int(as_int(require(node, np, "package"), np + "/package", 0, s.packages - 1));
     e.node = int(as_int(require(node, np, "node"), np + "/node", 0, s.nodes_per_package - 1));
     e.host = as_identifier(require(node, np, "host"), np + "/host");
+    host_spellings.check(e.host, np + "/host");
     e.gpu = int(as_int(require(node, np, "gpu"), np + "/gpu", 0, 1023));
     e.nic = as_identifier(require(node, np, "nic"), np + "/nic");
     std::string id_ptr = np;

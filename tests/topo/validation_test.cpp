@@ -60,6 +60,9 @@ const Case kCases[] = {
     // The torus was never written: the message names what was (and the default it met).
     {"nap_shape_packages_without_torus.json", "/shape/packages", "8 packages and no \"torus\": the default torus 2x2 holds 4 (give the torus)"},
     // Cabled to nothing: the connectivity check (endpoints only) would not see it.
+    // One machine to DNS and hostfiles; an option or a directory to the commands names reach.
+    {"bigraph_host_case.json", "/servers/1/name", "host \"NODE1\" is host \"node1\" spelt otherwise (host names are compared ignoring case)"},
+    {"bigraph_leading_dash.json", "/servers/0/name", "begins with '-': names and ids begin with a letter or digit (a leading '-' reads as an option, '.' and '..' as directories)"},
     {"bigraph_unused_switch.json", "/switches/lower/1", "switch \"L1\" has no cable (no link, no NIC)"},
     {"nap_torus_not_array.json", "/torus", "expected an array, got string"},
     {"nap_too_many_local_switches.json", "/local_switches", "2 local switches need 2 ports per node, but a node has 1"},
