@@ -5,11 +5,15 @@
 #   docker build -t topocoll .
 #   docker run --rm topocoll                      # CPU tests
 #   docker run --rm --gpus all topocoll           # CPU + GPU tests
-#   docker run --rm topocoll bash tools/demo.sh   # the main job
-FROM nvidia/cuda:13.0.0-devel-ubuntu22.04
+#   docker run --rm topocoll bash tools/demo.sh   # the main job, on loopback
+#   docker run --rm --cap-add NET_ADMIN --cap-add SYS_ADMIN topocoll bash tools/demo.sh
+#                                                 # the main job on the emulated fabric
+#                                                 # (namespaces, routers, shaped links)
+# Ubuntu 24.04: CMake 3.28 (the build needs 3.24). .dockerignore keeps build outputs out.
+FROM nvidia/cuda:13.0.0-devel-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-certificates git \
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src/topocoll

@@ -344,13 +344,15 @@ int run_demo(std::span<const std::string> args) {
                                 std::to_string(t.endpoints().size()) + " endpoints");
 
   section("2. describe");
-  run_command("describe", {a.topo});
+  ok &= run_command("describe", {a.topo});
 
   section("3. draw");
   const bool have_dot = !fabric::find_program("dot").empty();
   const std::string drawing = a.out + "/" + file_stem(t.name()) + (have_dot ? ".png" : ".dot");
   if (run_command("draw", {a.topo, "-o", drawing}))
     std::printf("  drawing: %s%s\n", drawing.c_str(), have_dot ? "" : "  (Graphviz `dot` not found: DOT text only)");
+  else
+    ok = false;  // the job goes on, and ends failed: every step's outcome counts
 
   section("4. plan allreduce on every endpoint: link contention of each algorithm");
   const int64_t plan_bytes = 64 << 20;

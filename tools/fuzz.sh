@@ -67,8 +67,10 @@ build_target() {
   local name=$1 binary="$OUT/${1}_fuzz"
   local sources
   read -r -a sources <<<"$(sources_of "$name")"
+  local watched
+  read -r -a watched <<<"$(watched_of "$name")"
   # Rebuild when any source or header is newer than the binary.
-  if [ ! -x "$binary" ] || [ -n "$(find $(watched_of "$name") -newer "$binary" -name '*.[ch]*' | head -1)" ]; then
+  if [ ! -x "$binary" ] || [ -n "$(find "${watched[@]}" -newer "$binary" -name '*.[ch]*' | head -1)" ]; then
     echo "fuzz: building $binary with $CXX_FUZZ"
     if ! "$CXX_FUZZ" -std=c++20 -O1 -g -fno-omit-frame-pointer \
       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

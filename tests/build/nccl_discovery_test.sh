@@ -30,8 +30,12 @@ mkdir -p "$site/nvidia/nccl/include" "$site/nvidia/nccl/lib"
 cp "$header" "$site/nvidia/nccl/include/nccl.h"
 ln -s "$library" "$site/nvidia/nccl/lib/libnccl.so.2"
 mkdir -p "$work/no-toolkit"
+# A system NCCL (libnccl-dev's /usr/include/nccl.h, as in NVIDIA's CUDA images) is looked at
+# before the wheel: its header directories are ignored here, as on a machine without one.
 env -u NCCL_HOME PYTHONPATH=$site cmake -S "$src" -B "$work/wheel" -DTOPOCOLL_BUILD_TESTS=OFF \
-  -DTOPOCOLL_BUILD_PERF=OFF -DTOPOCOLL_ENABLE_CUDA=OFF -DCUDAToolkit_ROOT="$work/no-toolkit" > "$work/wheel.log" 2>&1 \
+  -DTOPOCOLL_BUILD_PERF=OFF -DTOPOCOLL_ENABLE_CUDA=OFF -DCUDAToolkit_ROOT="$work/no-toolkit" \
+  "-DCMAKE_IGNORE_PATH=/usr/include;/usr/local/include;/usr/include/x86_64-linux-gnu;/usr/include/aarch64-linux-gnu" \
+  > "$work/wheel.log" 2>&1 \
   || { cat "$work/wheel.log"; exit 1; }
 grep -q "topocoll: NCCL [0-9.]* from the nvidia-nccl Python wheel ($site/nvidia/nccl)" "$work/wheel.log" \
   || { echo "configure did not take the wheel:"; grep "topocoll:" "$work/wheel.log"; exit 1; }
