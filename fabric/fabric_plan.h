@@ -38,7 +38,7 @@ struct FabricOptions {
   int mtu = 9000;  // jumbo frames: fewer packets per byte, so the CPU is not the bottleneck
   // How late the kernel's timer may release a waiting packet before the cable loses rate:
   // the peak bucket holds one frame plus what the cable sends in this time
-  // (fabric_script.cpp, shaper_arguments). 0 = one frame, the shaper before 2026-11-27.
+  // (fabric_script.cpp, shaper_arguments). 0 = one frame only.
   double peak_slack_us = kDefaultPeakSlackUs;
 };
 

@@ -52,7 +52,7 @@ constexpr const char* kUsage =
     "  --mtu M        frame size on every cable (default 9000: fewer packets per byte)\n"
     "  --peak-slack-us US  a cable's peak bucket holds one frame plus US microseconds of its\n"
     "                 data (default 100), so a packet the kernel's timer releases late costs\n"
-    "                 the cable no rate; 0 = one frame, as fabrics before 2026-11-27\n"
+    "                 the cable no rate; 0 = one frame only\n"
     "  --force        down: also remove namespaces named tf-<N>-* that no record lists (made\n"
     "                 by a fabric whose record was lost, or by someone else), ending their\n"
     "                 processes; without it `down` removes only what `up` recorded\n"

@@ -351,7 +351,7 @@ def svg_plot(title, series, path):
 
 
 def goals(analysed):
-    """Issue 21's goals as measured in this record: (text, met or None when not measured)."""
+    """The goals of the nccl-tests-on-the-fabric run as measured in this record: (text, met or None when not measured)."""
     lines = []
     by = {}
     for r in analysed:

@@ -140,7 +140,7 @@ def main():
                 samples.setdefault((algo, k), []).append(v)
             if size <= EAGER_MAX:
                 # Where the eager channel applies, the same hd with it switched off: what
-                # the progress threads' hand-offs cost per step (the profile of issue 14).
+                # the progress threads' hand-offs cost per step.
                 for (algo, k), v in run_topocoll(cli, a.ranks, [size], ["hd"], eager=False).items():
                     samples.setdefault((algo, k), []).append(v)
             if size >= PIPELINE_MIN:

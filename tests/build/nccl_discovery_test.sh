@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures topocoll where NCCL's header does not sit inside the CUDA toolkit, as on Ubuntu
 # with NVIDIA's libnccl-dev or with NCCL from the nvidia-nccl wheel, and builds the targets
-# that include nccl.h (the first GPU machine failed there: "nccl.h: cuda_runtime.h: No such
+# that include nccl.h (without the CUDA include directory: "nccl.h: cuda_runtime.h: No such
 # file or directory"). Then checks that configure names the NCCL it took.
 #
 #   nccl_discovery_test.sh SOURCE_DIR WORK_DIR NCCL_HEADER NCCL_LIBRARY

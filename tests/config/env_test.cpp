@@ -116,7 +116,7 @@ TEST(EnvRead, ValuesComeFromTheMapTrimmed) {
   EXPECT_STREQ(local_host(read_env(Values{})).source, "gethostname()");
 }
 
-// Issue 22: TOPOCOLL_SCRATCH_MAX_BYTES=2GiB warned while `--bytes 2GiB` worked.
+// TOPOCOLL_SCRATCH_MAX_BYTES=2GiB warned while `--bytes 2GiB` worked.
 TEST(EnvRead, ByteVariablesTakeEverySizeUnit) {
   const Env e = read_env(Values{{"TOPOCOLL_SCRATCH_MAX_BYTES", "2GiB"}, {"TOPOCOLL_NET_CHUNK_BYTES", "1MB"},
                                 {"TOPOCOLL_MIN_BYTES", "4kib"}});
@@ -126,7 +126,7 @@ TEST(EnvRead, ByteVariablesTakeEverySizeUnit) {
   EXPECT_EQ(e.min_bytes, 4096);
 }
 
-// Issue 24: TOPOCOLL_NET_RENDEZVOUS=yes was refused while other switches took yes/true.
+// TOPOCOLL_NET_RENDEZVOUS=yes was refused while other switches took yes/true.
 TEST(EnvRead, EverySwitchTakesEveryBooleanSpelling) {
   for (const EnvVariable& v : env_variables()) {
     if (v.grammar != Grammar::Bool) continue;
@@ -171,7 +171,7 @@ TEST(EnvRead, ABadValueIsOneWarningNamingValueExpectationAndReplacement) {
   EXPECT_EQ(e.setting("TOPOCOLL_NET_RENDEZVOUS").problem, e.warnings[4]);
 }
 
-// Issue 24: LOCAL_RANK=abc silently became GPU 0.
+// LOCAL_RANK=abc silently became GPU 0.
 TEST(EnvRead, ALauncherGpuThatIsNotANumberWarns) {
   const Env e = read_env(Values{{"LOCAL_RANK", "abc"}});
   ASSERT_EQ(e.warnings.size(), 1u);
@@ -180,7 +180,7 @@ TEST(EnvRead, ALauncherGpuThatIsNotANumberWarns) {
             "variable, else GPU 0)");
 }
 
-// Issue 24: TOPOCOLL_RANK=" 0" was accepted and "0 " refused.
+// TOPOCOLL_RANK=" 0" was accepted and "0 " refused.
 TEST(EnvRead, RanksAreTrimmedAndABadOneIsRefusedNotReplaced) {
   for (const char* text : {" 0", "0 ", "\t0\n"}) {
     const Env e = read_env(Values{{"TOPOCOLL_RANK", text}});

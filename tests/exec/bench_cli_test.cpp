@@ -96,7 +96,7 @@ TEST(BenchCli, BadArgumentsAreNamed) {
   EXPECT_NE(out.find("--rank 2 needs --ranks N > 2"), std::string::npos) << out;
 }
 
-// Issue 15, finding 13: every bad value names its flag and the allowed range, before any
+// Every bad value names its flag and the allowed range, before any
 // rank starts; a device under --json is refused.
 TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
   if (!have_cli()) GTEST_SKIP() << "the topocoll CLI is not built in this tree";
@@ -135,7 +135,7 @@ TEST(BenchCli, OutOfRangeNumbersAndUnwritableJsonAreErrors) {
   EXPECT_TRUE(::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) << "/dev/full was replaced";
 }
 
-// The fault matrix at the CLI (issue 15): one rank of `topocoll bench` killed or stopped
+// The fault matrix at the CLI: one rank of `topocoll bench` killed or stopped
 // mid-run. Every other rank's message names it, the launcher exits non-zero, and no rank
 // process is left behind (the launcher kills a stopped one after its grace period).
 void expect_fault_named(const std::string& signal_name, int deadline_s) {

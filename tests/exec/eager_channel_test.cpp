@@ -1,7 +1,7 @@
 // The eager channel (exec/eager_channel.h) against a scripted peer on loopback: a process
 // that learned the job's nonce and says a valid hello still cannot grow a rank's memory,
 // hold off its no-progress timeout, take the place of a rank already connected, or have
-// its doings blamed on the rank it claims to be (issue 24, finding 3).
+// its doings blamed on the rank it claims to be.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 

@@ -1,4 +1,4 @@
-// Issue 24: a bad TOPOCOLL_PIPELINE_CHUNK_BYTES was printed three times, with a prefix of its
+// A bad TOPOCOLL_PIPELINE_CHUNK_BYTES was printed three times, with a prefix of its
 // own. The process's environment is read once (config/env.h): the warning comes once, with
 // the prefix every warning has, however many readers ask. Alone in its binary: it must be
 // the process's first read of the environment.

@@ -52,7 +52,7 @@ TEST(RankEnvironment, TopocollVariablesWinAndTorchrunAddressIsUsed) {
   EXPECT_EQ(port->bootstrap, "10.0.0.1:4000");
 }
 
-// Issue 24: TOPOCOLL_RANK=" 0" was accepted and "0 " refused; whitespace around any value is
+// TOPOCOLL_RANK=" 0" was accepted and "0 " refused; whitespace around any value is
 // one rule now.
 TEST(RankEnvironment, WhitespaceAroundANumberIsIgnoredOnBothSides) {
   for (const char* rank : {" 0", "0 ", " 0\n"}) {

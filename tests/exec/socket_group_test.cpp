@@ -454,7 +454,7 @@ int rogue_client(const std::string& address, const std::string& bytes) {
   return fd;
 }
 
-// Issue 15, finding 1: a port scanner on every rank's data port, as soon as it listens
+// A port scanner on every rank's data port, as soon as it listens
 // (64 random bytes, a silent socket), is closed as a stray; the collective completes right.
 // 128 KiB per message: above the eager size, so the data connections carry it.
 TEST(SocketGroup, RogueClientsOnEveryDataPortDoNotStopTheCollective) {
@@ -508,7 +508,7 @@ TEST(Bootstrap, UnreachableRootFailsAfterTheTimeout) {
   }
 }
 
-// Issue 24, item 7: nothing listening at the root's address was reported as "Connection
+// Nothing listening at the root's address was reported as "Connection
 // timed out" after the whole timeout; an address without a host was taken for loopback.
 TEST(Bootstrap, ARefusedConnectionIsReportedAsRefusedAndAnEmptyHostAsMalformed) {
   uint16_t port = 0;
@@ -545,7 +545,7 @@ TEST(Bootstrap, MismatchedGroupSizeIsReportedToTheRank) {
   }
 }
 
-// Issue 15, finding 5: a rank stopped with SIGSTOP mid-run is named by every other rank (the
+// A rank stopped with SIGSTOP mid-run is named by every other rank (the
 // bootstrap root hears no heartbeat from it), not a neighbour after the data timeout; the
 // stopped process is then killed, so none is left behind.
 TEST(SocketGroup, AStoppedRankIsNamedByEveryOtherRank) {
@@ -594,7 +594,7 @@ TEST(SocketGroup, AStoppedRankIsNamedByEveryOtherRank) {
   EXPECT_LT(took, std::chrono::seconds(20)) << "well before the 30 s data timeout";
 }
 
-// Issue 15, finding 2: a 16-byte hello claiming rank 2 before the real rank 2 joins fails
+// A 16-byte hello claiming rank 2 before the real rank 2 joins fails
 // the group at once, naming the duplicate, instead of a 30-minute wait.
 TEST(Bootstrap, ARankClaimedTwiceFailsTheGroupAtOnceNamingIt) {
   BootstrapRoot root({"127.0.0.1", 0}, 3, std::chrono::seconds(20));
@@ -626,7 +626,7 @@ TEST(Bootstrap, ARankClaimedTwiceFailsTheGroupAtOnceNamingIt) {
     EXPECT_NE(errors[r].find("rank 2 joined twice"), std::string::npos) << "rank " << r << ": " << errors[r];
 }
 
-// Issue 15, finding 3: idle connections to the bootstrap port are handled concurrently
+// Idle connections to the bootstrap port are handled concurrently
 // with the ranks' registrations (each has a short read deadline), so they cost no time.
 TEST(Bootstrap, IdleConnectionsDoNotHoldUpRegistration) {
   BootstrapRoot root({"127.0.0.1", 0}, 4, std::chrono::seconds(8));
@@ -755,7 +755,7 @@ bool finishes_within(std::chrono::seconds safety, const std::function<void()>& b
   return in_time;
 }
 
-// Issue 24, finding 4: a rank whose heartbeat runs but which never contributes to a round
+// A rank whose heartbeat runs but which never contributes to a round
 // (here a scripted peer registered as rank 2) held the others forever. The round fails past
 // its limit, naming rank 2 on every rank, rank 2 included.
 TEST(Bootstrap, ARankThatNeverContributesToARoundIsNamedOnEveryRank) {
@@ -1104,7 +1104,7 @@ TEST(Bootstrap, AServiceThatIsNotARootIsNamedWithWhatItSent) {
   EXPECT_NE(error.find("is not a topocoll bootstrap root: it sent \"HTTP/1.1 400 Bad\" (status"), std::string::npos) << error;
 }
 
-// Issue 15, finding 4: a hello with the wrong group size fails the group, and a rank that
+// A hello with the wrong group size fails the group, and a rank that
 // joins after that learns the same reason at once instead of waiting for the timeout.
 TEST(Bootstrap, AWrongGroupSizeIsToldToEveryRankIncludingLaterOnes) {
   BootstrapRoot root({"127.0.0.1", 0}, 3, std::chrono::seconds(20));
@@ -1137,7 +1137,7 @@ TEST(Bootstrap, AWrongGroupSizeIsToldToEveryRankIncludingLaterOnes) {
     EXPECT_NE(e.find("joined as rank 1 of 4, which does not fit this group of 3"), std::string::npos) << e;
 }
 
-// Issue 15, finding 5: a root that stops (the launcher under SIGSTOP) is named by the ranks
+// A root that stops (the launcher under SIGSTOP) is named by the ranks
 // once its heartbeat is missing, instead of a silent wait.
 TEST(Bootstrap, AStoppedRootIsNamedByTheRanks) {
   int port_pipe[2];
@@ -1178,7 +1178,7 @@ TEST(Bootstrap, AStoppedRootIsNamedByTheRanks) {
         << "rank " << r << ": " << errors[r];
 }
 
-// The fault matrix (issue 15): a rank killed (SIGKILL: no goodbye) or stopped (SIGSTOP) at
+// The fault matrix: a rank killed (SIGKILL: no goodbye) or stopped (SIGSTOP) at
 // init (before the data transport's handle exchange), mid-step, or at teardown (the final
 // barrier). Every other rank must end with an error naming the failed rank, well within
 // the documented time (the 2 s silence limit here, docs/reliability.md); the stopped rank

@@ -188,7 +188,7 @@ std::set<std::string> root_namespace_links() {
   return out;
 }
 
-// Issue 24, finding 5: NICs named as `ip` keywords (alias, help, name, netns, dev, up) and
+// NICs named as `ip` keywords (alias, help, name, netns, dev, up) and
 // as the kernel's own /proc/sys entries (all, default). The fabric comes up with them inside
 // its namespaces, nothing appears in the machine's own namespace, and traffic crosses them.
 TEST(FabricLive, NicsNamedAsIpKeywordsComeUpInsideTheFabricOnly) {
@@ -239,7 +239,7 @@ std::string start_sleeper_in(const std::string& ns) {
   return pid;
 }
 
-// Issue 24, finding 6: `down` deleted a namespace it never made (matched by prefix) and
+// `down` deleted a namespace it never made (matched by prefix) and
 // killed the process inside; `up` said "already up" where `status` said no fabric was up.
 // Now: `status` names unrecorded namespaces, `up` builds beside them (refusing only one it
 // would make itself), `down` removes what its record lists, and only --force the rest.
@@ -290,7 +290,7 @@ TEST(FabricLive, DownTouchesOnlyWhatItsRecordListsUnlessForced) {
   EXPECT_EQ(namespaces_now(), before);
 }
 
-// Issue 24, item 7: the loser of two `up`s of one name said "cannot create network
+// The loser of two `up`s of one name said "cannot create network
 // namespaces here (... File exists)". While one runs (its lock held here), another is told so
 // and makes nothing.
 TEST(FabricLive, AnUpWhileAnotherUpOfTheNameRunsSaysSo) {

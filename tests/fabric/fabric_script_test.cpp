@@ -76,7 +76,7 @@ TEST(FabricScript, ThePeakBucketHoldsTheTimersSlackOnTopOfAFrame) {
             "peakrate 10100000bit mtu 21689 ");
 }
 
-// Issue 24, finding 5: NICs named `alias`, `help`, `name`, `netns`, `dev`, `up` reached
+// NICs named `alias`, `help`, `name`, `netns`, `dev`, `up` reached
 // `ip` where it reads keywords (`link add alias netns ...` made a link in the machine's own
 // namespace). Every interface now follows `name`, `peer name` or `dev`; names the kernel
 // keeps for itself (`all`, `default` in /proc/sys/net/ipv4/conf) are not given.

@@ -182,7 +182,7 @@ TEST(Transport, SenderClosedBeforeMessageIsPeerClosed) {
   EXPECT_NE(s.message.find("EOF"), std::string::npos) << s.message;
 }
 
-// Issue 15, finding 6: a peer that accepts but never reads. The send fails at the timeout
+// A peer that accepts but never reads. The send fails at the timeout
 // (no byte moved for timeout_ms) instead of staying not-done forever.
 TEST(Transport, SendToAPeerThatNeverReadsFailsAtTheTimeout) {
   TransportOptions o = fast_options();

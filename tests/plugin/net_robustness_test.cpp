@@ -248,7 +248,7 @@ TEST(NetPluginErrors, BadDeviceAndForeignPointersAreErrors) {
 }
 
 
-// What NCCL never does on purpose but a plugin must survive (issue 15, findings 7-9): the
+// What NCCL never does on purpose but a plugin must survive: the
 // wrong object as a request, a comm closed twice, a request tested after its comm closed,
 // sizes the transport cannot carry. Each is ncclInvalidArgument with a WARN, and the ASan
 // build sees no use-after-free.
@@ -393,7 +393,7 @@ TEST(NetPluginErrors, AHandleCarryingAnotherAttemptsStageConnectsWhereItNames) {
   EXPECT_TRUE(all_ok(results)) << describe(results);
 }
 
-// Issue 15, finding 6: connect() never blocks. Against a listener whose backlog is full (it
+// connect() never blocks. Against a listener whose backlog is full (it
 // never accepts), each call returns at once without a comm, and the attempt fails with a
 // WARN once TOPOCOLL_NET_TIMEOUT_MS has passed.
 TEST(NetPluginErrors, ConnectToAFullBacklogNeverBlocks) {

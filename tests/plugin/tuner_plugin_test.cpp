@@ -722,7 +722,7 @@ TEST_F(TunerPlugin, NullArgumentsAreHarmless) {
   EXPECT_EQ(ncclTunerPlugin_v5.init(nullptr, 0, 32, 32, fake_logger, nullptr, nullptr), ncclInvalidArgument);
 }
 
-// Issue 15, finding 11: a communicator beyond the tuner's budget is refused up front, naming
+// A communicator beyond the tuner's budget is refused up front, naming
 // its size and the limit, instead of minutes of modelling per communicator.
 TEST_F(TunerPlugin, CommunicatorsBeyondTheBudgetAreRefusedUpFront) {
   const ScratchDir scratch("tuner_budget");

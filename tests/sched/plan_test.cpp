@@ -78,7 +78,7 @@ TEST(Plan, AutoKeepsAllreduceBitwiseIdentical) {
   EXPECT_NE(fc.verification.find("not bitwise identical"), std::string::npos) << fc.verification;
 }
 
-// Issue 15, finding 11: a NAP beyond the planning budget is refused up front, naming the
+// A NAP beyond the planning budget is refused up front, naming the
 // size and the limit (it took minutes and gigabytes); part of it still plans.
 TEST(Plan, NapBeyondThePlanningBudgetIsRefusedUpFront) {
   topo::NapShape shape;

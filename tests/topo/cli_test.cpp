@@ -127,7 +127,7 @@ TEST(TopoCli, EverySubcommandHasHelp) {
   }
 }
 
-// Issue 15, finding 11: drawing a topology past the budget is refused up front, naming the
+// Drawing a topology past the budget is refused up front, naming the
 // size and the limit, instead of minutes in Graphviz.
 TEST(TopoCli, DrawRefusesTopologiesOverItsNodeLimit) {
   const ScratchDir scratch("topo_cli_draw_limit");
