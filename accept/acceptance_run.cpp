@@ -501,9 +501,11 @@ class Run {
     if (transport.stall_timeout_ms > 0) transport.stall_timeout_ms = bounded(transport.stall_timeout_ms);
     std::vector<int> endpoints(r_.identities.size());
     for (size_t i = 0; i < endpoints.size(); ++i) endpoints[i] = r_.inventory.endpoint_of_rank[i];
+    // Before the transport: a failed step may leave receives posted whose threads write
+    // until the transport's connections close, so the buffers go after it.
+    exec::BenchmarkBuffers buffers;
     exec::SocketHostTransport host_transport(group_, r_.identities[me_].address, transport);
     exec::HostBackend backend(host_transport);
-    exec::BenchmarkBuffers buffers;
     exec::BenchmarkSettings settings;
     settings.iters = 3;
     settings.warmup = 1;

@@ -155,12 +155,66 @@ Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataTyp
           bad_program(rank, s, i, o, "unknown op kind");
       }
     }
+    check_step_aliasing(rank, s);
   }
   if (pipeline.shape.enabled()) {
     cuts_.reserve(std::size_t(prog.num_steps()));
     const auto address = [this](const BufRef& ref) { return reinterpret_cast<uintptr_t>(resolve(ref)); };
     for (int s = 0; s < prog.num_steps(); ++s)
       cuts_.push_back(cut_step(prog, s, binding_.elem_bytes(), pipeline.shape, address));
+  }
+}
+
+// What the engine relies on and the verifier checks (sched/verifier.h), checked again here on
+// the resolved addresses, as a plan may run unverified (a build without the verifier, the
+// acceptance run): a step's transfers run concurrently (an NCCL group, the transport's
+// threads) and its pipelined pieces in any order, so a receive may not overlap another
+// transfer of its step, and a local op's source may not overlap its destination unless it
+// is the destination (in place, element by element).
+void Execution::check_step_aliasing(int rank, int s) const {
+  const auto& prog = *program_;
+  const std::size_t elem = binding_.elem_bytes();
+  struct Range {
+    uintptr_t begin, end;
+    bool written;
+    std::size_t op;
+  };
+  std::vector<Range> transfers;
+  for (std::size_t i = prog.step_begin[s]; i < prog.step_begin[s + 1]; ++i) {
+    const Op& o = prog.ops[i];
+    if (o.count == 0) continue;
+    const auto range = [&](const BufRef& r) {
+      const auto at = reinterpret_cast<uintptr_t>(resolve(r));
+      return std::pair{at, at + uintptr_t(o.count) * elem};
+    };
+    switch (o.kind) {
+      case OpKind::Send:
+      case OpKind::Recv: {
+        const auto [b, e] = range(o.kind == OpKind::Send ? o.src() : o.dst);
+        transfers.push_back({b, e, o.kind == OpKind::Recv, i});
+        break;
+      }
+      case OpKind::Reduce:
+      case OpKind::Copy: {
+        const auto [db, de] = range(o.dst);
+        for (int k = 0; k < (o.kind == OpKind::Reduce ? o.nsrc : 1); ++k) {
+          const auto [sb, se] = range(o.kind == OpKind::Reduce ? o.srcs[k] : o.src());
+          if (sb < de && db < se && sb != db)
+            bad_program(rank, s, i, o, "a source overlaps its destination without being it");
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::sort(transfers.begin(), transfers.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  uintptr_t any_end = 0, written_end = 0;  // the farthest end of the ranges before, of all and of receives
+  for (const Range& r : transfers) {
+    if (r.begin < (r.written ? any_end : written_end))
+      bad_program(rank, s, r.op, prog.ops[r.op], "overlaps a receive of the same step (or, a receive, another transfer)");
+    any_end = std::max(any_end, r.end);
+    if (r.written) written_end = std::max(written_end, r.end);
   }
 }
 

@@ -93,6 +93,9 @@ class Execution {
 
  private:
   void* resolve(const sched::BufRef& ref) const;
+  // Throws std::invalid_argument when a receive of step s overlaps another transfer of it, or
+  // a local op's source overlaps its destination without being it.
+  void check_step_aliasing(int rank, int s) const;
   void stage_input_before_step0();
   void post_piece(const sched::Op& o, const OpPiece& piece);
   void run_local_op(const sched::Op& o, int64_t begin, int64_t end);

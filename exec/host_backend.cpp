@@ -9,12 +9,24 @@ namespace topocoll::exec {
 
 void HostBackend::begin_transfers() { ++depth_; }
 
+// A post that throws ends every open batch: no end_transfers follows it, and a batch left
+// open would make the next outermost end skip its wait (its receives read unfinished).
 void HostBackend::post_send(int peer, const void* src, std::size_t bytes) {
-  transport_->post_send(peer, src, bytes);
+  try {
+    transport_->post_send(peer, src, bytes);
+  } catch (...) {
+    depth_ = 0;
+    throw;
+  }
 }
 
 void HostBackend::post_recv(int peer, void* dst, std::size_t bytes) {
-  transport_->post_recv(peer, dst, bytes);
+  try {
+    transport_->post_recv(peer, dst, bytes);
+  } catch (...) {
+    depth_ = 0;
+    throw;
+  }
 }
 
 void HostBackend::end_transfers() {

@@ -323,6 +323,9 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   std::vector<exec::BenchmarkRow> rows;
   {
     exec::BootstrapClient group(root_address, env.rank, env.nranks);
+    // Before the transport: a failed step may leave receives posted whose threads write
+    // until the transport's connections close, so the buffers go after it.
+    exec::BenchmarkBuffers buffers;
     exec::SocketHostTransport transport(group, a.bind, options);
     exec::HostBackend backend(transport);
     const bool lead = env.rank == 0;
@@ -344,7 +347,6 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
                   a.settings.check ? "the warm-ups and one after the timed iterations" : "off");
       print_header(topology != nullptr);
     }
-    exec::BenchmarkBuffers buffers;
     for (int64_t bytes : a.sizes)
       for (const auto& algo : a.algos) {
         PlannedCase pc = plan_case(a, topology.get(), algo, bytes, env.nranks);

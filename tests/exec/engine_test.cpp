@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/engine.h"
+#include "exec/host_backend.h"
 #include "sched/schedule_builder.h"
 
 namespace topocoll::exec {
@@ -317,6 +318,33 @@ TEST(Engine, RejectsProgramsThatDoNotFitTheirBuffers) {
                std::invalid_argument);  // the program uses scratch
 }
 
+// A receive overlapping another transfer of its step, or a local op's source overlapping its
+// destination without being it, is refused before anything runs: a plan may run unverified
+// (no verifier in the build, the acceptance run), and pieces and transfers run concurrently.
+TEST(Engine, RejectsStepsWhoseTransfersOrLocalOpsOverlap) {
+  std::vector<char> arena(300);
+  RecordingBackend be;
+  const Buffers bufs{arena.data(), arena.data() + 100, arena.data() + 200};
+  const auto refused = [&](const sched::Schedule& sch, const char* why) {
+    try {
+      Execution(sch, 0, kernels::DataType::Float32, kernels::ReduceOp::Sum, bufs, be);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  auto receive_over_send = two_rank_allreduce();
+  receive_over_send.programs[0].ops[5].dst = {Buf::Output, 1};  // step 1 receives [1, 3) while sending [0, 2)
+  refused(receive_over_send, "overlaps a receive of the same step");
+  sched::ScheduleBuilder copy(Collective::AllReduce, "shifted-copy", 2, 12, 12, 12);
+  copy.copy(0, 0, {Buf::Output, 4}, {Buf::Output, 0}, 8);
+  copy.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 12);
+  refused(copy.finish(), "a source overlaps its destination without being it");
+  // In place is allowed: a reduce whose source is its destination, a send and a receive apart.
+  EXPECT_NO_THROW(Execution(two_rank_allreduce(), 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
+                            {arena.data(), arena.data(), arena.data() + 200}, be));
+}
+
 TEST(Engine, PhasesMustRunInOrder) {
   const auto s = two_rank_allreduce();
   std::vector<char> arena(300);
@@ -335,6 +363,47 @@ TEST(Engine, PhasesMustRunInOrder) {
   EXPECT_EQ(e.next_step(), 0);
   e.post_transfers();
   EXPECT_THROW(e.restart(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace topocoll::exec
+
+namespace topocoll::exec {
+namespace {
+
+// A transport whose first send throws (a peer gone while the step is posted); counts waits.
+class FailingOnceTransport : public HostTransport {
+ public:
+  int rank() const override { return 0; }
+  int nranks() const override { return 2; }
+  void post_send(int, const void*, std::size_t) override {
+    if (!failed_) {
+      failed_ = true;
+      throw BackendError("peer 1 is gone");
+    }
+  }
+  void post_recv(int, void*, std::size_t) override {}
+  void wait_all() override { ++waits; }
+  int waits = 0;
+
+ private:
+  bool failed_ = false;
+};
+
+// A post that throws ends the open batch: the backend's next batch still waits for its
+// transfers at its end (a batch left open made every later end skip the wait, and the local
+// ops read receives not yet complete).
+TEST(HostBackendBatches, APostThatThrowsLeavesNoBatchOpen) {
+  FailingOnceTransport transport;
+  HostBackend backend(transport);
+  char buffer[8] = {};
+  backend.begin_transfers();
+  EXPECT_THROW(backend.post_send(1, buffer, sizeof buffer), BackendError);
+  backend.begin_transfers();
+  backend.post_send(1, buffer, sizeof buffer);
+  backend.end_transfers();
+  EXPECT_EQ(transport.waits, 1) << "the batch after the failed one did not wait for its transfers";
+  EXPECT_THROW(backend.end_transfers(), BackendError) << "no batch is open any more";
 }
 
 }  // namespace
