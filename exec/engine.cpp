@@ -165,17 +165,20 @@ Execution::Execution(const sched::Schedule& schedule, int rank, kernels::DataTyp
   }
 }
 
-// What the engine relies on and the verifier checks (sched/verifier.h), checked again here on
-// the resolved addresses, as a plan may run unverified (a build without the verifier, the
-// acceptance run): a step's transfers run concurrently (an NCCL group, the transport's
-// threads) and its pipelined pieces in any order, so a receive may not overlap another
-// transfer of its step, and a local op's source may not overlap its destination unless it
-// is the destination (in place, element by element).
+// What the engine relies on and the verifier checks (sched/verifier.h), checked again here,
+// as a plan may run unverified (a build without the verifier, the acceptance run): a step's
+// transfers run concurrently (an NCCL group, the transport's threads) and its pipelined
+// pieces in any order, so a receive may not overlap another transfer of its step in the same
+// buffer, and a local op's source may not overlap its destination unless it is the
+// destination (in place, element by element). Within each buffer of the program only: where
+// the caller's buffers alias each other, the in-place layouts are the verifier's to check
+// (verify_as_served), and a layout NCCL leaves undefined still runs (its data undefined, as
+// under NCCL: a rank refusing it alone would leave its peers waiting).
 void Execution::check_step_aliasing(int rank, int s) const {
   const auto& prog = *program_;
-  const std::size_t elem = binding_.elem_bytes();
   struct Range {
-    uintptr_t begin, end;
+    int buf;
+    int64_t begin, end;
     bool written;
     std::size_t op;
   };
@@ -183,34 +186,32 @@ void Execution::check_step_aliasing(int rank, int s) const {
   for (std::size_t i = prog.step_begin[s]; i < prog.step_begin[s + 1]; ++i) {
     const Op& o = prog.ops[i];
     if (o.count == 0) continue;
-    const auto range = [&](const BufRef& r) {
-      const auto at = reinterpret_cast<uintptr_t>(resolve(r));
-      return std::pair{at, at + uintptr_t(o.count) * elem};
-    };
     switch (o.kind) {
       case OpKind::Send:
       case OpKind::Recv: {
-        const auto [b, e] = range(o.kind == OpKind::Send ? o.src() : o.dst);
-        transfers.push_back({b, e, o.kind == OpKind::Recv, i});
+        const BufRef& r = o.kind == OpKind::Send ? o.src() : o.dst;
+        transfers.push_back({int(r.buf), r.offset, r.offset + o.count, o.kind == OpKind::Recv, i});
         break;
       }
       case OpKind::Reduce:
-      case OpKind::Copy: {
-        const auto [db, de] = range(o.dst);
+      case OpKind::Copy:
         for (int k = 0; k < (o.kind == OpKind::Reduce ? o.nsrc : 1); ++k) {
-          const auto [sb, se] = range(o.kind == OpKind::Reduce ? o.srcs[k] : o.src());
-          if (sb < de && db < se && sb != db)
+          const BufRef& src = o.kind == OpKind::Reduce ? o.srcs[k] : o.src();
+          if (src.buf == o.dst.buf && src.offset != o.dst.offset && src.offset < o.dst.offset + o.count &&
+              o.dst.offset < src.offset + o.count)
             bad_program(rank, s, i, o, "a source overlaps its destination without being it");
         }
         break;
-      }
       default:
         break;
     }
   }
-  std::sort(transfers.begin(), transfers.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  uintptr_t any_end = 0, written_end = 0;  // the farthest end of the ranges before, of all and of receives
+  std::sort(transfers.begin(), transfers.end(),
+            [](const Range& a, const Range& b) { return a.buf != b.buf ? a.buf < b.buf : a.begin < b.begin; });
+  int buf = -1;
+  int64_t any_end = 0, written_end = 0;  // the farthest end of the ranges before, of all and of receives
   for (const Range& r : transfers) {
+    if (r.buf != buf) buf = r.buf, any_end = written_end = INT64_MIN;
     if (r.begin < (r.written ? any_end : written_end))
       bad_program(rank, s, r.op, prog.ops[r.op], "overlaps a receive of the same step (or, a receive, another transfer)");
     any_end = std::max(any_end, r.end);

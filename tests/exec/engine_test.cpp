@@ -318,9 +318,11 @@ TEST(Engine, RejectsProgramsThatDoNotFitTheirBuffers) {
                std::invalid_argument);  // the program uses scratch
 }
 
-// A receive overlapping another transfer of its step, or a local op's source overlapping its
-// destination without being it, is refused before anything runs: a plan may run unverified
-// (no verifier in the build, the acceptance run), and pieces and transfers run concurrently.
+// A receive overlapping another transfer of its step in the same buffer, or a local op's
+// source overlapping its destination without being it, is refused before anything runs: a
+// plan may run unverified (no verifier in the build, the acceptance run), and pieces and
+// transfers run concurrently. Buffers the caller made alias (in place, or a layout NCCL
+// leaves undefined) are not the program's fault: the verifier checks the in-place layouts.
 TEST(Engine, RejectsStepsWhoseTransfersOrLocalOpsOverlap) {
   std::vector<char> arena(300);
   RecordingBackend be;
@@ -340,7 +342,7 @@ TEST(Engine, RejectsStepsWhoseTransfersOrLocalOpsOverlap) {
   copy.copy(0, 0, {Buf::Output, 4}, {Buf::Output, 0}, 8);
   copy.copy(0, 1, {Buf::Output, 0}, {Buf::Input, 0}, 12);
   refused(copy.finish(), "a source overlaps its destination without being it");
-  // In place is allowed: a reduce whose source is its destination, a send and a receive apart.
+  // In place runs: the caller's aliased buffers are checked by the verifier, not refused here.
   EXPECT_NO_THROW(Execution(two_rank_allreduce(), 0, kernels::DataType::Float32, kernels::ReduceOp::Sum,
                             {arena.data(), arena.data(), arena.data() + 200}, be));
 }
