@@ -566,6 +566,7 @@ Topology nap_explicit(const json& doc) {
   std::set<std::string> ids;
   std::map<std::pair<std::string, int>, std::string> host_gpu;
   std::map<std::pair<std::string, std::string>, std::string> host_nic;
+  std::map<std::string, std::pair<int, std::string>> host_package;  // host -> its package, first endpoint
   HostSpellings host_spellings;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::string np = "/nodes/" + std::to_string(i);
@@ -602,6 +603,14 @@ Topology nap_explicit(const json& doc) {
                                            " is already cabled as endpoint " +
                                            in_quotes(prior->second));
     host_nic[{e.host, e.nic}] = e.id;
+    // A host's GPUs share its fabric (NVSwitch, PCIe): across packages it would be a path
+    // between them that is not NAP's torus, and routing would take it.
+    if (const auto [first, added] = host_package.emplace(e.host, std::pair{e.package, e.id});
+        !added && first->second.first != e.package)
+      throw TopologyError(np + "/package", "host " + in_quotes(e.host) + " is in package " +
+                                               std::to_string(first->second.first) + " (endpoint " +
+                                               in_quotes(first->second.second) +
+                                               "): a host's GPUs are nodes of one package");
     b.add_host(e.host, fabric.kind, fabric.gbps, fabric.latency_us);
     b.add_endpoint(e);
   }

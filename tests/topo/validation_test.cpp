@@ -63,6 +63,8 @@ const Case kCases[] = {
     // One machine to DNS and hostfiles; an option or a directory to the commands names reach.
     {"bigraph_host_case.json", "/servers/1/name", "host \"NODE1\" is host \"node1\" spelt otherwise (host names are compared ignoring case)"},
     {"bigraph_leading_dash.json", "/servers/0/name", "begins with '-': names and ids begin with a letter or digit (a leading '-' reads as an option, '.' and '..' as directories)"},
+    // A host's fabric across packages would be a path outside NAP's torus.
+    {"nap_host_across_packages.json", "/nodes/1/package", "host \"h\" is in package 0 (endpoint \"p0.n0\"): a host's GPUs are nodes of one package"},
     {"bigraph_unused_switch.json", "/switches/lower/1", "switch \"L1\" has no cable (no link, no NIC)"},
     {"nap_torus_not_array.json", "/torus", "expected an array, got string"},
     {"nap_too_many_local_switches.json", "/local_switches", "2 local switches need 2 ports per node, but a node has 1"},
