@@ -173,6 +173,8 @@ const std::vector<EnvVariable>& table() {
       text("NCCL_PROTO", "", "", "when set, the tuner changes nothing", Owner::Nccl),
       text("NCCL_COMM_BLOCKING", "", "", "0: communicators without a config are non-blocking (left to NCCL)",
            Owner::Nccl),
+      text("NCCL_CHECK_POINTERS", "", "",
+           "1: a call whose buffer is not device memory of its GPU goes to NCCL, which refuses it", Owner::Nccl),
       text("NCCL_COMM_SPLIT_SHARE_RESOURCES", "", "",
            "1: splits share their parent's abort flag, so a topology-ordered split not used is destroyed, not "
            "aborted",
@@ -324,6 +326,7 @@ Env read_env_from(const EnvSource& source) {
   e.vote_timeout_s = value_of<int64_t>(e, "TOPOCOLL_VOTE_TIMEOUT_S");
   e.nccl_comm_blocking = value_of<std::string>(e, "NCCL_COMM_BLOCKING");
   e.nccl_comm_split_share_resources = value_of<std::string>(e, "NCCL_COMM_SPLIT_SHARE_RESOURCES");
+  e.nccl_check_pointers = value_of<std::string>(e, "NCCL_CHECK_POINTERS");
   e.cuda_visible_devices = value_of<std::string>(e, "CUDA_VISIBLE_DEVICES");
   if (const EnvValue& chunk = e.setting("TOPOCOLL_PIPELINE_CHUNK_BYTES").value;
       std::holds_alternative<int64_t>(chunk))

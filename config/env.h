@@ -95,6 +95,7 @@ struct Env {
   int64_t vote_timeout_s = 0;       // TOPOCOLL_VOTE_TIMEOUT_S; 0 = no limit
   std::string nccl_comm_blocking;   // NCCL_COMM_BLOCKING
   std::string nccl_comm_split_share_resources;  // NCCL_COMM_SPLIT_SHARE_RESOURCES
+  std::string nccl_check_pointers;  // NCCL_CHECK_POINTERS
   std::string cuda_visible_devices; // CUDA_VISIBLE_DEVICES
   // Pipelining (exec/pipeline.h).
   std::optional<int64_t> pipeline_chunk_bytes;  // TOPOCOLL_PIPELINE_CHUNK_BYTES; none: the backend's

@@ -36,6 +36,17 @@ inline unsigned long long stream_capture_id(cudaStream_t stream) {
   return status == cudaStreamCaptureStatusActive ? id : kNotCapturing;
 }
 
+// What NCCL_CHECK_POINTERS=1 makes NCCL check of a buffer (2.28 argcheck.cc CudaPtrCheck): the
+// runtime knows it as memory the device can reach, and device memory is of `device`.
+inline bool nccl_accepts_pointer(const void* pointer, int device) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, pointer) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.devicePointer != nullptr && !(attr.type == cudaMemoryTypeDevice && attr.device != device);
+}
+
 // A call whose failure topocoll handles itself: its error is cleared from the last error.
 inline cudaError_t quietly(cudaError_t e) {
   if (e != cudaSuccess) cudaGetLastError();

@@ -333,6 +333,12 @@ ncclResult_t serve_collective(const CollectiveCall& call) {
     return forward_collective(call, call.comm);
   }
   if (call.count == 0 || !call.sendbuff || !call.recvbuff) return forward_collective(call, call.comm);
+  // NCCL_CHECK_POINTERS=1: NCCL refuses a buffer that is not device memory of the
+  // communicator's GPU before anything runs; a schedule would launch on it. Such a call goes
+  // to NCCL, which refuses it with its WARN (its peers' calls wait, as under NCCL).
+  if (interposer_config().check_pointers && !(nccl_accepts_pointer(call.sendbuff, st->device) &&
+                                              nccl_accepts_pointer(call.recvbuff, st->device)))
+    return forward_collective(call, call.comm);
   const std::size_t elem = kernels::datatype_size(kernels::DataType(int(call.datatype)));
   // Served all the same: each rank sees only its own pointers, so sending this rank's call
   // to NCCL while a peer with a valid layout serves its part (sendbuff == recvbuff on every

@@ -1,5 +1,6 @@
 #include "plugin/interposer/interposer_config.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "plugin/process_context.h"
@@ -75,6 +76,8 @@ InterposerConfig interposer_config_from(const config::Env& env) {
   c.step_times = env.step_times;
   c.init_timeout_s = env.init_timeout_s;
   c.vote_timeout_s = env.vote_timeout_s;
+  // As NCCL reads its integer parameters (param.cc: strtoll, base 0): anything but 0 is on.
+  c.check_pointers = std::strtoll(env.nccl_check_pointers.c_str(), nullptr, 0) != 0;
   c.routing_settings = routing_settings_of(c, env);
   c.routing_fingerprint = fnv1a(c.routing_settings);
   return c;

@@ -66,6 +66,8 @@ struct InterposerConfig {
   // first use) waits for every rank (0: no limit). Above PyTorch's own timeout by default: a
   // peer may legitimately come late (a checkpoint between steps).
   int64_t vote_timeout_s = 1800;
+  // NCCL_CHECK_POINTERS (NCCL's: any integer but 0): buffers NCCL would refuse go to NCCL.
+  bool check_pointers = false;
   // The settings that decide which NCCL operations a served call issues, as one canonical
   // text (TOPOCOLL_ALGO, _MIN_BYTES, _MAX_BYTES, _STEP_OVERHEAD_US, _AUTO_MARGIN,
   // _SCRATCH_MAX_BYTES, _RING_COMM, _PIPELINE_CHUNK_BYTES, _PIPELINE_MAX_CHUNKS), and its

@@ -149,6 +149,7 @@ struct Access {
 
 struct Allocation {
   std::size_t bytes = 0;
+  int device = 0;  // the device current at the allocation (cudaPointerGetAttributes)
   // Accesses not yet known to happen before everything that can follow; pruned as the host
   // synchronises and as later accesses on ordered streams cover them.
   std::vector<Access> recent;
@@ -527,8 +528,30 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   std::memset(p, 0xCD, size);
   auto& d = detector();
   std::lock_guard<std::mutex> lock(d.mu);
-  d.live[static_cast<const char*>(p)].bytes = size;
+  topocoll::emu::Allocation& a = d.live[static_cast<const char*>(p)];
+  a.bytes = size;
+  a.device = topocoll::emu::current_device;
   *ptr = p;
+  return cudaSuccess;
+}
+
+// CUDA 11 and later: a pointer the runtime does not know (host memory never registered) is
+// no error; it is reported unregistered, with no device pointer.
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  if (!attributes) return fail_with(cudaErrorInvalidValue);
+  *attributes = cudaPointerAttributes{};
+  auto& d = detector();
+  std::lock_guard<std::mutex> lock(d.mu);
+  const char* base = nullptr;
+  if (const topocoll::emu::Allocation* a = d.find(ptr, &base)) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->device = a->device;
+    attributes->devicePointer = const_cast<void*>(ptr);
+  } else {
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = -2;
+    attributes->hostPointer = const_cast<void*>(ptr);
+  }
   return cudaSuccess;
 }
 

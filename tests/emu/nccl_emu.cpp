@@ -4,6 +4,7 @@
 // real library it defines the strong pnccl* symbols and makes each nccl* a weak alias, so an
 // interposer can define nccl* and call pnccl*.
 #include <cuda_runtime_api.h>
+#include <cstdio>
 #include <nccl.h>
 
 #include <algorithm>
@@ -130,7 +131,16 @@ void check_rank(const ncclComm* comm, int rank, const char* what, const char* ca
 
 // `count` elements of `type`, `blocks` times over, must fit in memory addresses, and a
 // buffer that holds any of them must not be NULL.
-void check_buffer(const void* buffer, std::size_t count, std::size_t size, int blocks,
+// NCCL_CHECK_POINTERS, as NCCL reads an integer parameter (param.cc: strtoll, base 0).
+bool checks_pointers() {
+  static const bool on = [] {
+    const char* v = std::getenv("NCCL_CHECK_POINTERS");
+    return v && std::strtoll(v, nullptr, 0) != 0;
+  }();
+  return on;
+}
+
+void check_buffer(const ncclComm* comm, const void* buffer, std::size_t count, std::size_t size, int blocks,
                   const char* name, const char* call) {
   std::size_t bytes = 0;
   if (__builtin_mul_overflow(count, size, &bytes) ||
@@ -138,6 +148,17 @@ void check_buffer(const void* buffer, std::size_t count, std::size_t size, int b
     invalid(std::string(call) + ": count " + std::to_string(count) + " overflows the " + name +
             " size");
   if (bytes > 0 && !buffer) invalid(std::string(call) + ": " + name + " is NULL");
+  // argcheck.cc CudaPtrCheck: memory the device cannot reach, or another GPU's.
+  if (bytes > 0 && checks_pointers()) {
+    cudaPointerAttributes attr{};
+    char where[64];
+    std::snprintf(where, sizeof where, "%p", buffer);
+    if (cudaPointerGetAttributes(&attr, buffer) != cudaSuccess || !attr.devicePointer)
+      invalid(std::string(call) + " : " + name + " " + where + " is not a valid pointer");
+    if (attr.type == cudaMemoryTypeDevice && attr.device != comm->cuda_device)
+      invalid(std::string(call) + " : " + name + " allocated on device " + std::to_string(attr.device) +
+              " mismatchs with NCCL device " + std::to_string(comm->cuda_device));
+  }
 }
 
 // The caller's config as NCCL keeps it: copied at the call, at most its `size` bytes (the
@@ -575,8 +596,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
-    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
-    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    check_buffer(comm, sendbuff, count, size, 1, "sendbuff", call);
+    check_buffer(comm, recvbuff, count, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, count, call);
     if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_reduce(comm, sendbuff, recvbuff, count, datatype, op), stream);
@@ -592,8 +613,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduceScatter(const void* sendbuff, void* recv
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
-    check_buffer(sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
-    check_buffer(recvbuff, recvcount, size, 1, "recvbuff", call);
+    check_buffer(comm, sendbuff, recvcount, size, comm->nranks, "sendbuff", call);
+    check_buffer(comm, recvbuff, recvcount, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, recvcount, call);
     if (recvcount == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::reduce_scatter(comm, sendbuff, recvbuff, recvcount, datatype, op),
@@ -608,8 +629,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff
     const char* call = "ncclAllGather";
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
-    check_buffer(sendbuff, sendcount, size, 1, "sendbuff", call);
-    check_buffer(recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
+    check_buffer(comm, sendbuff, sendcount, size, 1, "sendbuff", call);
+    check_buffer(comm, recvbuff, sendcount, size, comm->nranks, "recvbuff", call);
     if (sendcount == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_gather(comm, sendbuff, recvbuff, sendcount, datatype), stream);
   });
@@ -622,8 +643,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff,
     const char* call = "ncclAlltoAll";
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
-    check_buffer(sendbuff, count, size, comm->nranks, "sendbuff", call);
-    check_buffer(recvbuff, count, size, comm->nranks, "recvbuff", call);
+    check_buffer(comm, sendbuff, count, size, comm->nranks, "sendbuff", call);
+    check_buffer(comm, recvbuff, count, size, comm->nranks, "recvbuff", call);
     if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::all_to_all(comm, sendbuff, recvbuff, count, datatype), stream);
   });
@@ -637,8 +658,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, root, "root", call);
-    if (comm->rank == root) check_buffer(sendbuff, count, size, 1, "sendbuff", call);
-    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    if (comm->rank == root) check_buffer(comm, sendbuff, count, size, 1, "sendbuff", call);
+    check_buffer(comm, recvbuff, count, size, 1, "recvbuff", call);
     if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::broadcast(comm, sendbuff, recvbuff, count, datatype, root), stream);
   });
@@ -658,8 +679,8 @@ NCCL_EMU_EXPORT ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, s
     const std::size_t size = element_size(datatype, call);
     check_op(op, call);
     check_rank(comm, root, "root", call);
-    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
-    if (comm->rank == root) check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    check_buffer(comm, sendbuff, count, size, 1, "sendbuff", call);
+    if (comm->rank == root) check_buffer(comm, recvbuff, count, size, 1, "recvbuff", call);
     check_reduction_type(comm, datatype, count, call);
     if (count == 0) return ncclSuccess;  // NCCL discards an empty collective (enqueue.cc taskAppend)
     return emu::submit(emu::reduce(comm, sendbuff, recvbuff, count, datatype, op, root), stream);
@@ -673,7 +694,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclD
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
-    check_buffer(sendbuff, count, size, 1, "sendbuff", call);
+    check_buffer(comm, sendbuff, count, size, 1, "sendbuff", call);
     return emu::submit(emu::send(comm, sendbuff, count, datatype, peer), stream);
   });
 }
@@ -685,7 +706,7 @@ NCCL_EMU_EXPORT ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataTyp
     check_enqueue(comm, call);
     const std::size_t size = element_size(datatype, call);
     check_rank(comm, peer, "peer", call);
-    check_buffer(recvbuff, count, size, 1, "recvbuff", call);
+    check_buffer(comm, recvbuff, count, size, 1, "recvbuff", call);
     return emu::submit(emu::recv(comm, recvbuff, count, datatype, peer), stream);
   });
 }

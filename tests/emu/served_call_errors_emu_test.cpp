@@ -1,8 +1,9 @@
-// A served collective that fails part-way, on the emulation with the interposer linked in
-// front of the emulated NCCL (as LD_PRELOAD puts it): the steps already queued keep using the
-// communicator's device scratch, so freeing it (the abort a job makes next) must still wait
-// for them. The race detector of the emulated runtime (emu_runtime.h) aborts the rank when
-// the stream-ordered free is not ordered after those steps' writes.
+// Served calls that go wrong, on the emulation with the interposer linked in front of the
+// emulated NCCL (as LD_PRELOAD puts it), in forked ranks:
+// - a collective that fails part-way: the steps already queued keep using the communicator's
+//   device scratch, so freeing it (the abort a job makes next) must still wait for them (the
+//   emulated runtime's race detector, emu_runtime.h, aborts the rank otherwise);
+// - a buffer NCCL_CHECK_POINTERS makes NCCL refuse: refused as NCCL refuses it, nothing run.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "tests/emu/emu_runtime.h"
 #include "tests/emu/forked_ranks.h"
@@ -56,14 +58,18 @@ bool fail_mid_schedule_then_abort(int rank, int nranks, const ncclUniqueId& id, 
   return true;
 }
 
+// Read once per process (the parent's first NCCL call reads the interposer's settings,
+// which the forked ranks inherit): the same for every test.
 class FailedBatchEmu : public ::testing::Test {
  protected:
   void SetUp() override {
     ::setenv("TOPOCOLL_TOPO_FILE", TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json", 1);
     ::setenv("TOPOCOLL_ALGO", "hd", 1);
     ::setenv("TOPOCOLL_EMU_TIMEOUT_S", "20", 1);
+    ::setenv("NCCL_CHECK_POINTERS", "1", 1);
   }
 };
+using CheckedPointersEmu = FailedBatchEmu;
 
 TEST_F(FailedBatchEmu, AnAbortAfterAScheduleFailedMidwayFreesTheScratchAfterItsSteps) {
   EXPECT_TRUE(run_ranks(2, [](int rank, int n, const ncclUniqueId& id) {
@@ -75,6 +81,36 @@ TEST_F(FailedBatchEmu, ADestroyAfterAScheduleFailedMidwayFreesTheScratchAfterIts
   EXPECT_TRUE(run_ranks(4, [](int rank, int n, const ncclUniqueId& id) {
     return fail_mid_schedule_then_abort(rank, n, id, true);
   }, std::chrono::seconds(60)));
+}
+
+// With NCCL_CHECK_POINTERS=1 NCCL refuses a host buffer before anything runs (argcheck.cc);
+// a schedule would have launched on it (the emulated kernel aborts on memory outside every
+// allocation). Refused on every rank, the communicator then serves the next call.
+bool host_buffer_refused_then_served(int rank, int nranks, const ncclUniqueId& id) {
+  ::setenv("NCCL_HOSTID", ("s" + std::to_string(rank)).c_str(), 1);
+  ncclComm_t comm = nullptr;
+  CHECK_OR_FAIL(ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess, "init");
+  const std::size_t count = std::size_t(1) << 16;
+  float *send = nullptr, *recv = nullptr;
+  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float)) == cudaSuccess, "malloc");
+  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float)) == cudaSuccess, "malloc");
+  CHECK_OR_FAIL(cudaMemset(send, 0, count * sizeof(float)) == cudaSuccess, "memset");
+  std::vector<float> host(count);
+  const ncclResult_t refused = ncclAllReduce(send, host.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+  CHECK_OR_FAIL(refused == ncclInvalidArgument, "a host receive buffer gave %d, not ncclInvalidArgument",
+                int(refused));
+  topocoll::emu::fail_next_call("reduce_cuda", cudaErrorLaunchFailure);  // taken only if served
+  const ncclResult_t served = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, nullptr);
+  CHECK_OR_FAIL(topocoll::emu::take_injected_failure("reduce_cuda") == cudaSuccess && served != ncclSuccess,
+                "the next call was not served by a schedule (returned %d)", int(served));
+  CHECK_OR_FAIL(ncclCommAbort(comm) == ncclSuccess, "abort");
+  cudaFree(send);
+  cudaFree(recv);
+  return true;
+}
+
+TEST_F(CheckedPointersEmu, AHostBufferIsRefusedAsNcclRefusesItAndNothingRuns) {
+  EXPECT_TRUE(run_ranks(2, host_buffer_refused_then_served, std::chrono::seconds(60)));
 }
 
 }  // namespace
