@@ -6,14 +6,17 @@
     fabric_nccl_record.py sample DIR       (sample logs from the predictions: exercises `table`)
 
 `table` reads DIR/runs.tsv (one line per run: name, topology, ranks, rate Mbit/s, nccl-tests
-binary, path, placement, exit code, seconds, log) and each run's log, and sets every measured
+binary, path, placement, exit code, seconds, log, call) and each run's log, and sets every measured
 size beside the cost model's prediction for what ran there, as the log itself says: NCCL's
 algorithm and protocol from rank 0's `NCCL INFO <Coll>: <bytes> Bytes -> Algo X proto Y`
 lines (NCCL_DEBUG_SUBSYS=TUNING), topocoll's route from the interposer's `topocoll: comm ...
 up to <bytes> B -> <route> (<why>)` lines, and whether the interposer served the
 communicator. Predictions come from `topocoll fabric predict` (DIR/<case>/predict-*.json).
 Writes DIR/table.md (tables, the record's goals as measured), DIR/record.json and one SVG
-plot of bus bandwidth per size per path for each (topology, ranks, rate, collective).
+plot of bus bandwidth per size per path for each (topology, ranks, rate, collective). A goal
+that sets two runs' times side by side is judged only when one call ran both (runs.tsv's call;
+for records made before that column, the call calls.md implies): times of two calls, on fresh
+machines, do not compare.
 Runs with TOPOCOLL_STEP_TIMES=1 (the `+steps` variant) also log every schedule step's time on
 rank 0 (`topocoll: comm ... step times of <coll> <bytes> B <algo> (...)`): the table sets the
 steps beside each size and fits t_step = fixed + bytes / rate over all of a run's steps, so a
@@ -215,11 +218,53 @@ def read_runs(directory):
         for line in f:
             if not line.strip() or line.startswith("#"):
                 continue
-            name, topo, ranks, rate, binary, path, placement, rc, seconds, log = line.rstrip("\n").split("\t")
+            fields = line.rstrip("\n").split("\t")
+            # The 11th column, the call that ran the run, is absent from records made before it.
+            name, topo, ranks, rate, binary, path, placement, rc, seconds, log = fields[:10]
+            call = fields[10] if len(fields) > 10 and fields[10] else None
             runs.append({"name": name, "topology": topo, "ranks": int(ranks), "rate": float(rate),
                          "binary": binary, "path": path, "placement": placement, "rc": rc,
-                         "seconds": float(seconds or 0), "log": log})
+                         "seconds": float(seconds or 0), "log": log, "call": call})
+    old = [r for r in runs if r["call"] is None]
+    left = calls_left(directory)
+    if old and len(left) <= 1:
+        # Without the column, one call (calls.md lists at most one) ran every run.
+        for r in old:
+            r["call"] = "the only call"
+    elif old:
+        # Calls before the column: a run ran in the call after the last that left it for the
+        # next (calls.md); rows are appended as runs end, so the calls must not go back in
+        # runs.tsv's order, or the guess is dropped.
+        guess = [1 + sum(r["name"] in names for names in left) for r in old]
+        if all(a <= b for a, b in zip(guess, guess[1:])) and max(guess) <= len(left):
+            for r, k in zip(old, guess):
+                r["call"] = f"calls.md's call {k}, inferred"
     return runs
+
+
+def calls_left(directory):
+    """Per call calls.md lists (none without one: a dry run, a sample), the runs it left for the next."""
+    calls = []
+    try:
+        with open(os.path.join(directory, "calls.md")) as f:
+            for line in f:
+                if line.startswith("## Call at"):
+                    calls.append(set())
+                elif line.startswith("Left for the next call") and calls:
+                    calls[-1].update(re.findall(r"(\S+) \(~\d+ s\)", line))
+    except OSError:
+        pass
+    return calls
+
+
+def same_call(*runs):
+    """None when the runs ran in one call (their times compare), else why they do not."""
+    calls = [r.get("call") for r in runs]
+    if any(c is None for c in calls):
+        return "runs.tsv does not say which call ran each run, and calls.md lists several: not compared"
+    if len(set(calls)) > 1:
+        return f"ran in different calls: {' and '.join(sorted(set(calls)))}; their times do not compare"
+    return None
 
 
 def case_dir(directory, run):
@@ -351,7 +396,8 @@ def svg_plot(title, series, path):
 
 
 def goals(analysed):
-    """The goals of the nccl-tests-on-the-fabric run as measured in this record: (text, met or None when not measured)."""
+    """The goals of the nccl-tests-on-the-fabric run as measured in this record: (text, met or None when not judged:
+    nothing measured, or times of two calls set side by side)."""
     lines = []
     by = {}
     for r in analysed:
@@ -365,25 +411,30 @@ def goals(analysed):
             r = paths.get(path)
             return {s["size"]: s["time_us"] for s in r["sizes"] if s["time_us"] and s["size"] >= min_size} if r else {}
 
+        def judged(text, met, *compared):
+            """A goal that sets two runs' times side by side: judged only when one call ran both."""
+            why = same_call(*(paths[p] for p in compared))
+            lines.append((f"{text} ({why})", None) if why else (text, met))
+
         base = times("nccl")
         if "preload-auto" in paths and base and coll == "allreduce" and topo.startswith("bigraph") and n == 16:
             auto = times("preload-auto", 1 << 20)
             ratios = [base[s] / auto[s] for s in auto if s in base]
             if ratios:
-                lines.append((f"{case}: topocoll auto vs NCCL's default from 1 MiB: {min(ratios):.2f}x to "
-                              f"{max(ratios):.2f}x the bus bandwidth (goal >= 3x)", min(ratios) >= 3))
+                judged(f"{case}: topocoll auto vs NCCL's default from 1 MiB: {min(ratios):.2f}x to "
+                       f"{max(ratios):.2f}x the bus bandwidth (goal >= 3x)", min(ratios) >= 3, "nccl", "preload-auto")
         if "preload-auto" in paths and base:
             auto = times("preload-auto")
             worst = min((base[s] / auto[s] for s in auto if s in base), default=None)
             if worst is not None:
-                lines.append((f"{case}: auto's slowest size against NCCL's default: {worst:.2f}x NCCL's speed "
-                               "(goal: never below 0.95x)", worst >= 0.95))
+                judged(f"{case}: auto's slowest size against NCCL's default: {worst:.2f}x NCCL's speed "
+                       "(goal: never below 0.95x)", worst >= 0.95, "nccl", "preload-auto")
         order, ring = times("nccl-order"), times("preload-ring-topo")
         common = [s for s in order if s in ring]
         if common:
             worst = max(order[s] / ring[s] for s in common)
-            lines.append((f"{case}: NCCL with the `topocoll order` hostfile against topocoll's ring-topo: at most "
-                          f"{worst:.2f}x its time (goal <= 1.3x)", worst <= 1.3))
+            judged(f"{case}: NCCL with the `topocoll order` hostfile against topocoll's ring-topo: at most "
+                   f"{worst:.2f}x its time (goal <= 1.3x)", worst <= 1.3, "nccl-order", "preload-ring-topo")
         if n == 16:
             for path, r in sorted(paths.items()):
                 if not path.startswith("preload-"):
@@ -404,9 +455,10 @@ def goals(analysed):
                 if ratios:
                     want = rate / rate2
                     ok = all(abs(x / want - 1) <= 0.15 for x in ratios)
-                    lines.append((f"{topo}, {n} ranks, {coll}, {path}: time at {rate2:g} / at {rate:g} Mbit/s from 1 "
-                                  f"MiB: {min(ratios):.2f} to {max(ratios):.2f} (network-bound: {want:.2f} +- 15 %)",
-                                  ok))
+                    text = (f"{topo}, {n} ranks, {coll}, {path}: time at {rate2:g} / at {rate:g} Mbit/s from 1 "
+                            f"MiB: {min(ratios):.2f} to {max(ratios):.2f} (network-bound: {want:.2f} +- 15 %)")
+                    why = same_call(paths[path], paths2[path])
+                    lines.append((f"{text} ({why})", None) if why else (text, ok))
     return lines
 
 
@@ -531,7 +583,7 @@ def table(a):
         md.append("")
     md += ["## Goals, as measured", ""]
     for text, met in goals(analysed):
-        md.append(f"- {'met' if met else 'not met' if met is not None else 'not measured'}: {text}")
+        md.append(f"- {'met' if met else 'not met' if met is not None else 'not judged'}: {text}")
     with open(os.path.join(directory, "table.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(directory, "record.json"), "w") as f:

@@ -28,8 +28,14 @@
 #                   rate to them)
 # then, at FABRIC_CHECK_RATE (default half the rate), all_reduce again for FABRIC_CHECK_PATHS
 # (default "nccl preload-auto", empty for none): at a rate where the network is the
-# bottleneck the time doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 0 -n 1") go to every binary: -c 1
-# checks every result.
+# bottleneck the time doubles. NT_ARGS (default "-b 256K -e 64M -f 4 -c 1 -w 1 -n 1") go to every binary: -c 1
+# checks every result; -w 1 runs each size once untimed first, so the timed iteration does not
+# include NCCL connecting its ring at the communicator's first collective (records made with
+# -w 0 time one cold iteration per size: device.txt's NT_ARGS says which).
+#
+# runs.tsv's last column names the call that ran each run (its start, UTC): the record compares
+# times only between runs of one call, as times of two calls (fresh machines) do not compare.
+# Records made before that column existed have none; the record then says it cannot tell.
 #
 # The cables' shaper: FABRIC_PEAK_SLACK_US goes to every `fabric up` as --peak-slack-us
 # (unset: the fabric's default). The record keeps the value it ran with (peak-slack-us) and a
@@ -74,7 +80,7 @@ rate=${FABRIC_RATE:-1000}
 check_rate=${FABRIC_CHECK_RATE:-$((rate / 2))}
 check_paths=${FABRIC_CHECK_PATHS-nccl preload-auto}
 colls=${FABRIC_COLLS:-all_reduce reduce_scatter all_gather}
-nt_args=${NT_ARGS:--b 256K -e 64M -f 4 -c 1 -w 0 -n 1}
+nt_args=${NT_ARGS:--b 256K -e 64M -f 4 -c 1 -w 1 -n 1}
 read -ra nt_words <<< "$nt_args"
 record=$root/perf/gpu/fabric_nccl_record.py
 cli=${TOPOCOLL_CLI:-$build/tools/topocoll}
@@ -88,7 +94,8 @@ device=$(printf '%s' "$gpu" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-*//; s/-*$//')
 out=${RESULTS_DIR:-$root/perf/results/gpu-fabric-$device-$(date -u +%Y%m%d)}
 mkdir -p "$out"
 manifest=$out/runs.tsv
-[ -f "$manifest" ] || printf '# name\ttopology\tranks\trate_mbit\tbinary\tpath\tplacement\texit\tseconds\tlog\n' > "$manifest"
+[ -f "$manifest" ] || printf '# name\ttopology\tranks\trate_mbit\tbinary\tpath\tplacement\texit\tseconds\tlog\tcall\n' > "$manifest"
+call_id=$(date -u +%Y%m%dT%H%M%SZ)  # this call, in every row it adds to runs.tsv
 failed=0
 deferred=()
 dry_total=0
@@ -335,8 +342,8 @@ one_run() {
   log_cmd "$(quoted "${cmd[@]}") > $log 2>&1"
   if [ "$dry" = 1 ]; then
     echo "$(quoted "${cmd[@]}")   # ~$need s"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
-      "$placement" planned "$need" "$log" >> "$out/planned.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
+      "$placement" planned "$need" "$log" "$call_id" >> "$out/planned.tsv"
     dry_total=$((dry_total + need))
     dry_runs=$((dry_runs + 1))
     return 0
@@ -360,8 +367,8 @@ one_run() {
     say "$name: run again (exit $before before)"
     awk -F'\t' -v n="$name" '$1 != n' "$manifest" > "$manifest.tmp" && mv "$manifest.tmp" "$manifest"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
-    "$placement" "$rc" "$((SECONDS - started))" "$log" >> "$manifest"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$topo" "$n" "$r" "${binary}_perf" "$path" \
+    "$placement" "$rc" "$((SECONDS - started))" "$log" "$call_id" >> "$manifest"
   [ $rc -eq 0 ] || { say "$name: FAILED (exit $rc), see $log"; failed=1; }
   copy_out
 }
@@ -389,7 +396,7 @@ if [ "$(grep -vc '^#' "$manifest")" -gt 0 ]; then
 fi
 {
   echo
-  echo "## Call at $(date -u '+%Y-%m-%d %H:%M UTC'): $((SECONDS - t0)) s"
+  echo "## Call at $(date -u '+%Y-%m-%d %H:%M UTC'): $((SECONDS - t0)) s (call $call_id in runs.tsv)"
   if ((${#deferred[@]})); then
     echo "Left for the next call (same RESULTS_DIR): ${deferred[*]}"
   else
