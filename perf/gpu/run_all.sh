@@ -36,7 +36,8 @@
 #                   in one run, auto and hd (and hd unpipelined), under MPS
 #   torch           perf/gpu/torch_check.py under torchrun with LD_PRELOAD (if PyTorch is there)
 #   nccl-tests      all_reduce_perf -c 1 under mpirun, 2 and 4 ranks, NCCL alone, through
-#                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree)
+#                   LD_PRELOAD and with the tuner (NCCL_TESTS_SRC names a nccl-tests tree);
+#                   one run each, in turn: its table's ratios are one sample each
 #   net-vs-socket   all_reduce_perf, 2 and 4 ranks: topocoll's net plugin (by default, and
 #                   striping over 4 sockets per connection) beside NCCL's own Socket transport,
 #                   interleaved rounds, under MPS, on a topology whose NICs report what
@@ -529,7 +530,10 @@ if want nccl-tests || want net-vs-socket; then
       nt "nccl-tests-n$n-tuner" "$n" all_reduce_perf NCCL_TUNER_PLUGIN="$plugin" -- -b 1K -e 64M -f 4
       [ -f "$out/nccl-tests-n$n-nccl.log" ] && [ -f "$out/nccl-tests-n$n-preload.log" ] &&
           [ -f "$out/nccl-tests-n$n-tuner.log" ] || continue
-      python3 "$root/perf/gpu/nccl_tests_table.py" --title "all_reduce_perf, $n ranks on one GPU (MPS)" \
+      # One run per path, one after the other (a check that each face works, not a benchmark):
+      # the title says its ratios are one sample each; net-vs-socket compares in rounds.
+      python3 "$root/perf/gpu/nccl_tests_table.py" \
+          --title "all_reduce_perf, $n ranks on one GPU (MPS); one run per path, run in turn: each ratio is one sample" \
           --json "$out/nccl-tests-n$n.json" nccl="$out/nccl-tests-n$n-nccl.log" \
           preload="$out/nccl-tests-n$n-preload.log" tuner="$out/nccl-tests-n$n-tuner.log" \
           > "$out/nccl-tests-n$n.md" ||
