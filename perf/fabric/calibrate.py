@@ -138,6 +138,7 @@ class Calibration:
                     "algo": algo, "bytes": first["bytes"], "predicted_us": first["predicted_us"],
                     "max_link_load": first["max_link_load"], "measured_us": statistics.median(times),
                     "measured_min_us": min(times), "measured_max_us": max(times), "rounds": len(times),
+                    "measured_rounds_us": times,  # round by round: the contention ratios pair rounds
                     "wrong": sum(g[0]["wrong"] for g in got),
                     "cpu_busy": statistics.median(g[1]["busy"] for g in got),
                     "cpu_niced": max(g[1]["niced"] for g in got), "alpha_us": alpha,
@@ -164,10 +165,19 @@ def ratio_rows(rows):
             if algo != a or (config, b, size) not in index:
                 continue
             o = index[(config, b, size)]
-            measured = r["measured_us"] / o["measured_us"]
+            # The algorithms are interleaved within each round, so a round's two times share its
+            # conditions: the median of the per-round ratios. Records made before the rounds
+            # were kept (no measured_rounds_us) give only the ratio of the two medians.
+            mine, theirs = r.get("measured_rounds_us"), o.get("measured_rounds_us")
+            per_round = bool(mine) and bool(theirs) and len(mine) == len(theirs)
+            if per_round:
+                measured = statistics.median(x / y for x, y in zip(mine, theirs))
+            else:
+                measured = r["measured_us"] / o["measured_us"]
             predicted = r["predicted_us"] / o["predicted_us"]
             out.append({"config": config, "bytes": size, "ratio": f"{a}/{b}", "measured": measured,
-                        "predicted": predicted, "error": measured / predicted - 1})
+                        "predicted": predicted, "error": measured / predicted - 1,
+                        "measured_from": "median of per-round ratios" if per_round else "ratio of medians"})
     return out
 
 
@@ -249,7 +259,12 @@ def markdown(cal, ratios, command, started):
               "| configuration | alpha us per step | alpha us per message |", "|---|---|---|"]
     for config, a in cal.alphas.items():
         lines.append(f"| {config} | {a['alpha_us']:.0f} | {a['alpha_message_us']:.0f} |")
-    lines += ["", "## Contention ratios", "", "| configuration | bytes | ratio | predicted | measured | error |",
+    lines += ["", "## Contention ratios", "",
+              "Measured: the median over rounds of each round's ratio (the two algorithms ran in the same "
+              "round), or, for rows of records that kept no per-round times, the ratio of the two medians "
+              f"({sum(1 for x in ratios if x.get('measured_from') == 'ratio of medians')} of {len(ratios)} "
+              "rows here).", "",
+              "| configuration | bytes | ratio | predicted | measured | error |",
               "|---|---|---|---|---|---|"]
     for x in ratios:
         lines.append(f"| {x['config']} | {x['bytes']} | {x['ratio']} | {x['predicted']:.2f} | {x['measured']:.2f} | {x['error']*100:+.1f} % |")

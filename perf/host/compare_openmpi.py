@@ -7,8 +7,10 @@ MPI_Allreduce timer (perf/host/mpi_allreduce_timer.c), and runs it and `topocoll
 over TCP loopback (`--mca btl tcp,self`); then the net plugin's own latency and bandwidth
 through its C ABI (perf/plugin/net_plugin_pingpong, 2 ranks). Both report the median iteration time of the slowest rank, float32
 sum allreduce. Writes perf/results/host-vs-openmpi.{md,json}: per size the median over
-rounds and the spread (min-max of the rounds), and topocoll's best algorithm against Open
-MPI. The machine is shared and noisy: compare ratios from one run, never absolute times
+rounds and the spread (min-max of the rounds), each of topocoll's algorithms against Open
+MPI, and the best of them (the lowest of three medians, so a little flattered by the pick).
+The order alternates round by round (Open MPI first in even rounds, topocoll first in odd
+ones), so neither side always runs on the machine the other just warmed or loaded. The machine is shared and noisy: compare ratios from one run, never absolute times
 across runs.
 
 Usage: perf/host/compare_openmpi.py [--build build] [--rounds 5] [--ranks 8]
@@ -132,12 +134,18 @@ def main():
     samples = {}  # (who, size) -> [us per round]
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for rnd in range(a.rounds):
-        # Interleaved per size: Open MPI, then topocoll, so drift hits both alike.
+        # Interleaved per size, the order alternating round by round (Open MPI first in even
+        # rounds, topocoll first in odd ones), so drift and what ran just before hit both alike.
         for size in SIZES:
-            for k, v in run_openmpi(timer, a.ranks, [size]).items():
-                samples.setdefault(("openmpi", k), []).append(v)
-            for (algo, k), v in run_topocoll(cli, a.ranks, [size], algos).items():
-                samples.setdefault((algo, k), []).append(v)
+            def openmpi():
+                for k, v in run_openmpi(timer, a.ranks, [size]).items():
+                    samples.setdefault(("openmpi", k), []).append(v)
+
+            def topocoll():
+                for (algo, k), v in run_topocoll(cli, a.ranks, [size], algos).items():
+                    samples.setdefault((algo, k), []).append(v)
+            for side in ((openmpi, topocoll) if rnd % 2 == 0 else (topocoll, openmpi)):
+                side()
             if size <= EAGER_MAX:
                 # Where the eager channel applies, the same hd with it switched off: what
                 # the progress threads' hand-offs cost per step.
@@ -155,10 +163,13 @@ def main():
         for who in ["openmpi"] + algos + ["hd-no-eager", "ring-pipelined", "hd-pipelined"]:
             v = samples.get((who, size), [])
             row[who] = {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v)} if v else None
-        best = min((x for x in algos if row[x]), key=lambda x: row[x]["median_us"])
+        # Each algorithm's own ratio, and the best of them: the lowest of three noisy medians
+        # reads a little low, so the table shows all three beside it.
+        row["over_openmpi"] = {x: row[x]["median_us"] / row["openmpi"]["median_us"] for x in algos if row[x]}
+        best = min(row["over_openmpi"], key=row["over_openmpi"].get)
         row["best"] = best
-        row["best_over_openmpi"] = row[best]["median_us"] / row["openmpi"]["median_us"]
-        # The issue's targets: at or below Open MPI everywhere, 0.7x of it from 2 MiB up.
+        row["best_over_openmpi"] = row["over_openmpi"][best]
+        # The targets: at or below Open MPI everywhere, 0.7x of it from 2 MiB up.
         row["target"] = 0.7 if size >= 2 << 20 else 1.0
         row["target_met"] = row["best_over_openmpi"] <= row["target"]
         rows.append(row)
@@ -194,17 +205,23 @@ def main():
              f"- command: `{doc['command']}`",
              f"- {a.ranks} processes on this machine over TCP loopback; float32 sum allreduce; time = median "
              "iteration time of the slowest rank (both tools); per size the median over "
-             f"{a.rounds} interleaved rounds, and the rounds' min-max",
+             f"{a.rounds} interleaved rounds (Open MPI first in even rounds, topocoll first in odd ones), "
+             "and the rounds' min-max",
              "- Open MPI: `mpirun --mca btl tcp,self --mca btl_tcp_if_include lo --mca pml ob1` with a "
              "small MPI_Allreduce timer (perf/host/mpi_allreduce_timer.c); topocoll: `topocoll bench` "
-             "(host backend, socket transport, every result checked)",
+             "(host backend, socket transport; `-c 1` checks the warm-up iterations' results and one "
+             "iteration's after the timed ones, which run unchecked, as nccl-tests' do)",
              "",
              "",
-             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | best / Open MPI | target | hd, eager channel off | ring pipelined (1 MiB) | hd pipelined (1 MiB) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| size | Open MPI us | topocoll ring us | topocoll hd us | topocoll rd us | ring, hd, rd / Open MPI "
+             "| best of 3 / Open MPI | target | hd, eager channel off | ring pipelined (1 MiB) | hd pipelined (1 MiB) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    def each(r):
+        return ", ".join(f"{r['over_openmpi'][x]:.2f}" if x in r["over_openmpi"] else "-" for x in algos)
     for r in rows:
         cell = lambda x: f"{r[x]['median_us']:.0f} ({r[x]['min_us']:.0f}-{r[x]['max_us']:.0f})" if r[x] else "-"
         lines.append(f"| {human(r['bytes'])} | {cell('openmpi')} | {cell('ring')} | {cell('hd')} | {cell('rd')} | "
+                     f"{each(r)} | "
                      f"{r['best_over_openmpi']:.2f} ({r['best']}) | <= {r['target']} "
                      f"{'met' if r['target_met'] else 'MISSED'} | {cell('hd-no-eager')} | "
                      f"{cell('ring-pipelined')} | {cell('hd-pipelined')} |")
