@@ -16,6 +16,7 @@
 #include "exec/local_launcher.h"
 #include "exec/rank_environment.h"
 #include "fabric/live_fabric.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/cost_flags.h"
 #include "tools/fabric_launch.h"
@@ -119,7 +120,7 @@ std::vector<int> endpoint_list(const topo::Topology& t, const std::vector<std::s
 // file that may not describe the cluster), at the fabric's rates.
 void load_topology(AcceptArgs& a) {
   if (a.fabric.empty()) {
-    a.options.topology = topo::load_topology_file(a.topo);
+    a.options.topology = load_topology_argument(a.topo);
     a.options.topology_file = a.topo;
     return;
   }
@@ -129,7 +130,7 @@ void load_topology(AcceptArgs& a) {
     a.options.topology = fabric::emulated_topology(f.topology(), f.plan());
     a.options.topology_file = f.record().topology_file + " (fabric " + f.name() + ")";
   } else {
-    a.options.topology = topo::load_topology_file(a.topo);
+    a.options.topology = load_topology_argument(a.topo);
     a.options.topology.scale_rates(f.plan().rate_scale);
     a.options.topology_file = a.topo + " (on fabric " + f.name() + ")";
   }

@@ -35,6 +35,7 @@
 #include "sched/algorithm_registry.h"
 #include "sched/generator.h"
 #include "sched/plan.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/cost_flags.h"
 #include "tools/fabric_launch.h"
@@ -202,7 +203,7 @@ struct PlannedCase {
 std::unique_ptr<topo::Topology> bench_topology(const BenchArgs& a) {
   if (!a.fabric.empty())
     return std::make_unique<topo::Topology>(fabric::LiveFabric::open(a.fabric).modelled_topology());
-  if (!a.topo.empty()) return std::make_unique<topo::Topology>(topo::load_topology_file(a.topo));
+  if (!a.topo.empty()) return std::make_unique<topo::Topology>(load_topology_argument(a.topo));
   return nullptr;
 }
 

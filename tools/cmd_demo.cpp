@@ -22,6 +22,7 @@
 #include "config/value_grammar.h"
 #include "fabric/system_command.h"
 #include "sched/plan.h"
+#include "tools/topology_argument.h"
 #include "tools/child_command.h"
 #include "tools/command.h"
 #include "tools/demo_fabric_access.h"
@@ -338,7 +339,7 @@ int run_demo(std::span<const std::string> args) {
 
   section("1. validate");
   ok &= run_command("validate", {a.topo});
-  const topo::Topology t = topo::load_topology_file(a.topo);  // throws naming the problem
+  const topo::Topology t = load_topology_argument(a.topo);  // throws naming the problem
   if (a.ranks > int(t.endpoints().size()))
     throw std::invalid_argument("--ranks " + std::to_string(a.ranks) + ": " + t.name() + " has " +
                                 std::to_string(t.endpoints().size()) + " endpoints");

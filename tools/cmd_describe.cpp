@@ -5,6 +5,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "topo/bisection.h"
 #include "topo/cable_names.h"
@@ -111,7 +112,7 @@ int run_describe(std::span<const std::string> args) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  Topology t = load_topology_file(file);
+  Topology t = load_topology_argument(file);
   std::printf("topology: \"%s\" (%s)\n", t.name().c_str(), std::string(to_string(t.kind())).c_str());
   size_t max_per_host = 0;
   for (const auto& h : t.hosts()) max_per_host = std::max(max_per_host, h.endpoints.size());

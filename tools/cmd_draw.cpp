@@ -4,6 +4,7 @@
 
 #include "config/user_files.h"
 #include "exec/private_conversion.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "topo/topology_dot.h"
 #include "topo/topology_json.h"
@@ -58,7 +59,7 @@ int run_draw(std::span<const std::string> args) {
     std::fprintf(stderr, "topocoll draw: %s\n", e.what());
     return 1;
   }
-  topo::Topology t = topo::load_topology_file(file);
+  topo::Topology t = load_topology_argument(file);
   // Graphviz's layout time grows much faster than the node count: past this a drawing takes
   // minutes to hours and says nothing a person can read. Refuse up front.
   constexpr size_t kMaxDrawnNodes = 4096;

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "config/env.h"
+#include "config/value_grammar.h"
 #include "tools/command.h"
+#include "topo/topology_json.h"
 
 namespace topocoll::cli {
 namespace {
@@ -19,7 +21,9 @@ constexpr const char* kUsage =
     "looked up in NCCL's configuration files (NCCL_CONF_FILE or ~/.nccl.conf, /etc/nccl.conf),\n"
     "as NCCL does, and marked so.\n"
     "  --all   also the variables of NCCL, CUDA, launchers and the system that topocoll reads\n"
-    "Exit status: 0 when every value is good, 1 when one is bad, 2 for bad usage.\n";
+    "TOPOCOLL_TOPO_FILE, when set, is loaded and checked too.\n"
+    "Exit status: 0 when every value is good (and the topology file loads), 1 when one is bad,\n"
+    "2 for bad usage.\n";
 
 std::string value_here(const config::EnvSetting& s) {
   const config::EnvVariable& v = *s.variable;
@@ -64,6 +68,19 @@ int run_env(std::span<const std::string> args) {
       if (s.variable->owner != config::Owner::Topocoll) print(s);
   }
   for (const config::EnvSetting& s : env.settings) bad |= !s.problem.empty();
+  // The topology file must load: every face refuses to serve without it (the tuner fails
+  // NCCL's init), so a path that is wrong is as bad as a value that is.
+  if (!env.topo_file.empty()) {
+    try {
+      const topo::Topology t = topo::load_topology_file(env.topo_file);
+      std::printf("\nTOPOCOLL_TOPO_FILE loads: %s \"%s\", %zu endpoints on %zu hosts\n",
+                  std::string(topo::to_string(t.kind())).c_str(), t.name().c_str(), t.endpoints().size(),
+                  t.hosts().size());
+    } catch (const std::exception& e) {
+      std::printf("BAD: TOPOCOLL_TOPO_FILE=%s: %s\n", config::quoted_value(env.topo_file).c_str(), e.what());
+      bad = true;
+    }
+  }
   // A contradiction between two good values (TOPOCOLL_MIN_BYTES above TOPOCOLL_MAX_BYTES).
   for (const std::string& w : env.warnings) {
     bool of_a_setting = false;

@@ -17,6 +17,7 @@
 #include "fabric/live_fabric.h"
 #include "fabric/route_walk.h"
 #include "fabric/system_command.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/fabric_launch.h"
 #include "tools/fabric_verbs.h"
@@ -155,7 +156,7 @@ int run_up(const Args& a) {
   FabricOptions o = a.options;
   if (!a.name.empty()) o.name = a.name;
   o.rate_mbit = a.rate_mbit;
-  const topo::Topology t = topo::load_topology_file(a.positional[0]);
+  const topo::Topology t = load_topology_argument(a.positional[0]);
   const auto start = std::chrono::steady_clock::now();
   const FabricRecord r = fabric_up(t, a.positional[0], o, [](const std::string& s) {
     std::printf("fabric: %s\n", s.c_str());

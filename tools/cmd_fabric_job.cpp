@@ -28,6 +28,7 @@
 #include "fabric/system_command.h"
 #include "net/network_namespace.h"
 #include "sched/job_placement.h"
+#include "tools/topology_argument.h"
 #include "tools/fabric_launch.h"
 #include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
@@ -203,7 +204,7 @@ int fabric_place(std::span<const std::string> args) {
   std::optional<LiveFabric> f;
   topo::Topology topology;
   if (!a.topo.empty()) {
-    topology = topo::load_topology_file(a.topo);
+    topology = load_topology_argument(a.topo);
   } else {
     f.emplace(LiveFabric::open(a.name));
     topology = f->topology();

@@ -20,6 +20,7 @@
 #include "sched/placement.h"
 #include "sched/plan.h"
 #include "sched/ring_order.h"
+#include "tools/topology_argument.h"
 #include "tools/fabric_verbs.h"
 #include "tools/flag_value.h"
 #include "tools/split_list.h"
@@ -151,7 +152,7 @@ int fabric_predict(std::span<const std::string> args) {
     t = f.modelled_topology();
     source = "fabric " + f.name();
   } else {
-    const topo::Topology file = topo::load_topology_file(a.topo);
+    const topo::Topology file = load_topology_argument(a.topo);
     const fabric::FabricPlan plan = fabric::plan_fabric(file, a.options);
     t = fabric::emulated_topology(file, plan);
     source = a.topo + " at x" + std::to_string(plan.rate_scale) + " of its rates";

@@ -10,6 +10,7 @@
 #include "config/user_files.h"
 #include "sched/job_placement.h"
 #include "sched/plan.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/flag_value.h"
 #include "topo/topology_json.h"
@@ -86,7 +87,7 @@ int run_order(std::span<const std::string> args) {
   static const std::set<std::string> formats = {"list", "mpirun", "torchrun", "slurm", "endpoints"};
   if (!formats.count(format)) throw std::invalid_argument("--format '" + format + "': one of list, mpirun, torchrun, slurm, endpoints");
 
-  const topo::Topology t = topo::load_topology_file(topo_file);
+  const topo::Topology t = load_topology_argument(topo_file);
   const std::vector<std::string> hosts = read_hosts(hosts_file);
   std::map<std::string, int> host_index;
   for (int h = 0; h < int(t.hosts().size()); ++h) host_index[t.hosts()[h].name] = h;

@@ -12,6 +12,7 @@
 #include "sched/algorithm_registry.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/cost_flags.h"
 #include "tools/flag_value.h"
@@ -240,7 +241,7 @@ int run_plan(std::span<const std::string> args) {
                  static_cast<long long>(req.bytes), req.elem_size);
     return 2;
   }
-  Topology t = topo::load_topology_file(topo_file);
+  Topology t = load_topology_argument(topo_file);
   Plan plan = sched::make_plan(t, req);
   // The gathers' size is P ranks' parts: one that does not split into whole elements per
   // rank would be planned rounded down and reported as asked (100 bytes over 32 ranks: 0).

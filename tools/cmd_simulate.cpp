@@ -21,6 +21,7 @@
 #include "sched/algorithm_registry.h"
 #include "sched/nccl_tests_sizes.h"
 #include "sched/plan.h"
+#include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "tools/cost_flags.h"
 #include "tools/flag_value.h"
@@ -170,7 +171,7 @@ int run_simulate(std::span<const std::string> args) {
   for (int64_t s = int64_t(1) << int(std::ceil(std::log2(double(lo)))); s <= hi; s *= 2) list.push_back(s);
   if (list.empty()) throw std::invalid_argument("--sizes: no power of two in " + sizes);
 
-  topo::Topology t = topo::load_topology_file(topo_file);
+  topo::Topology t = load_topology_argument(topo_file);
   base.verify = false;
   base.keep_link_detail = false;
   std::vector<std::string> algos = split_list(algos_arg, ',');

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
     try {
       refuse_repeated_flags(args, c.repeatable, c.synonyms);
       return c.run(args);
+    } catch (const std::invalid_argument& e) {  // the command line asks for what cannot be: bad usage
+      std::fprintf(stderr, "topocoll %s: %s\n", name.c_str(), e.what());
+      return 2;
     } catch (const std::bad_alloc&) {
       std::fprintf(stderr, "topocoll %s: out of memory (a size, topology or plan larger than this machine holds)\n",
                    name.c_str());

@@ -770,6 +770,8 @@ class FileShapeCheck : public nlohmann::json_sax<json> {
 
 Topology load_topology_text(std::string_view text) {
   // nlohmann's lexer takes a NUL for the end of the input: what follows would be ignored.
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw TopologyError("", "the file is empty (a topology file is a JSON object: docs/topology.md)");
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
     throw TopologyError("", "a NUL byte at byte " + std::to_string(nul) + " (a topology file is JSON text)");
   json doc;

@@ -377,6 +377,9 @@ class ServedForwarding : public Forwarding {
  protected:
   void SetUp() override {
     Forwarding::SetUp();
+    // A communicator's init reads the settings before any call is served (states are made
+    // here without one): read now, not inside a test's allocation-failure window.
+    interposer_config();
     insert_served_state(comm_);
   }
   void TearDown() override {

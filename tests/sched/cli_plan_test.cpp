@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -89,12 +90,22 @@ TEST(CliPlan, TextAndErrors) {
   EXPECT_NE(out.find("picked"), std::string::npos) << out;
   out = run("plan --topo " TOPOCOLL_SOURCE_DIR
             "/examples/bigraph-32.json --coll allreduce --algo nope --bytes 1M", &rc);
-  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(rc, 2) << "an unknown algorithm is bad usage";
   EXPECT_NE(out.find("nope"), std::string::npos) << out;
   out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce", &rc);
   EXPECT_EQ(rc, 2) << out;
   out = run("plan --topo /nonexistent.json --coll allreduce --bytes 1M", &rc);
   EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("topocoll plan: cannot read \"/nonexistent.json\""), std::string::npos) << out;
+  {
+    const std::string empty = std::string(TOPOCOLL_BINARY_DIR) + "/cli_plan_empty_topology.json";
+    std::ofstream{empty};
+    out = run("plan --topo " + empty + " --coll allreduce --bytes 1M", &rc);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("topocoll plan: \"" + empty + "\": the file is empty"), std::string::npos)
+        << "a problem with an input file names it: " << out;
+    std::remove(empty.c_str());
+  }
   // A size that is not whole elements was planned rounded down and reported as given.
   out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes 130", &rc);
   EXPECT_EQ(rc, 2) << out;
