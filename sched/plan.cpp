@@ -105,7 +105,7 @@ void run_verifier(const PlanRequest& r, Plan& plan) {
   plan.verified = v.ok;
   if (!v.ok) plan.verification = v.error;
   else if (v.bitwise_identical) plan.verification = "ok (bitwise identical on every rank)";
-  else plan.verification = "ok (not bitwise identical: " + v.identity_note + ")";
+  else plan.verification = "ok, but the ranks do not end bitwise identical (" + v.identity_note + ")";
 #else
   (void)r;
   plan.verification = "not run (no verifier in this build)";

@@ -26,6 +26,7 @@
 #include "tools/cost_flags.h"
 #include "tools/flag_value.h"
 #include "tools/size_chart.h"
+#include "tools/size_sweep.h"
 #include "tools/split_list.h"
 #include "topo/topology_json.h"
 
@@ -38,12 +39,15 @@ std::string usage() {
   return
     "usage: topocoll simulate --topo FILE --coll allreduce|reduce_scatter|allgather|alltoall\n"
     "                         [--sizes 4K:1G] [--algos ring,ring-topo,hd,...] [--ranks N]\n"
-    "                         [--elem-size B] [--alpha-us X] [--gamma-gbs G]\n"
+    "                         [--elem-size B] [--alpha-us X] [--alpha-msg-us X] [--gamma-gbs G]\n"
     "                         [--json|--csv] [--plot out.svg|out.png]\n"
     "Predicted time and bus bandwidth (nccl-tests factors) per size and algorithm, and the\n"
-    "algorithm `auto` picks. Sizes are the powers of two between the bounds (K/M/G suffixes).\n"
-    "--algos: algorithms of `topocoll algorithms` (" + sched::algorithm_list() + ");\n"
-    "default: those auto weighs that apply.\n";
+    "algorithm `auto` picks. Sizes are the powers of two between the bounds (K/M/G suffixes),\n"
+    "or a list (4K,1M,64M); each as the collective runs it, in whole elements per rank: a size\n"
+    "below one element per rank, or that runs as a size already listed, is left out (said so).\n"
+    "--algos (or --algo): algorithms of `topocoll algorithms` (" + sched::algorithm_list() + "),\n"
+    "each priced as `plan --algo` prices it (fc too, though auto passes over it); `auto` is the\n"
+    "last column anyway. Default: those auto weighs that apply.\n";
 }
 
 struct Result {
@@ -138,11 +142,11 @@ int run_simulate(std::span<const std::string> args) {
         throw std::invalid_argument("--coll: unknown collective \"" + v + "\"");
       have_coll = true;
     } else if (a == "--sizes") sizes = value();
-    else if (a == "--algos") algos_arg = value();
+    else if (a == "--algos" || a == "--algo") algos_arg = value();
     else if (a == "--ranks") {
       base.nranks = int(config::count_argument(a, value(), 1, INT_MAX));
     } else if (a == "--elem-size") base.elem_size = size_t(config::count_argument(a, value(), 1, 1024));
-    else if (a == "--alpha-us" || a == "--gamma-gbs") parse_cost_flag(a, value(), base.cost);
+    else if (a == "--alpha-us" || a == "--alpha-msg-us" || a == "--gamma-gbs") parse_cost_flag(a, value(), base.cost);
     else if (a == "--json") as_json = true;
     else if (a == "--csv") as_csv = true;
     else if (a == "--plot") plot = value();
@@ -162,44 +166,60 @@ int run_simulate(std::span<const std::string> args) {
     if (!svg && !png) throw std::invalid_argument("--plot " + plot + ": the name must end in .svg or .png");
     config::check_replaceable(plot);
   }
-  auto bounds = split_list(sizes, ':');
-  if (bounds.size() != 2) throw std::invalid_argument("--sizes: expected MIN:MAX, got \"" + sizes + "\"");
-  const int64_t lo = config::size_argument("--sizes", bounds[0], 0, kMaxArgumentBytes);
-  const int64_t hi = config::size_argument("--sizes", bounds[1], 0, kMaxArgumentBytes);
-  if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes: need 1 <= MIN <= MAX");
   std::vector<int64_t> list;
-  for (int64_t s = int64_t(1) << int(std::ceil(std::log2(double(lo)))); s <= hi; s *= 2) list.push_back(s);
-  if (list.empty()) throw std::invalid_argument("--sizes: no power of two in " + sizes);
+  if (sizes.find(',') != std::string::npos) {
+    list = parse_size_sweep(sizes, 2.0);
+  } else {
+    auto bounds = split_list(sizes, ':');
+    if (bounds.size() != 2)
+      throw std::invalid_argument("--sizes: expected MIN:MAX or a list A,B,..., got \"" + sizes + "\"");
+    const int64_t lo = config::size_argument("--sizes", bounds[0], 0, kMaxArgumentBytes);
+    const int64_t hi = config::size_argument("--sizes", bounds[1], 0, kMaxArgumentBytes);
+    if (lo < 1 || hi < lo) throw std::invalid_argument("--sizes: need 1 <= MIN <= MAX");
+    for (int64_t s = int64_t(1) << int(std::ceil(std::log2(double(lo)))); s <= hi; s *= 2) list.push_back(s);
+    if (list.empty()) throw std::invalid_argument("--sizes: no power of two in " + sizes);
+  }
 
   topo::Topology t = load_topology_argument(topo_file);
   base.verify = false;
   base.keep_link_detail = false;
   std::vector<std::string> algos = split_list(algos_arg, ',');
+  std::erase(algos, std::string("auto"));  // its column is there anyway
+  const bool algos_given = !algos.empty();
   for (const auto& algo : algos)  // a typo is an error, not a column of n/a
     if (!sched::find_algorithm(algo))
       throw std::invalid_argument("--algos: '" + algo + "' is not an algorithm of `topocoll algorithms`");
   std::vector<Row> rows;
   int nranks = 0;
+  std::vector<int64_t> left_out;  // sizes that run as nothing, or as a size already listed
   for (int64_t bytes : list) {
     sched::PlanRequest req = base;
     req.bytes = bytes;
     req.algo = "auto";
+    nranks = req.nranks > 0 ? req.nranks : int(t.endpoints().size());
+    // The size the collective moves: the gathers' P parts of whole elements (a power of two
+    // over 3 ranks runs rounded down, and its bandwidth is of what it moves).
+    const int64_t moved = sched::size_of_count(base.collective, sched::plan_count(req, nranks), base.elem_size, nranks);
+    if (moved == 0 || (!rows.empty() && rows.back().bytes == moved)) {
+      left_out.push_back(bytes);
+      continue;
+    }
     sched::Plan autoplan = sched::make_plan(t, req);
     nranks = autoplan.placement.nranks();
-    if (algos.empty())
+    if (algos.empty() && !algos_given)
       for (const auto& c : autoplan.candidates)
         if (c.applicable) algos.push_back(c.algo);
     Row row;
-    // The size the collective moves: the gathers' P parts of whole elements (a power of two
-    // over 3 ranks runs rounded down, and its bandwidth is of what it moves).
-    row.bytes = sched::size_of_count(base.collective, autoplan.schedule.count, base.elem_size, nranks);
+    row.bytes = moved;
     row.auto_pick = autoplan.algo;
     for (const auto& algo : algos) {
       Result res;
       res.algo = algo;
       auto it = std::find_if(autoplan.candidates.begin(), autoplan.candidates.end(),
                              [&](const auto& c) { return c.algo == algo; });
-      if (it != autoplan.candidates.end()) {
+      // One auto weighed and found applicable is priced as auto priced it; any other (fc,
+      // which auto passes over as not bitwise identical) as `plan --algo` prices it.
+      if (it != autoplan.candidates.end() && it->applicable) {
         res.ok = it->applicable;
         res.why_not = it->why_not;
         res.time_us = it->predicted_us;
@@ -221,6 +241,12 @@ int run_simulate(std::span<const std::string> args) {
     rows.push_back(std::move(row));
   }
 
+  if (rows.empty())
+    throw std::invalid_argument("--sizes " + sizes + ": every size runs as an empty collective over " +
+                                std::to_string(nranks) + " ranks of " + std::to_string(base.elem_size) +
+                                "-byte elements");
+  std::string left_out_text;
+  for (int64_t b : left_out) left_out_text += (left_out_text.empty() ? "" : ", ") + human_bytes(b);
   std::string coll(sched::to_string(base.collective));
   if (as_json) {
     json doc = {{"topology", t.name()}, {"collective", coll}, {"ranks", nranks},
@@ -240,6 +266,7 @@ int run_simulate(std::span<const std::string> args) {
       sz.push_back({{"bytes", r.bytes}, {"auto", r.auto_pick}, {"results", res}});
     }
     doc["sizes"] = sz;
+    doc["left_out_bytes"] = left_out;
     std::cout << doc.dump(1) << "\n";
   } else if (as_csv) {
     std::printf("bytes,algo,time_us,algbw_gbs,busbw_gbs,max_link_load,auto_pick\n");
@@ -268,6 +295,9 @@ int run_simulate(std::span<const std::string> args) {
     for (size_t a = 0; a < algos.size(); ++a)
       if (!rows[0].results[a].ok)
         std::printf("n/a %s: %s\n", algos[a].c_str(), rows[0].results[a].why_not.c_str());
+    if (!left_out.empty())
+      std::printf("left out: %s (below one element per rank, or running as the size above it)\n",
+                  left_out_text.c_str());
   }
   if (!plot.empty()) {
     std::string title = coll + " on " + t.name() + " (" + std::to_string(nranks) + " ranks)";

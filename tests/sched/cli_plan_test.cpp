@@ -165,6 +165,22 @@ TEST(CliSimulate, SizesAreWhatMovesAndBadNamesFailUpFront) {
   EXPECT_EQ(doc["sizes"][1]["bytes"].get<int64_t>(), 2040);
   const auto& r = doc["sizes"][0]["results"][0];
   EXPECT_NEAR(r["busbw_gbs"].get<double>(), 1020.0 / (r["time_us"].get<double>() * 1e3) * 2.0 / 3.0, 1e-9);
+  // Sizes below one element per rank (32 ranks x 4 B = 128 B) run as nothing: left out and
+  // said so, not rows of zeros; fc, which auto passes over, is priced as `plan --algo fc`.
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allgather --sizes 1:256 "
+            "--algo hd,auto --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json small = json::parse(out);
+  ASSERT_EQ(small["sizes"].size(), 2u) << out;
+  EXPECT_EQ(small["sizes"][0]["bytes"].get<int64_t>(), 128);
+  EXPECT_EQ(small["left_out_bytes"], json({1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(small["algos"], json({"hd"}));
+  out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --sizes 1M,4M "
+            "--algos fc --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json fc = json::parse(out);
+  ASSERT_EQ(fc["sizes"].size(), 2u) << out;
+  EXPECT_GT(fc["sizes"][1]["results"][0].value("time_us", 0.0), 0.0) << out;
   out = run("simulate --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --algos ring,hdd", &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("--algos: 'hdd' is not an algorithm"), std::string::npos) << out;
