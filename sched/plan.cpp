@@ -146,7 +146,7 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
     try {
       g = generate(t, plan.placement, r.collective, algorithm, count, double(r.bytes), routes);
     } catch (const NotApplicable& e) {
-      throw std::invalid_argument(std::string("algo: ") + e.what());
+      throw std::invalid_argument(e.what());  // "<algo>: <why>"
     }
     plan.algo = r.algo;
     plan.schedule = std::move(g.schedule);

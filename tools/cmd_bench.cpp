@@ -137,7 +137,7 @@ BenchArgs parse_args(std::span<const std::string> args) {
       a.settings.op = *op;
     } else if (f == "--iters" || f == "-i") a.settings.iters = int(config::count_argument(f, value(), 1, kMaxIterations));
     else if (f == "--warmup" || f == "-w") a.settings.warmup = int(config::count_argument(f, value(), 0, kMaxIterations));
-    else if (f == "-c" || f == "--check") a.settings.check = config::count_argument(f, value(), 0, INT_MAX) != 0;
+    else if (f == "-c" || f == "--check") a.settings.check = config::count_argument(f, value(), 0, 1) != 0;
     else if (f == "--seconds") a.settings.target_seconds = config::number_argument(f, value(), 0.001, 3600);
     else if (f == "--bind") a.bind = value();
     else if (f == "--json") a.json = value();

@@ -1,4 +1,5 @@
 // `topocoll draw FILE -o out.png|out.svg|out.pdf|out.dot`: a Graphviz picture of a topology.
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,11 +44,13 @@ int run_draw(std::span<const std::string> args) {
     }
   }
   if (file.empty() || output.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fprintf(stderr, "topocoll draw: %s\n\n%s", file.empty() ? "no topology FILE given" : "-o OUT is required",
+                 kUsage);
     return 2;
   }
   const auto dot_at = output.rfind('.');
-  const std::string format = dot_at == std::string::npos ? "" : output.substr(dot_at + 1);
+  std::string format = dot_at == std::string::npos ? "" : output.substr(dot_at + 1);
+  for (char& c : format) c = char(std::tolower(static_cast<unsigned char>(c)));  // X.SVG is an SVG
   if (format != "png" && format != "svg" && format != "pdf" && format != "dot" && format != "gv") {
     std::fprintf(stderr, "topocoll draw: cannot tell the format of %s (use .png, .svg, .pdf or .dot)\n",
                  output.c_str());

@@ -51,8 +51,16 @@ int main(int argc, char** argv) {
   }
   std::string name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {
-    print_usage(stdout);
-    return 0;
+    if (argc < 3) {
+      print_usage(stdout);
+      return 0;
+    }
+    // `topocoll help plan`: that command's own help.
+    for (const auto& c : commands())
+      if (c.name == argv[2]) return c.run(std::vector<std::string>{"--help"});
+    std::fprintf(stderr, "topocoll help: unknown command '%s'\n\n", argv[2]);
+    print_usage(stderr);
+    return 2;
   }
   if (name == "--version" || name == "version") {
     std::printf("topocoll %s\n", topocoll::config::version());

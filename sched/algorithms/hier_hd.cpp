@@ -17,7 +17,7 @@ TOPOCOLL_ALGORITHM({
       if (!s.topology) return std::string();
       if (std::string why = hier_grouping_refusal(*s.topology, *s.placement); !why.empty()) return why;
       if (s.topology->kind() != topo::TopologyKind::Nap)
-        return std::string("hier-hd is the NAP variant (BiGraph hier already uses HD)");
+        return std::string("the NAP variant of hier (on BiGraph, hier already runs HD across hosts)");
       return std::string();
     },
     .order = &package_major,

@@ -230,6 +230,24 @@ TEST(CliFlags, AFlagGivenTwiceIsRefusedNamingIt) {
   EXPECT_NE(out.find("-o or --output is given twice"), std::string::npos) << out;
 }
 
+// `topocoll help CMD` is that command's help; an unknown one is bad usage. An algorithm that
+// does not apply says so once, under its own name.
+TEST(CliHelp, HelpNamesACommandAndRefusesAnUnknownOne) {
+  int rc = -1;
+  std::string out = run("help plan", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.rfind("usage: topocoll plan", 0), 0u) << out;
+  out = run("help nope", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("topocoll help: unknown command 'nope'"), std::string::npos) << out;
+  out = run("plan --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --algo hier-hd --bytes 1M",
+            &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("topocoll plan: hier-hd: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("hier-hd: hier-hd"), std::string::npos) << out;
+  EXPECT_EQ(out.find("algo: "), std::string::npos) << out;
+}
+
 // `topocoll algorithms` and the help texts are the registry's lists.
 TEST(CliPlan, AlgorithmsAndHelpListTheRegistry) {
   int rc = -1;
