@@ -1,6 +1,8 @@
 // `topocoll order`: the host order in which a rank-order ring — what NCCL builds across
 // nodes — is contention-free on the topology, for launchers that number ranks by the order
 // of their host list (mpirun hostfiles, torchrun node ranks, Slurm hostfiles).
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -22,12 +24,13 @@ namespace {
 constexpr std::uint64_t kMaxHostListBytes = std::uint64_t(64) << 20;
 
 constexpr const char* kUsage =
-    "usage: topocoll order --topo FILE --hosts FILE [--format list|mpirun|torchrun|slurm|endpoints]\n"
+    "usage: topocoll order --topo FILE --hosts FILE|h1,h2,... [--format list|mpirun|torchrun|slurm|endpoints]\n"
     "\n"
     "Prints the job's hosts in the order in which a rank-order ring (NCCL's ring across nodes)\n"
     "puts every hop on its own link: the topology-aware ring of `plan --algo ring-topo`.\n"
-    "--hosts lists the job's hosts, one per line or comma-separated (an mpirun hostfile's\n"
-    "'slots=' and '#' comments are ignored); every host must be in the topology.\n"
+    "--hosts lists the job's hosts: a file of them, one per line or comma-separated (an mpirun\n"
+    "hostfile's 'slots=' and '#' comments are ignored), or the list itself (s0,s1,s2); every\n"
+    "host must be in the topology.\n"
     "  list       one host per line (default)\n"
     "  mpirun     an mpirun hostfile: 'host slots=GPUs'\n"
     "  torchrun   'host node_rank' per line: start host h with --node-rank that number\n"
@@ -36,12 +39,19 @@ constexpr const char* kUsage =
     "The worst link load of the ring in the given and in the printed order goes to stderr.\n";
 
 std::vector<std::string> read_hosts(const std::string& path) {
-  std::istringstream in;
-  try {  // a regular file of bounded size: a pipe would block, /dev/zero never end
-    in.str(config::read_user_file(path, kMaxHostListBytes, "a host list"));
-  } catch (const config::UserFileError& e) {
-    throw std::invalid_argument("--hosts: " + std::string(e.what()));
+  std::string text;
+  struct stat st {};
+  if (path.find(',') != std::string::npos && ::stat(path.c_str(), &st) != 0) {
+    text = path;  // the list itself: no file of that name
+  } else {
+    try {  // a regular file of bounded size: a pipe would block, /dev/zero never end
+      text = config::read_user_file(path, kMaxHostListBytes, "a host list");
+    } catch (const config::UserFileError& e) {
+      throw std::invalid_argument("--hosts: " + std::string(e.what()));
+    }
   }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark, as topology files allow
+  std::istringstream in(text);
   std::vector<std::string> hosts;
   std::string line;
   while (std::getline(in, line)) {

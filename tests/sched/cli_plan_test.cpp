@@ -248,6 +248,21 @@ TEST(CliHelp, HelpNamesACommandAndRefusesAnUnknownOne) {
   EXPECT_EQ(out.find("algo: "), std::string::npos) << out;
 }
 
+// `order --hosts` takes the list itself as well as a file of it, and a file may begin with a
+// UTF-8 byte order mark (an editor's), as a topology file may.
+TEST(CliOrder, HostsAsAListOrAFileWithAByteOrderMark) {
+  int rc = -1;
+  std::string out = run("order --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --hosts s0,s1,s2,s3", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("s0\ns2\ns1\ns3\n"), std::string::npos) << out;
+  const topocoll::testing_support::ScratchDir scratch("cli_order");
+  const std::filesystem::path hosts = scratch.file("hosts.txt");
+  std::ofstream(hosts) << "\xEF\xBB\xBFs0\ns1\n";
+  out = run("order --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --hosts " + hosts.string(), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ring over 2 endpoints on 2 hosts"), std::string::npos) << out;
+}
+
 // `topocoll algorithms` and the help texts are the registry's lists.
 TEST(CliPlan, AlgorithmsAndHelpListTheRegistry) {
   int rc = -1;
