@@ -107,8 +107,27 @@ Parsed<int64_t> parse_size(std::string_view text, int64_t min, int64_t max, bool
     if (equals_ignoring_case(unit, u.name)) shift = u.shift;
   const std::optional<int64_t> count = digits > 0 ? whole_integer(t.substr(0, digits)) : std::nullopt;
   // Compared before scaling, so 9223372036854775807G cannot wrap into range.
-  if (shift < 0 || !count || *count > (kMax >> shift))
-    return {std::nullopt, "expected " + size_range(min, max, zero_too)};
+  if (shift < 0 || !count || *count > (kMax >> shift)) {
+    // A fraction or an exponent of a unit ("1.5G", "1e3"): sizes are whole numbers of one;
+    // the same size in a smaller one is named when there is one.
+    std::string hint;
+    std::size_t number_end = 0;
+    while (number_end < t.size() && std::string_view("0123456789.eE+-").find(t[number_end]) != std::string_view::npos)
+      ++number_end;
+    const std::optional<double> value = whole_number(t.substr(0, number_end));
+    int unit_shift = -1;
+    for (const auto& [name, s] : {std::pair{"", 0}, std::pair{"b", 0}, std::pair{"k", 10}, std::pair{"kb", 10},
+                                  std::pair{"kib", 10}, std::pair{"m", 20}, std::pair{"mb", 20}, std::pair{"mib", 20},
+                                  std::pair{"g", 30}, std::pair{"gb", 30}, std::pair{"gib", 30}})
+      if (equals_ignoring_case(t.substr(number_end), name)) unit_shift = s;
+    if (value && unit_shift >= 0 && *value >= 0 && *value < 1e18) {
+      const double bytes = std::ldexp(*value, unit_shift);
+      hint = bytes == std::floor(bytes) && bytes < 9e18
+                 ? "; sizes are whole numbers of a unit: " + format_size(int64_t(bytes)) + " is that size"
+                 : "; sizes are whole numbers of bytes or of a unit";
+    }
+    return {std::nullopt, "expected " + size_range(min, max, zero_too) + hint};
+  }
   const int64_t bytes = *count << shift;
   if (!(zero_too && bytes == 0) && (bytes < min || bytes > max))
     return {std::nullopt, "expected " + size_range(min, max, zero_too)};

@@ -1,4 +1,6 @@
 // `topocoll generate bigraph|nap [options] [-o FILE]`: a topology JSON from shape parameters.
+#include <algorithm>
+#include <limits>
 #include <climits>
 #include <cstdio>
 #include <fstream>
@@ -58,9 +60,13 @@ struct UsageError : std::runtime_error {
 };
 
 // The shape checks (topo/generators.h) give each value its range; here only the grammar.
+// A whole number; its range is the shape's to check, which names the limits of that field.
 int to_int(const std::string& option, const std::string& text) {
-  const config::Parsed<int64_t> v = config::parse_count(text, INT_MIN, INT_MAX);
+  const config::Parsed<int64_t> v =
+      config::parse_count(text, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (!v) throw UsageError(option + " " + config::quoted_value(text) + ": " + v.expected);
+  if (*v.value < INT_MIN || *v.value > INT_MAX)
+    throw UsageError(option + " " + config::quoted_value(text) + ": far beyond any topology's size");
   return int(*v.value);
 }
 
@@ -174,8 +180,21 @@ int run_generate(std::span<const std::string> args) {
     nap.packages = int(product);
   }
 
-  // Generate (validating the shape) even for --shape, so a bad shape is reported here.
-  Topology t = kind == "bigraph" ? generate_bigraph(big) : generate_nap(nap);
+  // Generate (validating the shape) even for --shape, so a bad shape is reported here, as a
+  // bad command line (exit 2) naming the flag: the shape's field "/shape/switches_per_group"
+  // is --switches-per-group.
+  Topology t;
+  try {
+    t = kind == "bigraph" ? generate_bigraph(big) : generate_nap(nap);
+  } catch (const topo::TopologyError& e) {
+    std::string flag = e.pointer();
+    if (flag.rfind("/shape/", 0) == 0) {
+      flag = "--" + flag.substr(7);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+    }
+    std::fprintf(stderr, "topocoll generate: %s: %s\n", flag.c_str(), e.reason().c_str());
+    return 2;
+  }
   nlohmann::json doc;
   if (!shape_form) {
     doc = topology_to_json(t);

@@ -72,6 +72,13 @@ TEST(ValueGrammar, SizesTakeEveryBinaryUnitInAnyCase) {
   for (const char* bad : {"K", "", "-1K", "1T", "1.5M", "12Q", "1KK", "2GiBs", "99999999999999999999",
                           "9223372036854775807G"})
     EXPECT_FALSE(parse_size(bad, 0, kNoMax)) << bad;
+  // A fraction or an exponent: whole numbers of a unit, and the same size in one when there is.
+  EXPECT_EQ(parse_size("1.5G", 0, kNoMax).expected,
+            "expected a size (like 4096, 64K or 2GiB); sizes are whole numbers of a unit: 1536M is that size");
+  EXPECT_EQ(parse_size("1e3", 0, kNoMax).expected,
+            "expected a size (like 4096, 64K or 2GiB); sizes are whole numbers of a unit: 1000 is that size");
+  EXPECT_EQ(parse_size("0.3", 0, kNoMax).expected,
+            "expected a size (like 4096, 64K or 2GiB); sizes are whole numbers of bytes or of a unit");
   const Parsed<int64_t> small = parse_size("1K", 4096, 64 << 20);
   EXPECT_FALSE(small);
   EXPECT_EQ(small.expected, "expected a size from 4K to 64M (like 4096, 64K or 2GiB)");

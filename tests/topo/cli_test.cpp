@@ -102,9 +102,16 @@ TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   Result v = run("validate " + out);
   EXPECT_EQ(v.status, 0) << v.output;
   EXPECT_NE(v.output.find("24 endpoints"), std::string::npos) << v.output;
+  // A shape that cannot be is a bad command line naming the flag, not a field of JSON the
+  // user never wrote.
   Result bad = run("generate nap --torus 3x2 --packages 4");
-  EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.output.find("/shape/torus: torus 3x2 holds 6 packages, not 4"), std::string::npos)
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("topocoll generate: --torus: torus 3x2 holds 6 packages, not 4"), std::string::npos)
+      << bad.output;
+  bad = run("generate bigraph --switches-per-group 0");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--switches-per-group: switches per group must be in [1, 1024], got 0"),
+            std::string::npos)
       << bad.output;
   Result usage = run("generate bigraph --no-such-option 3");
   EXPECT_EQ(usage.status, 2);
