@@ -282,11 +282,13 @@ void print_header(bool predicted) {
 
 void print_row(const exec::BenchmarkRow& r) {
   const std::string wrong = r.wrong < 0 ? "N/A" : std::to_string(r.wrong);
+  // As nccl-tests prints it: no reduction for the gathers and all-to-all.
+  const bool reduces = r.collective == sched::Collective::AllReduce || r.collective == sched::Collective::ReduceScatter;
   std::printf("  %10lld %12lld %9s %7s %10s %10.1f %8.3f %8.3f %7s", (long long)r.bytes,
               (long long)r.count, std::string(kernels::datatype_name(r.dtype)).c_str(),
-              std::string(kernels::reduce_op_name(r.op)).c_str(), r.algo.c_str(), r.time_us,
+              reduces ? std::string(kernels::reduce_op_name(r.op)).c_str() : "none", r.algo.c_str(), r.time_us,
               r.algbw_gbs, r.busbw_gbs, wrong.c_str());
-  if (r.predicted_us >= 0) std::printf(" %10.1f %5.1f", r.predicted_us, r.max_link_load);
+  if (r.predicted_us >= 0) std::printf(" %10.1f %5.3g", r.predicted_us, r.max_link_load);  // a load of 0.25 as 0.25
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -305,7 +307,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   if (env.bootstrap.empty())
     throw std::invalid_argument("rank " + std::to_string(env.rank) + " of " +
                                 std::to_string(env.nranks) +
-                                ": set TOPOCOLL_BOOTSTRAP=host:port (rank 0's address)");
+                                ": give --bootstrap host:port or set TOPOCOLL_BOOTSTRAP (rank 0's address)");
   const auto root_address = exec::BootstrapAddress::parse(env.bootstrap);
   std::unique_ptr<exec::BootstrapRoot> root;
   if (env.rank == 0 && !env.root_served_externally)

@@ -233,7 +233,12 @@ int run_plan(std::span<const std::string> args) {
     }
   }
   if (topo_file.empty() || !have_coll || !have_bytes) {
-    std::fprintf(stderr, "topocoll plan: --topo, --coll and --bytes are required\n%s", usage().c_str());
+    std::string missing;
+    for (const auto& [given, flag] : {std::pair{!topo_file.empty(), "--topo"}, std::pair{have_coll, "--coll"},
+                                      std::pair{have_bytes, "--bytes"}})
+      if (!given) missing += (missing.empty() ? "" : ", ") + std::string(flag);
+    std::fprintf(stderr, "topocoll plan: missing %s (--topo, --coll and --bytes are required)\n%s", missing.c_str(),
+                 usage().c_str());
     return 2;
   }
   if (req.bytes % int64_t(req.elem_size) != 0) {  // 130 bytes of floats planned 128 and said 130

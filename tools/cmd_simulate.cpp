@@ -157,7 +157,9 @@ int run_simulate(std::span<const std::string> args) {
   }
   if (as_json && as_csv) throw std::invalid_argument("--json and --csv: give one");
   if (topo_file.empty() || !have_coll) {
-    std::fprintf(stderr, "topocoll simulate: --topo and --coll are required\n%s", usage().c_str());
+    std::fprintf(stderr, "topocoll simulate: missing %s (--topo and --coll are required)\n%s",
+                 topo_file.empty() && !have_coll ? "--topo, --coll" : topo_file.empty() ? "--topo" : "--coll",
+                 usage().c_str());
     return 2;
   }
   if (!plot.empty()) {  // before the sweep: a wrong name costs nothing
