@@ -165,7 +165,7 @@ void print_text(const Topology& t, const Plan& plan) {
     else
       std::printf("  candidate %-10s not applicable: %s\n", c.algo.c_str(), c.why_not.c_str());
   }
-  std::printf("\nplacement (rank: endpoint host switch)\n");
+  std::printf("\nplacement (rank: endpoint host %s)\n", t.kind() == topo::TopologyKind::Nap ? "package" : "switch");
   const int shown = n <= 96 ? n : 64;  // large clusters: the head, the rest in --json
   for (int r = 0; r < shown; ++r) {
     int e = plan.placement.endpoint_of_rank[r];
@@ -184,7 +184,7 @@ void print_text(const Topology& t, const Plan& plan) {
     std::string link = "-";
     if (l.bottleneck_link >= 0) {
       const auto& lk = t.links()[l.bottleneck_link];
-      link = std::to_string(lk.id) + " " + t.node_id(lk.from) + "->" + t.node_id(lk.to);
+      link = t.node_id(lk.from) + "->" + t.node_id(lk.to) + " (#" + std::to_string(lk.id) + ")";
     }
     std::printf("%5d %7d %14lld %10g  %-22s %12.3f\n", s, l.flows, (long long)l.max_flow_bytes,
                 l.max_load, link.c_str(), plan.cost.steps[s].time_us);
