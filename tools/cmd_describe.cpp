@@ -38,12 +38,16 @@ void print_links(const Topology& t) {
   std::map<std::tuple<LinkKind, double, double>, int> classes;
   for (const auto& l : t.links())
     if (l.id < l.reverse) ++classes[{l.kind, l.gbps, l.latency_us}];
-  std::printf("links (cables, each direction at the rate shown):\n");
+  std::printf("links (cables, each direction at the rate shown; latency per cable):\n");
+  bool host_fabric = false;
   for (const auto& [key, count] : classes) {
     auto [kind, gbps, latency] = key;
     std::printf("  %-14s %5d cables  %8s Gb/s  %6s us\n", std::string(to_string(kind)).c_str(),
                 count, num(gbps).c_str(), num(latency).c_str());
+    host_fabric |= kind == LinkKind::HostFabric;
   }
+  // The file's host-fabric latency is GPU to GPU: two cables of the host's fabric.
+  if (host_fabric) std::printf("  (GPU to GPU on a host crosses two host-fabric cables)\n");
 }
 
 // Ports used per switch, collapsed over switches that look the same.
