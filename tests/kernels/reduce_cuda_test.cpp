@@ -295,6 +295,7 @@ TEST_P(KernelsReduceCuda, AvgPremulMatchesCpu) {
     DeviceBuffer src(count * elem), dst(count * elem);
     ASSERT_TRUE(src.ok() && dst.ok());
     ASSERT_TRUE(upload(src.ptr(0), host.data(), count * elem, stream_));
+    ASSERT_TRUE(poison(dst.base(), 0xA5, dst.total(), stream_));  // a skipped element shows
     ASSERT_EQ(avg_premul_cuda(t, dst.ptr(0), src.ptr(0), count, nranks, stream_), cudaSuccess);
     std::vector<char> got(count * elem);
     ASSERT_TRUE(download(got.data(), dst.ptr(0), count * elem, stream_));
@@ -304,6 +305,70 @@ TEST_P(KernelsReduceCuda, AvgPremulMatchesCpu) {
         ++bad;
     EXPECT_EQ(bad, 0);
   }
+}
+
+// The element-wise kernels where the schedules put them: Avg's pre-multiply and a PreMulSum
+// in place (the staged input is the output when the schedule is correct in place) and out of
+// place into a poisoned destination, and Avg's finalize (integers divide by the ranks, not
+// by the sources a kernel had) on a misaligned destination; all bit for bit the CPU's, and
+// nothing outside the elements written.
+TEST_P(KernelsReduceCuda, ElementWiseKernelsInPlaceAndMisalignedMatchCpu) {
+  std::mt19937_64 rng(6000 + GetParam());
+  const DataType t = type();
+  const std::size_t elem = datatype_size(t), count = kMediumCount + 7, bytes = count * elem;
+  const std::size_t misaligned = elem;  // one element off the 16-byte vector alignment
+  const auto check = [&](const DeviceBuffer& buf, std::size_t off, const std::vector<char>& want, unsigned char fill,
+                         bool guards_poisoned) {
+    std::vector<char> got(buf.total());
+    ASSERT_TRUE(download(got.data(), buf.base(), got.size(), stream_));
+    int bad = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!same_result(t, test::load_bits(got.data() + kGuard + off, i, t), test::load_bits(want.data(), i, t)) &&
+          ++bad <= 3)
+        ADD_FAILURE() << "element " << i;
+    EXPECT_EQ(bad, 0);
+    if (!guards_poisoned) return;
+    for (std::size_t b = 0; b < got.size(); ++b)
+      if ((b < kGuard + off || b >= kGuard + off + bytes) && static_cast<unsigned char>(got[b]) != fill) {
+        ADD_FAILURE() << "byte " << b << " outside the elements was written";
+        break;
+      }
+  };
+  for (unsigned char fill : {0x5A, 0xA5})
+    for (std::size_t off : {std::size_t{0}, misaligned}) {
+      SCOPED_TRACE(std::string(datatype_name(t)) + " offset " + std::to_string(off) + " poison " + std::to_string(fill));
+      const auto host = random_elements(t, count, rng);
+      for (const bool in_place : {false, true}) {
+        SCOPED_TRACE(in_place ? "in place" : "out of place");
+        // Avg's pre-multiply by 1/5.
+        std::vector<char> want(bytes + 8);
+        avg_premul_cpu(t, want.data(), host.data(), count, 5);
+        DeviceBuffer src(bytes), dst(bytes);
+        ASSERT_TRUE(src.ok() && dst.ok());
+        ASSERT_TRUE(poison(src.base(), fill, src.total(), stream_));
+        ASSERT_TRUE(poison(dst.base(), fill, dst.total(), stream_));
+        ASSERT_TRUE(upload(src.ptr(off), host.data(), bytes, stream_));
+        const DeviceBuffer& out = in_place ? src : dst;
+        ASSERT_EQ(avg_premul_cuda(t, out.ptr(off), src.ptr(off), count, 5, stream_), cudaSuccess);
+        check(out, off, want, fill, true);
+        // A PreMulSum by a random scalar.
+        const std::uint64_t scalar = random_bits(t, rng);
+        premul_cpu(t, want.data(), host.data(), count, &scalar);
+        ASSERT_TRUE(upload(src.ptr(off), host.data(), bytes, stream_));
+        ASSERT_EQ(premul_cuda(t, out.ptr(off), src.ptr(off), count, &scalar, stream_), cudaSuccess);
+        check(out, off, want, fill, true);
+      }
+      // Avg's finalize: a sum of 3 sources over 4 ranks (integers divide by the ranks).
+      std::vector<char> want(host.begin(), host.end());
+      finalize_cpu(t, ReduceOp::Avg, want.data(), count, 4);
+      DeviceBuffer buf(bytes);
+      ASSERT_TRUE(buf.ok());
+      ASSERT_TRUE(poison(buf.base(), fill, buf.total(), stream_));
+      ASSERT_TRUE(upload(buf.ptr(off), host.data(), bytes, stream_));
+      ASSERT_EQ(finalize_cuda(t, ReduceOp::Avg, buf.ptr(off), count, 4, stream_), cudaSuccess);
+      check(buf, off, want, fill, true);
+      if (HasFatalFailure()) return;
+    }
 }
 
 TEST_P(KernelsReduceCuda, FinalizeIsANoOpExceptForAvg) {
