@@ -29,6 +29,24 @@ inline const std::string& flag_value(std::span<const std::string> args, std::siz
   return args[++i];
 }
 
+// "--flag=value" as "--flag value", for every command, up to "--" (what follows is another
+// program's): the form getopt_long and most tools accept.
+inline std::vector<std::string> split_flag_values(std::vector<std::string> args) {
+  std::vector<std::string> out;
+  bool theirs = false;
+  for (std::string& a : args) {
+    const std::size_t eq = a.find('=');
+    if (!theirs && a.rfind("--", 0) == 0 && a.size() > 2 && eq != std::string::npos && eq > 2) {
+      out.push_back(a.substr(0, eq));
+      out.push_back(a.substr(eq + 1));
+    } else {
+      theirs = theirs || a == "--";
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
 // Each flag once: the parsers keep the last value given, so "--rate-mbit 1000 ... --rate-mbit
 // 100" would silently run at the second rate (a script that appends an override, a pasted
 // command). Flags are the words before "--" (what follows is another program's) that begin

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     std::printf("topocoll %s\n", topocoll::config::version());
     return 0;
   }
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> args = split_flag_values({argv + 2, argv + argc});
   for (const auto& c : commands()) {
     if (c.name != name) continue;
     try {

@@ -11,6 +11,7 @@
 
 #include "sched/algorithm_registry.h"
 #include "tests/common/scratch_dir.h"
+#include "tools/flag_value.h"
 
 namespace {
 
@@ -215,6 +216,12 @@ TEST(CliFlags, AFlagGivenTwiceIsRefusedNamingIt) {
   EXPECT_EQ(out.find("given twice"), std::string::npos) << out;
   out = run("fabric rank-exec --relay-port 1 --placement a --placement b --show -- true", &rc);
   EXPECT_NE(out.find("--placement is given twice"), std::string::npos) << out;
+  // --flag=value is --flag value in every command, and counts as the flag given.
+  out = run("plan --topo=" TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll=allreduce --bytes=4096 --algo=hd", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("allreduce of 4096 bytes, algorithm hd"), std::string::npos) << out;
+  out = run("plan --topo=" TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --coll allreduce --bytes=4096 --bytes 8K", &rc);
+  EXPECT_NE(out.find("--bytes is given twice"), std::string::npos) << out;
   // A short name and its long one are one flag (bench -n 4 --ranks 8 ran 8 ranks), as are
   // two long spellings (--algo, --algos); a negative number is a value, not a short flag.
   out = run("bench --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json -n 4 --ranks 8", &rc);
@@ -261,6 +268,14 @@ TEST(CliOrder, HostsAsAListOrAFileWithAByteOrderMark) {
   out = run("order --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --hosts " + hosts.string(), &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ring over 2 endpoints on 2 hosts"), std::string::npos) << out;
+}
+
+// --flag=value splits up to "--": what follows is another program's command line.
+TEST(CliFlags, FlagValuesSplitUpToTheOtherProgramsArguments) {
+  using topocoll::cli::split_flag_values;
+  EXPECT_EQ(split_flag_values({"--a=1", "x=2", "--b==c", "--", "--d=4"}),
+            (std::vector<std::string>{"--a", "1", "x=2", "--b", "=c", "--", "--d=4"}));
+  EXPECT_EQ(split_flag_values({"--=x", "-n=2"}), (std::vector<std::string>{"--=x", "-n=2"}));
 }
 
 // `topocoll algorithms` and the help texts are the registry's lists.
