@@ -610,7 +610,9 @@ bool BootstrapClient::read_root(Clock::time_point deadline, uint32_t* status, st
 }
 
 std::vector<std::string> BootstrapClient::allgather(const std::string& mine) {
-  if (mine.size() > wire::kMaxBlob) throw std::invalid_argument("bootstrap: blob too large");
+  if (mine.size() > wire::kMaxBlob)
+    throw std::runtime_error("bootstrap: a blob of " + std::to_string(mine.size()) + " bytes, above the " +
+                             std::to_string(wire::kMaxBlob) + " a round takes");
   try {
     if (!verdict_.empty()) throw std::runtime_error(verdict_);
     // A root that takes nothing for as long as it may be silent is hung (it reads every

@@ -69,8 +69,7 @@ Generated generate(const Topology& t, const Placement& p, Collective c, const Al
 
 const Algorithm& requested_algorithm(const std::string& name) {
   if (const Algorithm* a = find_algorithm(name)) return *a;
-  throw std::invalid_argument("algo: unknown algorithm \"" + name + "\" (known: " + algorithm_list() +
-                              ", auto)");
+  throw std::invalid_argument("unknown algorithm \"" + name + "\" (known: " + algorithm_list() + ", auto)");
 }
 
 Placement placement_for(const Topology& t, const PlanRequest& r) {
@@ -196,7 +195,7 @@ Plan make_plan(const Topology& t, const PlanRequest& r) {
     }
     plan.candidates.push_back(std::move(c));
   }
-  if (best < 0) throw std::invalid_argument("algo: no algorithm applies to this request");
+  if (best < 0) throw std::invalid_argument("auto: no algorithm applies to this request");
   plan.algo = plan.candidates[best].algo;
   plan.schedule = std::move(kept[0].schedule);
   plan.order = std::move(kept[0].order);

@@ -288,7 +288,7 @@ void print_row(const exec::BenchmarkRow& r) {
               (long long)r.count, std::string(kernels::datatype_name(r.dtype)).c_str(),
               reduces ? std::string(kernels::reduce_op_name(r.op)).c_str() : "none", r.algo.c_str(), r.time_us,
               r.algbw_gbs, r.busbw_gbs, wrong.c_str());
-  if (r.predicted_us >= 0) std::printf(" %10.1f %5.3g", r.predicted_us, r.max_link_load);  // a load of 0.25 as 0.25
+  if (r.predicted_us >= 0) std::printf(" %10.1f %5.4g", r.predicted_us, r.max_link_load);  // 0.25 as 0.25, 1000 as 1000
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -324,7 +324,7 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
   }
   const auto options = net::TransportOptions::from_env(config::env());
   std::vector<exec::BenchmarkRow> rows;
-  {
+  try {
     exec::BootstrapClient group(root_address, env.rank, env.nranks);
     // Before the transport: a failed step may leave receives posted whose threads write
     // until the transport's connections close, so the buffers go after it.
@@ -361,6 +361,10 @@ int run_rank(const BenchArgs& a, const exec::RankEnvironment& env) {
         rows.push_back(row);
       }
     group.barrier();
+  } catch (const std::invalid_argument& e) {
+    // Past the command line (checked above and by the launcher), a failure is the run's
+    // (exit 1): a schedule the engine refuses, a group that does not match.
+    throw std::runtime_error(e.what());
   }
   int64_t wrong = 0;
   for (const auto& r : rows) wrong += std::max<int64_t>(0, r.wrong);

@@ -187,7 +187,7 @@ void write_hostfile(const std::string& path, const std::string& text) {
   try {
     fabric::write_fabric_file(path, text);
   } catch (const fabric::FabricError& e) {
-    throw std::invalid_argument("--hostfile " + path + ": " + e.what());
+    throw std::runtime_error("--hostfile " + path + ": " + e.what());  // the write failed: the run's (exit 1)
   }
 }
 

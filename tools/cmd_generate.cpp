@@ -187,12 +187,18 @@ int run_generate(std::span<const std::string> args) {
   try {
     t = kind == "bigraph" ? generate_bigraph(big) : generate_nap(nap);
   } catch (const topo::TopologyError& e) {
-    std::string flag = e.pointer();
-    if (flag.rfind("/shape/", 0) == 0) {
-      flag = "--" + flag.substr(7);
+    // The shape's field as the flag that set it: the same words, but for the BiGraph link's
+    // (--gbps, --latency-us) and packages counted from the torus when not given.
+    std::string field = e.pointer().rfind("/shape/", 0) == 0 ? e.pointer().substr(7) : std::string();
+    std::string flag;
+    if (field == "link_gbps") flag = "--gbps";
+    else if (field == "link_latency_us") flag = "--latency-us";
+    else if (field == "packages" && !packages_given) flag = "--torus";
+    else if (!field.empty()) {
+      flag = "--" + field;
       std::replace(flag.begin(), flag.end(), '_', '-');
     }
-    std::fprintf(stderr, "topocoll generate: %s: %s\n", flag.c_str(), e.reason().c_str());
+    std::fprintf(stderr, "topocoll generate: %s%s\n", flag.empty() ? "" : (flag + ": ").c_str(), e.reason().c_str());
     return 2;
   }
   nlohmann::json doc;

@@ -41,13 +41,13 @@ constexpr const char* kUsage =
 std::vector<std::string> read_hosts(const std::string& path) {
   std::string text;
   struct stat st {};
-  if (path.find(',') != std::string::npos && ::stat(path.c_str(), &st) != 0) {
-    text = path;  // the list itself: no file of that name
+  if ((path.find(',') != std::string::npos || path.find('/') == std::string::npos) && ::stat(path.c_str(), &st) != 0) {
+    text = path;  // the list itself (or one host): no file of that name
   } else {
     try {  // a regular file of bounded size: a pipe would block, /dev/zero never end
       text = config::read_user_file(path, kMaxHostListBytes, "a host list");
     } catch (const config::UserFileError& e) {
-      throw std::invalid_argument("--hosts: " + std::string(e.what()));
+      throw std::runtime_error("--hosts: " + std::string(e.what()));  // an input file, as --topo's (exit 1)
     }
   }
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte order mark, as topology files allow
@@ -99,16 +99,19 @@ int run_order(std::span<const std::string> args) {
 
   const topo::Topology t = load_topology_argument(topo_file);
   const std::vector<std::string> hosts = read_hosts(hosts_file);
-  std::map<std::string, int> host_index;
-  for (int h = 0; h < int(t.hosts().size()); ++h) host_index[t.hosts()[h].name] = h;
   std::vector<int> endpoints;  // in the given host order, GPUs in order
-  std::set<std::string> seen;
+  std::set<int> seen;
   for (const auto& h : hosts) {
-    const auto it = host_index.find(h);
-    if (it == host_index.end())
+    // As the plugin finds its host: ignoring case, a short name for a unique long one.
+    const std::optional<int> index = t.find_host(h);
+    if (!index) {
+      if (const auto e = t.find_endpoint_by_id(h))
+        throw std::invalid_argument("--hosts: '" + h + "' is an endpoint id; --hosts takes host names (its host is '" +
+                                    t.endpoints()[*e].host + "')");
       throw std::invalid_argument("--hosts: host '" + h + "' is not in " + t.name() + " (" + topo_file + ")");
-    if (!seen.insert(h).second) throw std::invalid_argument("--hosts: host '" + h + "' is listed twice");
-    for (int e : t.hosts()[it->second].endpoints) endpoints.push_back(e);
+    }
+    if (!seen.insert(*index).second) throw std::invalid_argument("--hosts: host '" + h + "' is listed twice");
+    for (int e : t.hosts()[*index].endpoints) endpoints.push_back(e);
   }
   if (endpoints.size() < 2) throw std::invalid_argument("--hosts: a ring needs at least two endpoints");
 

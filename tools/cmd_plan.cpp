@@ -177,7 +177,7 @@ void print_text(const Topology& t, const Plan& plan) {
     std::printf("\nHD order: worst link load %g, lower bound %g, %s\n",
                 plan.order_quality.max_load, plan.order_quality.lower_bound,
                 plan.order_quality.closed_form ? "closed form (EFLOPS)" : "search");
-  std::printf("\n%5s %7s %14s %10s  %-22s %12s\n", "step", "flows", "bytes/flow max", "max load",
+  std::printf("\n%5s %7s %14s %10s  %-30s %12s\n", "step", "flows", "bytes/flow max", "max load",
               "bottleneck link", "time us");
   for (int s = 0; s < plan.schedule.num_steps(); ++s) {
     const auto& l = plan.link_load.steps[s];
@@ -186,7 +186,7 @@ void print_text(const Topology& t, const Plan& plan) {
       const auto& lk = t.links()[l.bottleneck_link];
       link = t.node_id(lk.from) + "->" + t.node_id(lk.to) + " (#" + std::to_string(lk.id) + ")";
     }
-    std::printf("%5d %7d %14lld %10g  %-22s %12.3f\n", s, l.flows, (long long)l.max_flow_bytes,
+    std::printf("%5d %7d %14lld %10g  %-30s %12.3f\n", s, l.flows, (long long)l.max_flow_bytes,
                 l.max_load, link.c_str(), plan.cost.steps[s].time_us);
   }
   std::printf("\nworst link load %g; predicted %.3f us; busbw %.2f GB/s\nverification: %s\n",

@@ -169,8 +169,9 @@ int run_simulate(std::span<const std::string> args) {
     config::check_replaceable(plot);
   }
   std::vector<int64_t> list;
-  if (sizes.find(',') != std::string::npos) {
+  if (sizes.find(':') == std::string::npos) {  // a list, or one size
     list = parse_size_sweep(sizes, 2.0);
+    std::sort(list.begin(), list.end());
   } else {
     auto bounds = split_list(sizes, ':');
     if (bounds.size() != 2)
@@ -202,7 +203,7 @@ int run_simulate(std::span<const std::string> args) {
     // The size the collective moves: the gathers' P parts of whole elements (a power of two
     // over 3 ranks runs rounded down, and its bandwidth is of what it moves).
     const int64_t moved = sched::size_of_count(base.collective, sched::plan_count(req, nranks), base.elem_size, nranks);
-    if (moved == 0 || (!rows.empty() && rows.back().bytes == moved)) {
+    if (moved == 0 || std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.bytes == moved; })) {
       left_out.push_back(bytes);
       continue;
     }
@@ -298,7 +299,7 @@ int run_simulate(std::span<const std::string> args) {
       if (!rows[0].results[a].ok)
         std::printf("n/a %s: %s\n", algos[a].c_str(), rows[0].results[a].why_not.c_str());
     if (!left_out.empty())
-      std::printf("left out: %s (below one element per rank, or running as the size above it)\n",
+      std::printf("left out: %s (below one element per rank, or running as a size already listed)\n",
                   left_out_text.c_str());
   }
   if (!plot.empty()) {

@@ -1,6 +1,7 @@
 #include "topo/topology.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <deque>
 #include <stdexcept>
@@ -54,13 +55,20 @@ int Topology::package_count() const {
   return count;
 }
 
+// Host names as DNS and hostfiles compare them: ignoring case (a file may say node1 of the
+// machine whose hostname is Node1; the loader refuses two hosts that differ only in case).
 std::optional<int> Topology::find_host(std::string_view name) const {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
   for (int h = 0; h < int(hosts_.size()); ++h)
-    if (hosts_[h].name == name) return h;
+    if (same(hosts_[h].name, name)) return h;
   const auto short_name = [](std::string_view n) { return n.substr(0, n.find('.')); };
   std::optional<int> found;
   for (int h = 0; h < int(hosts_.size()); ++h) {
-    if (short_name(hosts_[h].name) != short_name(name)) continue;
+    if (!same(short_name(hosts_[h].name), short_name(name))) continue;
     if (found) return std::nullopt;  // ambiguous: node7.a and node7.b
     found = h;
   }

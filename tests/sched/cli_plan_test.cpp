@@ -259,9 +259,9 @@ TEST(CliHelp, HelpNamesACommandAndRefusesAnUnknownOne) {
 // UTF-8 byte order mark (an editor's), as a topology file may.
 TEST(CliOrder, HostsAsAListOrAFileWithAByteOrderMark) {
   int rc = -1;
-  std::string out = run("order --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --hosts s0,s1,s2,s3", &rc);
+  std::string out = run("order --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --hosts S0,s1,s2,s3", &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("s0\ns2\ns1\ns3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("s0\ns2\ns1\ns3\n"), std::string::npos) << "hosts found as the plugin finds them: " << out;
   const topocoll::testing_support::ScratchDir scratch("cli_order");
   const std::filesystem::path hosts = scratch.file("hosts.txt");
   std::ofstream(hosts) << "\xEF\xBB\xBFs0\ns1\n";

@@ -108,6 +108,11 @@ TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("topocoll generate: --torus: torus 3x2 holds 6 packages, not 4"), std::string::npos)
       << bad.output;
+  bad = run("generate bigraph --gbps 0");  // the shape's link_gbps, set by --gbps
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("topocoll generate: --gbps: rate must be"), std::string::npos) << bad.output;
+  bad = run("generate nap --torus 2x0");  // packages counted from the torus
+  EXPECT_NE(bad.output.find("topocoll generate: --torus: "), std::string::npos) << bad.output;
   bad = run("generate bigraph --switches-per-group 0");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--switches-per-group: switches per group must be in [1, 1024], got 0"),

@@ -55,6 +55,10 @@ TEST(TopoHosts, FoundWithOrWithoutTheDomain) {
   EXPECT_FALSE(t.find_host("s55"));
   EXPECT_FALSE(t.find_host("vm"));
   EXPECT_FALSE(t.find_host(""));
+  // Ignoring case, as DNS does: the machine Node5's file may say node5 (the loader refuses
+  // two hosts that differ only in case, so this finds one).
+  EXPECT_EQ(t.find_host("S5"), 5);
+  EXPECT_EQ(t.find_host("S5.Cluster.Example"), 5);
 }
 
 TEST(TopoBiGraphRouting, EveryPairFollowsTheRules) {
