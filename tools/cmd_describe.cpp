@@ -5,6 +5,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tools/flag_value.h"
 #include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "topo/bisection.h"
@@ -17,7 +18,7 @@ namespace {
 using namespace topocoll::topo;
 
 constexpr const char* kUsage =
-    "usage: topocoll describe FILE [--cables]\n"
+    "usage: topocoll describe FILE [--cables]     (or --topo FILE)\n"
     "\n"
     "Prints the kind, hosts, endpoints, switches per group (BiGraph) or package (NAP), ports\n"
     "used per switch, link rates and latencies, the diameter in hops and the bisection\n"
@@ -94,7 +95,9 @@ void print_cables(const Topology& t) {
   }
 }
 
-int run_describe(std::span<const std::string> args) {
+int run_describe(std::span<const std::string> given) {
+  const std::vector<std::string> words = topo_flag_as_word(given);  // --topo FILE too
+  const std::span<const std::string> args(words);
   std::string file;
   bool cables = false;
   for (const auto& a : args) {

@@ -5,6 +5,7 @@
 
 #include "config/user_files.h"
 #include "exec/private_conversion.h"
+#include "tools/flag_value.h"
 #include "tools/topology_argument.h"
 #include "tools/command.h"
 #include "topo/topology_dot.h"
@@ -14,7 +15,7 @@ namespace topocoll::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: topocoll draw FILE -o OUT\n"
+    "usage: topocoll draw FILE -o OUT     (or --topo FILE)\n"
     "\n"
     "Draws a topology with Graphviz. The format follows OUT's extension: .png, .svg, .pdf\n"
     "(needs Graphviz's `dot` and `neato` on PATH) or .dot/.gv (the DOT text itself).\n"
@@ -22,7 +23,9 @@ constexpr const char* kUsage =
     "NAP: packages as boxes on their torus grid, nodes over their local switches; a red edge\n"
     "stands for the N torus cables joining node i to node i of neighbouring packages.\n";
 
-int run_draw(std::span<const std::string> args) {
+int run_draw(std::span<const std::string> given) {
+  const std::vector<std::string> words = topo_flag_as_word(given);  // --topo FILE too
+  const std::span<const std::string> args(words);
   std::string file, output;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -1,6 +1,7 @@
 // `topocoll validate FILE...`: load and check topology descriptions (docs/topology.md).
 #include <cstdio>
 
+#include "tools/flag_value.h"
 #include "tools/command.h"
 #include "topo/topology_json.h"
 
@@ -8,7 +9,7 @@ namespace topocoll::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: topocoll validate FILE...\n"
+    "usage: topocoll validate FILE...     (or --topo FILE)\n"
     "\n"
     "Checks topology descriptions (docs/topology.md). Prints one summary line per valid\n"
     "file; for an invalid one prints the JSON pointer of the problem and the reason.\n"
@@ -20,7 +21,9 @@ int cables(const topo::Topology& t) {
   return n;
 }
 
-int run_validate(std::span<const std::string> args) {
+int run_validate(std::span<const std::string> given) {
+  const std::vector<std::string> words = topo_flag_as_word(given);  // --topo FILE too
+  const std::span<const std::string> args(words);
   std::vector<std::string> files;
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {

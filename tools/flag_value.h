@@ -47,6 +47,21 @@ inline std::vector<std::string> split_flag_values(std::vector<std::string> args)
   return out;
 }
 
+// For the commands that take topology files as their words (validate, describe, draw):
+// "--topo FILE" as FILE, as the other commands name it.
+inline std::vector<std::string> topo_flag_as_word(std::span<const std::string> args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--topo") {
+      if (i + 1 >= args.size()) throw std::invalid_argument("--topo needs a value");
+      out.push_back(args[++i]);
+    } else {
+      out.push_back(args[i]);
+    }
+  }
+  return out;
+}
+
 // Each flag once: the parsers keep the last value given, so "--rate-mbit 1000 ... --rate-mbit
 // 100" would silently run at the second rate (a script that appends an override, a pasted
 // command). Flags are the words before "--" (what follows is another program's) that begin

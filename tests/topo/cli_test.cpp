@@ -104,6 +104,11 @@ TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   EXPECT_NE(v.output.find("24 endpoints"), std::string::npos) << v.output;
   // A shape that cannot be is a bad command line naming the flag, not a field of JSON the
   // user never wrote.
+  // The file as every other command names it: --topo FILE.
+  Result named = run("validate --topo " + out);
+  EXPECT_EQ(named.status, 0) << named.output;
+  named = run("describe --topo " + out);
+  EXPECT_EQ(named.status, 0) << named.output;
   Result bad = run("generate nap --torus 3x2 --packages 4");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("topocoll generate: --torus: torus 3x2 holds 6 packages, not 4"), std::string::npos)
