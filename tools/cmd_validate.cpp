@@ -1,6 +1,7 @@
 // `topocoll validate FILE...`: load and check topology descriptions (docs/topology.md).
 #include <cstdio>
 
+#include "tools/topology_argument.h"
 #include "tools/flag_value.h"
 #include "tools/command.h"
 #include "topo/topology_json.h"
@@ -9,7 +10,7 @@ namespace topocoll::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: topocoll validate FILE...     (or --topo FILE)\n"
+    "usage: topocoll validate FILE...     (or --topo FILE; - is standard input)\n"
     "\n"
     "Checks topology descriptions (docs/topology.md). Prints one summary line per valid\n"
     "file; for an invalid one prints the JSON pointer of the problem and the reason.\n"
@@ -43,7 +44,8 @@ int run_validate(std::span<const std::string> given) {
   int status = 0;
   for (const auto& file : files) {
     try {
-      topo::Topology t = topo::load_topology_file(file);
+      topo::Topology t =
+          file == "-" ? topo::load_topology_text(topology_text_from_stdin()) : topo::load_topology_file(file);
       int network_switches = 0;
       for (const auto& s : t.switches()) network_switches += s.role != topo::SwitchRole::HostFabric;
       std::printf("%s: ok: %s \"%s\", %zu endpoints on %zu hosts, %d switches, %d cables\n",

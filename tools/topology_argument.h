@@ -1,8 +1,11 @@
 // A topology file named on the command line, loaded: a problem with it names the file, so a
 // command reading several inputs says which one is wrong ("topocoll plan: empty.json: invalid
-// JSON at byte 1: ..."), with the file's pointer and reason from the topology layer.
+// JSON at byte 1: ..."), with the file's pointer and reason from the topology layer. "-" is
+// standard input (`topocoll generate nap | topocoll validate -`), read to the same bound as
+// a file.
 #pragma once
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +14,27 @@
 
 namespace topocoll::cli {
 
+// Standard input whole, to the bound of a topology file.
+inline std::string topology_text_from_stdin() {
+  std::string text;
+  char chunk[65536];
+  for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, stdin)) > 0;) {
+    text.append(chunk, n);
+    if (text.size() > topo::kMaxTopologyFileBytes)
+      throw topo::TopologyError("", "more than the " + std::to_string(topo::kMaxTopologyFileBytes >> 20) +
+                                        " MiB a topology file may have");
+  }
+  return text;
+}
+
 inline topo::Topology load_topology_argument(const std::string& path) {
+  if (path == "-") {
+    try {
+      return topo::load_topology_text(topology_text_from_stdin());
+    } catch (const topo::TopologyError& e) {
+      throw std::runtime_error(std::string("standard input: ") + e.what());
+    }
+  }
   try {
     return topo::load_topology_file(path);
   } catch (const topo::TopologyError& e) {

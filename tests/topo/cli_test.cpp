@@ -104,6 +104,13 @@ TEST(TopoCli, GenerateWritesWhatValidateAccepts) {
   EXPECT_NE(v.output.find("24 endpoints"), std::string::npos) << v.output;
   // A shape that cannot be is a bad command line naming the flag, not a field of JSON the
   // user never wrote.
+  // "-" is standard input: a generated topology piped into validate and plan.
+  Result piped = run("generate nap --torus 2x1 < /dev/null | " + std::string(TOPOCOLL_CLI) + " validate -");
+  EXPECT_EQ(piped.status, 0) << piped.output;
+  EXPECT_NE(piped.output.find("-: ok: nap \"nap-2x8\""), std::string::npos) << piped.output;
+  piped = run("validate - < /dev/null");
+  EXPECT_EQ(piped.status, 1) << piped.output;
+  EXPECT_NE(piped.output.find("the file is empty"), std::string::npos) << piped.output;
   // The file as every other command names it: --topo FILE.
   Result named = run("validate --topo " + out);
   EXPECT_EQ(named.status, 0) << named.output;
