@@ -366,7 +366,10 @@ int run_fabric(std::span<const std::string> args) {
   if (verb == "rank-exec") return fabric_rank_exec(args.subspan(1));
   if (verb == "place") return fabric_place(args.subspan(1));
   if (verb == "predict") return fabric_predict(args.subspan(1));
-  const Args a = parse(args);
+  // `fabric up --topo FILE` as `fabric up FILE`, as every other command names the topology.
+  const std::vector<std::string> words =
+      verb == "up" ? topo_flag_as_word(args) : std::vector<std::string>(args.begin(), args.end());
+  const Args a = parse(words);
   if (a.verb == "up") return run_up(a);
   if (a.verb == "down") return run_down(a);
   if (a.verb == "status") return run_status(a);
