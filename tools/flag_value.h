@@ -106,9 +106,10 @@ inline void refuse_repeated_flags(std::span<const std::string> args, std::string
 
 // A rate or scale where 0 inside means "not given" (the default): a 0 given is refused.
 inline double positive_argument(const std::string& flag, const std::string& text) {
-  const double v = config::number_argument(flag, text, 0, std::numeric_limits<double>::max());
-  if (!(v > 0)) throw std::invalid_argument(flag + " " + text + ": expected a number above 0");
-  return v;
+  const config::Parsed<double> v = config::parse_number(text, 0, std::numeric_limits<double>::max());
+  if (!v || !(*v.value > 0))
+    throw std::invalid_argument(flag + " " + config::quoted_value(text) + ": expected a number above 0");
+  return *v.value;
 }
 
 // A size on the command line is at most 1 PiB: beyond it a typo, not a buffer.

@@ -229,10 +229,10 @@ TEST(FabricJobArgs, PredictNeedsTheJobsSize) {
 // A 0 rate or scale meant "the default" in `fabric predict` while `fabric up` refuses it;
 // an endpoint named twice to `accept` was run and reported as the cluster's duplicate.
 TEST(FabricJobArgs, PredictRefusesAZeroRateAndAcceptAnEndpointNamedTwice) {
-  for (const std::string flag : {"--rate-mbit 0", "--scale 0"}) {
-    const auto r = shell_run(kCli + " fabric predict --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --ranks 4 " + flag);
+  for (const std::string flag : {"--rate-mbit", "--scale"}) {
+    const auto r = shell_run(kCli + " fabric predict --topo " TOPOCOLL_SOURCE_DIR "/examples/bigraph-32.json --ranks 4 " + flag + " 0");
     EXPECT_NE(r.status, 0) << r.output;
-    EXPECT_NE(r.output.find(flag + ": expected a number above 0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(flag + " \"0\": expected a number above 0"), std::string::npos) << r.output;
   }
   const auto r = shell_run(kCli + " accept --topo " TOPOCOLL_SOURCE_DIR
                            "/examples/bigraph-32.json --endpoints s0.g0,s0.g0 --rank 0 --ranks 2 --bootstrap 127.0.0.1:1");
