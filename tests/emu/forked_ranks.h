@@ -17,6 +17,17 @@
 #include <thread>
 #include <vector>
 
+// In a rank's body: when `cond` is false, say where and why on stderr and fail the rank.
+#define CHECK_OR_FAIL(cond, ...)                                      \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      std::fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                              \
+      std::fprintf(stderr, "\n");                                     \
+      return false;                                                   \
+    }                                                                 \
+  } while (0)
+
 namespace topocoll::emu::testing {
 
 // One child process's part: returns true when all its results are right.

@@ -28,16 +28,6 @@ namespace {
 
 using topocoll::emu::testing::run_ranks;
 
-#define CHECK_OR_FAIL(cond, ...)                                                     \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-      std::fprintf(stderr, __VA_ARGS__);                                             \
-      std::fprintf(stderr, "\n");                                                    \
-      return false;                                                                  \
-    }                                                                                \
-  } while (0)
-
 struct Call {
   std::string name;
   long thread = 0;

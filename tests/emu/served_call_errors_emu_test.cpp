@@ -21,26 +21,32 @@ namespace {
 
 using topocoll::emu::testing::run_ranks;
 
-#define CHECK_OR_FAIL(cond, ...)                                      \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                              \
-      std::fprintf(stderr, "\n");                                     \
-      return false;                                                   \
-    }                                                                 \
-  } while (0)
-
 // Every rank's first reduce kernel of the schedule fails (after step 0's transfer wrote the
 // scratch), so no rank waits for a peer that stopped; each then aborts its communicator.
-bool fail_mid_schedule_then_abort(int rank, int nranks, const ncclUniqueId& id, bool destroy) {
-  ::setenv("NCCL_HOSTID", ("s" + std::to_string(rank)).c_str(), 1);
+// A rank as host s<rank> of the topology, its communicator and two device buffers.
+struct Rank {
+  static constexpr std::size_t kCount = std::size_t(1) << 16;
   ncclComm_t comm = nullptr;
-  CHECK_OR_FAIL(ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess, "init");
-  const std::size_t count = std::size_t(1) << 16;
   float *send = nullptr, *recv = nullptr;
-  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float)) == cudaSuccess, "malloc");
-  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float)) == cudaSuccess, "malloc");
+  bool start(int rank, int nranks, const ncclUniqueId& id) {
+    ::setenv("NCCL_HOSTID", ("s" + std::to_string(rank)).c_str(), 1);
+    CHECK_OR_FAIL(ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess, "init");
+    CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&send), kCount * sizeof(float)) == cudaSuccess, "malloc");
+    CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&recv), kCount * sizeof(float)) == cudaSuccess, "malloc");
+    return true;
+  }
+  ~Rank() {
+    cudaFree(send);
+    cudaFree(recv);
+  }
+};
+
+bool fail_mid_schedule_then_abort(int rank, int nranks, const ncclUniqueId& id, bool destroy) {
+  Rank me;
+  if (!me.start(rank, nranks, id)) return false;
+  const std::size_t count = Rank::kCount;
+  ncclComm_t comm = me.comm;
+  float *send = me.send, *recv = me.recv;
   cudaStream_t stream = nullptr;
   CHECK_OR_FAIL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "stream");
   CHECK_OR_FAIL(cudaMemsetAsync(send, 0, count * sizeof(float), stream) == cudaSuccess, "memset");
@@ -53,8 +59,6 @@ bool fail_mid_schedule_then_abort(int rank, int nranks, const ncclUniqueId& id, 
   // The scratch goes with the communicator: its free must follow the failed call's steps.
   CHECK_OR_FAIL((destroy ? ncclCommDestroy(comm) : ncclCommAbort(comm)) == ncclSuccess, "release");
   cudaStreamDestroy(stream);
-  cudaFree(send);
-  cudaFree(recv);
   return true;
 }
 
@@ -87,13 +91,11 @@ TEST_F(FailedBatchEmu, ADestroyAfterAScheduleFailedMidwayFreesTheScratchAfterIts
 // a schedule would have launched on it (the emulated kernel aborts on memory outside every
 // allocation). Refused on every rank, the communicator then serves the next call.
 bool host_buffer_refused_then_served(int rank, int nranks, const ncclUniqueId& id) {
-  ::setenv("NCCL_HOSTID", ("s" + std::to_string(rank)).c_str(), 1);
-  ncclComm_t comm = nullptr;
-  CHECK_OR_FAIL(ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess, "init");
-  const std::size_t count = std::size_t(1) << 16;
-  float *send = nullptr, *recv = nullptr;
-  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float)) == cudaSuccess, "malloc");
-  CHECK_OR_FAIL(cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float)) == cudaSuccess, "malloc");
+  Rank me;
+  if (!me.start(rank, nranks, id)) return false;
+  const std::size_t count = Rank::kCount;
+  ncclComm_t comm = me.comm;
+  float *send = me.send, *recv = me.recv;
   CHECK_OR_FAIL(cudaMemset(send, 0, count * sizeof(float)) == cudaSuccess, "memset");
   std::vector<float> host(count);
   const ncclResult_t refused = ncclAllReduce(send, host.data(), count, ncclFloat32, ncclSum, comm, nullptr);
@@ -104,8 +106,6 @@ bool host_buffer_refused_then_served(int rank, int nranks, const ncclUniqueId& i
   CHECK_OR_FAIL(topocoll::emu::take_injected_failure("reduce_cuda") == cudaSuccess && served != ncclSuccess,
                 "the next call was not served by a schedule (returned %d)", int(served));
   CHECK_OR_FAIL(ncclCommAbort(comm) == ncclSuccess, "abort");
-  cudaFree(send);
-  cudaFree(recv);
   return true;
 }
 
