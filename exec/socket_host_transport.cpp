@@ -79,7 +79,28 @@ void SocketHostTransport::fail(const Pending& p, const std::string& why) {
                      std::to_string(p.peer) + " (" + std::to_string(p.bytes) + " bytes): " + why));
 }
 
+template <class Call>
+void SocketHostTransport::unless_broken(Call&& call) {
+  if (!broken_.empty())
+    throw BackendError("rank " + std::to_string(rank_) + ": this transport failed earlier and runs nothing more (" +
+                       broken_ + ")");
+  try {
+    call();
+  } catch (const std::exception& e) {
+    broken_ = e.what();
+    throw;
+  }
+}
+
 void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes) {
+  unless_broken([&] { post_send_now(peer, src, bytes); });
+}
+
+void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
+  unless_broken([&] { post_recv_now(peer, dst, bytes); });
+}
+
+void SocketHostTransport::post_send_now(int peer, const void* src, std::size_t bytes) {
   check_peer(peer, "send to");
   if (is_eager(bytes)) {
     const bool needs_cts = gated(bytes);
@@ -117,7 +138,7 @@ void SocketHostTransport::post_send(int peer, const void* src, std::size_t bytes
   if (auto st = send_[peer]->isend(src, bytes, 0, &p.request); !st.ok()) fail(p, st.message);
 }
 
-void SocketHostTransport::post_recv(int peer, void* dst, std::size_t bytes) {
+void SocketHostTransport::post_recv_now(int peer, void* dst, std::size_t bytes) {
   check_peer(peer, "receive from");
   if (is_eager(bytes)) {
     try {
@@ -177,11 +198,13 @@ void SocketHostTransport::fail_no_progress() {
 }
 
 void SocketHostTransport::wait_all() {
-  try {
-    wait_for_transfers();
-  } catch (const BackendError& e) {
-    throw_with_verdict(e);
-  }
+  unless_broken([&] {
+    try {
+      wait_for_transfers();
+    } catch (const BackendError& e) {
+      throw_with_verdict(e);
+    }
+  });
 }
 
 void SocketHostTransport::check_group() {

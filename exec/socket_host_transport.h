@@ -38,6 +38,9 @@ class SocketHostTransport final : public HostTransport {
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
+  // After one of these threw, every later call throws too, naming the first failure: the
+  // failed step's transfers may still be posted on the connections (a receive still landing
+  // in its buffer), so nothing more runs over them.
   void post_send(int peer, const void* src, std::size_t bytes) override;
   void post_recv(int peer, void* dst, std::size_t bytes) override;
   void wait_all() override;
@@ -48,6 +51,13 @@ class SocketHostTransport final : public HostTransport {
   int rejected_eager_connections() const { return eager_->rejected_connections(); }
 
  private:
+  void post_send_now(int peer, const void* src, std::size_t bytes);
+  void post_recv_now(int peer, void* dst, std::size_t bytes);
+  // Runs a call; on its exception, remembers it (broken_) and rethrows.
+  template <class Call>
+  void unless_broken(Call&& call);
+  std::string broken_;  // the first failure, once a call threw
+
   struct Pending {
     int peer = -1;
     bool is_send = false;
