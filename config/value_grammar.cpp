@@ -91,12 +91,10 @@ Parsed<int64_t> parse_count(std::string_view text, int64_t min, int64_t max) {
   return {*v, ""};
 }
 
-Parsed<int64_t> parse_size(std::string_view text, int64_t min, int64_t max, bool zero_too) {
-  const std::string_view t = trim(text);
-  std::size_t digits = 0;
-  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
-  const std::string_view unit = t.substr(digits);
-  int shift = -1;
+namespace {
+// A size's unit as a power of two ("" and B: 0, K/KB/KiB: 10, M...: 20, G...: 30), any case;
+// -1 for anything else.
+int unit_shift(std::string_view unit) {
   struct Unit {
     std::string_view name;
     int shift;
@@ -104,7 +102,16 @@ Parsed<int64_t> parse_size(std::string_view text, int64_t min, int64_t max, bool
   for (const Unit u : {Unit{"", 0}, Unit{"b", 0}, Unit{"k", 10}, Unit{"kb", 10}, Unit{"kib", 10},
                        Unit{"m", 20}, Unit{"mb", 20}, Unit{"mib", 20}, Unit{"g", 30}, Unit{"gb", 30},
                        Unit{"gib", 30}})
-    if (equals_ignoring_case(unit, u.name)) shift = u.shift;
+    if (equals_ignoring_case(unit, u.name)) return u.shift;
+  return -1;
+}
+}  // namespace
+
+Parsed<int64_t> parse_size(std::string_view text, int64_t min, int64_t max, bool zero_too) {
+  const std::string_view t = trim(text);
+  std::size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  const int shift = unit_shift(t.substr(digits));
   const std::optional<int64_t> count = digits > 0 ? whole_integer(t.substr(0, digits)) : std::nullopt;
   // Compared before scaling, so 9223372036854775807G cannot wrap into range.
   if (shift < 0 || !count || *count > (kMax >> shift)) {
@@ -115,13 +122,9 @@ Parsed<int64_t> parse_size(std::string_view text, int64_t min, int64_t max, bool
     while (number_end < t.size() && std::string_view("0123456789.eE+-").find(t[number_end]) != std::string_view::npos)
       ++number_end;
     const std::optional<double> value = whole_number(t.substr(0, number_end));
-    int unit_shift = -1;
-    for (const auto& [name, s] : {std::pair{"", 0}, std::pair{"b", 0}, std::pair{"k", 10}, std::pair{"kb", 10},
-                                  std::pair{"kib", 10}, std::pair{"m", 20}, std::pair{"mb", 20}, std::pair{"mib", 20},
-                                  std::pair{"g", 30}, std::pair{"gb", 30}, std::pair{"gib", 30}})
-      if (equals_ignoring_case(t.substr(number_end), name)) unit_shift = s;
-    if (value && unit_shift >= 0 && *value >= 0 && *value < 1e18) {
-      const double bytes = std::ldexp(*value, unit_shift);
+    const int shift_of_unit = unit_shift(t.substr(number_end));
+    if (value && shift_of_unit >= 0 && *value >= 0 && *value < 1e18) {
+      const double bytes = std::ldexp(*value, shift_of_unit);
       hint = bytes == std::floor(bytes) && bytes < 9e18
                  ? "; sizes are whole numbers of a unit: " + format_size(int64_t(bytes)) + " is that size"
                  : "; sizes are whole numbers of bytes or of a unit";
